@@ -1,0 +1,404 @@
+"""The catalog: GPUs, models, prices and efficiency factors, each figure with its source and date.
+
+Loaded from catalog/*.yaml (see docs/catalog.md). Lookup is by stable id or alias, case-insensitive;
+an unknown name is an InputError that suggests the closest ids.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from advisor import HOME, yamlio
+from advisor.errors import Collector, InputError, Problem
+
+CATALOG_DIR = HOME / "catalog"
+KNOWLEDGE_ID = re.compile(r"^[KTCAW]\d\d$")
+
+VENDORS = ("nvidia", "amd", "huawei", "intel", "google")
+GENERATIONS = ("turing", "ampere", "ada", "hopper", "blackwell", "rubin", "cdna3", "cdna4", "davinci", "gaudi", "tpu")
+CLASSES = ("server", "workstation", "consumer")
+COOLING = ("air", "liquid", "air-or-liquid")
+FORM_FACTORS = ("sxm", "pcie", "oam", "module", "cloud")
+SOFTWARE = ("cuda", "rocm", "cann", "habana", "xla")
+MATURITY = ("mature", "maturing", "new", "limited")
+PRICE_TIERS = ("quote", "catalog", "listing")  # in order of preference
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A catalog value with its provenance. `value` is None when unknown or not applicable."""
+
+    value: Any
+    sources: tuple[str, ...] = ()
+    note: str | None = None
+    unknown: bool = False
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def cite(self) -> str:
+        return ", ".join(self.sources) if self.sources else "no source"
+
+
+NONE = Figure(None, unknown=True)
+
+
+def _figure(raw, col: Collector, where: str, line: int | None) -> Figure:
+    if not isinstance(raw, dict) or "v" not in raw:
+        col.add("expected a figure {v: VALUE, src: [SOURCE, ...]}", line, where)
+        return NONE
+    src = raw.get("src") or []
+    if isinstance(src, str):
+        src = [src]
+    value = raw["v"]
+    unknown = value == "unknown"
+    extra = {k: v for k, v in raw.items() if k not in ("v", "src", "note")}
+    return Figure(None if unknown else value, tuple(src), raw.get("note"), unknown, extra)
+
+
+@dataclass(frozen=True)
+class GPU:
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    generation: str
+    gpu_class: str
+    status: str
+    figures: dict[str, Figure]
+    file: str
+    line: int
+
+    def fig(self, name: str) -> Figure:
+        return self.figures.get(name, NONE)
+
+    def num(self, name: str) -> float | None:
+        v = self.fig(name).value
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    @property
+    def memory_gb(self) -> float:
+        return self.num("memory_gb")
+
+    @property
+    def bandwidth_tb_s(self) -> float:
+        return self.num("bandwidth_tb_s")
+
+    @property
+    def gpus_per_node(self) -> int:
+        return int(self.num("gpus_per_node") or 1)
+
+    @property
+    def native_precisions(self) -> tuple[str, ...]:
+        return tuple(self.fig("native_precisions").value or ())
+
+    def tflops(self, precision: str) -> float | None:
+        """Dense spec rate for a compute precision (bf16, fp8, fp4)."""
+        return self.num(f"{precision}_tflops")
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    figures: dict[str, Figure]
+    file: str | None = None
+    line: int | None = None
+
+    def fig(self, name: str) -> Figure:
+        return self.figures.get(name, NONE)
+
+    def num(self, name: str) -> float | None:
+        v = self.fig(name).value
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    @property
+    def precision(self) -> dict[str, str]:
+        """Shipped precision per part: {'all': 'bf16'} or {'experts': 'mxfp4', 'rest': 'bf16'}."""
+        v = self.fig("precision").value
+        if isinstance(v, dict):
+            return dict(v)
+        return {"all": v or "bf16"}
+
+
+@dataclass(frozen=True)
+class Price:
+    gpu: str
+    gpus_per_instance: int
+    usd_per_hour: float
+    provider: str
+    date: str
+    source: str
+    tier: str
+    file: str
+    line: int
+
+
+@dataclass
+class Catalog:
+    gpus: dict[str, GPU]
+    models: dict[str, Model]
+    prices: list[Price]
+    efficiency: dict
+    sources: dict[str, dict]
+    knowledge: dict
+    digest: str
+
+    @cached_property
+    def _gpu_names(self) -> dict[str, str]:
+        return _name_index(self.gpus.values())
+
+    @cached_property
+    def _model_names(self) -> dict[str, str]:
+        return _name_index(self.models.values())
+
+    def gpu(self, name: str, field_name: str = "gpu", file: str | None = None, line: int | None = None) -> GPU:
+        return self.gpus[_resolve(name, self._gpu_names, "GPU", field_name, file, line)]
+
+    def model(self, name: str, field_name: str = "model", file: str | None = None, line: int | None = None) -> Model:
+        return self.models[_resolve(name, self._model_names, "model", field_name, file, line)]
+
+    def prices_for(self, gpu_id: str) -> list[Price]:
+        return [p for p in self.prices if p.gpu == gpu_id]
+
+    def with_prices(self, path: str | Path) -> "Catalog":
+        """A copy whose prices include the quotes of a user's file (same gpu, size and provider replace)."""
+        extra = load_prices(Path(path), self)
+        key = lambda p: (p.gpu, p.gpus_per_instance, p.provider.lower())
+        replaced = {key(p) for p in extra}
+        prices = [p for p in self.prices if key(p) not in replaced] + extra
+        h = hashlib.sha256(self.digest.encode())
+        h.update(Path(path).read_bytes())
+        return Catalog(self.gpus, self.models, prices, self.efficiency, self.sources, self.knowledge, h.hexdigest())
+
+    def describe_source(self, sid: str) -> str:
+        """'MLENG_ACC (published 2026-08-22, retrieved 2026-11-29)' or the seed a knowledge ID cites."""
+        if KNOWLEDGE_ID.match(sid):
+            entry = self.knowledge.get("heuristics", {}).get(sid) or self.knowledge.get("examples", {}).get(sid)
+            seed = entry["seed"] if entry else "?"
+            return f"{sid} (seed {seed})"
+        s = self.sources.get(sid)
+        if not s:
+            return sid
+        return f"{sid} (published {s.get('published', 'unknown')}, retrieved {s.get('retrieved', 'unknown')})"
+
+
+def _name_index(items) -> dict[str, str]:
+    index: dict[str, str] = {}
+    for item in items:
+        for n in (item.id, item.name, *item.aliases):
+            index.setdefault(_norm(n), item.id)
+    return index
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_]+", "-", str(name).strip().lower())
+
+
+def _resolve(name, index: dict[str, str], kind: str, field_name: str, file, line) -> str:
+    key = _norm(name)
+    if key in index:
+        return index[key]
+    ids = sorted(set(index.values()))
+    close = difflib.get_close_matches(key, list(index), n=5, cutoff=0.5)
+    hint = sorted({index[c] for c in close})
+    msg = f"unknown {kind} '{name}'"
+    msg += f"; did you mean {', '.join(hint)}?" if hint else f"; known: {', '.join(ids)}"
+    raise InputError(Problem(msg, file, line, field_name))
+
+
+# --- loading -----------------------------------------------------------------------------------
+
+def _doc(path: Path, key: str, col: Collector):
+    data = yamlio.load(path)
+    if not isinstance(data, dict) or key not in data:
+        col.add(f"expected a mapping with a '{key}' list", getattr(data, "line", 1))
+        return None, {}
+    return data[key], data.get("sources") or {}
+
+
+def _check_enum(col, value, allowed, where, line):
+    if value not in allowed:
+        col.add(f"'{value}' is not one of {', '.join(allowed)}", line, where)
+
+
+def _figures(entry: dict, col: Collector, skip: set[str]) -> dict[str, Figure]:
+    figs = {}
+    for k, raw in entry.items():
+        if k in skip:
+            continue
+        figs[k] = _figure(raw, col, k, yamlio.line_of(entry, k))
+    return figs
+
+
+def _non_negative(col, figs: dict[str, Figure], entry, names):
+    for n in names:
+        v = figs.get(n, NONE).value
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+            col.add(f"must not be negative (got {v})", yamlio.line_of(entry, n), n)
+
+
+GPU_REQUIRED = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "gpus_per_node")
+GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops",
+               "native_precisions", "interconnect", "form_factor", "gpus_per_node", "tdp_w", "cooling",
+               "mig_instances", "us_export_controlled", "software")
+
+
+def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
+    col = Collector(str(path))
+    items, _ = _doc(path, "gpus", col)
+    gpus: dict[str, GPU] = {}
+    for i, e in enumerate(items or []):
+        line = yamlio.line_of(items, i)
+        if not isinstance(e, dict) or "id" not in e:
+            col.add("each GPU needs an id", line)
+            continue
+        gid = e["id"]
+        if gid in gpus:
+            col.add(f"duplicate GPU id '{gid}'", line, "id")
+        meta = {"id", "name", "aliases", "vendor", "generation", "class", "status"}
+        figs = _figures(e, col, meta)
+        for k in figs:
+            if k not in GPU_FIGURES:
+                col.add(f"unknown field (known: {', '.join(GPU_FIGURES)})", yamlio.line_of(e, k), f"{gid}.{k}")
+        for k in GPU_REQUIRED:
+            if not isinstance(figs.get(k, NONE).value, (int, float)):
+                col.add("required number is missing or unknown", yamlio.line_of(e, k, line), f"{gid}.{k}")
+        _non_negative(col, figs, e, ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "tdp_w"))
+        _check_enum(col, e.get("vendor"), VENDORS, f"{gid}.vendor", yamlio.line_of(e, "vendor", line))
+        _check_enum(col, e.get("generation"), GENERATIONS, f"{gid}.generation", yamlio.line_of(e, "generation", line))
+        _check_enum(col, e.get("class"), CLASSES, f"{gid}.class", yamlio.line_of(e, "class", line))
+        cooling = figs.get("cooling", NONE).value
+        if cooling is not None:
+            _check_enum(col, cooling, COOLING, f"{gid}.cooling", yamlio.line_of(e, "cooling", line))
+        _check_sources(col, figs, e, sources, gid)
+        gpus[gid] = GPU(gid, e.get("name", gid), tuple(e.get("aliases") or ()), e.get("vendor"), e.get("generation"),
+                        e.get("class"), e.get("status", "shipping"), figs, str(path), line)
+    col.raise_if_any()
+    return gpus
+
+
+def _check_sources(col, figs, entry, sources, owner):
+    for k, f in figs.items():
+        if f.value is None and not f.sources:
+            continue
+        if not f.sources and f.value is not None:
+            col.add("figure has no source", yamlio.line_of(entry, k), f"{owner}.{k}")
+        for s in f.sources:
+            if not (s in sources or KNOWLEDGE_ID.match(s)):
+                col.add(f"unknown source '{s}'", yamlio.line_of(entry, k), f"{owner}.{k}")
+
+
+MODEL_FIGURES = ("params_b", "active_params_b", "expert_params_b", "experts", "experts_per_token", "layers",
+                 "hidden_size", "attention_heads", "kv_heads", "head_dim", "sliding_window",
+                 "sliding_window_layers", "mla_kv_dim", "precision", "checkpoint_gb", "max_context")
+
+
+def load_models(path: Path, sources: dict) -> dict[str, Model]:
+    col = Collector(str(path))
+    items, _ = _doc(path, "models", col)
+    models: dict[str, Model] = {}
+    for i, e in enumerate(items or []):
+        line = yamlio.line_of(items, i)
+        if not isinstance(e, dict) or "id" not in e:
+            col.add("each model needs an id", line)
+            continue
+        mid = e["id"]
+        if mid in models:
+            col.add(f"duplicate model id '{mid}'", line, "id")
+        figs = _figures(e, col, {"id", "name", "aliases", "hf_repo"})
+        for k in figs:
+            if k not in MODEL_FIGURES:
+                col.add(f"unknown field (known: {', '.join(MODEL_FIGURES)})", yamlio.line_of(e, k), f"{mid}.{k}")
+        for k in ("params_b", "active_params_b"):
+            v = figs.get(k, NONE).value
+            if not isinstance(v, (int, float)) or v <= 0:
+                col.add("required positive number", yamlio.line_of(e, k, line), f"{mid}.{k}")
+        _non_negative(col, figs, e, MODEL_FIGURES[:-2])
+        _check_sources(col, figs, e, sources, mid)
+        aliases = tuple(e.get("aliases") or ()) + ((e["hf_repo"],) if e.get("hf_repo") else ())
+        models[mid] = Model(mid, e.get("name", mid), aliases, figs, str(path), line)
+    col.raise_if_any()
+    return models
+
+
+def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
+    col = Collector(str(path))
+    items, _ = _doc(path, "prices", col)
+    col.raise_if_any()
+    gpus = catalog_or_gpus.gpus if isinstance(catalog_or_gpus, Catalog) else catalog_or_gpus
+    names = _name_index(gpus.values())
+    out: list[Price] = []
+    seen = set()
+    if not isinstance(items, list):
+        col.add("'prices' must be a list", getattr(items, "line", None), "prices")
+        col.raise_if_any()
+    for i, e in enumerate(items):
+        line = yamlio.line_of(items, i)
+        if not isinstance(e, dict):
+            col.add("each price must be a mapping", line)
+            continue
+        bad = False
+        for k in ("gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source"):
+            if e.get(k) in (None, ""):
+                col.add("required field is missing", line, k)
+                bad = True
+        for k in set(e) - {"gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source", "tier"}:
+            col.add("unknown field", yamlio.line_of(e, k, line), k)
+        if bad:
+            continue
+        try:
+            gid = _resolve(e["gpu"], names, "GPU", "gpu", str(path), yamlio.line_of(e, "gpu", line))
+        except InputError as exc:
+            col.problems.extend(exc.problems)
+            continue
+        usd, n = e["usd_per_hour"], e["gpus_per_instance"]
+        if not isinstance(usd, (int, float)) or isinstance(usd, bool) or usd <= 0:
+            col.add(f"must be a positive number (got {usd!r})", yamlio.line_of(e, "usd_per_hour", line), "usd_per_hour")
+            continue
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            col.add(f"must be a whole number >= 1 (got {n!r})", yamlio.line_of(e, "gpus_per_instance", line), "gpus_per_instance")
+            continue
+        tier = e.get("tier", "quote")
+        if tier not in PRICE_TIERS:
+            col.add(f"'{tier}' is not one of {', '.join(PRICE_TIERS)}", yamlio.line_of(e, "tier", line), "tier")
+            continue
+        key = (gid, n, str(e["provider"]).lower())
+        if key in seen:
+            col.add(f"duplicate price for {gid} x{n} from {e['provider']}", line)
+        seen.add(key)
+        out.append(Price(gid, n, float(usd), str(e["provider"]), str(e["date"]), str(e["source"]), tier, str(path), line))
+    col.raise_if_any()
+    return out
+
+
+def load(directory: Path = CATALOG_DIR) -> Catalog:
+    """Load and validate the whole catalog; all problems of a file are reported together."""
+    directory = Path(directory)
+    files = ["sources.yaml", "gpus.yaml", "models.yaml", "prices.yaml", "efficiency.yaml", "knowledge.yaml"]
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.encode())
+        digest.update((directory / f).read_bytes())
+    sources = dict((yamlio.load(directory / "sources.yaml") or {}).get("sources") or {})
+    efficiency = yamlio.load(directory / "efficiency.yaml") or {}
+    sources.update(efficiency.get("sources") or {})
+    knowledge = yamlio.load(directory / "knowledge.yaml") or {}
+    gpus = load_gpus(directory / "gpus.yaml", sources)
+    models = load_models(directory / "models.yaml", sources)
+    prices = load_prices(directory / "prices.yaml", gpus)
+    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest.hexdigest())
+
+
+_CACHE: dict[Path, Catalog] = {}
+
+
+def default() -> Catalog:
+    """The shipped catalog, loaded once per process."""
+    if CATALOG_DIR not in _CACHE:
+        _CACHE[CATALOG_DIR] = load(CATALOG_DIR)
+    return _CACHE[CATALOG_DIR]

@@ -1,0 +1,54 @@
+"""Plain-text rendering of an estimate (the ledger and the candidate table), for `gpu-advisor estimate`."""
+from __future__ import annotations
+
+from advisor.estimator import GB, LEDGER_KEYS, Estimate
+
+
+def _n(x, fmt="{:,.1f}", none="-"):
+    return none if x is None else fmt.format(x)
+
+
+def estimate_text(est: Estimate) -> str:
+    w = est.workload
+    led = est.ledger
+    lines = [f"Workload: {w.title} ({w.mode}, {w.model.name}, weights {led.sized.precision_label})",
+             "GB = 10^9 bytes.", "", "Memory ledger (one copy of the model):"]
+    for k in LEDGER_KEYS:
+        t = led.terms[k]
+        if k != "total_gb" and not t.value:
+            continue
+        label = k[:-3].replace("_", " ")
+        src = f"  [{', '.join(t.sources)}]" if t.sources else ""
+        lines.append(f"  {label:<12} {t.value / GB:>10,.2f} GB   {t.formula}{src}")
+    for k, t in led.alt.items():
+        if k == "model_states_gb":
+            lines.append(f"  (other accounting: model states {t.value / GB:,.0f} GB = {t.formula})")
+    if est.kv_bytes_per_token is not None:
+        lines.append(f"  KV cache per token: {est.kv_bytes_per_token:,.0f} bytes (averaged over {w.context_tokens:,} tokens)")
+    c = est.compute
+    lines += ["", f"Compute: forward {c['forward_flops_per_token'].value / 1e9:,.1f} GFLOP/token (2 x active, K04); "
+                  f"training {c['train_flops_per_token'].value / 1e9:,.1f} GFLOP/token (6 x active, K08)"]
+    for note in est.notes:
+        lines.append(f"Note: {note}")
+    lines += ["", "Candidates:"]
+    if w.training:
+        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'hours':>9}{'kW/node':>8}{'$/h':>9}{'$/job':>11}"
+    else:
+        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'prefill ms':>11}{'tok/s':>9}{'kW/node':>8}{'$/h':>9}{'$/Mtok':>9}"
+    lines.append(head)
+    order = sorted(est.candidates, key=lambda c: (not c.fits, c.count or 0, c.gpu.id))
+    for cd in order:
+        if not cd.fits:
+            lines.append(f"  {cd.gpu.id:<15}{'no':<5}  {cd.reason}")
+            continue
+        plan = f"{cd.tp}x{cd.pp}x{cd.dp}"
+        row = f"  {cd.gpu.id:<15}{'yes':<5}{cd.count:>6}{cd.nodes:>6}  {plan:<10}{cd.per_card_gb:>9,.1f}{cd.headroom_gb:>7,.1f}"
+        if w.training:
+            row += f"{_n(cd.training_hours, '{:,.1f}'):>9}{_n(cd.power_kw_per_node):>8}{_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>9}{_n(cd.usd_per_job, '{:,.0f}'):>11}"
+        else:
+            row += f"{_n(cd.prefill_ms):>11}{_n(cd.tokens_per_s, '{:,.0f}'):>9}{_n(cd.power_kw_per_node):>8}{_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>9}{_n(cd.usd_per_million_tokens, '{:,.2f}'):>9}"
+        lines.append(row)
+    lines += ["", "Prices: " + "; ".join(sorted({f"{c.gpu.id} {c.price['provider']} ({c.price['date']}, {c.price['tier']})"
+                                                  for c in est.candidates if c.price})) or "none known",
+              "Unknown prices are shown as 'unknown': nothing is guessed."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,324 @@
+"""Workload files: the contract that the estimator, the rules, the dialogue and users' scripts share.
+
+The schema is declared once, as data (`FIELDS`, `CONSTRAINTS`, `MODEL_FIELDS`), so that validation,
+the dialogue's questions and the documentation all read the same definitions.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from advisor import yamlio
+from advisor.catalog import Catalog, Figure, Model
+from advisor.errors import Collector, InputError
+
+MODES = ("inference", "training", "fine-tuning")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "fp4", "int4")
+KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One field of the workload schema."""
+
+    kind: str                      # enum | int | float | bool | str | model | gpus
+    help: str
+    choices: tuple = ()
+    min: float | None = None
+    max: float | None = None
+    default: Any = None
+    unit: str = ""
+    modes: tuple = MODES           # the modes for which the field is relevant
+
+
+TRAIN = ("training", "fine-tuning")
+
+FIELDS: dict[str, Spec] = {
+    "name": Spec("str", "A short name for the workload, used in titles."),
+    "mode": Spec("enum", "What the GPUs will do: serve a model, train one from scratch, or fine-tune one.", MODES),
+    "model": Spec("model", "A catalog model id or alias, or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
+    "precision": Spec("enum", "Precision of the weights; default: the model's shipped precision.", PRECISIONS),
+    "kv_precision": Spec("enum", "Precision of the KV cache.", KV_PRECISIONS, default="bf16", modes=("inference",)),
+    "method": Spec("enum", "Full training, LoRA adapters, or QLoRA (4-bit base weights + adapters).", ("full", "lora", "qlora"), default="full", modes=TRAIN),
+    "lora_rank": Spec("int", "Rank of the LoRA adapters.", min=1, max=4096, default=16, modes=TRAIN),
+    "optimizer": Spec("enum", "Optimizer: AdamW (8 B/param states), 8-bit AdamW (2 B), SGD with momentum (4 B).", ("adamw", "adamw-8bit", "sgd"), default="adamw", modes=TRAIN),
+    "master_weights": Spec("bool", "Keep an fp32 master copy of 16-bit weights (mixed precision; C06).", default=True, modes=TRAIN),
+    "zero_stage": Spec("int", "ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights.", min=0, max=3, default=0, modes=TRAIN),
+    "activation_checkpointing": Spec("bool", "Recompute activations in the backward pass (saves memory, ~30% more compute; C06).", default=False, modes=TRAIN),
+    "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens"),
+    "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
+    "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
+    "concurrency": Spec("int", "Inference: sequences served at once. Training: micro-batch per GPU.", min=1, max=1_000_000, default=1, unit="sequences"),
+    "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
+    "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06).", ("interactive", "batch"), default="interactive"),
+    "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
+    "constraints": Spec("constraints", "Limits on what may be bought or rented."),
+}
+
+CONSTRAINTS: dict[str, Spec] = {
+    "import_restricted": Spec("bool", "The team cannot obtain US export-controlled accelerators (T08).", default=False),
+    "liquid_cooling": Spec("bool", "The data centre offers liquid cooling (T10).", default=True),
+    "power_kw_per_node": Spec("float", "Power available per node (rack position), kW (C14).", min=0.1, max=1000, unit="kW"),
+    "deployment": Spec("enum", "Where the GPUs run (K02).", ("cloud", "on-prem", "air-gapped"), default="cloud"),
+    "load": Spec("enum", "Steady or irregular load (T11: irregular favours renting).", ("steady", "irregular"), default="steady"),
+    "budget_usd_per_hour": Spec("float", "Most the team will pay per hour for the whole deployment.", min=0.01, max=1e7, unit="USD/h"),
+    "max_gpus": Spec("int", "Most GPUs the team can use.", min=1, max=100_000, unit="GPUs"),
+    "deadline_hours": Spec("float", "Training: hours by which the job must finish (adds data-parallel replicas).", min=0.01, max=1e6, unit="h"),
+    "gpus": Spec("gpus", "Consider only these GPUs (ids or aliases)."),
+}
+
+MODEL_FIELDS: dict[str, Spec] = {
+    "name": Spec("str", "Model name."),
+    "params_b": Spec("float", "Total parameters, billions.", min=0.001, max=100_000, unit="B"),
+    "active_params_b": Spec("float", "Parameters active per token, billions (MoE); default: all.", min=0.001, max=100_000, unit="B"),
+    "expert_params_b": Spec("float", "Parameters inside routed experts, billions.", min=0, max=100_000, unit="B"),
+    "experts": Spec("int", "Routed experts per layer.", min=1, max=100_000),
+    "experts_per_token": Spec("int", "Experts each token is routed to.", min=1, max=100_000),
+    "layers": Spec("int", "Transformer layers.", min=1, max=10_000),
+    "hidden_size": Spec("int", "Hidden size.", min=1, max=1_000_000),
+    "attention_heads": Spec("int", "Attention heads.", min=1, max=100_000),
+    "kv_heads": Spec("int", "Key/value heads (grouped-query attention).", min=1, max=100_000),
+    "head_dim": Spec("int", "Dimension per head.", min=1, max=100_000),
+    "sliding_window": Spec("int", "Sliding-window size in tokens.", min=1, max=10_000_000),
+    "sliding_window_layers": Spec("int", "Layers that use the sliding window.", min=0, max=10_000),
+    "mla_kv_dim": Spec("int", "MLA: cached elements per token per layer.", min=1, max=1_000_000),
+    "precision": Spec("enum", "Shipped precision of the weights.", PRECISIONS),
+    "max_context": Spec("int", "Longest context the model supports.", min=1, max=100_000_000),
+}
+
+
+@dataclass(frozen=True)
+class Constraints:
+    import_restricted: bool = False
+    liquid_cooling: bool = True
+    power_kw_per_node: float | None = None
+    deployment: str = "cloud"
+    load: str = "steady"
+    budget_usd_per_hour: float | None = None
+    max_gpus: int | None = None
+    deadline_hours: float | None = None
+    gpus: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workload:
+    mode: str
+    model: Model
+    name: str | None = None
+    precision: str | None = None
+    kv_precision: str = "bf16"
+    method: str = "full"
+    lora_rank: int = 16
+    optimizer: str = "adamw"
+    master_weights: bool = True
+    zero_stage: int = 0
+    activation_checkpointing: bool = False
+    context_tokens: int = 8192
+    prompt_tokens: int = 1000
+    output_tokens: int = 1000
+    concurrency: int = 1
+    training_tokens: float | None = None
+    latency: str = "interactive"
+    task: str = "llm"
+    constraints: Constraints = field(default_factory=Constraints)
+    #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
+    defaults: tuple[str, ...] = ()
+    source: str | None = None
+
+    @property
+    def training(self) -> bool:
+        return self.mode in TRAIN
+
+    @property
+    def title(self) -> str:
+        return self.name or f"{self.model.name} {self.mode}"
+
+    def inputs(self) -> dict:
+        """The workload as understood, in schema form (JSON-ready)."""
+        out = {"name": self.name, "mode": self.mode, "model": self.model.id}
+        for k in FIELDS:
+            if k in ("name", "mode", "model", "constraints"):
+                continue
+            if self.mode in FIELDS[k].modes:
+                out[k] = getattr(self, k)
+        out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
+                              for k, v in self.constraints.__dict__.items()}
+        return out
+
+
+def _suggest(key: str, known) -> str:
+    close = difflib.get_close_matches(str(key), list(known), n=1)
+    return f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
+
+
+def _check_value(spec: Spec, value, col: Collector, name: str, line):
+    """Validate one scalar against its Spec; returns the value (coerced) or None after reporting."""
+    if spec.kind == "enum":
+        if value not in spec.choices:
+            col.add(f"'{value}' is not one of {', '.join(spec.choices)}", line, name)
+            return None
+        return value
+    if spec.kind == "bool":
+        if not isinstance(value, bool):
+            col.add(f"must be true or false (got {value!r})", line, name)
+            return None
+        return value
+    if spec.kind == "str":
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            col.add("must be a short text", line, name)
+            return None
+        return value
+    if spec.kind in ("int", "float"):
+        if isinstance(value, str) and spec.kind == "float":
+            try:
+                value = float(value)   # YAML reads 134e9 as a string
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            col.add(f"must be a number (got {value!r})", line, name)
+            return None
+        if value != value or value in (float("inf"), float("-inf")):
+            col.add("must be a finite number", line, name)
+            return None
+        if spec.kind == "int" and value != int(value):
+            col.add(f"must be a whole number (got {value})", line, name)
+            return None
+        if spec.min is not None and value < spec.min:
+            col.add(f"must be at least {spec.min:g}{' ' + spec.unit if spec.unit else ''} (got {value:g})", line, name)
+            return None
+        if spec.max is not None and value > spec.max:
+            col.add(f"must be at most {spec.max:g}{' ' + spec.unit if spec.unit else ''} (got {value:g})", line, name)
+            return None
+        return int(value) if spec.kind == "int" else float(value)
+    raise AssertionError(spec.kind)
+
+
+def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
+    ok = True
+    figs: dict[str, Figure] = {}
+    for k, v in raw.items():
+        line = yamlio.line_of(raw, k)
+        if k not in MODEL_FIELDS:
+            col.add(f"unknown model field{_suggest(k, MODEL_FIELDS)}", line, f"model.{k}")
+            ok = False
+            continue
+        if v is None:
+            continue
+        checked = _check_value(MODEL_FIELDS[k], v, col, f"model.{k}", line)
+        if checked is None:
+            ok = False
+            continue
+        if k != "name":
+            figs[k] = Figure(checked, ("workload file",))
+    if "params_b" not in figs:
+        if "params_b" not in raw:
+            col.add("a model given as a mapping needs params_b", yamlio.line_of(raw, None, raw.line if hasattr(raw, "line") else None), "model.params_b")
+        return None
+    if not ok:
+        return None
+    figs.setdefault("active_params_b", Figure(figs["params_b"].value, ("workload file",), "dense: all parameters active"))
+    if figs["active_params_b"].value > figs["params_b"].value:
+        col.add("cannot exceed params_b", yamlio.line_of(raw, "active_params_b"), "model.active_params_b")
+        return None
+    name = raw.get("name") or f"custom {figs['params_b'].value:g}B model"
+    return Model("custom", name, (), figs, file, getattr(raw, "line", None))
+
+
+def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
+    """Validate a parsed workload document; every problem is reported with its field and line."""
+    col = Collector(file)
+    if data is None:
+        col.add("the workload is empty: it needs at least 'mode' and 'model'", 1)
+        col.raise_if_any()
+    if not isinstance(data, dict):
+        col.add(f"a workload must be a mapping of fields, not a {type(data).__name__}", getattr(data, "line", 1))
+        col.raise_if_any()
+    values: dict[str, Any] = {}
+    for key, raw in data.items():
+        line = yamlio.line_of(data, key)
+        if key not in FIELDS:
+            col.add(f"unknown field{_suggest(key, FIELDS)}", line, str(key))
+            continue
+        if raw is None:
+            continue
+        spec = FIELDS[key]
+        if spec.kind == "model":
+            if isinstance(raw, dict):
+                values["model"] = _custom_model(raw, col, file)
+            elif isinstance(raw, str):
+                try:
+                    values["model"] = catalog.model(raw, "model", file, line)
+                except InputError as exc:
+                    col.problems.extend(exc.problems)
+            else:
+                col.add("must be a catalog model id or a mapping with params_b", line, "model")
+        elif spec.kind == "constraints":
+            if not isinstance(raw, dict):
+                col.add("must be a mapping", line, "constraints")
+                continue
+            values["constraints"] = _constraints(raw, catalog, col, file)
+        else:
+            checked = _check_value(spec, raw, col, key, line)
+            if checked is not None:
+                values[key] = checked
+    for required in ("mode", "model"):
+        if required not in data:
+            col.add("required field is missing", getattr(data, "line", 1), required)
+    mode = values.get("mode")
+    if mode == "inference" and values.get("method") in ("lora", "qlora"):
+        col.add(f"'{values['method']}' is a training method; it does not apply to inference",
+                yamlio.line_of(data, "method"), "method")
+    model = values.get("model")
+    if "context_tokens" in values and isinstance(model, Model):
+        limit = model.num("max_context")
+        if limit and values["context_tokens"] > limit * 8:
+            col.add(f"{values['context_tokens']} tokens is far beyond {model.id}'s {limit:.0f}-token context",
+                    yamlio.line_of(data, "context_tokens"), "context_tokens")
+    col.raise_if_any()
+    defaults = tuple(k for k, s in FIELDS.items()
+                     if k not in data and s.default is not None and mode in s.modes)
+    if mode == "inference" and "context_tokens" not in data and ("prompt_tokens" in values or "output_tokens" in values):
+        # a context big enough for the request the user described
+        values["context_tokens"] = values.get("prompt_tokens", 1000) + values.get("output_tokens", 1000)
+        defaults = tuple(d for d in defaults if d != "context_tokens")
+    return Workload(defaults=defaults, source=file, **values)
+
+
+def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Constraints:
+    values = {}
+    for key, v in raw.items():
+        line = yamlio.line_of(raw, key)
+        if key not in CONSTRAINTS:
+            col.add(f"unknown constraint{_suggest(key, CONSTRAINTS)}", line, f"constraints.{key}")
+            continue
+        if v is None:
+            continue
+        spec = CONSTRAINTS[key]
+        if spec.kind == "gpus":
+            if not isinstance(v, list):
+                col.add("must be a list of GPU ids", line, "constraints.gpus")
+                continue
+            ids = []
+            for i, name in enumerate(v):
+                try:
+                    ids.append(catalog.gpu(str(name), "constraints.gpus", file, yamlio.line_of(v, i, line)).id)
+                except InputError as exc:
+                    col.problems.extend(exc.problems)
+            values["gpus"] = tuple(dict.fromkeys(ids))
+            continue
+        checked = _check_value(spec, v, col, f"constraints.{key}", line)
+        if checked is not None:
+            values[key] = checked
+    return Constraints(**values)
+
+
+def load(path: str | Path, catalog: Catalog) -> Workload:
+    return parse(yamlio.load(path), catalog, str(path))
+
+
+def with_gpus(workload: Workload, gpu_ids: list[str]) -> Workload:
+    """The same workload restricted to these candidate GPUs (from --gpu)."""
+    return replace(workload, constraints=replace(workload.constraints, gpus=tuple(gpu_ids)))

@@ -1,0 +1,136 @@
+"""Safe YAML loading that remembers line numbers, refuses Python tags and defuses alias bombs.
+
+Documents are composed with the C parser when PyYAML has it (fast) and built here from the node
+tree, so every mapping knows the line of each key and no constructor beyond plain data ever runs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from advisor.errors import InputError, Problem
+
+try:
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _Loader = yaml.SafeLoader
+
+#: Nodes a document may expand to, aliases counted at every use: stops "billion laughs".
+MAX_NODES = 200_000
+
+_SAFE_TAGS = {
+    "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp",
+    "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq",
+}
+
+
+class YMap(dict):
+    """A mapping that remembers its own line and the line of each key (1-based)."""
+
+    line: int = 0
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.key_lines: dict = {}
+
+    def line_of(self, key) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+class YList(list):
+    """A sequence that remembers its own line and each item's line."""
+
+    line: int = 0
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.item_lines: list[int] = []
+
+    def line_of(self, index: int) -> int:
+        return self.item_lines[index] if index < len(self.item_lines) else self.line
+
+
+def line_of(container, key, default: int | None = None) -> int | None:
+    """The line of `key` in a YMap/YList, or `default` for plain containers."""
+    if isinstance(container, (YMap, YList)):
+        return container.line_of(key)
+    return default
+
+
+class _Builder:
+    def __init__(self, name: str):
+        self.name = name
+        self.budget = MAX_NODES
+        self.scalars = yaml.constructor.SafeConstructor()
+
+    def fail(self, node, message: str):
+        raise InputError(Problem(message, self.name, node.start_mark.line + 1))
+
+    def build(self, node):
+        if node.tag not in _SAFE_TAGS:
+            self.fail(node, f"tag '{node.tag}' is not allowed (only plain data is read)")
+        self.budget -= 1
+        if self.budget < 0:
+            self.fail(node, f"document expands to more than {MAX_NODES} nodes (YAML alias bomb?)")
+        if isinstance(node, yaml.MappingNode):
+            out = YMap()
+            out.line = node.start_mark.line + 1
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    self.fail(key_node, "YAML merge keys ('<<') are not supported")
+                key = self.build(key_node)
+                if isinstance(key, (dict, list)):
+                    self.fail(key_node, "a mapping key must be a plain value")
+                if key in out:
+                    self.fail(key_node, f"duplicate key '{key}'")
+                out[key] = self.build(value_node)
+                out.key_lines[key] = key_node.start_mark.line + 1
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            out = YList()
+            out.line = node.start_mark.line + 1
+            for item in node.value:
+                out.append(self.build(item))
+                out.item_lines.append(item.start_mark.line + 1)
+            return out
+        value = self.scalars.construct_object(node)
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            value = value.isoformat()
+        return value
+
+
+def loads(text: str, name: str = "<string>"):
+    """Parse one YAML document into YMap/YList/scalars; raise InputError with file:line."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        raise InputError(Problem(f"YAML syntax error: {exc.problem or exc.context}", name, line)) from None
+    except yaml.YAMLError as exc:
+        raise InputError(Problem(f"YAML error: {exc}", name)) from None
+    if node is None:
+        return None
+    return _Builder(name).build(node)
+
+
+def load(path: str | Path):
+    """Read and parse a YAML file; every failure is an InputError naming the file."""
+    p = Path(path)
+    name = str(path)
+    if p.is_dir():
+        raise InputError(Problem("is a directory, not a YAML file", name))
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(Problem("no such file", name)) from None
+    except OSError as exc:
+        raise InputError(Problem(f"cannot read: {exc.strerror}", name)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(Problem("not UTF-8 text", name, line)) from None
+    return loads(text, name)
