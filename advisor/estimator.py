@@ -138,7 +138,7 @@ def size_model(w: Workload) -> Sized:
     # a shipped checkpoint whose size is known beats the arithmetic (Kimi K3: 4-bit QAT, W05)
     ckpt = m.num("checkpoint_gb")
     uses_shipped = not w.training and not w.precision
-    if uses_shipped and ckpt and len(parts) == 1:
+    if uses_shipped and ckpt and len({pt.precision for pt in parts}) == 1:
         weights = ckpt * GB
         formula = f"shipped checkpoint {ckpt:,.0f} GB ({', '.join(m.fig('checkpoint_gb').sources)})"
         srcs += m.fig("checkpoint_gb").sources
@@ -407,6 +407,12 @@ def _tp_options(gpu: GPU):
     return [t for t in TP_SIZES if t <= gpu.gpus_per_node]
 
 
+def _k14(tp: int, pp: int, gpu: GPU) -> bool:
+    """K14: tensor parallelism inside a node; a model that spans nodes fills each node with TP and
+    runs pipeline stages across nodes."""
+    return tp * pp <= gpu.gpus_per_node or tp == gpu.gpus_per_node
+
+
 def _plan_inference(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
     mem = gpu.memory_gb * GB
     fixed_total = led.bytes("weights_gb") + led.bytes("overhead_gb")
@@ -432,7 +438,7 @@ def _plan_inference(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
             if dp is None:
                 continue
             count = tp * pp * dp
-            if count > max_gpus:
+            if count > max_gpus or not _k14(tp, pp, gpu):
                 continue
             nodes = math.ceil(count / gpu.gpus_per_node)
             pref = -tp if w.latency == "interactive" else tp
@@ -463,6 +469,8 @@ def _plan_training(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
             count = m * dp
             if count > max_gpus:
                 break
+            if not _k14(tp, pp, gpu):
+                continue
             nodes = math.ceil(count / gpu.gpus_per_node)
             key = (count, nodes, pp, -tp)
             if best is None or key < best[1]:

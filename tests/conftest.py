@@ -1,0 +1,25 @@
+from pathlib import Path
+
+import pytest
+
+from advisor import catalog as catalog_mod
+from advisor import estimator, workload
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    return catalog_mod.default()
+
+
+@pytest.fixture(scope="session")
+def estimate_file(catalog):
+    """Run the estimator on a workload file under examples/ (by stem) or any path."""
+    def run(name: str, **overrides):
+        path = EXAMPLES / f"{name}.yaml" if not name.endswith(".yaml") else Path(name)
+        data = dict(workload.yamlio.load(path))
+        data.update(overrides)
+        return estimator.estimate(workload.parse(data, catalog, str(path)), catalog)
+    return run

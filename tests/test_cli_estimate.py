@@ -1,0 +1,109 @@
+"""`gpu-advisor estimate` as a user runs it: JSON keys, text, and bad input (one line, exit 2)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from advisor.cli import main
+
+from conftest import EXAMPLES, ROOT
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_keys_and_values(capsys):
+    code, out, _ = run(capsys, "estimate", str(EXAMPLES / "gpt-oss-120b-one-user.yaml"), "--gpu", "H200", "--format", "json")
+    assert code == 0
+    d = json.loads(out)
+    assert set(d["ledger"]) == {"weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb", "overhead_gb", "total_gb"}
+    assert set(d["compute"]) >= {"forward_flops_per_token", "train_flops_per_token"}
+    assert d["kv_bytes_per_token"] == 37440
+    [c] = d["candidates"]
+    for key in ("gpu", "count", "nodes", "tp", "pp", "dp", "per_card_gb", "headroom_gb", "fits", "prefill_ms",
+                "decode_ms_per_token", "tokens_per_s", "power_kw_per_node", "usd_per_hour", "usd_per_million_tokens", "usd_per_job"):
+        assert key in c
+    assert c["gpu"] == "h200-sxm" and c["count"] == 1 and c["usd_per_hour"] == 5.0
+    assert c["price"]["date"] == "2026-09" and c["price"]["source"] == "seed 000 (K17)"
+    assert "10^9" in d["units"]
+    assert "formula" in d["ledger_explained"]["weights_gb"]
+
+
+def test_text_has_ledger_and_unknown_prices(capsys):
+    code, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "l40s", "--gpu", "h200")
+    assert code == 0
+    assert "weights" in out and "65.18 GB" in out and "GB = 10^9 bytes" in out
+    assert "unknown" in out   # the L40S has no price in the catalog
+
+
+def test_unknown_price_is_null_with_reason(capsys):
+    _, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "l40s", "--format", "json")
+    c = json.loads(out)["candidates"][0]
+    assert c["usd_per_hour"] is None and c["usd_per_million_tokens"] is None
+    assert c["price_unknown"] == "no price known for this GPU"
+
+
+def test_user_prices_add_quotes(capsys, tmp_path):
+    f = tmp_path / "quotes.yaml"
+    f.write_text("prices:\n  - {gpu: L40S, gpus_per_instance: 4, usd_per_hour: 6.0, provider: Acme, date: 2026-11, source: 'email quote'}\n")
+    _, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "l40s", "--prices", str(f), "--format", "json")
+    c = json.loads(out)["candidates"][0]
+    assert c["usd_per_hour"] == 6.0 and c["price"]["provider"] == "Acme"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", "the workload is empty"),
+    ("- a\n- b\n", "a workload must be a mapping"),
+    ("mode: inference\nmodel: gpt-oss-120b\nconcurrency: -3\n", ":3: concurrency: must be at least 1"),
+    ("mode: inference\nmodel: gpt-oss-120b\ncontext_tokens: 1000000000\n", ":3: context_tokens: must be at most"),
+    ("mode: inference\nmodel: {params_b: 1e15}\n", "model.params_b: must be at most"),
+    ("mode: inference\nmodel: gpt-oss-120b\nconcurency: 3\n", "unknown field; did you mean 'concurrency'?"),
+    ("mode: inference\nmodel: gtp-oss-120b\n", "unknown model 'gtp-oss-120b'; did you mean"),
+    ("mode: inference\nmodel: gpt-oss-120b\nconstraints: {gpus: [H300]}\n", "unknown GPU 'H300'; did you mean"),
+    ("mode: inference\nmodel: gpt-oss-120b\nmethod: lora\n", ":3: method: 'lora' is a training method"),
+    ("mode: inference\nmodel: gpt-oss-120b\nconcurrency: many\n", "must be a number"),
+    ("mode: inference\nmodel: [gpt\n", "YAML syntax error"),
+    ("mode: !!python/object/apply:os.system ['touch /tmp/pwned-advisor']\nmodel: x\n", "tag 'tag:yaml.org,2002:python/object/apply:os.system' is not allowed"),
+])
+def test_bad_workloads_exit_2_with_one_line_each(capsys, tmp_path, text, expected):
+    f = tmp_path / "w.yaml"
+    f.write_text(text)
+    code, out, err = run(capsys, "estimate", str(f))
+    assert code == 2 and out == ""
+    assert expected in err
+    assert "Traceback" not in err
+    assert all(line.startswith("gpu-advisor: error: ") for line in err.strip().splitlines())
+
+
+def test_every_problem_of_a_file_is_reported(capsys, tmp_path):
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: serving\nmodel: gpt-oss-120b\nconcurrency: 0\nfoo: 1\n")
+    code, _, err = run(capsys, "estimate", str(f))
+    assert code == 2 and len(err.strip().splitlines()) == 3
+    assert "w.yaml:1: mode:" in err and "w.yaml:3: concurrency:" in err and "w.yaml:4: foo:" in err
+
+
+def test_not_a_file(capsys, tmp_path):
+    code, _, err = run(capsys, "estimate", str(tmp_path))
+    assert code == 2 and "is a directory" in err
+    code, _, err = run(capsys, "estimate", str(tmp_path / "missing.yaml"))
+    assert code == 2 and "no such file" in err
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"mode: inference\nname: caf\xe9\n")
+    code, _, err = run(capsys, "estimate", str(bad))
+    assert code == 2 and "latin1.yaml:2: not UTF-8" in err
+
+
+def test_unknown_gpu_option(capsys):
+    code, _, err = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "H2000")
+    assert code == 2 and "--gpu: unknown GPU 'H2000'" in err
+
+
+def test_console_script_and_module_run():
+    out = subprocess.run([sys.executable, "-m", "advisor", "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "h200"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and "h200-sxm" in out.stdout

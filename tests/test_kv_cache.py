@@ -1,0 +1,34 @@
+"""KV bytes per token equal the architecture arithmetic exactly."""
+from advisor import estimator
+
+
+def test_llama_31_70b_gqa(estimate_file):
+    est = estimate_file("llama-70b-fp16-serving")
+    assert est.kv_bytes_per_token == 2 * 8 * 128 * 2 * 80 == 327_680
+
+
+def test_deepseek_v3_mla(estimate_file):
+    est = estimate_file("chat-assistant", model="deepseek-v3")
+    assert est.kv_bytes_per_token == 61 * 576 * 2 == 70_272
+
+
+def test_gpt_oss_120b_half_sliding_window(estimate_file):
+    est = estimate_file("chat-assistant", context_tokens=8192)
+    per_layer = 2 * 8 * 64 * 2
+    expected = (18 * per_layer * 8192 + 18 * per_layer * 128) / 8192
+    assert est.kv_bytes_per_token == expected == 37_440
+
+
+def test_kv_heads_replicated_beyond_tensor_parallelism(catalog, estimate_file):
+    # Qwen3-235B has 4 KV heads: at TP 8 each card holds one head, so the cache is stored twice.
+    est = estimate_file("chat-assistant", model="qwen3-235b-a22b", concurrency=256)
+    plan = est.candidate("h100-sxm")
+    assert plan.tp == 8
+    assert "replicated x2" in plan.why["per_card_gb"]
+
+
+def test_unknown_architecture_falls_back_to_half_the_weights(estimate_file):
+    est = estimate_file("kimi-k3-serving")
+    assert est.ledger.kv_fallback
+    assert est.ledger.bytes("kv_cache_gb") == 0.5 * est.ledger.bytes("weights_gb")
+    assert any("K05" in n for n in est.notes)
