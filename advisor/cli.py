@@ -37,6 +37,109 @@ def cmd_estimate(args) -> int:
     return 0
 
 
+def _kb(args):
+    from advisor import knowledge
+    dirs = knowledge.rule_dirs(getattr(args, "rules", None))
+    return knowledge.load(dirs)
+
+
+def _decide(args):
+    from advisor import decision, estimator
+    cat = _catalog(args)
+    kb = _kb(args)
+    est = estimator.estimate(_workload(args, cat), cat)
+    return decision.decide(est, kb, cat)
+
+
+def _summary(rec: dict) -> str:
+    r = rec["recommendation"]
+    lines = []
+    if not r:
+        lines.append("No GPU can be recommended: every candidate was excluded.")
+        for gpu, rules in rec["no_candidate"].items():
+            lines.append(f"  {gpu}: excluded by {', '.join(rules)}")
+        return "\n".join(lines) + "\n"
+    cost = (f"${r['usd_per_hour']:,.2f}/h ({r['price']['provider']}, {r['price']['date']})"
+            if r["usd_per_hour"] is not None else f"price unknown ({r['price_unknown']})")
+    lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']}, {cost}")
+    d = rec["decisive_rule"]
+    lines.append(f"Decisive rule: {d['id']} ({', '.join(d['source'])}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
+    lines.append(f"  {d['because']}")
+    if rec["runner_up"]:
+        lines.append(f"Runner-up: {rec['runner_up']['count']} x {rec['runner_up']['gpu']}: {rec['runner_up']['why']}")
+    for w in rec["warnings"]:
+        lines.append(f"{w['kind'].capitalize()} [{w['severity']}] ({w['rule']}, {', '.join(w['source'])}): {w['text']}")
+    lines.append("Use --format json for the full decision record.")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_recommend(args) -> int:
+    rec = _decide(args).record
+    if args.format == "json":
+        print(json.dumps(rec, indent=2, ensure_ascii=False, default=str))
+    else:
+        sys.stdout.write(_summary(rec))
+    return 0
+
+
+def cmd_facts(args) -> int:
+    from advisor import rulestools
+    sys.stdout.write(rulestools.facts_text())
+    return 0
+
+
+def _kb_for_rules_cmd(args):
+    from advisor import knowledge
+    if args.dir:
+        return knowledge.load(knowledge.rule_dirs([args.dir], shipped=False))
+    return _kb(args)
+
+
+def cmd_rules(args) -> int:
+    from advisor import rulestools
+    kb = _kb_for_rules_cmd(args)
+    if args.action == "lint":
+        print(f"{len(kb.rules)} rules in {len(kb.files)} files: no problems")
+        return 0
+    if args.action == "list":
+        sys.stdout.write(rulestools.list_text(kb, args.group))
+        return 0
+    if args.action == "test":
+        checked, failures = rulestools.run_examples(kb)
+        for f in failures:
+            print(f"FAIL {f}")
+        print(f"{checked} examples of {len(kb.rules)} rules: {checked - len([f for f in failures if 'example' in f])} passed, {len(failures)} failed")
+        return 1 if failures else 0
+    if args.action == "coverage":
+        from advisor import catalog
+        rows, missing = rulestools.coverage(kb, catalog.default())
+        for k, where in rows:
+            print(f"{k}  {where}")
+        for k in missing:
+            print(f"{k}  MISSING: no rule or estimator function cites it")
+        print(f"{len(rows)} of {len(rows) + len(missing)} heuristics covered")
+        return 1 if missing else 0
+    if args.action == "doc":
+        text = rulestools.doc_text(kb)
+        if args.check:
+            current = rulestools.DOC_PATH.read_text() if rulestools.DOC_PATH.exists() else ""
+            if current != text:
+                print(f"{rulestools.DOC_PATH} is stale: run `gpu-advisor rules doc`")
+                return 1
+            print(f"{rulestools.DOC_PATH} is up to date")
+            return 0
+        rulestools.DOC_PATH.write_text(text)
+        print(f"wrote {rulestools.DOC_PATH} ({len(kb.rules)} rules)")
+        return 0
+    return EXIT_INPUT
+
+
+def cmd_explain(args) -> int:
+    from advisor import explain
+    sys.stdout.write(explain.explain_record(args.decision, args.why_not, args))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from advisor import __version__
     p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.")
@@ -48,6 +151,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=("text", "json"), default="text")
     e.add_argument("--prices", metavar="FILE", help="extra or replacement price quotes (YAML, see catalog/prices.yaml)")
     e.set_defaults(func=cmd_estimate)
+    r = sub.add_parser("recommend", help="decide which GPU, how many and why (the decision record with --format json)")
+    r.add_argument("workload", metavar="WORKLOAD.yaml")
+    r.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
+    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.add_argument("--prices", metavar="FILE")
+    r.add_argument("--rules", action="append", metavar="DIR", help="add a rules directory (later files override by id)")
+    r.set_defaults(func=cmd_recommend)
+    f = sub.add_parser("facts", help="every fact name a rule may test, with type, unit and meaning")
+    f.set_defaults(func=cmd_facts)
+    rl = sub.add_parser("rules", help="lint, test, list, document or check coverage of the knowledge base")
+    rl.add_argument("action", choices=("lint", "test", "list", "coverage", "doc"))
+    rl.add_argument("dir", nargs="?", help="a rules directory instead of the shipped one")
+    rl.add_argument("--rules", action="append", metavar="DIR", help="add a rules directory to the shipped one")
+    rl.add_argument("--group", help="list: only this group")
+    rl.add_argument("--check", action="store_true", help="doc: fail when docs/knowledge-base.md is stale")
+    rl.set_defaults(func=cmd_rules)
+    x = sub.add_parser("explain", help="explain a saved decision record")
+    x.add_argument("decision", metavar="DECISION.json")
+    x.add_argument("--why-not", metavar="GPU")
+    x.add_argument("--rules", action="append", metavar="DIR")
+    x.set_defaults(func=cmd_explain)
     return p
 
 

@@ -670,3 +670,28 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
         kv_per_token = led.kv.bytes_per_sequence(w.context_tokens) / w.context_tokens
     cands = [plan_candidate(w, led, g, catalog) for g in candidate_gpus(w, catalog, only)]
     return Estimate(w, led, cands, compute, kv_per_token, list(led.notes))
+
+
+#: Heuristics that live in the estimator (arithmetic) rather than in a rule, and where.
+KNOWLEDGE = {
+    "K01": "size_model: total parameters set the weights' memory, active parameters the FLOPs and bytes per token",
+    "K03": "catalog: every TFLOPS figure is dense (sparse/2) and compute uses the rate of one precision",
+    "K04": "estimate: forward FLOP/token = 2 x active parameters; ideal figures at spec peaks beside efficiency-scaled ones",
+    "K05": "inference_ledger: KV cache falls back to 50% of the weights when the architecture is unknown; kv_headroom_gb",
+    "K06": "_inference_speed / ideal: decode time = bytes read per token / bandwidth, max'd with compute",
+    "K07": "_inference_speed: prefill is compute-bound (FLOPs / rate), decode bandwidth-bound",
+    "K08": "_train_flops_per_token: 6 x active; training_ledger: the 18 B/param accounting shown as the alternative",
+    "K13": "pick_price: you rent whole instances; a tensor-parallel group must fit in one instance",
+    "K16": "inference_ledger: weights (2X GB bf16, /2 8-bit, /4 4-bit), +20% overhead, +KV; ideal time = weights / bandwidth",
+    "K17": "catalog/prices.yaml: A100 80 GB $2.5/h, H200 $5/h, 8x H200 $40/h (HF Inference Endpoints, Sept 2026)",
+    "K19": "plan_candidate ideal: weights / VRAM and active weights / bandwidth",
+    "K21": "catalog: every figure carries its source and date (docs/catalog.md)",
+    "C01": "catalog/gpus.yaml: H200 = H100 compute with 141 GB at 4.8 TB/s, 700 W",
+    "C05": "size_model + planner: 70B FP16 = 140 GB, two H200 (examples/llama-70b-fp16-serving.yaml, W10)",
+    "C06": "training_ledger: weights, gradients, Adam 8 B + 4 B master, activations (checkpointing ~30% compute), x1.2",
+    "C12": "_plan_inference/_plan_training: TP swept over 1, 2, 4, 8 within a node for every GPU",
+    "C14": "plan_candidate: power per node = cards x TDP x 1.25 (8 x 700 W <-> 6-8 kW)",
+    "C16": "job_cost and usd_per_job: hours x price x cards (+ expected rerun)",
+    "T07": "usd_per_million_tokens; decision ranks batch inference by cost per million tokens",
+    "A01": "catalog/gpus.yaml: H100 vs A100 figures (FP8, bandwidth, NVLink 4 900 GB/s)",
+}

@@ -1,0 +1,232 @@
+"""The decision: fire the knowledge base on an estimate's facts, apply the effects, rank the
+candidates, find the decisive rule, and build the decision record (JSON-ready)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jinja2.exceptions import SecurityError, TemplateError
+
+from advisor import __version__
+from advisor.catalog import Catalog, _norm
+from advisor.engine import runner
+from advisor.errors import InputError, Problem
+from advisor.estimator import Estimate
+from advisor.facts import facts_for, prop
+from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, template_env
+
+COST_RULE = {"id": "ranking-cost-per-unit-of-work", "file": "advisor/decision.py", "line": None,
+             "source": ["T07", "C16"]}
+
+
+@dataclass
+class Firing:
+    order: int
+    rule: Rule
+    fact_id: str
+    gpu: str | None
+    bindings: dict
+    effect: dict
+    text: str
+
+
+@dataclass
+class Decision:
+    estimate: Estimate
+    kb: KnowledgeBase
+    firings: list[Firing]
+    scores: dict[str, float]
+    contributions: dict[str, list[dict]]
+    excluded: dict[str, list[dict]]
+    ranking: list[str]
+    winner: str | None
+    runner_up: str | None
+    decisive: dict | None
+    warnings: list[dict]
+    candidate_warnings: dict[str, list[dict]] = field(default_factory=dict)
+    record: dict = field(default_factory=dict)
+
+
+def _scoped(fact: dict, prefix: str) -> dict:
+    return {k[2:]: v for k, v in fact.items() if k.startswith(prefix)}
+
+
+def _render(rule: Rule, text: str, fact: dict, where: str) -> str:
+    if not text:
+        return ""
+    ctx = {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
+    try:
+        return template_env().from_string(text).render(**ctx).strip()
+    except (TemplateError, SecurityError, TypeError, ValueError, AttributeError) as exc:
+        raise InputError(Problem(f"template failed when the rule fired: {exc}", rule.file, rule.line, where)) from None
+
+
+def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
+    for s in SELECTORS:
+        if s not in effect:
+            continue
+        want = effect[s] if isinstance(effect[s], list) else [effect[s]]
+        have = fact.get(prop(f"candidate.{s}"))
+        if s == "gpu":
+            want = [catalog.gpu(str(x)).id if _norm(str(x)) in catalog._gpu_names else str(x) for x in want]
+        if have not in want:
+            return False
+    return True
+
+
+def _unit_cost(c: dict):
+    """Cost per unit of work: per job for training (C16); for batch inference per million tokens
+    (T07: throughput is the product); for interactive inference the hour of serving the workload's
+    users, since every fitting layout serves the same users and extra speed is latency, not output (T06)."""
+    if c.get("w_mode") in ("training", "fine-tuning"):
+        keys = ("c_usd_per_job", "c_usd_per_hour")
+    elif c.get("w_latency") == "batch":
+        keys = ("c_usd_per_million_tokens", "c_usd_per_hour")
+    else:
+        keys = ("c_usd_per_hour",)
+    for k in keys:
+        if k in c:
+            return c[k]
+    return None
+
+
+def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
+    wf, cfs = facts_for(est)
+    wf["id"] = "workload"
+    for c in cfs:
+        c["id"] = c["c_gpu"]
+    run = runner(kb)
+    firings: list[Firing] = []
+    order = 0
+    rule_index = {r.id: i for i, r in enumerate(kb.rules)}
+    for stratum in range(kb.strata):
+        fired = run.fire(stratum, "workload", [wf]) + run.fire(stratum, "candidate", cfs)
+        fired.sort(key=lambda rf: (kb.rule(rf[0]).priority, rule_index[rf[0]], rf[1]))
+        for rid, fid in fired:
+            rule = kb.rule(rid)
+            fact = wf if fid == "workload" else next(c for c in cfs if c["id"] == fid)
+            bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
+            text = _render(rule, rule.because, fact, "because")
+            for kind, eff in rule.effects.items():
+                order += 1
+                effect = {"kind": kind, **(eff if isinstance(eff, dict) else {})}
+                if kind in ("warn", "note"):
+                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text") or text
+                if kind == "exclude":
+                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason") or text
+                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, text))
+                if kind == "derive":
+                    targets = [wf] + cfs if fid == "workload" else [fact]
+                    for name, value in eff.items():
+                        for t in targets:
+                            t[prop(f"derived.{name}")] = value
+    scores = {c["id"]: 0.0 for c in cfs}
+    contributions = {c["id"]: [] for c in cfs}
+    excluded: dict[str, list[dict]] = {c["id"]: [] for c in cfs}
+    warnings, cand_warn = [], {c["id"]: [] for c in cfs}
+    for f in firings:
+        kind = f.effect["kind"]
+        if kind in ("prefer", "avoid", "exclude"):
+            has_sel = any(s in f.effect for s in SELECTORS)
+            targets = [c for c in cfs if (c["id"] == f.fact_id or f.fact_id == "workload" or has_sel)
+                       and (not has_sel or _selected(f.effect, c, catalog))]
+            if f.fact_id != "workload" and not has_sel:
+                targets = [c for c in cfs if c["id"] == f.fact_id]
+            for c in targets:
+                if kind == "exclude":
+                    excluded[c["id"]].append({"rule": f.rule.id, "reason": f.effect.get("reason") or f.text,
+                                              "source": list(f.rule.source), "file": f.rule.file, "line": f.rule.line})
+                else:
+                    w = f.effect["weight"] * (1 if kind == "prefer" else -1)
+                    scores[c["id"]] += w
+                    contributions[c["id"]].append({"rule": f.rule.id, "weight": w})
+        elif kind in ("warn", "note"):
+            item = {"rule": f.rule.id, "source": list(f.rule.source), "severity": f.effect["severity"],
+                    "text": f.effect["text"], "kind": kind, "gpu": f.gpu}
+            if f.fact_id == "workload":
+                warnings.append(item)
+            else:
+                cand_warn[f.fact_id].append(item)
+
+    def key(c):
+        cost = _unit_cost(c)
+        return (-scores[c["id"]], cost is None, cost if cost is not None else 0, c.get("c_count", 0), c["id"])
+
+    alive = sorted((c for c in cfs if not excluded[c["id"]]), key=key)
+    ranking = [c["id"] for c in alive]
+    winner = ranking[0] if ranking else None
+    runner_up = ranking[1] if len(ranking) > 1 else None
+    decisive = None
+    if winner:
+        warnings += cand_warn[winner]
+        wc = next(c for c in cfs if c["id"] == winner)
+        better = [c for c in sorted(cfs, key=key) if key(c) < key(wc) and c.get("c_fits") and excluded[c["id"]]]
+        if better:
+            ex = excluded[better[0]["id"]][0]
+            decisive = {"id": ex["rule"], "file": ex["file"], "line": ex["line"], "source": ex["source"],
+                        "because": f"{better[0]['id']} would rank first but is excluded: {ex['reason']}"}
+        elif runner_up:
+            diff: dict[str, float] = {}
+            for item in contributions[winner]:
+                diff[item["rule"]] = diff.get(item["rule"], 0) + item["weight"]
+            for item in contributions[runner_up]:
+                diff[item["rule"]] = diff.get(item["rule"], 0) - item["weight"]
+            positive = {r: d for r, d in diff.items() if d > 0}
+            if positive and scores[winner] > scores[runner_up]:
+                rid = max(positive, key=lambda r: (positive[r], -rule_index[r]))
+                rule = kb.rule(rid)
+                f = next(x for x in firings if x.rule.id == rid and x.gpu in (winner, runner_up, None))
+                decisive = {"id": rid, "file": rule.file, "line": rule.line, "source": list(rule.source),
+                            "because": f.text or rule.title}
+            else:
+                rc = next(c for c in cfs if c["id"] == runner_up)
+                a, b = _unit_cost(wc), _unit_cost(rc)
+                what = "equal scores; " + (f"{winner} costs {a:,.2f} vs {b:,.2f} for {runner_up} per unit of work"
+                                           if a is not None and b is not None else
+                                           f"{winner} has a known price and {runner_up} has not" if a is not None else
+                                           f"{winner} needs {wc.get('c_count')} cards vs {rc.get('c_count')}")
+                decisive = {**COST_RULE, "because": what}
+        else:
+            decisive = {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded"}
+    d = Decision(est, kb, firings, scores, contributions, excluded, ranking, winner, runner_up, decisive,
+                 warnings, cand_warn)
+    d.record = _record(d, catalog, cfs)
+    return d
+
+
+def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
+    est = d.estimate
+    by_id = {c.gpu.id: c for c in est.candidates}
+    rec: dict = {}
+    if d.winner:
+        c = by_id[d.winner]
+        rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
+                                 "tp": c.tp, "pp": c.pp, "dp": c.dp, "usd_per_hour": c.usd_per_hour,
+                                 "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
+                                 "price": c.price, "price_unknown": c.price_unknown}
+    else:
+        rec["recommendation"] = None
+        rec["no_candidate"] = {g: [e["rule"] for e in ex] for g, ex in d.excluded.items()}
+    rec["decisive_rule"] = d.decisive
+    if d.runner_up:
+        r = by_id[d.runner_up]
+        why = [f"{x['rule']} ({x['weight']:+g})" for x in d.contributions[d.runner_up]]
+        rec["runner_up"] = {"gpu": r.gpu.id, "count": r.count, "score": d.scores[d.runner_up],
+                            "why": (f"score {d.scores[d.runner_up]:g} vs {d.scores[d.winner]:g}"
+                                    + (f": {', '.join(why)}" if why else "") + f"; decided by {d.decisive['id']}")}
+    else:
+        rec["runner_up"] = None
+    rec["candidates"] = [{"gpu": g, "count": by_id[g].count, "fits": by_id[g].fits, "excluded": bool(d.excluded[g]),
+                          "excluded_by": d.excluded[g], "score": d.scores[g], "contributions": d.contributions[g],
+                          "rank": (d.ranking.index(g) + 1) if g in d.ranking else None,
+                          "warnings": d.candidate_warnings.get(g, [])}
+                         for g in sorted(d.scores, key=lambda g: (g not in d.ranking, d.ranking.index(g) if g in d.ranking else 0, g))]
+    rec["estimate"] = est.as_dict()
+    rec["trace"] = [{"order": f.order, "rule": f.rule.id, "file": f.rule.file, "line": f.rule.line,
+                     "source": list(f.rule.source), "gpu": f.gpu, "bindings": f.bindings, "effect": f.effect,
+                     "because": f.text, "overrides": f.rule.overrides} for f in d.firings]
+    rec["warnings"] = d.warnings
+    rec["inputs"] = est.workload.inputs()
+    rec["defaults_filled"] = list(est.workload.defaults)
+    rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": catalog.digest,
+                       "rule_files": d.kb.files, "engine": "durable_rules 2.0.28"}
+    return rec

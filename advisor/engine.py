@@ -1,0 +1,179 @@
+"""Runs compiled rules on durable_rules, inside the safe subset measured in ../shared/design.md.
+
+- single-pattern rules over flat facts (the candidate fact carries the workload's fields): no joins;
+- derived facts are stratified: stratum k runs, its conclusions are folded into the facts of k+1;
+- one long-lived Host per knowledge base, a fresh sid per decision, delete_state after it;
+- facts asserted one at a time, each with a unique id; a catch-all rule in every ruleset;
+- at most RULES_PER_SET rules per ruleset (the 64-alpha-match limit); numbers normalised;
+- actions only record (rule, fact id): effects are applied in Python afterwards, and an action never
+  raises into the engine. Any engine failure rebuilds the Host and the decision is evaluated by the
+  plain-Python evaluator instead (the differential test shows the two agree), so no engine error
+  reaches a user.
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import threading
+import warnings
+
+from advisor.facts import prop
+from advisor.knowledge import KnowledgeBase, Leaf, Node, Rule, evaluate
+
+warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable(\..*)?")
+
+RULES_PER_SET = 20
+BIG = 10 ** 15
+
+
+def normalise(v):
+    """A number the engine parses and compares like Python: no exponent notation, no NaN/inf."""
+    if isinstance(v, bool) or isinstance(v, str) or v is None:
+        return v
+    if isinstance(v, int):
+        return max(-BIG, min(BIG, v))
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return None
+        if abs(v) >= 1e15:
+            return max(-BIG, min(BIG, int(v)))
+        if abs(v) < 1e-4:
+            return 0.0
+        r = round(v, 6)
+        return r
+    return v
+
+
+def normalise_fact(fact: dict) -> dict:
+    out = {}
+    for k, v in fact.items():
+        n = normalise(v)
+        if n is not None:
+            out[k] = n
+    return out
+
+
+def normalise_cond(cond):
+    if isinstance(cond, Node):
+        return Node(cond.kind, tuple(normalise_cond(c) for c in cond.items))
+    if isinstance(cond.value, tuple):
+        return Leaf(cond.fact, cond.op, tuple(normalise(x) for x in cond.value))
+    return Leaf(cond.fact, cond.op, normalise(cond.value))
+
+
+def to_engine(cond) -> dict:
+    """The durable_rules expression of a compiled condition (constant operands only)."""
+    if isinstance(cond, Node):
+        return {"$and" if cond.kind == "all" else "$or": [to_engine(c) for c in cond.items]}
+    p, v = prop(cond.fact), cond.value
+    op = cond.op
+    if op == "eq":
+        return {p: v}
+    if op == "ne":
+        return {"$neq": {p: v}}
+    if op in ("lt", "lte", "gt", "gte"):
+        return {f"${op}": {p: v}}
+    if op == "in":
+        return {"$or": [{p: x} for x in v]} if len(v) > 1 else {p: v[0]}
+    if op == "not_in":
+        return {"$and": [{"$neq": {p: x}} for x in v]} if len(v) > 1 else {"$neq": {p: v[0]}}
+    if op == "exists":
+        return {"$ex": {p: 1}}
+    if op == "not_exists":
+        return {"$nex": {p: 1}}     # always inside $and with the kind discriminator (probe p08b)
+    if op == "matches":
+        return {"$mt": {p: v}}
+    raise ValueError(op)
+
+
+class EngineRunner:
+    """One durable_rules Host for one knowledge base; decisions run one at a time."""
+
+    def __init__(self, kb: KnowledgeBase):
+        self.kb = kb
+        self.lock = threading.Lock()
+        self.sids = itertools.count(1)
+        self.conds = {r.id: normalise_cond(r.when) for r in kb.rules}
+        self.sets: dict[tuple[int, str], list[str]] = {}
+        self.definitions = self._definitions()
+        self.host = None
+        self.fallbacks = 0
+
+    def _definitions(self) -> dict:
+        groups: dict[tuple[int, str], list[Rule]] = {}
+        for r in self.kb.rules:
+            groups.setdefault((r.stratum, r.scope), []).append(r)
+        defs = {}
+        for (stratum, scope), rules in sorted(groups.items()):
+            names = []
+            for i in range(0, len(rules), RULES_PER_SET):
+                name = f"s{stratum}_{scope}_{i // RULES_PER_SET}"
+                rs = {}
+                for r in rules[i:i + RULES_PER_SET]:
+                    rs[f"r_{r.id}"] = {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[r.id])]}}],
+                                       "pri": 1, "run": self._action(r.id)}
+                rs["zz_catch_all"] = {"all": [{"m": {"kind": scope}}], "pri": 65000, "run": _noop}
+                defs[name] = rs
+                names.append(name)
+            self.sets[(stratum, scope)] = names
+        return defs
+
+    def _action(self, rule_id: str):
+        def run(c):
+            try:
+                self._fired.append((rule_id, c.m["id"]))
+            except Exception as exc:   # never raise inside the engine: it would stick in the state
+                self._errors.append(f"{rule_id}: {exc!r}")
+        return run
+
+    def _host(self):
+        if self.host is None:
+            from durable import engine
+            self.host = engine.Host()
+            self.host.set_rulesets(copy.deepcopy(self.definitions))   # set_rulesets mutates its argument
+        return self.host
+
+    def fire(self, stratum: int, scope: str, facts: list[dict]) -> list[tuple[str, str]]:
+        """(rule id, fact id) for every rule of this stratum and scope that matches a fact."""
+        names = self.sets.get((stratum, scope), [])
+        if not names or not facts:
+            return []
+        with self.lock:
+            self._fired, self._errors = [], []
+            sid = f"d{next(self.sids)}"
+            try:
+                host = self._host()
+                for name in names:
+                    for f in facts:
+                        host.assert_fact(name, {**normalise_fact(f), "sid": sid, "kind": scope})
+                    host.delete_state(name, sid)
+                if self._errors:
+                    raise RuntimeError("; ".join(self._errors))
+                return sorted(set(self._fired))
+            except Exception:
+                self.host = None      # a poisoned ruleset is rebuilt; this decision uses the evaluator
+                self.fallbacks += 1
+                return self.fire_python(stratum, scope, facts)
+
+    def fire_python(self, stratum: int, scope: str, facts: list[dict]) -> list[tuple[str, str]]:
+        out = []
+        for r in self.kb.rules:
+            if r.stratum == stratum and r.scope == scope:
+                cond = self.conds[r.id]
+                out += [(r.id, f["id"]) for f in facts if evaluate(cond, normalise_fact(f))]
+        return sorted(set(out))
+
+
+def _noop(c):
+    pass
+
+
+_RUNNERS: dict[str, EngineRunner] = {}
+
+
+def runner(kb: KnowledgeBase) -> EngineRunner:
+    """The process-wide runner of a knowledge base (one Host per distinct knowledge base)."""
+    if kb.digest not in _RUNNERS:
+        _RUNNERS[kb.digest] = EngineRunner(kb)
+    return _RUNNERS[kb.digest]

@@ -1,0 +1,91 @@
+"""`gpu-advisor explain DECISION.json [--why-not GPU]`: read a saved decision record and say which
+rule drove it, how each candidate scored, what excluded each, and what kept a GPU out."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from advisor.errors import InputError, Problem
+
+
+def _load(path: str) -> dict:
+    try:
+        rec = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(Problem("no such file", path)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(f"not a decision record (JSON): {exc}", path)) from None
+    if not isinstance(rec, dict) or "candidates" not in rec or "versions" not in rec:
+        raise InputError(Problem("not a decision record: no 'candidates' or 'versions'", path))
+    return rec
+
+
+def explain_record(path: str, why_not: str | None, args) -> str:
+    rec = _load(path)
+    out = []
+    r = rec.get("recommendation")
+    if r:
+        out.append(f"Recommended: {r['count']} x {r['gpu']} ({r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']})")
+    else:
+        out.append("No recommendation: every candidate was excluded.")
+    d = rec.get("decisive_rule")
+    if d:
+        where = f"{d['file']}:{d['line']}" if d.get("line") else d["file"]
+        out.append(f"Decisive rule: {d['id']} ({', '.join(d['source'])}; {where})\n  {d['because']}")
+    out.append("Candidates:")
+    for c in rec["candidates"]:
+        if c["excluded"]:
+            reasons = "; ".join(f"{e['rule']}: {e['reason']}" for e in c["excluded_by"])
+            out.append(f"  {c['gpu']:<16} excluded by {reasons}")
+        else:
+            contrib = ", ".join(f"{x['rule']} {x['weight']:+g}" for x in c["contributions"]) or "no rule"
+            out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g} ({contrib})")
+    if why_not:
+        out += _why_not(rec, why_not)
+    out += _drift(rec, args)
+    return "\n".join(out) + "\n"
+
+
+def _why_not(rec: dict, gpu_name: str) -> list[str]:
+    from advisor import catalog
+    gid = catalog.default().gpu(gpu_name, "--why-not").id
+    c = next((x for x in rec["candidates"] if x["gpu"] == gid), None)
+    if c is None:
+        return [f"Why not {gid}: it was not among the candidates of this decision."]
+    est = next((x for x in rec["estimate"]["candidates"] if x["gpu"] == gid), {})
+    lines = [f"Why not {gid}:"]
+    if not est.get("fits"):
+        lines.append(f"  it does not fit: {est.get('reason')}")
+    for e in c["excluded_by"]:
+        trace = [t for t in rec["trace"] if t["rule"] == e["rule"] and t["gpu"] in (gid, None)]
+        lines.append(f"  excluded by {e['rule']} ({', '.join(e['source'])}; {e['file']}:{e['line']}): {e['reason']}")
+        for t in trace[:1]:
+            lines.append("    because " + ", ".join(f"{k} = {v}" for k, v in t["bindings"].items()))
+    if not c["excluded"]:
+        win = rec["recommendation"]
+        lines.append(f"  ranked {c['rank']} with score {c['score']:g}; the recommendation scored "
+                     f"{next(x['score'] for x in rec['candidates'] if x['gpu'] == win['gpu']):g}")
+        for x in c["contributions"]:
+            lines.append(f"    {x['rule']}: {x['weight']:+g}")
+        lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb')} GB per card, "
+                     f"${est.get('usd_per_hour')}/h" if est.get("usd_per_hour") is not None else
+                     f"  figures: {est.get('count')} cards, {est.get('per_card_gb')} GB per card, price unknown")
+    return lines
+
+
+def _drift(rec: dict, args) -> list[str]:
+    from advisor import catalog, knowledge
+    v = rec["versions"]
+    kb = knowledge.load(knowledge.rule_dirs(getattr(args, "rules", None)))
+    cat = catalog.default()
+    out = []
+    if kb.digest != v.get("rules_sha256"):
+        out.append("Warning: the rules changed since this decision (rules_sha256 differs); re-run `gpu-advisor recommend` "
+                   "on the inputs to see what would change.")
+        old = set(v.get("rule_files", []))
+        out.append(f"  rule files then: {len(old)}, now: {len(kb.files)}")
+    if cat.digest != v.get("catalog_sha256"):
+        out.append("Warning: the catalog changed since this decision (catalog_sha256 differs).")
+    if not out:
+        out.append("The current rules and catalog are those that produced this decision.")
+    return out

@@ -1,0 +1,177 @@
+"""The vocabulary of facts rules may test: declared once here, with type, unit and meaning.
+
+`gpu-advisor facts` prints it, the rule linter rejects names outside it, and `facts_for` turns an
+estimate into the flat fact dictionaries the engine matches (workload fields, plus one candidate per
+GPU option carrying its estimator figures and catalog fields).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.estimator import GB, Estimate
+
+
+@dataclass(frozen=True)
+class Fact:
+    type: str      # number | integer | boolean | string
+    unit: str
+    meaning: str
+
+
+W, C = "workload", "candidate"
+
+FACTS: dict[str, Fact] = {
+    # the workload as understood
+    "workload.mode": Fact("string", "", "inference | training | fine-tuning"),
+    "workload.model": Fact("string", "", "catalog model id ('custom' for a model given by its figures)"),
+    "workload.task": Fact("string", "", "llm | rlhf | image-classification | image-generation | video-diffusion | multimodal | other"),
+    "workload.method": Fact("string", "", "training method: full | lora | qlora (training and fine-tuning only)"),
+    "workload.precision": Fact("string", "", "weights precision, e.g. bf16, fp8, mxfp4/bf16 for mixed parts"),
+    "workload.low_precision_weights": Fact("boolean", "", "weights stored at 8 bits or fewer (K10)"),
+    "workload.optimizer": Fact("string", "", "adamw | adamw-8bit | sgd (training only)"),
+    "workload.zero_stage": Fact("integer", "", "ZeRO stage 0-3 (training only)"),
+    "workload.activation_checkpointing": Fact("boolean", "", "activations recomputed in the backward pass"),
+    "workload.context_tokens": Fact("integer", "tokens", "tokens per sequence"),
+    "workload.prompt_tokens": Fact("integer", "tokens", "prompt tokens per request (inference)"),
+    "workload.output_tokens": Fact("integer", "tokens", "generated tokens per request (inference)"),
+    "workload.concurrency": Fact("integer", "sequences", "inference: sequences at once; training: micro-batch per GPU"),
+    "workload.training_tokens": Fact("number", "tokens", "tokens the training job processes"),
+    "workload.latency": Fact("string", "", "interactive | batch"),
+    "workload.params_b": Fact("number", "billions", "total parameters (K01: sets memory)"),
+    "workload.active_params_b": Fact("number", "billions", "parameters active per token (K01: sets compute and bytes moved)"),
+    "workload.moe": Fact("boolean", "", "mixture-of-experts model"),
+    "workload.weights_gb": Fact("number", "GB", "weights of one model copy"),
+    "workload.kv_cache_gb": Fact("number", "GB", "KV cache for all sequences"),
+    "workload.per_card_need_gb": Fact("number", "GB", "memory one copy of the job needs before it is split over cards (ledger total)"),
+    "workload.kv_fallback": Fact("boolean", "", "KV cache sized by the 50%-of-weights rule: architecture unknown (K05)"),
+    "workload.import_restricted": Fact("boolean", "", "the team cannot obtain US export-controlled accelerators"),
+    "workload.liquid_cooling": Fact("boolean", "", "the data centre offers liquid cooling"),
+    "workload.power_kw_per_node": Fact("number", "kW", "power available per node (absent: no limit given)"),
+    "workload.deployment": Fact("string", "", "cloud | on-prem | air-gapped"),
+    "workload.load": Fact("string", "", "steady | irregular"),
+    "workload.budget_usd_per_hour": Fact("number", "USD/h", "most the team pays per hour (absent: no limit given)"),
+    # one candidate per GPU option: catalog fields
+    "candidate.gpu": Fact("string", "", "catalog GPU id"),
+    "candidate.vendor": Fact("string", "", "nvidia | amd | huawei | intel | google"),
+    "candidate.generation": Fact("string", "", "turing | ampere | ada | hopper | blackwell | rubin | cdna3 | cdna4 | davinci | gaudi | tpu"),
+    "candidate.class": Fact("string", "", "server | workstation | consumer (K02)"),
+    "candidate.status": Fact("string", "", "shipping | announced"),
+    "candidate.launch_year": Fact("integer", "year", "year the GPU launched or ships"),
+    "candidate.memory_gb": Fact("number", "GB", "memory per card (vendor label)"),
+    "candidate.bandwidth_tb_s": Fact("number", "TB/s", "memory bandwidth per card"),
+    "candidate.bf16_tflops": Fact("number", "TFLOPS", "dense 16-bit matmul rate"),
+    "candidate.fp8_native": Fact("boolean", "", "computes FP8 natively (K10)"),
+    "candidate.fp4_native": Fact("boolean", "", "computes FP4 natively (K10)"),
+    "candidate.interconnect": Fact("string", "", "scale-up link (nvlink-4, nvlink-5, infinity-fabric ...) or 'none'"),
+    "candidate.interconnect_gb_s": Fact("number", "GB/s", "scale-up bandwidth per GPU (absent: none)"),
+    "candidate.form_factor": Fact("string", "", "sxm | pcie | oam | module | cloud"),
+    "candidate.gpus_per_node": Fact("integer", "GPUs", "GPUs in one node"),
+    "candidate.tdp_w": Fact("number", "W", "power per card (absent: unknown)"),
+    "candidate.cooling": Fact("string", "", "air | liquid | air-or-liquid"),
+    "candidate.mig_instances": Fact("integer", "", "MIG partitions (0: none)"),
+    "candidate.us_export_controlled": Fact("boolean", "", "subject to US export control"),
+    "candidate.software": Fact("string", "", "cuda | rocm | cann | habana | xla"),
+    "candidate.software_maturity": Fact("string", "", "mature | maturing | new | limited"),
+    # one candidate per GPU option: estimator figures
+    "candidate.fits": Fact("boolean", "", "a layout within the GPU limit holds the workload"),
+    "candidate.count": Fact("integer", "GPUs", "cards needed"),
+    "candidate.nodes": Fact("integer", "nodes", "nodes needed"),
+    "candidate.tp": Fact("integer", "", "tensor-parallel degree"),
+    "candidate.pp": Fact("integer", "", "pipeline-parallel degree"),
+    "candidate.dp": Fact("integer", "", "data-parallel degree"),
+    "candidate.per_card_gb": Fact("number", "GB", "memory each card needs in the layout"),
+    "candidate.headroom_gb": Fact("number", "GB", "memory left on each card"),
+    "candidate.kv_headroom_gb": Fact("number", "GB", "memory of one model replica left after the weights (K05, W06)"),
+    "candidate.kv_headroom_share": Fact("number", "", "kv_headroom_gb / weights: below 0.5 breaks the 50% rule (K05)"),
+    "candidate.prefill_ms": Fact("number", "ms", "prefill time of one prompt"),
+    "candidate.decode_ms_per_token": Fact("number", "ms", "time per generated token at the workload's concurrency"),
+    "candidate.tokens_per_s": Fact("number", "tokens/s", "output tokens per second, all users"),
+    "candidate.tokens_per_s_per_user": Fact("number", "tokens/s", "output tokens per second for one user"),
+    "candidate.training_hours": Fact("number", "h", "hours to process the training tokens"),
+    "candidate.power_kw_per_node": Fact("number", "kW", "power per node incl. host (C14)"),
+    "candidate.power_margin_kw": Fact("number", "kW", "available power per node minus the node's need (absent: no limit given)"),
+    "candidate.usd_per_hour": Fact("number", "USD/h", "rental cost of the layout (absent: price unknown)"),
+    "candidate.budget_margin_usd_per_hour": Fact("number", "USD/h", "budget minus cost per hour (absent: no budget or price)"),
+    "candidate.usd_per_million_tokens": Fact("number", "USD", "cost per million output tokens (T07)"),
+    "candidate.usd_per_job": Fact("number", "USD", "cost of the training job (C16)"),
+    "candidate.price_known": Fact("boolean", "", "a price quote exists for this layout"),
+    "candidate.price_tier": Fact("string", "", "quote | catalog | listing: how trustworthy the price is"),
+}
+
+SCOPES = ("workload", "candidate", "derived")
+
+
+def prop(name: str) -> str:
+    """The flat property a dotted fact name is stored under in the engine ('workload.mode' -> 'w_mode')."""
+    scope, _, field = name.partition(".")
+    return {"workload": "w_", "candidate": "c_", "derived": "d_"}[scope] + field.replace("-", "_")
+
+
+def _put(d: dict, name: str, value):
+    if value is None:
+        return
+    d[prop(name)] = value
+
+
+def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
+    """The workload fact and one candidate fact per GPU, keyed by flat property names (None omitted)."""
+    w = est.workload
+    led = est.ledger
+    wf: dict = {}
+    vals = {
+        "mode": w.mode, "model": w.model.id, "task": w.task, "latency": w.latency,
+        "precision": led.sized.precision_label,
+        "low_precision_weights": all(p.bpp <= 1 for p in led.sized.parts),
+        "context_tokens": w.context_tokens, "concurrency": w.concurrency,
+        "params_b": led.sized.params / 1e9, "active_params_b": led.sized.active / 1e9,
+        "moe": bool(led.sized.experts), "weights_gb": led.bytes("weights_gb") / GB,
+        "kv_cache_gb": led.bytes("kv_cache_gb") / GB, "per_card_need_gb": led.bytes("total_gb") / GB,
+        "kv_fallback": led.kv_fallback, "import_restricted": w.constraints.import_restricted,
+        "liquid_cooling": w.constraints.liquid_cooling, "power_kw_per_node": w.constraints.power_kw_per_node,
+        "deployment": w.constraints.deployment, "load": w.constraints.load,
+        "budget_usd_per_hour": w.constraints.budget_usd_per_hour,
+    }
+    if w.training:
+        vals.update(method=w.method, optimizer=w.optimizer, zero_stage=w.zero_stage,
+                    activation_checkpointing=w.activation_checkpointing, training_tokens=w.training_tokens)
+    else:
+        vals.update(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens)
+    for k, v in vals.items():
+        _put(wf, f"workload.{k}", v)
+    cands = []
+    weights_gb = led.bytes("weights_gb") / GB
+    for c in est.candidates:
+        g = c.gpu
+        cf = dict(wf)
+        software = g.fig("software")
+        cvals = {
+            "gpu": g.id, "vendor": g.vendor, "generation": g.generation, "class": g.gpu_class, "status": g.status,
+            "launch_year": g.num("launch_year"), "memory_gb": g.memory_gb, "bandwidth_tb_s": g.bandwidth_tb_s,
+            "bf16_tflops": g.num("bf16_tflops"), "fp8_native": "fp8" in g.native_precisions,
+            "fp4_native": "fp4" in g.native_precisions, "interconnect": g.fig("interconnect").value or "none",
+            "interconnect_gb_s": g.fig("interconnect").extra.get("gb_s") if isinstance(g.fig("interconnect").extra.get("gb_s"), (int, float)) else None,
+            "form_factor": g.fig("form_factor").value, "gpus_per_node": g.gpus_per_node, "tdp_w": g.num("tdp_w"),
+            "cooling": g.fig("cooling").value, "mig_instances": g.num("mig_instances"),
+            "us_export_controlled": bool(g.fig("us_export_controlled").value),
+            "software": software.value, "software_maturity": software.extra.get("maturity"),
+            "fits": c.fits, "price_known": c.usd_per_hour is not None,
+        }
+        if c.fits:
+            cvals.update(count=c.count, nodes=c.nodes, tp=c.tp, pp=c.pp, dp=c.dp, per_card_gb=c.per_card_gb,
+                         headroom_gb=c.headroom_gb, kv_headroom_gb=c.kv_headroom_gb,
+                         kv_headroom_share=(c.kv_headroom_gb / weights_gb) if c.kv_headroom_gb is not None and weights_gb else None,
+                         prefill_ms=c.prefill_ms, decode_ms_per_token=c.decode_ms_per_token, tokens_per_s=c.tokens_per_s,
+                         tokens_per_s_per_user=c.tokens_per_s_per_user, training_hours=c.training_hours,
+                         power_kw_per_node=c.power_kw_per_node, usd_per_hour=c.usd_per_hour,
+                         usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
+                         price_tier=c.price["tier"] if c.price else None)
+            if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:
+                cvals["power_margin_kw"] = w.constraints.power_kw_per_node - c.power_kw_per_node
+            if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:
+                cvals["budget_margin_usd_per_hour"] = w.constraints.budget_usd_per_hour - c.usd_per_hour
+        for k, v in cvals.items():
+            if isinstance(v, float) and v.is_integer() and FACTS[f"candidate.{k}"].type == "integer":
+                v = int(v)
+            _put(cf, f"candidate.{k}", v)
+        cands.append(cf)
+    return wf, cands

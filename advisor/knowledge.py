@@ -1,0 +1,610 @@
+"""The knowledge base: YAML rules loaded safely, checked (lint), and compiled into conditions that
+both the durable_rules engine and the plain-Python why-not evaluator run.
+
+Rule language (docs/rules.md): id, title, source, group, priority, when, then, because, examples.
+A condition is {FACT: {OP: VALUE}} (or {FACT: VALUE} for eq), combined with all / any / not.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jinja2 import meta, nodes
+from jinja2.exceptions import TemplateSyntaxError
+from jinja2.sandbox import SandboxedEnvironment
+
+from advisor import HOME, yamlio
+from advisor.errors import Collector, InputError, Problem
+from advisor.facts import FACTS, prop
+
+RULES_DIR = HOME / "rules"
+RULE_KEYS = ("id", "title", "source", "group", "priority", "when", "then", "because", "examples")
+EFFECTS = ("prefer", "avoid", "exclude", "warn", "note", "derive")
+OPS = ("eq", "ne", "lt", "lte", "gt", "gte", "between", "in", "not_in", "exists", "matches")
+SEVERITIES = ("info", "low", "medium", "high")
+SELECTORS = ("gpu", "vendor", "generation", "class")
+ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DERIVED_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+SAFE_PATTERN = re.compile(r"^[A-Za-z0-9_.*+\-\[\]]+$")    # what the engine's regex dialect runs like Python's
+NEGATE = {"eq": "ne", "ne": "eq", "lt": "gte", "gte": "lt", "lte": "gt", "gt": "lte", "in": "not_in",
+          "not_in": "in", "exists": "not_exists", "not_exists": "exists"}
+
+
+# --- the compiled form ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Leaf:
+    fact: str
+    op: str          # eq ne lt lte gt gte in not_in exists not_exists matches
+    value: object = None
+
+
+@dataclass(frozen=True)
+class Node:
+    kind: str        # all | any
+    items: tuple
+
+
+@dataclass
+class Rule:
+    id: str
+    title: str
+    source: tuple[str, ...]
+    group: str
+    priority: int
+    when: object            # Leaf | Node, negation pushed to the leaves
+    effects: dict
+    because: str
+    examples: list
+    file: str
+    line: int
+    scope: str = "workload"  # the fact the rule matches: workload or candidate
+    stratum: int = 0
+    facts_used: tuple[str, ...] = ()
+    derives: tuple[str, ...] = ()
+    overrides: str | None = None   # file:line of the shipped rule this one replaced
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class KnowledgeBase:
+    rules: list[Rule]
+    files: list[str]
+    digest: str
+    derived: dict[str, str] = field(default_factory=dict)   # derived fact -> scope
+
+    def rule(self, rule_id: str) -> Rule:
+        return next(r for r in self.rules if r.id == rule_id)
+
+    @property
+    def strata(self) -> int:
+        return 1 + max((r.stratum for r in self.rules), default=0)
+
+
+# --- condition evaluation in Python (the why-not evaluator; doubles as the engine's differential) -----
+
+def evaluate(cond, fact: dict) -> bool:
+    """Engine semantics: a test on an absent property is false, whatever the operator."""
+    if isinstance(cond, Node):
+        results = (evaluate(c, fact) for c in cond.items)
+        return all(results) if cond.kind == "all" else any(results)
+    p = prop(cond.fact)
+    present = p in fact
+    if cond.op == "exists":
+        return present
+    if cond.op == "not_exists":
+        return not present
+    if not present:
+        return False
+    a, v = fact[p], cond.value
+    if cond.op == "eq":
+        return _eq(a, v)
+    if cond.op == "ne":
+        return not _eq(a, v)
+    if cond.op == "in":
+        return any(_eq(a, x) for x in v)
+    if cond.op == "not_in":
+        return not any(_eq(a, x) for x in v)
+    if cond.op == "matches":
+        return isinstance(a, str) and re.fullmatch(v, a) is not None
+    if isinstance(a, bool) or isinstance(a, str) or isinstance(v, str):
+        return False
+    return {"lt": a < v, "lte": a <= v, "gt": a > v, "gte": a >= v}[cond.op]
+
+
+def _eq(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    return a == b
+
+
+def explain(cond, fact: dict, indent: str = "") -> list[str]:
+    """Each leaf with its verdict and the fact's value: what kept a rule from firing (why-not)."""
+    if isinstance(cond, Node):
+        ok = evaluate(cond, fact)
+        lines = [f"{indent}{cond.kind}: {'true' if ok else 'false'}"]
+        for c in cond.items:
+            lines += explain(c, fact, indent + "  ")
+        return lines
+    got = fact.get(prop(cond.fact), "<absent>")
+    ok = evaluate(cond, fact)
+    return [f"{indent}{cond.fact} {cond.op} {cond.value!r}: {'true' if ok else 'false'} (value {got!r})"]
+
+
+# --- parsing and checking --------------------------------------------------------------------------
+
+def _value_type(v) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return type(v).__name__
+
+
+def _compatible(fact_type: str, v) -> bool:
+    t = _value_type(v)
+    if fact_type in ("number", "integer"):
+        return t == "number"
+    return t == fact_type
+
+
+class _Parser:
+    def __init__(self, col: Collector, derived_names: dict[str, str]):
+        self.col = col
+        self.derived = derived_names
+        self.used: list[str] = []
+
+    def cond(self, raw, line, negate=False):
+        if not isinstance(raw, dict) or not raw:
+            self.col.add("a condition must be a mapping: {FACT: {OP: VALUE}}, all, any or not", line, "when")
+            return None
+        items = []
+        for key, val in raw.items():
+            kline = yamlio.line_of(raw, key, line)
+            if key in ("all", "any"):
+                if not isinstance(val, list) or not val:
+                    self.col.add(f"'{key}' takes a non-empty list of conditions", kline, "when")
+                    continue
+                subs = [self.cond(v, yamlio.line_of(val, i, kline), negate) for i, v in enumerate(val)]
+                kind = key if not negate else ("any" if key == "all" else "all")
+                items.append(Node(kind, tuple(s for s in subs if s is not None)))
+            elif key == "not":
+                items.append(self.cond(val, kline, not negate))
+            else:
+                items.extend(self.leaf(key, val, kline, negate))
+        items = [i for i in items if i is not None]
+        if len(items) == 1:
+            return items[0]
+        return Node("any" if negate else "all", tuple(items))
+
+    def fact_type(self, name: str, line) -> str | None:
+        if name in FACTS:
+            return FACTS[name].type
+        if name.startswith("derived."):
+            if name[8:] in self.derived:
+                return "any"
+            self.col.add(f"unknown derived fact '{name}' (no rule derives it)", line, "when")
+            return None
+        close = [f for f in FACTS if f.split(".")[-1] == name.split(".")[-1]]
+        hint = f"; did you mean {close[0]}?" if close else "; `gpu-advisor facts` lists them"
+        self.col.add(f"unknown fact '{name}'{hint}", line, "when")
+        return None
+
+    def leaf(self, name, spec, line, negate):
+        ftype = self.fact_type(str(name), line)
+        if ftype is None:
+            return []
+        self.used.append(name)
+        if not isinstance(spec, dict):
+            spec = {"eq": spec}
+        out = []
+        for op, v in spec.items():
+            if op not in OPS:
+                self.col.add(f"unknown operator '{op}' (known: {', '.join(OPS)})", line, str(name))
+                continue
+            if op == "between":
+                if not (isinstance(v, list) and len(v) == 2 and all(_value_type(x) == "number" for x in v)):
+                    self.col.add("between takes [low, high] numbers", line, str(name))
+                    continue
+                if v[0] > v[1]:
+                    self.col.add(f"unreachable: lower bound {v[0]} is above upper bound {v[1]}", line, str(name))
+                    continue
+                lo, hi = Leaf(name, "gte", v[0]), Leaf(name, "lte", v[1])
+                out.append(Node("any", (Leaf(name, "lt", v[0]), Leaf(name, "gt", v[1]))) if negate else Node("all", (lo, hi)))
+                continue
+            if op == "exists":
+                if not isinstance(v, bool):
+                    self.col.add("exists takes true or false", line, str(name))
+                    continue
+                want = v != negate
+                out.append(Leaf(name, "exists" if want else "not_exists"))
+                continue
+            if op in ("in", "not_in"):
+                if not isinstance(v, list) or not v:
+                    self.col.add(f"{op} takes a non-empty list", line, str(name))
+                    continue
+                bad = [x for x in v if ftype != "any" and not _compatible(ftype, x)]
+                if bad:
+                    self.col.add(f"type mismatch: {ftype} fact compared with {bad[0]!r}", line, str(name))
+                    continue
+                out.append(Leaf(name, NEGATE[op] if negate else op, tuple(v)))
+                continue
+            if op == "matches":
+                if negate:
+                    self.col.add("'matches' cannot be negated safely on the engine; use not_in", line, str(name))
+                    continue
+                if not isinstance(v, str) or not SAFE_PATTERN.match(v):
+                    self.col.add("matches takes a pattern of letters, digits, - _ . * + and [ ] only", line, str(name))
+                    continue
+                if ftype not in ("string", "any"):
+                    self.col.add(f"type mismatch: 'matches' on a {ftype} fact", line, str(name))
+                    continue
+                out.append(Leaf(name, "matches", v))
+                continue
+            if ftype != "any" and not _compatible(ftype, v):
+                self.col.add(f"type mismatch: {ftype} fact compared with {v!r}", line, str(name))
+                continue
+            if op in ("lt", "lte", "gt", "gte") and ftype not in ("number", "integer", "any"):
+                self.col.add(f"'{op}' needs a number fact, '{name}' is {ftype}", line, str(name))
+                continue
+            out.append(Leaf(name, NEGATE[op] if negate else op, v))
+        return out
+
+
+def _unreachable(cond) -> str | None:
+    """Conjunctions whose numeric bounds on one fact exclude each other (gt 200 and lt 100)."""
+    if isinstance(cond, Node) and cond.kind == "all":
+        lo, hi = {}, {}
+        for c in cond.items:
+            if isinstance(c, Leaf) and isinstance(c.value, (int, float)) and not isinstance(c.value, bool):
+                if c.op in ("gt", "gte"):
+                    lo[c.fact] = max(lo.get(c.fact, float("-inf")), c.value)
+                if c.op in ("lt", "lte"):
+                    hi[c.fact] = min(hi.get(c.fact, float("inf")), c.value)
+            else:
+                r = _unreachable(c)
+                if r:
+                    return r
+        for f in lo:
+            if f in hi and lo[f] > hi[f]:
+                return f"unreachable: {f} must be above {lo[f]:g} and below {hi[f]:g}"
+    if isinstance(cond, Node) and cond.kind == "any":
+        for c in cond.items:
+            r = _unreachable(c)
+            if r:
+                return r
+    return None
+
+
+def template_env() -> SandboxedEnvironment:
+    """The sandbox every rule text renders in: only the bound facts and three formatting filters."""
+    from jinja2 import StrictUndefined
+    env = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined)
+    env.filters["gb"] = lambda x: f"{x:,.1f} GB"
+    env.filters["usd"] = lambda x: f"${x:,.2f}"
+    env.filters["num"] = lambda x, nd=1: f"{x:,.{nd}f}"
+    return env
+
+
+_JINJA = template_env()
+
+
+def _template_refs(text: str):
+    """(scope, field) pairs a because-template reads, e.g. ('candidate', 'count')."""
+    ast = _JINJA.parse(text)
+    refs = set()
+    for n in ast.find_all(nodes.Getattr):
+        if isinstance(n.node, nodes.Name):
+            refs.add((n.node.name, n.attr))
+    names = meta.find_undeclared_variables(ast)
+    return refs, names
+
+
+def _parse_effects(raw, col: Collector, line, rid) -> dict:
+    effects = {}
+    if not isinstance(raw, dict) or not raw:
+        col.add("then needs at least one effect: " + ", ".join(EFFECTS), line, "then")
+        return effects
+    for k, v in raw.items():
+        kline = yamlio.line_of(raw, k, line)
+        if k not in EFFECTS:
+            col.add(f"unknown effect '{k}' (known: {', '.join(EFFECTS)})", kline, "then")
+            continue
+        if k in ("prefer", "avoid"):
+            if not isinstance(v, dict) or not isinstance(v.get("weight"), (int, float)) or isinstance(v.get("weight"), bool) or v["weight"] <= 0:
+                col.add(f"{k} needs a positive weight: {{weight: 20}} (and optionally gpu/vendor/generation/class)", kline, f"then.{k}")
+                continue
+        if k == "exclude" and not isinstance(v, dict):
+            v = {"reason": v} if isinstance(v, str) else None
+            if v is None:
+                col.add("exclude takes {reason: TEXT} (and optionally gpu/vendor/generation/class)", kline, "then.exclude")
+                continue
+        if k in ("warn", "note"):
+            if isinstance(v, str):
+                v = {"text": v}
+            if not isinstance(v, dict) or not isinstance(v.get("text", ""), str):
+                col.add(f"{k} takes {{severity: low|medium|high, text: TEXT}}", kline, f"then.{k}")
+                continue
+            sev = v.get("severity", "medium" if k == "warn" else "info")
+            if sev not in SEVERITIES:
+                col.add(f"severity must be one of {', '.join(SEVERITIES)}", kline, f"then.{k}")
+                continue
+            v = {**v, "severity": sev}
+        if k == "derive":
+            if not isinstance(v, dict) or not v:
+                col.add("derive takes {NAME: VALUE}", kline, "then.derive")
+                continue
+            for name, val in v.items():
+                if not DERIVED_RE.match(str(name)):
+                    col.add(f"derived fact name '{name}' must be lower_snake_case", kline, "then.derive")
+                if isinstance(val, (dict, list)) or val is None:
+                    col.add(f"derived fact '{name}' must be a plain value", kline, "then.derive")
+        if k in ("prefer", "avoid", "exclude") and isinstance(v, dict):
+            for s in v:
+                if s not in SELECTORS + ("weight", "reason"):
+                    col.add(f"unknown key '{s}' (known: weight, reason, {', '.join(SELECTORS)})", kline, f"then.{k}")
+        effects[k] = v
+    return effects
+
+
+def _files(dirs: list[Path]) -> list[Path]:
+    out = []
+    for d in dirs:
+        d = Path(d)
+        if d.is_file():
+            out.append(d)
+        elif d.is_dir():
+            out.extend(sorted(p for p in d.rglob("*.yaml") if p.is_file()))
+        else:
+            raise InputError(Problem("no such rules directory", str(d)))
+    return out
+
+
+def rule_dirs(extra: list[str] | None = None, shipped: bool = True) -> list[Path]:
+    """rules/ first, then GPU_ADVISOR_RULES (a path list), then every --rules DIR: later files win."""
+    dirs = [RULES_DIR] if shipped else []
+    env = os.environ.get("GPU_ADVISOR_RULES")
+    if env:
+        dirs += [Path(p) for p in env.split(os.pathsep) if p]
+    dirs += [Path(p) for p in (extra or [])]
+    return dirs
+
+
+def load(dirs: list[Path] | None = None) -> KnowledgeBase:
+    """Load, check and compile every rule file; any problem anywhere means nothing is loaded."""
+    files = _files(dirs if dirs is not None else rule_dirs())
+    problems: list[Problem] = []
+    raw_rules = []
+    digest = hashlib.sha256()
+    for f in files:
+        rel = _display(f)
+        digest.update(rel.encode())
+        try:
+            data = yamlio.load(f)
+            digest.update(f.read_bytes())
+        except InputError as exc:
+            problems.extend(exc.problems)
+            continue
+        col = Collector(rel)
+        items = data.get("rules") if isinstance(data, dict) else data
+        if data is None:
+            continue
+        if not isinstance(items, list):
+            col.add("a rule file holds a list of rules (or 'rules: [...]')", getattr(data, "line", 1))
+            problems.extend(col.problems)
+            continue
+        for i, r in enumerate(items):
+            raw_rules.append((rel, yamlio.line_of(items, i), r))
+    # derived facts: names and scope come from the rules that derive them
+    derived: dict[str, str] = {}
+    for rel, line, r in raw_rules:
+        if isinstance(r, dict) and isinstance(r.get("then"), dict) and isinstance(r["then"].get("derive"), dict):
+            for name in r["then"]["derive"]:
+                derived.setdefault(str(name), "workload")
+    rules: dict[str, Rule] = {}
+    seen_in_file: dict[tuple[str, str], int] = {}
+    for rel, line, r in raw_rules:
+        col = Collector(rel)
+        rule = _parse_rule(r, rel, line, col, derived)
+        problems.extend(col.problems)
+        if rule is None:
+            continue
+        key = (rule.file, rule.id)
+        if key in seen_in_file or (rule.id in rules and rules[rule.id].file == rule.file):
+            problems.append(Problem(f"duplicate rule id '{rule.id}' (first at line {rules[rule.id].line})", rel, line, "id"))
+            continue
+        seen_in_file[key] = line
+        if rule.id in rules:
+            rule.overrides = rules[rule.id].where
+        rules[rule.id] = rule
+    kb_rules = list(rules.values())
+    problems.extend(_scopes_and_strata(kb_rules, derived))
+    for r in kb_rules:
+        problems.extend(_check_template(r, derived))
+    if problems:
+        raise InputError(problems)
+    return KnowledgeBase(kb_rules, [_display(f) for f in files], digest.hexdigest(), derived)
+
+
+def _display(p: Path) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(HOME))
+    except ValueError:
+        return str(p)
+
+
+def _parse_rule(r, rel, line, col: Collector, derived) -> Rule | None:
+    if not isinstance(r, dict):
+        col.add("a rule must be a mapping", line)
+        return None
+    for k in r:
+        if k not in RULE_KEYS:
+            col.add(f"unknown key (known: {', '.join(RULE_KEYS)})", yamlio.line_of(r, k, line), str(k))
+    rid = r.get("id")
+    if not isinstance(rid, str) or not ID_RE.match(rid):
+        col.add("id must be kebab-case (a-z, 0-9, -)", yamlio.line_of(r, "id", line), "id")
+        return None
+    for k in ("title", "when", "then"):
+        if k not in r:
+            col.add(f"rule '{rid}' has no {k}", line, k)
+    src = r.get("source")
+    if isinstance(src, str):
+        src = [src]
+    if not src or not all(isinstance(s, str) and s for s in src):
+        col.add(f"rule '{rid}' needs a source (knowledge IDs or your own reference)", yamlio.line_of(r, "source", line), "source")
+        src = []
+    prio = r.get("priority", 100)
+    if not isinstance(prio, int) or isinstance(prio, bool) or not 0 <= prio <= 1000:
+        col.add("priority must be a whole number 0..1000 (lower runs first)", yamlio.line_of(r, "priority", line), "priority")
+        prio = 100
+    if "when" not in r or "then" not in r:
+        return None
+    parser = _Parser(col, derived)
+    before = len(col.problems)
+    when = parser.cond(r["when"], yamlio.line_of(r, "when", line))
+    effects = _parse_effects(r["then"], col, yamlio.line_of(r, "then", line), rid)
+    because = r.get("because", "")
+    if not isinstance(because, str):
+        col.add("because must be a text", yamlio.line_of(r, "because", line), "because")
+        because = ""
+    if when is not None:
+        why = _unreachable(when)
+        if why:
+            col.add(why, yamlio.line_of(r, "when", line), "when")
+    examples = r.get("examples") or []
+    if not isinstance(examples, list):
+        col.add("examples must be a list of {given: {...}, fires: true|false}", yamlio.line_of(r, "examples", line), "examples")
+        examples = []
+    for i, ex in enumerate(examples):
+        eline = yamlio.line_of(examples, i, line)
+        if not isinstance(ex, dict) or not isinstance(ex.get("given"), dict) or not isinstance(ex.get("fires"), bool):
+            col.add("an example is {given: {workload: {...}, candidate: {...}}, fires: true|false}", eline, "examples")
+            continue
+        for scope, vals in ex["given"].items():
+            if scope not in ("workload", "candidate", "derived") or not isinstance(vals, dict):
+                col.add(f"example 'given' has scopes workload, candidate, derived (got '{scope}')", eline, "examples")
+                continue
+            for k in vals:
+                name = f"{scope}.{k}"
+                if scope != "derived" and name not in FACTS:
+                    col.add(f"example uses unknown fact '{name}'", eline, "examples")
+    if len(col.problems) > before or when is None:
+        return None
+    return Rule(rid, str(r.get("title", "")), tuple(src), str(r.get("group", "general")), prio, when, effects, because,
+                examples, rel, line, facts_used=tuple(dict.fromkeys(parser.used)),
+                derives=tuple(effects.get("derive", {}) or ()))
+
+
+def _scopes_and_strata(rules: list[Rule], derived: dict[str, str]) -> list[Problem]:
+    problems = []
+    producers: dict[str, list[Rule]] = {}
+    for r in rules:
+        for d in r.derives:
+            producers.setdefault(d, []).append(r)
+    # scope: candidate if the rule reads a candidate fact or a candidate-scoped derived fact (fixpoint)
+    changed = True
+    for r in rules:
+        r.scope = "candidate" if any(f.startswith("candidate.") for f in r.facts_used) else "workload"
+    while changed:
+        changed = False
+        for r in rules:
+            if r.scope == "workload" and any(
+                    f.startswith("derived.") and any(p.scope == "candidate" for p in producers.get(f[8:], ()))
+                    for f in r.facts_used):
+                r.scope = "candidate"
+                changed = True
+    for d, ps in producers.items():
+        derived[d] = "candidate" if any(p.scope == "candidate" for p in ps) else "workload"
+    # strata: a rule runs after every rule that derives a fact it reads; a cycle is an error
+    state: dict[str, int] = {}
+    by_id = {r.id: r for r in rules}
+
+    def visit(r: Rule, path: list[str]) -> int:
+        if state.get(r.id) == -1:
+            cycle = " -> ".join(path[path.index(r.id):] + [r.id])
+            raise _Cycle(r, cycle)
+        if r.id in state:
+            return state[r.id]
+        state[r.id] = -1
+        level = 0
+        for f in r.facts_used:
+            if f.startswith("derived."):
+                for p in producers.get(f[8:], ()):
+                    level = max(level, visit(p, path + [r.id]) + 1)
+        state[r.id] = level
+        r.stratum = level
+        return level
+
+    for r in rules:
+        try:
+            visit(r, [])
+        except _Cycle as c:
+            problems.append(Problem(f"derive cycle: {c.cycle}", c.rule.file, c.rule.line, "when"))
+            return problems
+    for r in rules:
+        for k in ("prefer", "avoid", "exclude"):
+            eff = r.effects.get(k)
+            if isinstance(eff, dict) and r.scope == "workload" and not any(s in eff for s in SELECTORS):
+                problems.append(Problem(f"{k} in a rule over the workload alone must name a gpu, vendor, generation "
+                                        "or class (or test a candidate fact)", r.file, r.line, f"then.{k}"))
+    return problems
+
+
+class _Cycle(Exception):
+    def __init__(self, rule, cycle):
+        self.rule, self.cycle = rule, cycle
+
+
+def _check_template(r: Rule, derived: dict[str, str]) -> list[Problem]:
+    problems = []
+    texts = [("because", r.because)]
+    for k, v in r.effects.items():
+        if k in ("warn", "note"):
+            texts.append((f"then.{k}.text", v.get("text", "")))
+        if k == "exclude":
+            texts.append(("then.exclude.reason", v.get("reason", "")))
+    for where, text in texts:
+        if not text:
+            continue
+        try:
+            refs, names = _template_refs(text)
+        except TemplateSyntaxError as exc:
+            problems.append(Problem(f"template syntax error: {exc.message}", r.file, r.line, where))
+            continue
+        for name in names - {"workload", "candidate", "derived"}:
+            problems.append(Problem(f"template variable '{name}' is not a bound fact (use workload.X, candidate.X, derived.X)",
+                                    r.file, r.line, where))
+        for scope, attr in refs:
+            if scope == "candidate" and r.scope != "candidate":
+                problems.append(Problem(f"template reads candidate.{attr} but the rule matches the workload alone",
+                                        r.file, r.line, where))
+            elif scope in ("workload", "candidate") and f"{scope}.{attr}" not in FACTS:
+                problems.append(Problem(f"template variable '{scope}.{attr}' is not a fact", r.file, r.line, where))
+            elif scope == "derived" and attr not in derived:
+                problems.append(Problem(f"template variable 'derived.{attr}': no rule derives it", r.file, r.line, where))
+            elif scope in ("workload", "candidate") and f"{scope}.{attr}" not in r.facts_used and not _always_present(f"{scope}.{attr}"):
+                problems.append(Problem(f"template reads '{scope}.{attr}', which the rule does not test: test it "
+                                        f"(e.g. exists: true) so it is bound when the rule fires", r.file, r.line, where))
+    return problems
+
+
+ALWAYS = {"workload.mode", "workload.model", "workload.task", "workload.latency", "workload.precision",
+          "workload.low_precision_weights", "workload.context_tokens", "workload.concurrency", "workload.params_b",
+          "workload.active_params_b", "workload.moe", "workload.weights_gb", "workload.kv_cache_gb",
+          "workload.per_card_need_gb", "workload.kv_fallback", "workload.import_restricted", "workload.liquid_cooling",
+          "workload.deployment", "workload.load", "candidate.gpu", "candidate.vendor", "candidate.generation",
+          "candidate.class", "candidate.status", "candidate.memory_gb", "candidate.bandwidth_tb_s",
+          "candidate.bf16_tflops", "candidate.fp8_native", "candidate.fp4_native", "candidate.interconnect",
+          "candidate.gpus_per_node", "candidate.us_export_controlled", "candidate.fits", "candidate.price_known"}
+
+
+def _always_present(name: str) -> bool:
+    return name in ALWAYS

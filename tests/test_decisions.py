@@ -1,0 +1,150 @@
+"""The seeds' own verdicts, decided by the shipped knowledge base on workload files."""
+import json
+
+import pytest
+
+from advisor import decision, estimator, knowledge, workload
+from advisor.cli import main
+
+from conftest import EXAMPLES
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def decide(catalog, kb, name=None, **data):
+    if name:
+        base = dict(workload.yamlio.load(EXAMPLES / f"{name}.yaml"))
+        base.update(data)
+        data = base
+    w = workload.parse(data, catalog, "test")
+    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+
+
+def rec_gpu(d):
+    return d.record["recommendation"]["gpu"]
+
+
+def test_c08_80_to_141_gb_training_goes_to_h200(catalog, kb):
+    d = decide(catalog, kb, mode="fine-tuning", model={"params_b": 6, "layers": 32, "hidden_size": 4096},
+               precision="bf16", context_tokens=4096, concurrency=1)
+    need = d.estimate.ledger.bytes("total_gb") / 1e9
+    assert 80 <= need <= 141
+    assert rec_gpu(d) == "h200-sxm"
+    assert "h200-memory-sweet-spot" in [c["rule"] for c in d.contributions["h200-sxm"]]
+
+
+def test_c08_below_60_gb_is_not_h200(catalog, kb):
+    d = decide(catalog, kb, mode="fine-tuning", model={"params_b": 2, "layers": 24, "hidden_size": 2048},
+               precision="bf16", context_tokens=2048)
+    assert d.estimate.ledger.bytes("total_gb") / 1e9 < 60
+    assert rec_gpu(d) != "h200-sxm"
+    assert d.scores["h200-sxm"] < 0
+
+
+def test_c10_7b_lora_goes_to_a_24_48_gb_card(catalog, kb):
+    d = decide(catalog, kb, "mistral-7b-lora")
+    gpu = catalog.gpus[rec_gpu(d)]
+    assert 24 <= gpu.memory_gb <= 48
+    assert d.record["decisive_rule"]["id"] in ("small-lora-on-a-24-48gb-card", "ranking-cost-per-unit-of-work")
+    assert any(c["rule"] == "small-lora-on-a-24-48gb-card" for c in d.contributions[gpu.id])
+
+
+def test_t08_import_restricted_goes_to_ascend(catalog, kb):
+    d = decide(catalog, kb, "chat-assistant", constraints={"import_restricted": True})
+    assert catalog.gpus[rec_gpu(d)].vendor == "huawei"
+    assert d.excluded["h200-sxm"][0]["rule"] == "import-restricted-excludes-us-accelerators"
+    assert d.record["decisive_rule"]["id"] in ("import-restricted-excludes-us-accelerators", "import-substitution-ascend")
+
+
+def test_t10_no_liquid_cooling_means_no_blackwell(catalog, kb):
+    d = decide(catalog, kb, "kimi-k3-serving", constraints={"liquid_cooling": False})
+    assert catalog.gpus[rec_gpu(d)].generation not in ("blackwell", "rubin")
+    assert d.excluded["b200"][0]["rule"] == "blackwell-needs-liquid-cooling"
+    assert d.excluded["b300"] and not d.excluded["h200-sxm"]
+
+
+def test_k14_w07_kimi_k3_multi_node_tp_inside_pp_across(catalog, kb):
+    d = decide(catalog, kb, "kimi-k3-serving")
+    r = d.record["recommendation"]
+    gpu = catalog.gpus[r["gpu"]]
+    assert r["nodes"] > 1 and r["tp"] == gpu.gpus_per_node and r["pp"] == r["nodes"]
+    assert "multi-node-layout" in [t["rule"] for t in d.record["trace"]]
+
+
+def test_w08_gpt_oss_one_user_cheapest_a100_with_kv_warning(catalog, kb):
+    d = decide(catalog, kb, "gpt-oss-120b-one-user")
+    r = d.record["recommendation"]
+    assert r["gpu"] == "a100-80gb-sxm" and r["count"] == 1 and r["usd_per_hour"] == 2.5
+    assert "kv-headroom-below-half-the-weights" in [w["rule"] for w in d.record["warnings"]]
+
+
+def test_w08_gpt_oss_many_users_h200(catalog, kb):
+    d = decide(catalog, kb, "chat-assistant")
+    r = d.record["recommendation"]
+    assert r["gpu"] == "h200-sxm" and r["count"] == 1 and r["usd_per_hour"] == 5.0
+
+
+def test_everything_excluded_names_the_rules(catalog, kb, capsys):
+    d = decide(catalog, kb, "chat-assistant", constraints={"import_restricted": True, "gpus": ["h100", "h200"]})
+    assert d.record["recommendation"] is None
+    assert d.record["no_candidate"] == {"h100-sxm": ["import-restricted-excludes-us-accelerators"],
+                                        "h200-sxm": ["import-restricted-excludes-us-accelerators"]}
+
+
+def test_record_keys(capsys):
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert set(rec["recommendation"]) >= {"gpu", "count", "nodes", "tp", "pp", "dp"}
+    assert set(rec["decisive_rule"]) >= {"id", "file", "line", "source", "because"}
+    assert set(rec["runner_up"]) >= {"gpu", "count", "why"}
+    assert set(rec["candidates"][0]) >= {"gpu", "count", "fits", "excluded", "excluded_by", "score", "contributions"}
+    assert set(rec["trace"][0]) >= {"order", "rule", "file", "line", "source", "bindings", "effect"}
+    assert set(rec["versions"]) >= {"advisor", "rules_sha256", "catalog_sha256"}
+    assert rec["estimate"]["ledger"]["weights_gb"] == pytest.approx(65.18, abs=0.01)
+    assert {"rule", "source", "severity", "text"} <= set(rec["warnings"][0])
+
+
+def test_user_rule_changes_the_decision_and_is_audited(tmp_path, capsys):
+    (tmp_path / "ours.yaml").write_text(
+        "rules:\n"
+        "  - id: we-never-rent-h200\n"
+        "    title: Our cloud contract excludes the H200\n"
+        "    source: [procurement policy 2026-11]\n"
+        "    when: {candidate.gpu: h200-sxm}\n"
+        "    then: {exclude: {reason: not in our contract}}\n"
+        "    examples:\n"
+        "      - {given: {candidate: {gpu: h200-sxm}}, fires: true}\n"
+        "      - {given: {candidate: {gpu: h100-sxm}}, fires: false}\n")
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["recommendation"]["gpu"] != "h200-sxm"
+    h200 = next(c for c in rec["candidates"] if c["gpu"] == "h200-sxm")
+    assert h200["excluded_by"][0]["rule"] == "we-never-rent-h200"
+    assert h200["excluded_by"][0]["file"].endswith("ours.yaml") and h200["excluded_by"][0]["line"] == 2
+
+
+def test_user_rule_overrides_shipped_rule_by_id(tmp_path, capsys):
+    (tmp_path / "o.yaml").write_text(
+        "- id: announced-not-shipping\n"
+        "  title: We have Rubin early access\n"
+        "  source: [our contract]\n"
+        "  when: {candidate.status: announced}\n"
+        "  then: {note: {text: early access}}\n")
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    rubin = next(c for c in rec["candidates"] if c["gpu"] == "rubin")
+    assert not rubin["excluded"]
+    t = next(t for t in rec["trace"] if t["rule"] == "announced-not-shipping")
+    assert t["file"].endswith("o.yaml") and t["overrides"].startswith("rules/generations.yaml:")
+
+
+def test_decisions_leave_nothing_behind(catalog, kb):
+    first = decide(catalog, kb, "chat-assistant").record
+    for _ in range(3):
+        decide(catalog, kb, "kimi-k3-serving", constraints={"import_restricted": True})
+    again = decide(catalog, kb, "chat-assistant").record
+    assert again["recommendation"] == first["recommendation"]
+    assert [t["rule"] for t in again["trace"]] == [t["rule"] for t in first["trace"]]
