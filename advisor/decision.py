@@ -12,7 +12,7 @@ from advisor.engine import runner
 from advisor.errors import InputError, Problem
 from advisor.estimator import Estimate
 from advisor.facts import facts_for, prop
-from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, template_env
+from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, compiled_template
 
 COST_RULE = {"id": "ranking-cost-per-unit-of-work", "file": "advisor/decision.py", "line": None,
              "source": ["T07", "C16"]}
@@ -55,7 +55,7 @@ def _render(rule: Rule, text: str, fact: dict, where: str) -> str:
         return ""
     ctx = {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
     try:
-        return template_env().from_string(text).render(**ctx).strip()
+        return compiled_template(text).render(**ctx).strip()
     except (TemplateError, SecurityError, TypeError, ValueError, AttributeError) as exc:
         raise InputError(Problem(f"template failed when the rule fired: {exc}", rule.file, rule.line, where)) from None
 
@@ -98,12 +98,14 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     firings: list[Firing] = []
     order = 0
     rule_index = {r.id: i for i, r in enumerate(kb.rules)}
+    fact_by_id = {c["id"]: c for c in cfs}
+    fact_by_id["workload"] = wf
     for stratum in range(kb.strata):
         fired = run.fire(stratum, "workload", [wf]) + run.fire(stratum, "candidate", cfs)
         fired.sort(key=lambda rf: (kb.rule(rf[0]).priority, rule_index[rf[0]], rf[1]))
         for rid, fid in fired:
             rule = kb.rule(rid)
-            fact = wf if fid == "workload" else next(c for c in cfs if c["id"] == fid)
+            fact = fact_by_id[fid]
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
             text = _render(rule, rule.because, fact, "because")
             for kind, eff in rule.effects.items():

@@ -23,8 +23,16 @@ from advisor.knowledge import KnowledgeBase, Leaf, Node, Rule, evaluate
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable(\..*)?")
 
-RULES_PER_SET = 20
+RULES_PER_SET = 20        # rules per ruleset (the probes ran 20 without a fault)
+LEAVES_PER_SET = 60       # tests per ruleset: fewer than the 64 alpha matches one fact may reach (error 303)
 BIG = 10 ** 15
+
+
+def leaves(cond) -> int:
+    """How many engine tests a condition compiles to (in / not_in expand to one test per value)."""
+    if isinstance(cond, Node):
+        return sum(leaves(c) for c in cond.items)
+    return len(cond.value) if cond.op in ("in", "not_in") else 1
 
 
 def normalise(v):
@@ -106,13 +114,20 @@ class EngineRunner:
             groups.setdefault((r.stratum, r.scope), []).append(r)
         defs = {}
         for (stratum, scope), rules in sorted(groups.items()):
+            shards: list[list[Rule]] = [[]]
+            size = 0
+            for r in rules:
+                n = leaves(self.conds[r.id])
+                if shards[-1] and (len(shards[-1]) >= RULES_PER_SET or size + n > LEAVES_PER_SET):
+                    shards.append([])
+                    size = 0
+                shards[-1].append(r)
+                size += n
             names = []
-            for i in range(0, len(rules), RULES_PER_SET):
-                name = f"s{stratum}_{scope}_{i // RULES_PER_SET}"
-                rs = {}
-                for r in rules[i:i + RULES_PER_SET]:
-                    rs[f"r_{r.id}"] = {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[r.id])]}}],
-                                       "pri": 1, "run": self._action(r.id)}
+            for i, shard in enumerate(shards):
+                name = f"s{stratum}_{scope}_{i}"
+                rs = {f"r_{r.id}": {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[r.id])]}}],
+                                    "pri": 1, "run": self._action(r.id)} for r in shard}
                 rs["zz_catch_all"] = {"all": [{"m": {"kind": scope}}], "pri": 65000, "run": _noop}
                 defs[name] = rs
                 names.append(name)

@@ -80,12 +80,34 @@ def _drift(rec: dict, args) -> list[str]:
     cat = catalog.default()
     out = []
     if kb.digest != v.get("rules_sha256"):
-        out.append("Warning: the rules changed since this decision (rules_sha256 differs); re-run `gpu-advisor recommend` "
-                   "on the inputs to see what would change.")
-        old = set(v.get("rule_files", []))
-        out.append(f"  rule files then: {len(old)}, now: {len(kb.files)}")
+        out.append("Warning: the rules changed since this decision (rules_sha256 differs).")
     if cat.digest != v.get("catalog_sha256"):
         out.append("Warning: the catalog changed since this decision (catalog_sha256 differs).")
     if not out:
-        out.append("The current rules and catalog are those that produced this decision.")
+        return ["The current rules and catalog are those that produced this decision."]
+    out += _replay(rec, kb, cat)
     return out
+
+
+def _replay(rec: dict, kb, cat) -> list[str]:
+    """Decide the recorded inputs again with today's rules and catalog and say what changed."""
+    from advisor import decision, estimator, workload
+    try:
+        now = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat).record
+    except InputError as exc:
+        return [f"  The recorded inputs no longer validate: {exc.problems[0]}"]
+    old, new = rec.get("recommendation") or {}, now.get("recommendation") or {}
+    lines = []
+    for k in ("gpu", "count", "nodes", "tp", "pp", "dp", "usd_per_hour"):
+        if old.get(k) != new.get(k):
+            lines.append(f"  {k}: {old.get(k)} -> {new.get(k)}")
+    od, nd = (rec.get("decisive_rule") or {}).get("id"), (now.get("decisive_rule") or {}).get("id")
+    if od != nd:
+        lines.append(f"  decisive rule: {od} -> {nd}")
+    then = {t["rule"] for t in rec.get("trace", [])}
+    later = {t["rule"] for t in now.get("trace", [])}
+    if later - then:
+        lines.append(f"  rules that would now fire: {', '.join(sorted(later - then))}")
+    if then - later:
+        lines.append(f"  rules that would no longer fire: {', '.join(sorted(then - later))}")
+    return ["What would change today:"] + (lines or ["  nothing in the recommendation"])

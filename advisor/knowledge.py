@@ -80,7 +80,13 @@ class KnowledgeBase:
     derived: dict[str, str] = field(default_factory=dict)   # derived fact -> scope
 
     def rule(self, rule_id: str) -> Rule:
-        return next(r for r in self.rules if r.id == rule_id)
+        return self.by_id[rule_id]
+
+    @property
+    def by_id(self) -> dict[str, Rule]:
+        if getattr(self, "_by_id", None) is None or len(self._by_id) != len(self.rules):
+            self._by_id = {r.id: r for r in self.rules}
+        return self._by_id
 
     @property
     def strata(self) -> int:
@@ -295,6 +301,15 @@ def template_env() -> SandboxedEnvironment:
 
 
 _JINJA = template_env()
+_COMPILED: dict[str, object] = {}
+
+
+def compiled_template(text: str):
+    """A rule text compiled once per process in the sandbox."""
+    t = _COMPILED.get(text)
+    if t is None:
+        t = _COMPILED[text] = _JINJA.from_string(text)
+    return t
 
 
 def _template_refs(text: str):
@@ -479,6 +494,10 @@ def _parse_rule(r, rel, line, col: Collector, derived) -> Rule | None:
         why = _unreachable(when)
         if why:
             col.add(why, yamlio.line_of(r, "when", line), "when")
+        from advisor.engine import LEAVES_PER_SET, leaves
+        if leaves(when) > LEAVES_PER_SET:
+            col.add(f"too complex to run safely on the engine: {leaves(when)} tests (at most {LEAVES_PER_SET}); "
+                    "split the rule", yamlio.line_of(r, "when", line), "when")
     examples = r.get("examples") or []
     if not isinstance(examples, list):
         col.add("examples must be a list of {given: {...}, fires: true|false}", yamlio.line_of(r, "examples", line), "examples")

@@ -138,15 +138,19 @@ class Workload:
 
     def inputs(self) -> dict:
         """The workload as understood, in schema form (JSON-ready)."""
-        out = {"name": self.name, "mode": self.mode, "model": self.model.id}
+        model = self.model.id
+        if model == "custom":   # a model given by its figures is kept whole, so the record can be replayed
+            model = {k: f.value for k, f in self.model.figures.items()}
+            model["name"] = self.model.name
+        out = {"name": self.name, "mode": self.mode, "model": model}
         for k in FIELDS:
             if k in ("name", "mode", "model", "constraints"):
                 continue
             if self.mode in FIELDS[k].modes:
                 out[k] = getattr(self, k)
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
-                              for k, v in self.constraints.__dict__.items()}
-        return out
+                              for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 def _suggest(key: str, known) -> str:

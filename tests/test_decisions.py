@@ -148,3 +148,52 @@ def test_decisions_leave_nothing_behind(catalog, kb):
     again = decide(catalog, kb, "chat-assistant").record
     assert again["recommendation"] == first["recommendation"]
     assert [t["rule"] for t in again["trace"]] == [t["rule"] for t in first["trace"]]
+
+
+def test_explain_why_not_and_drift(tmp_path, capsys):
+    rec_path = tmp_path / "d.json"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
+    rec_path.write_text(capsys.readouterr().out)
+    assert main(["explain", str(rec_path), "--why-not", "A100"]) == 0
+    out = capsys.readouterr().out
+    assert "Decisive rule:" in out and "Why not a100-80gb-sxm:" in out and "fewer-cards-for-serving: -10" in out
+    assert "are those that produced this decision" in out
+    # a user rule changes the knowledge base: explain warns and shows what would change
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "x.yaml").write_text(
+        "- id: no-h200\n  title: t\n  source: [ours]\n  when: {candidate.gpu: h200-sxm}\n  then: {exclude: {reason: no}}\n")
+    assert main(["explain", str(rec_path), "--rules", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "rules changed" in out and "gpu: h200-sxm -> " in out
+
+
+def test_explain_why_not_an_excluded_gpu(tmp_path, capsys):
+    rec_path = tmp_path / "d.json"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
+    rec_path.write_text(capsys.readouterr().out)
+    assert main(["explain", str(rec_path), "--why-not", "rubin"]) == 0
+    out = capsys.readouterr().out
+    assert "excluded by announced-not-shipping (K11, K12; rules/generations.yaml:" in out
+    assert "candidate.status = announced" in out
+
+
+def test_explain_rejects_what_is_not_a_record(tmp_path, capsys):
+    f = tmp_path / "x.json"
+    f.write_text("{}")
+    assert main(["explain", str(f)]) == 2
+    assert "not a decision record" in capsys.readouterr().err
+
+
+def test_rules_from_environment_path(tmp_path, capsys, monkeypatch):
+    (tmp_path / "x.yaml").write_text(
+        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: b200}\n  then: {prefer: {weight: 100}}\n")
+    monkeypatch.setenv("GPU_ADVISOR_RULES", str(tmp_path))
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["recommendation"]["gpu"] == "b200" and rec["decisive_rule"]["id"] == "env-rule"
+
+
+def test_custom_model_record_replays(tmp_path, capsys):
+    assert main(["recommend", str(EXAMPLES / "llama-13b-full-finetune.yaml"), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["inputs"]["model"]["params_b"] == 13
