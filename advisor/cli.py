@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from advisor.errors import InputError
@@ -74,11 +75,22 @@ def _summary(rec: dict) -> str:
 
 
 def cmd_recommend(args) -> int:
-    rec = _decide(args).record
+    from advisor import memo
+    d = _decide(args)
+    rec = d.record
     if args.format == "json":
-        print(json.dumps(rec, indent=2, ensure_ascii=False, default=str))
+        text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
+    elif args.format == "summary":
+        text = _summary(rec)
     else:
-        sys.stdout.write(_summary(rec))
+        colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
+            and not os.environ.get("NO_COLOR")
+        text = memo.render(rec, d.estimate and _catalog(args), args.format, args.template, colour=colour)
+    if args.out:
+        memo.write_atomic(args.out, text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -154,7 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("recommend", help="decide which GPU, how many and why (the decision record with --format json)")
     r.add_argument("workload", metavar="WORKLOAD.yaml")
     r.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
-    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.add_argument("--format", choices=("text", "md", "html", "json", "summary"), default="text",
+                   help="text: the memo for the terminal (default); md, html: the memo; json: the decision record; summary: a few lines")
+    r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")
+    r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
     r.add_argument("--prices", metavar="FILE")
     r.add_argument("--rules", action="append", metavar="DIR", help="add a rules directory (later files override by id)")
     r.set_defaults(func=cmd_recommend)

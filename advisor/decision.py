@@ -14,7 +14,8 @@ from advisor.estimator import Estimate
 from advisor.facts import facts_for, prop
 from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, compiled_template
 
-COST_RULE = {"id": "ranking-cost-per-unit-of-work", "file": "advisor/decision.py", "line": None,
+COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "Equal scores: the lower cost per unit of work wins",
+             "file": "advisor/decision.py", "line": None,
              "source": ["T07", "C16"]}
 
 
@@ -71,6 +72,12 @@ def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
         if have not in want:
             return False
     return True
+
+
+def _unit_name(c: dict) -> str:
+    if c.get("w_mode") in ("training", "fine-tuning"):
+        return "USD per job" if "c_usd_per_job" in c else "USD per hour"
+    return "USD per million tokens" if c.get("w_latency") == "batch" and "c_usd_per_million_tokens" in c else "USD per hour"
 
 
 def _unit_cost(c: dict):
@@ -164,7 +171,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
         better = [c for c in sorted(cfs, key=key) if key(c) < key(wc) and c.get("c_fits") and excluded[c["id"]]]
         if better:
             ex = excluded[better[0]["id"]][0]
-            decisive = {"id": ex["rule"], "file": ex["file"], "line": ex["line"], "source": ex["source"],
+            decisive = {"id": ex["rule"], "title": kb.rule(ex["rule"]).title, "file": ex["file"], "line": ex["line"], "source": ex["source"],
                         "because": f"{better[0]['id']} would rank first but is excluded: {ex['reason']}"}
         elif runner_up:
             diff: dict[str, float] = {}
@@ -177,15 +184,22 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                 rid = max(positive, key=lambda r: (positive[r], -rule_index[r]))
                 rule = kb.rule(rid)
                 f = next(x for x in firings if x.rule.id == rid and x.gpu in (winner, runner_up, None))
-                decisive = {"id": rid, "file": rule.file, "line": rule.line, "source": list(rule.source),
-                            "because": f.text or rule.title}
+                decisive = {"id": rid, "title": rule.title, "file": rule.file, "line": rule.line, "source": list(rule.source),
+                            "because": (f.text or rule.title) + f" It separates {winner} (score {scores[winner]:g}) "
+                                       f"from {runner_up} (score {scores[runner_up]:g})."}
             else:
                 rc = next(c for c in cfs if c["id"] == runner_up)
                 a, b = _unit_cost(wc), _unit_cost(rc)
-                what = "equal scores; " + (f"{winner} costs {a:,.2f} vs {b:,.2f} for {runner_up} per unit of work"
-                                           if a is not None and b is not None else
-                                           f"{winner} has a known price and {runner_up} has not" if a is not None else
-                                           f"{winner} needs {wc.get('c_count')} cards vs {rc.get('c_count')}")
+                unit = _unit_name(wc)
+                if a is not None and b is not None:
+                    what = f"Equal scores: {winner} costs {a:,.2f} vs {b:,.2f} for {runner_up} {unit}."
+                elif a is not None:
+                    what = f"Equal scores: {winner} has a known price ({a:,.2f} {unit}) and {runner_up} has none."
+                    priced = [c for c in alive[1:] if _unit_cost(c) is not None and scores[c["id"]] == scores[winner]]
+                    if priced:
+                        what += f" The next priced option with the same score, {priced[0]['id']}, costs {_unit_cost(priced[0]):,.2f}."
+                else:
+                    what = f"Equal scores and no known prices: {winner} needs {wc.get('c_count')} card(s), {runner_up} {rc.get('c_count')}."
                 decisive = {**COST_RULE, "because": what}
         else:
             decisive = {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded"}
@@ -223,7 +237,7 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.ranking, d.ranking.index(g) if g in d.ranking else 0, g))]
     rec["estimate"] = est.as_dict()
-    rec["trace"] = [{"order": f.order, "rule": f.rule.id, "file": f.rule.file, "line": f.rule.line,
+    rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
                      "source": list(f.rule.source), "gpu": f.gpu, "bindings": f.bindings, "effect": f.effect,
                      "because": f.text, "overrides": f.rule.overrides} for f in d.firings]
     rec["warnings"] = d.warnings
