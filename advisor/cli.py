@@ -152,6 +152,45 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_ask(args) -> int:
+    from advisor import dialogue, workload
+    cat = _catalog(args)
+    kb = _kb(args)
+    out_dir = args.out_dir or "."
+    if args.resume:
+        dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
+    else:
+        answers = {}
+        if args.from_file:
+            data = workload.yamlio.load(args.from_file)
+            workload.parse(data, cat, args.from_file)          # refuse an invalid file up front
+            answers = dialogue.answers_from(data, cat)
+        dlg = dialogue.Dialogue(cat, kb, answers=answers, out_dir=out_dir)
+    piped = os.environ.get("GPU_ADVISOR_PIPE") == "1"
+    if not sys.stdin.isatty() and not piped:
+        print("gpu-advisor: error: `ask` is an interactive dialogue and needs a terminal; for a workload file use "
+              "`gpu-advisor recommend WORKLOAD.yaml`", file=sys.stderr)
+        return EXIT_INPUT
+    if piped:
+        return dialogue.run_lines(dlg, sys.stdin, print)
+    return dialogue.run_interactive(dlg)
+
+
+def cmd_replay(args) -> int:
+    from advisor import dialogue
+    cat = _catalog(args)
+    kb = _kb(args)
+    failed = 0
+    for path in args.transcripts:
+        same, diffs = dialogue.replay(path, cat, kb)
+        print(f"{'ok  ' if same else 'FAIL'} {path}")
+        for d in diffs:
+            print(f"     {d}")
+        failed += not same
+    print(f"{len(args.transcripts) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from advisor import __version__
     p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.")
@@ -182,6 +221,18 @@ def build_parser() -> argparse.ArgumentParser:
     rl.add_argument("--group", help="list: only this group")
     rl.add_argument("--check", action="store_true", help="doc: fail when docs/knowledge-base.md is stale")
     rl.set_defaults(func=cmd_rules)
+    a = sub.add_parser("ask", help="a guided dialogue in the terminal that ends with a memo")
+    a.add_argument("--from", dest="from_file", metavar="WORKLOAD.yaml", help="start from a workload file; ask only what is missing")
+    a.add_argument("--resume", metavar="FILE", help="continue a dialogue saved on Ctrl-C / Ctrl-D / quit")
+    a.add_argument("--out-dir", metavar="DIR", help="where the memo, decision record, transcript and resume file go")
+    a.add_argument("--rules", action="append", metavar="DIR")
+    a.add_argument("--prices", metavar="FILE")
+    a.set_defaults(func=cmd_ask)
+    rp = sub.add_parser("replay", help="replay recorded dialogue transcripts; fail when questions or decision changed")
+    rp.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT.yaml")
+    rp.add_argument("--rules", action="append", metavar="DIR")
+    rp.add_argument("--prices", metavar="FILE")
+    rp.set_defaults(func=cmd_replay)
     x = sub.add_parser("explain", help="explain a saved decision record")
     x.add_argument("decision", metavar="DECISION.json")
     x.add_argument("--why-not", metavar="GPU")

@@ -21,6 +21,7 @@ from advisor.errors import Collector, InputError, Problem
 from advisor.facts import FACTS, prop
 
 RULES_DIR = HOME / "rules"
+NOT_RULES = {"questions.yaml"}   # the dialogue's questions live beside the rules
 RULE_KEYS = ("id", "title", "source", "group", "priority", "when", "then", "because", "examples")
 EFFECTS = ("prefer", "avoid", "exclude", "warn", "note", "derive")
 OPS = ("eq", "ne", "lt", "lte", "gt", "gte", "between", "in", "not_in", "exists", "matches")
@@ -377,7 +378,7 @@ def _files(dirs: list[Path]) -> list[Path]:
         if d.is_file():
             out.append(d)
         elif d.is_dir():
-            out.extend(sorted(p for p in d.rglob("*.yaml") if p.is_file()))
+            out.extend(sorted(p for p in d.rglob("*.yaml") if p.is_file() and p.name not in NOT_RULES))
         else:
             raise InputError(Problem("no such rules directory", str(d)))
     return out

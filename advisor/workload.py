@@ -158,6 +158,11 @@ def _suggest(key: str, known) -> str:
     return f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
 
 
+def _n(x: float) -> str:
+    """1,000,000 rather than 1e+06 in messages; large or fractional values stay readable."""
+    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e18 else f"{x:,g}"
+
+
 def _check_value(spec: Spec, value, col: Collector, name: str, line):
     """Validate one scalar against its Spec; returns the value (coerced) or None after reporting."""
     if spec.kind == "enum":
@@ -191,10 +196,10 @@ def _check_value(spec: Spec, value, col: Collector, name: str, line):
             col.add(f"must be a whole number (got {value})", line, name)
             return None
         if spec.min is not None and value < spec.min:
-            col.add(f"must be at least {spec.min:g}{' ' + spec.unit if spec.unit else ''} (got {value:g})", line, name)
+            col.add(f"must be at least {_n(spec.min)}{' ' + spec.unit if spec.unit else ''} (got {_n(value)})", line, name)
             return None
         if spec.max is not None and value > spec.max:
-            col.add(f"must be at most {spec.max:g}{' ' + spec.unit if spec.unit else ''} (got {value:g})", line, name)
+            col.add(f"must be at most {_n(spec.max)}{' ' + spec.unit if spec.unit else ''} (got {_n(value)})", line, name)
             return None
         return int(value) if spec.kind == "int" else float(value)
     raise AssertionError(spec.kind)

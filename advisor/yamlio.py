@@ -134,3 +134,12 @@ def load(path: str | Path):
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(Problem("not UTF-8 text", name, line)) from None
     return loads(text, name)
+
+
+def plain(obj):
+    """The same data as plain dicts and lists (for dumping what was loaded with line numbers)."""
+    if isinstance(obj, dict):
+        return {k: plain(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [plain(v) for v in obj]
+    return obj

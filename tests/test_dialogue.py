@@ -1,0 +1,246 @@
+"""The guided dialogue through the real prompt-toolkit application (pipe input, dummy output), the
+line driver, resume files, transcripts and their replay, and a real terminal under tmux."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from advisor import dialogue, knowledge
+from advisor.cli import main
+
+from conftest import EXAMPLES, ROOT
+
+TRANSCRIPTS = sorted((ROOT / "transcripts").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def drive(dlg, keys: str, *later: str):
+    """Type `keys` into the real prompt-toolkit session (then each of `later` after a pause, for
+    keys that must wait for the application, such as Enter after Tab completion); returns
+    (exit code, lines shown). Running out of keys acts as Ctrl-D."""
+    shown = []
+    with create_pipe_input() as inp:
+        inp.send_text(keys)
+
+        def type_later():
+            for chunk in later:
+                time.sleep(0.5)
+                inp.send_text(chunk)
+            time.sleep(0.2)
+            inp.close()
+
+        typist = threading.Thread(target=type_later)
+        typist.start()
+        with create_app_session(input=inp, output=DummyOutput()):
+            code = dialogue.run_interactive(dlg, write=shown.append)
+        typist.join()
+    return code, shown
+
+
+ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 4 + "\r"   # through 'budget'
+
+
+def test_whole_session_to_the_memo(catalog, kb, tmp_path):
+    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    code, shown = drive(dlg, ONE_USER + "yes\r" + "md\r" + "\r")
+    assert code == 0 and dlg.stage == "done"
+    assert any(line.startswith("Recommendation: 1 x NVIDIA A100 SXM4 80GB") for line in shown)
+    memo, record, transcript = dlg.written
+    assert memo.read_text().startswith("# GPU recommendation: gpt-oss-120b-inference")
+    assert json.loads(record.read_text())["recommendation"]["gpu"] == "a100-80gb-sxm"
+    assert yaml.safe_load(transcript.read_text())["decision"]["gpu"] == "a100-80gb-sxm"
+
+
+def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path):
+    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    keys = "serve\r" + "inference\r" + "gpt-oss-120b\r" + "\r\r" + "-5\r" + "\x15" + "2e9\r" + "\x15" + "8192\r"
+    code, shown = drive(dlg, keys)
+    assert "  'serve' is not one of the choices. Accepted: inference, training, fine-tuning." in shown
+    assert any("Must be at least 1 tokens (got -5). Accepted: a whole number from 1 to 10,000,000 tokens." in s for s in shown)
+    assert any("Must be at most 10,000,000 tokens (got 2,000,000,000)" in s for s in shown)
+    assert dlg.answers["context_tokens"] == 8192          # accepted after the refusals, no restart
+    assert dlg.answers["mode"] == "inference"
+
+
+def test_help_why_and_back(catalog, kb, tmp_path):
+    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    keys = "inference\r" + "?\r" + "why\r" + "kimi-k3\r" + "back\r" + "\r"
+    code, shown = drive(dlg, keys)
+    text = "\n".join(shown)
+    assert "Tab completes catalog ids" in text                      # ? shows the help
+    assert "rule(s) use this answer" in text and "Inference of a large model belongs on H200" in text   # why
+    assert "Back to: Which model?" in text
+    assert dlg.answers["model"] == "kimi-k3"                        # Enter kept the answer given before `back`
+    assert dlg.current().id == "task"
+
+
+def test_ctrl_c_saves_and_resume_continues(catalog, kb, tmp_path):
+    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    code, shown = drive(dlg, "inference\rllama-3.1-8b\r\x03")
+    assert code == 130
+    resume = tmp_path / dialogue.RESUME_FILE
+    assert "saved to" in shown[-1] and resume.exists()
+    again = dialogue.Dialogue.resume(resume, catalog, kb, out_dir=tmp_path)
+    assert again.answers == {"mode": "inference", "model": "llama-3.1-8b"}
+    assert again.current().id == "task"
+    code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 5 + "yes\rtext\r\r")
+    assert code == 0 and again.written[0].name == "llama-3.1-8b-inference-memo.txt"
+    assert [s["question"] for s in again.steps][:2] == ["mode", "model"]     # the transcript keeps the first part
+
+
+def test_ctrl_d_saves_too(catalog, kb, tmp_path):
+    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    code, shown = drive(dlg, "training\r\x04")
+    assert code == 1 and (tmp_path / dialogue.RESUME_FILE).exists()
+    assert yaml.safe_load((tmp_path / dialogue.RESUME_FILE).read_text())["answers"] == {"mode": "training"}
+
+
+def test_completion_of_model_ids(catalog, kb, tmp_path):
+    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    drive(dlg, "inference\r", "deepseek-v", "\t", "\r")   # Tab once the text is in, as a person types
+    assert dlg.answers["model"] == "deepseek-v3"
+
+
+def test_questions_asked_only_when_relevant(catalog, kb, tmp_path):
+    inference = dialogue.Dialogue(catalog, kb, dry_run=True)
+    training = dialogue.Dialogue(catalog, kb, dry_run=True)
+    for d, mode in ((inference, "inference"), (training, "training")):
+        asked = []
+        d.submit(mode)
+        while d.stage == "questions":
+            asked.append(d.current().id)
+            d.submit("")
+        if mode == "inference":
+            assert "optimizer" not in asked and "concurrency" in asked and "params_b" not in asked
+        else:
+            assert "optimizer" in asked and "concurrency" not in asked and "prompt_tokens" not in asked
+    custom = dialogue.Dialogue(catalog, kb, dry_run=True)
+    custom.submit("inference")
+    custom.submit("other")
+    assert custom.current().id == "params_b"       # architecture questions only for a model not in the catalog
+
+
+def test_garbage_overlong_and_control_characters(catalog, kb):
+    d = dialogue.Dialogue(catalog, kb, dry_run=True)
+    assert "too long" in d.submit("x" * 500)[0]
+    assert "control characters" in d.submit("infer\x1b[2Jence")[0]
+    assert d.current().id == "mode"
+    d.submit("inference")
+    for q in ("gpt-oss-120b",):
+        d.submit(q)
+    for garbage in ("", "\t", "🙂", "1e999", "NaN", "-0", "9" * 40):
+        d.submit(garbage)      # never raises; the dialogue stays usable
+    assert d.stage == "questions"
+
+
+def test_from_file_asks_only_what_is_missing(tmp_path, monkeypatch, capsys):
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\ncontext_tokens: 8192\n")
+    monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
+    import io
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 12 + "yes\nmd\n\n"))
+    assert main(["ask", "--from", str(w), "--out-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Which model?" not in out and "How many sequences" not in out and "Prompt tokens per request?" in out
+    assert (tmp_path / "gpt-oss-120b-inference-memo.md").exists()
+
+
+def test_non_interactive_use_is_refused_politely(capsys, monkeypatch):
+    monkeypatch.delenv("GPU_ADVISOR_PIPE", raising=False)
+    monkeypatch.setattr(sys, "stdin", open(os.devnull))
+    assert main(["ask"]) == 2
+    assert "use `gpu-advisor recommend WORKLOAD.yaml`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
+def test_transcript_replays(catalog, kb, path):
+    same, diffs = dialogue.replay(path, catalog, kb)
+    assert same, diffs
+
+
+def test_at_least_twelve_transcripts_cover_the_seeds():
+    names = {p.stem for p in TRANSCRIPTS}
+    assert len(names) >= 12
+    assert {"gpt-oss-120b-one-user", "gpt-oss-120b-many-users", "kimi-k3-serving", "70b-full-fine-tuning",
+            "13b-full-fine-tuning", "7b-lora", "128k-context-training", "moe-training", "video-diffusion-training",
+            "rlhf", "import-restricted-inference", "on-prem-no-liquid-5kw", "small-image-classification",
+            "high-concurrency-short-text"} <= names
+
+
+def test_replay_shows_the_difference_when_the_decision_changed(tmp_path, capsys):
+    t = yaml.safe_load((ROOT / "transcripts" / "gpt-oss-120b-many-users.yaml").read_text())
+    t["decision"]["gpu"] = "l40s"
+    f = tmp_path / "t.yaml"
+    f.write_text(yaml.safe_dump(t))
+    assert main(["replay", str(f)]) == 1
+    assert "decision gpu: transcript 'l40s', now 'h200-sxm'" in capsys.readouterr().out
+
+
+def test_replay_shows_the_difference_when_the_questions_changed(tmp_path, capsys):
+    t = yaml.safe_load((ROOT / "transcripts" / "7b-lora.yaml").read_text())
+    t["steps"][2]["question"] = "a-question-we-removed"
+    f = tmp_path / "t.yaml"
+    f.write_text(yaml.safe_dump(t))
+    assert main(["replay", str(f)]) == 1
+    assert "step 3: asked 'task', the transcript has 'a-question-we-removed'" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed (.ci/run installs it)")
+def test_real_terminal_under_tmux(tmp_path):
+    exe = Path(sys.executable).with_name("gpu-advisor")
+    session = f"gpu-advisor-test-{os.getpid()}"
+    env = {**os.environ, "NO_COLOR": "1"}
+    env.pop("GPU_ADVISOR_PIPE", None)
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "50", "-c", str(tmp_path),
+                    f"{exe} ask; sleep 30"], check=True, env=env)
+
+    def screen():
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True).stdout
+
+    def wait_for(text, timeout=20):
+        end = time.time() + timeout
+        while time.time() < end:
+            if text in screen():
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"never saw {text!r}:\n{screen()}")
+
+    def send(*keys):
+        subprocess.run(["tmux", "send-keys", "-t", session, *keys], check=True)
+
+    try:
+        wait_for("What will the GPUs do?")
+        send("inference", "Enter")
+        wait_for("Which model?")
+        send("gpt-oss-120b", "Enter")
+        for _ in range(5):
+            send("Enter")
+        wait_for("How many sequences")
+        send("64", "Enter")
+        for _ in range(5):
+            send("Enter")
+        wait_for("Recommend with these answers?")
+        send("yes", "Enter")
+        wait_for("Memo format?")
+        send("md", "Enter")
+        wait_for("Write the memo to?")
+        send("Enter")
+        wait_for("Wrote the memo to")
+        assert "Recommendation: 1 x NVIDIA H200 SXM 141GB" in screen()
+        assert (tmp_path / "gpt-oss-120b-inference-memo.md").read_text().startswith("# GPU recommendation")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
