@@ -51,13 +51,13 @@ def _scoped(fact: dict, prefix: str) -> dict:
     return {k[2:]: v for k, v in fact.items() if k.startswith(prefix)}
 
 
-def _render(rule: Rule, text: str, fact: dict, where: str) -> str:
+def _render(rule: Rule, text: str, fact: dict, where: str, ctx: dict | None = None) -> str:
     if not text:
         return ""
-    ctx = {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
+    ctx = ctx or {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
     try:
         return compiled_template(text).render(**ctx).strip()
-    except (TemplateError, SecurityError, TypeError, ValueError, AttributeError) as exc:
+    except (TemplateError, SecurityError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         raise InputError(Problem(f"template failed when the rule fired: {exc}", rule.file, rule.line, where)) from None
 
 
@@ -114,14 +114,15 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
             rule = kb.rule(rid)
             fact = fact_by_id[fid]
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
-            text = _render(rule, rule.because, fact, "because")
+            ctx = {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
+            text = _render(rule, rule.because, fact, "because", ctx)
             for kind, eff in rule.effects.items():
                 order += 1
                 effect = {"kind": kind, **(eff if isinstance(eff, dict) else {})}
                 if kind in ("warn", "note"):
-                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text") or text
+                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text", ctx) or text
                 if kind == "exclude":
-                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason") or text
+                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason", ctx) or text
                 firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, text))
                 if kind == "derive":
                     targets = [wf] + cfs if fid == "workload" else [fact]

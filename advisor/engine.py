@@ -23,16 +23,17 @@ from advisor.knowledge import KnowledgeBase, Leaf, Node, Rule, evaluate
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable(\..*)?")
 
-RULES_PER_SET = 20        # rules per ruleset (the probes ran 20 without a fault)
-LEAVES_PER_SET = 60       # tests per ruleset: fewer than the 64 alpha matches one fact may reach (error 303)
+RULES_PER_SET = 200       # rules per ruleset (p07: 200 rules run while few of them match one fact)
+LEAVES_PER_SET = 56       # tests one fact can satisfy at once per ruleset: below the 64 alpha matches (error 303)
 BIG = 10 ** 15
 
 
 def leaves(cond) -> int:
-    """How many engine tests a condition compiles to (in / not_in expand to one test per value)."""
+    """How many engine tests one fact can satisfy at once in a condition: an `in` list is a set of
+    equality tests on one property, of which at most one holds; every other test may hold together."""
     if isinstance(cond, Node):
         return sum(leaves(c) for c in cond.items)
-    return len(cond.value) if cond.op in ("in", "not_in") else 1
+    return len(cond.value) if cond.op == "not_in" else 1
 
 
 def normalise(v):
@@ -51,6 +52,12 @@ def normalise(v):
         r = round(v, 6)
         return r
     return v
+
+
+def facts_tested(cond) -> set[str]:
+    if isinstance(cond, Node):
+        return set().union(*(facts_tested(c) for c in cond.items))
+    return {cond.fact}
 
 
 def normalise_fact(fact: dict) -> dict:
@@ -107,6 +114,11 @@ class EngineRunner:
         self.definitions = self._definitions()
         self.host = None
         self.fallbacks = 0
+        # assert only what rules can match: each fact is cut down to the properties its scope's rules test
+        self.props: dict[tuple[int, str], frozenset] = {}
+        for r in kb.rules:
+            key = (r.stratum, r.scope)
+            self.props[key] = self.props.get(key, frozenset()) | {prop(f) for f in facts_tested(self.conds[r.id])}
 
     def _definitions(self) -> dict:
         groups: dict[tuple[int, str], list[Rule]] = {}
@@ -157,11 +169,14 @@ class EngineRunner:
         with self.lock:
             self._fired, self._errors = [], []
             sid = f"d{next(self.sids)}"
+            keep = self.props.get((stratum, scope), frozenset())
+            small = [{**normalise_fact({k: v for k, v in f.items() if k in keep}), "id": f["id"], "sid": sid, "kind": scope}
+                     for f in facts]
             try:
                 host = self._host()
                 for name in names:
-                    for f in facts:
-                        host.assert_fact(name, {**normalise_fact(f), "sid": sid, "kind": scope})
+                    for f in small:
+                        host.assert_fact(name, f)
                     host.delete_state(name, sid)
                 if self._errors:
                     raise RuntimeError("; ".join(self._errors))
@@ -172,11 +187,12 @@ class EngineRunner:
                 return self.fire_python(stratum, scope, facts)
 
     def fire_python(self, stratum: int, scope: str, facts: list[dict]) -> list[tuple[str, str]]:
+        normal = [normalise_fact(f) for f in facts]
         out = []
         for r in self.kb.rules:
             if r.stratum == stratum and r.scope == scope:
                 cond = self.conds[r.id]
-                out += [(r.id, f["id"]) for f in facts if evaluate(cond, normalise_fact(f))]
+                out += [(r.id, f["id"]) for f in normal if evaluate(cond, f)]
         return sorted(set(out))
 
 
