@@ -75,7 +75,7 @@ def _summary(rec: dict) -> str:
 
 
 def cmd_recommend(args) -> int:
-    from advisor import memo
+    from advisor.files import write_atomic
     d = _decide(args)
     rec = d.record
     if args.format == "json":
@@ -83,11 +83,12 @@ def cmd_recommend(args) -> int:
     elif args.format == "summary":
         text = _summary(rec)
     else:
+        from advisor import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
             and not os.environ.get("NO_COLOR")
-        text = memo.render(rec, d.estimate and _catalog(args), args.format, args.template, colour=colour)
+        text = memo.render(rec, _catalog(args), args.format, args.template, colour=colour)
     if args.out:
-        memo.write_atomic(args.out, text)
+        write_atomic(args.out, text)
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

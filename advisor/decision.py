@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jinja2.exceptions import SecurityError, TemplateError
-
 from advisor import __version__
 from advisor.catalog import Catalog, _norm
 from advisor.engine import runner
@@ -54,6 +52,7 @@ def _scoped(fact: dict, prefix: str) -> dict:
 def _render(rule: Rule, text: str, fact: dict, where: str, ctx: dict | None = None) -> str:
     if not text:
         return ""
+    from jinja2.exceptions import SecurityError, TemplateError
     ctx = ctx or {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
     try:
         return compiled_template(text).render(**ctx).strip()

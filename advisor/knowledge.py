@@ -12,10 +12,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jinja2 import meta, nodes
-from jinja2.exceptions import TemplateSyntaxError
-from jinja2.sandbox import SandboxedEnvironment
-
 from advisor import HOME, yamlio
 from advisor.errors import Collector, InputError, Problem
 from advisor.facts import FACTS, prop
@@ -291,31 +287,65 @@ def _unreachable(cond) -> str | None:
     return None
 
 
-def template_env() -> SandboxedEnvironment:
+class _RuleTexts:
+    """A Jinja loader whose templates are rule texts named by their digest, so that their compiled
+    bytecode can be cached across processes (Jinja compiles slowly; starts should not)."""
+
+    def __init__(self):
+        self.texts: dict[str, str] = {}
+
+    def add(self, text: str) -> str:
+        name = hashlib.sha256(text.encode()).hexdigest()
+        self.texts[name] = text
+        return name
+
+    def get_source(self, environment, name):
+        return self.texts[name], None, lambda: True
+
+
+def template_env():
     """The sandbox every rule text renders in: only the bound facts and three formatting filters."""
-    from jinja2 import StrictUndefined
-    env = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined)
+    from jinja2 import BaseLoader, FileSystemBytecodeCache, StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+    cache = None
+    d = yamlio.cache_dir()
+    if d is not None:
+        try:
+            (d / "jinja").mkdir(parents=True, exist_ok=True)
+            cache = FileSystemBytecodeCache(str(d / "jinja"))
+        except OSError:
+            cache = None
+    loader = type("RuleTextLoader", (_RuleTexts, BaseLoader), {})()
+    env = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined, loader=loader, bytecode_cache=cache)
     env.filters["gb"] = lambda x: f"{x:,.1f} GB"
     env.filters["usd"] = lambda x: f"${x:,.2f}"
     env.filters["num"] = lambda x, nd=1: f"{x:,.{nd}f}"
     return env
 
 
-_JINJA = template_env()
+_ENV = []
 _COMPILED: dict[str, object] = {}
 
 
+def _jinja():
+    if not _ENV:            # Jinja is imported only when a rule text is checked or rendered
+        _ENV.append(template_env())
+    return _ENV[0]
+
+
 def compiled_template(text: str):
-    """A rule text compiled once per process in the sandbox."""
+    """A rule text compiled once per process in the sandbox (and its bytecode cached on disk)."""
     t = _COMPILED.get(text)
     if t is None:
-        t = _COMPILED[text] = _JINJA.from_string(text)
+        env = _jinja()
+        t = _COMPILED[text] = env.get_template(env.loader.add(text))
     return t
 
 
 def _template_refs(text: str):
     """(scope, field) pairs a because-template reads, e.g. ('candidate', 'count')."""
-    ast = _JINJA.parse(text)
+    from jinja2 import meta, nodes
+    ast = _jinja().parse(text)
     refs = set()
     for n in ast.find_all(nodes.Getattr):
         if isinstance(n.node, nodes.Name):
@@ -443,11 +473,36 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
         rules[rule.id] = rule
     kb_rules = list(rules.values())
     problems.extend(_scopes_and_strata(kb_rules, derived))
-    for r in kb_rules:
-        problems.extend(_check_template(r, derived))
+    marker = _lint_marker(digest.hexdigest())
+    if not (marker and marker.exists()) or problems:
+        for r in kb_rules:
+            problems.extend(_check_template(r, derived))
     if problems:
         raise InputError(problems)
+    _touch(marker)
     return KnowledgeBase(kb_rules, [_display(f) for f in files], digest.hexdigest(), derived)
+
+
+def _lint_marker(digest: str) -> Path | None:
+    """A file that says this exact knowledge base passed every check with this exact checker, so
+    the template checks (which need Jinja) are not repeated at every start."""
+    d = yamlio.cache_dir()
+    if d is None:
+        return None
+    h = hashlib.sha256(digest.encode())
+    for src in (Path(__file__), Path(__file__).with_name("facts.py")):
+        h.update(src.read_bytes())
+    return d / "lint" / h.hexdigest()
+
+
+def _touch(marker: Path | None) -> None:
+    if marker is None:
+        return
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass
 
 
 def _display(p: Path) -> str:
@@ -594,6 +649,7 @@ def _check_template(r: Rule, derived: dict[str, str]) -> list[Problem]:
     for where, text in texts:
         if not text:
             continue
+        from jinja2.exceptions import TemplateSyntaxError
         try:
             refs, names = _template_refs(text)
         except TemplateSyntaxError as exc:

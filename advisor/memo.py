@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import tempfile
 from pathlib import Path
 
 from jinja2 import StrictUndefined, TemplateError
@@ -296,9 +295,20 @@ def _chart(rec: dict, catalog: Catalog) -> dict:
 
 # --- rendering ----------------------------------------------------------------------------------------
 
-def _env(html: bool, colour: bool) -> ImmutableSandboxedEnvironment:
+def _env(html: bool, colour: bool, folder: Path) -> ImmutableSandboxedEnvironment:
+    from jinja2 import FileSystemBytecodeCache, FileSystemLoader
+    from advisor import yamlio
+    cache = None
+    d = yamlio.cache_dir()
+    if d is not None:
+        try:
+            (d / "jinja").mkdir(parents=True, exist_ok=True)
+            cache = FileSystemBytecodeCache(str(d / "jinja"))
+        except OSError:
+            cache = None
     env = ImmutableSandboxedEnvironment(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                        keep_trailing_newline=True)
+                                        keep_trailing_newline=True, loader=FileSystemLoader(str(folder)),
+                                        bytecode_cache=cache)
     on = {"bold": "\033[1m", "dim": "\033[2m", "green": "\033[32m", "yellow": "\033[33m", "red": "\033[31m"}
     for name, code in on.items():
         env.filters[name] = (lambda code: (lambda s: f"{code}{s}\033[0m"))(code) if colour else (lambda s: s)
@@ -318,15 +328,16 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
     """The memo in a format, from the shipped template or the user's (both sandboxed)."""
     path = Path(template) if template else TEMPLATES / FORMATS[fmt]
     name = str(template) if template else f"templates/{FORMATS[fmt]}"
+    if not path.is_file():
+        raise InputError(Problem("no such template", name))
     try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(Problem("no such template", name)) from None
+        path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(Problem(f"cannot read template: {exc}", name)) from None
-    env = _env(html=(fmt == "html" or path.suffix in (".html", ".htm") or path.name.endswith(".html.j2")), colour=colour)
+    env = _env(html=(fmt == "html" or path.suffix in (".html", ".htm") or path.name.endswith(".html.j2")), colour=colour,
+               folder=path.resolve().parent)
     try:
-        return env.from_string(source).render(**view(rec, catalog))
+        return env.get_template(path.name).render(**view(rec, catalog))
     except SecurityError as exc:
         raise InputError(Problem(f"template refused by the sandbox: {exc}", name)) from None
     except TemplateError as exc:
@@ -334,17 +345,4 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
         raise InputError(Problem(f"template error: {exc.message if getattr(exc, 'message', None) else exc}", name, line)) from None
 
 
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write the whole file or nothing: a temporary file in the same folder, renamed into place."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+from advisor.files import write_atomic  # noqa: E402,F401  (re-exported for callers of memo)

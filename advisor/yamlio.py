@@ -5,16 +5,14 @@ tree, so every mapping knows the line of each key and no constructor beyond plai
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from pathlib import Path
-
-import yaml
 
 from advisor.errors import InputError, Problem
 
-try:
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+CACHE_VERSION = b"yamlio-1"
 
 #: Nodes a document may expand to, aliases counted at every use: stops "billion laughs".
 MAX_NODES = 200_000
@@ -61,6 +59,8 @@ def line_of(container, key, default: int | None = None) -> int | None:
 
 class _Builder:
     def __init__(self, name: str):
+        import yaml
+        self.yaml = yaml
         self.name = name
         self.budget = MAX_NODES
         self.scalars = yaml.constructor.SafeConstructor()
@@ -74,6 +74,7 @@ class _Builder:
         self.budget -= 1
         if self.budget < 0:
             self.fail(node, f"document expands to more than {MAX_NODES} nodes (YAML alias bomb?)")
+        yaml = self.yaml
         if isinstance(node, yaml.MappingNode):
             out = YMap()
             out.line = node.start_mark.line + 1
@@ -103,8 +104,10 @@ class _Builder:
 
 def loads(text: str, name: str = "<string>"):
     """Parse one YAML document into YMap/YList/scalars; raise InputError with file:line."""
+    import yaml
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # the C parser when PyYAML has libyaml
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -133,7 +136,78 @@ def load(path: str | Path):
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(Problem("not UTF-8 text", name, line)) from None
-    return loads(text, name)
+    key = hashlib.sha256(CACHE_VERSION + raw).hexdigest()
+    cached = _cache_get(key)
+    if cached is not None:
+        return cached
+    data = loads(text, name)
+    _cache_put(key, data)
+    return data
+
+
+# --- a content-addressed cache of parsed documents (JSON, with line numbers) -------------------------
+# Parsing YAML is most of a cold start; a document whose bytes were parsed before is read back from
+# JSON instead. The key is the content's sha256, so an edited file is simply a new entry. Set
+# GPU_ADVISOR_CACHE=0 to disable, or GPU_ADVISOR_CACHE=DIR to move it.
+
+def cache_dir() -> Path | None:
+    setting = os.environ.get("GPU_ADVISOR_CACHE", "")
+    if setting == "0":
+        return None
+    if setting:
+        return Path(setting)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpu-advisor"
+
+
+def _encode(obj):
+    if isinstance(obj, YMap):
+        return {"m": [[k, _encode(v), obj.key_lines.get(k, obj.line)] for k, v in obj.items()], "l": obj.line}
+    if isinstance(obj, YList):
+        return {"s": [_encode(v) for v in obj], "il": obj.item_lines, "l": obj.line}
+    if isinstance(obj, (dict, list)):
+        raise TypeError("unexpected plain container")
+    return {"v": obj}
+
+
+def _decode(obj):
+    if "v" in obj:
+        return obj["v"]
+    if "m" in obj:
+        out = YMap()
+        out.line = obj["l"]
+        for k, v, line in obj["m"]:
+            out[k] = _decode(v)
+            out.key_lines[k] = line
+        return out
+    out = YList(_decode(v) for v in obj["s"])
+    out.line = obj["l"]
+    out.item_lines = list(obj["il"])
+    return out
+
+
+def _cache_get(key: str):
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        return _decode(json.loads((d / "yaml" / f"{key}.json").read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _cache_put(key: str, data) -> None:
+    d = cache_dir()
+    if d is None:
+        return
+    try:
+        target = d / "yaml"
+        target.mkdir(parents=True, exist_ok=True)
+        tmp = target / f".{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(_encode(data)), encoding="utf-8")
+        os.replace(tmp, target / f"{key}.json")
+    except (OSError, TypeError, ValueError):
+        pass   # a cache that cannot be written only costs speed
 
 
 def plain(obj):

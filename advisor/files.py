@@ -1,0 +1,27 @@
+"""Writing files so that a crash never leaves half of one."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from advisor.errors import InputError, Problem
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write the whole file or nothing: a temporary file in the same folder, renamed into place."""
+    path = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")
+    except OSError as exc:
+        raise InputError(Problem(f"cannot write: {exc.strerror}", str(path))) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
