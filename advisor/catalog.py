@@ -398,7 +398,12 @@ _CACHE: dict[Path, Catalog] = {}
 
 
 def default() -> Catalog:
-    """The shipped catalog, loaded once per process."""
-    if CATALOG_DIR not in _CACHE:
-        _CACHE[CATALOG_DIR] = load(CATALOG_DIR)
-    return _CACHE[CATALOG_DIR]
+    """The shipped catalog (or the folder GPU_ADVISOR_CATALOG names), loaded once per process."""
+    import os
+    directory = Path(os.environ.get("GPU_ADVISOR_CATALOG") or CATALOG_DIR)
+    if directory not in _CACHE:
+        for f in ("sources.yaml", "gpus.yaml", "models.yaml", "prices.yaml", "efficiency.yaml", "knowledge.yaml"):
+            if not (directory / f).is_file():
+                raise InputError(Problem(f"the catalog folder has no {f}", str(directory)))
+        _CACHE[directory] = load(directory)
+    return _CACHE[directory]

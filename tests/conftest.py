@@ -1,6 +1,11 @@
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# the tests use a cache of their own, empty at the start of every run
+os.environ["GPU_ADVISOR_CACHE"] = tempfile.mkdtemp(prefix="gpu-advisor-test-cache-")
 
 from advisor import catalog as catalog_mod
 from advisor import estimator, workload
