@@ -107,13 +107,17 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     fact_by_id = {c["id"]: c for c in cfs}
     fact_by_id["workload"] = wf
     for stratum in range(kb.strata):
+        contexts: dict[str, dict] = {}     # what rule texts see, per fact; derives of this stratum reset it
         fired = run.fire(stratum, "workload", [wf]) + run.fire(stratum, "candidate", cfs)
         fired.sort(key=lambda rf: (kb.rule(rf[0]).priority, rule_index[rf[0]], rf[1]))
         for rid, fid in fired:
             rule = kb.rule(rid)
             fact = fact_by_id[fid]
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
-            ctx = {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
+            ctx = contexts.get(fid)
+            if ctx is None:
+                ctx = contexts[fid] = {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"),
+                                       "derived": _scoped(fact, "d_")}
             text = _render(rule, rule.because, fact, "because", ctx)
             for kind, eff in rule.effects.items():
                 order += 1
@@ -128,6 +132,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                     for name, value in eff.items():
                         for t in targets:
                             t[prop(f"derived.{name}")] = value
+                    contexts.clear()
     scores = {c["id"]: 0.0 for c in cfs}
     contributions = {c["id"]: [] for c in cfs}
     excluded: dict[str, list[dict]] = {c["id"]: [] for c in cfs}

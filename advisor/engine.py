@@ -60,6 +60,14 @@ def facts_tested(cond) -> set[str]:
     return {cond.fact}
 
 
+def guard(cond) -> tuple:
+    """Tests every fact matching `cond` must pass: its top-level single tests. Checked in Python
+    before asserting, they are a necessary condition only (like a Rete discrimination index); the
+    engine decides the match."""
+    items = cond.items if isinstance(cond, Node) and cond.kind == "all" else (cond,)
+    return tuple(c for c in items if isinstance(c, Leaf))
+
+
 def normalise_fact(fact: dict) -> dict:
     out = {}
     for k, v in fact.items():
@@ -124,8 +132,12 @@ class EngineRunner:
         groups: dict[tuple[int, str], list[Rule]] = {}
         for r in self.kb.rules:
             groups.setdefault((r.stratum, r.scope), []).append(r)
+        self.guards = {r.id: guard(self.conds[r.id]) for r in self.kb.rules}
+        self.members: dict[str, list[str]] = {}
         defs = {}
         for (stratum, scope), rules in sorted(groups.items()):
+            # rules with the same guard share rulesets, so that a ruleset no fact can match is skipped whole
+            rules = sorted(rules, key=lambda r: repr(self.guards[r.id]))
             shards: list[list[Rule]] = [[]]
             size = 0
             for r in rules:
@@ -143,6 +155,7 @@ class EngineRunner:
                 rs["zz_catch_all"] = {"all": [{"m": {"kind": scope}}], "pri": 65000, "run": _noop}
                 defs[name] = rs
                 names.append(name)
+                self.members[name] = [r.id for r in shard]
             self.sets[(stratum, scope)] = names
         return defs
 
@@ -175,7 +188,12 @@ class EngineRunner:
             try:
                 host = self._host()
                 for name in names:
-                    for f in small:
+                    # assert only what the ruleset's rules can match: a fact failing every rule's guard is skipped
+                    guards = [self.guards[rid] for rid in self.members[name]]
+                    wanted = [f for f in small if any(all(evaluate(g, f) for g in gs) for gs in guards)]
+                    if not wanted:
+                        continue
+                    for f in wanted:
                         host.assert_fact(name, f)
                     host.delete_state(name, sid)
                 if self._errors:

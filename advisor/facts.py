@@ -7,6 +7,7 @@ GPU option carrying its estimator figures and catalog fields).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from advisor.estimator import GB, Estimate
 
@@ -101,6 +102,7 @@ FACTS: dict[str, Fact] = {
 SCOPES = ("workload", "candidate", "derived")
 
 
+@lru_cache(maxsize=None)
 def prop(name: str) -> str:
     """The flat property a dotted fact name is stored under in the engine ('workload.mode' -> 'w_mode')."""
     scope, _, field = name.partition(".")
