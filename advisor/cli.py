@@ -192,6 +192,25 @@ def cmd_replay(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_sweep(args) -> int:
+    from pathlib import Path
+
+    from advisor import knowledge, sweep
+    dirs = knowledge.rule_dirs(args.rules)
+    knowledge.load(dirs)                         # a broken knowledge base is refused before any work
+    written, total, interrupted = sweep.run(args.grid, args.out, dirs, args.prices, args.jobs,
+                                            progress=not args.quiet and sys.stderr.isatty())
+    if interrupted:
+        print(f"gpu-advisor: interrupted: {written} of {total} rows decided and kept in {args.out}", file=sys.stderr)
+        return 130
+    if args.summary:
+        fields, _, _ = sweep.load_grid(args.grid, _catalog(args))
+        sweep.write_summary(Path(args.out), fields, Path(args.summary))
+    print(f"{written} combinations decided; wrote {args.out}" + (f" and {args.summary}" if args.summary else ""),
+          file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from advisor import __version__
     p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.")
@@ -234,6 +253,15 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--rules", action="append", metavar="DIR")
     rp.add_argument("--prices", metavar="FILE")
     rp.set_defaults(func=cmd_replay)
+    sw = sub.add_parser("sweep", help="decide every combination of a grid of workloads (CSV, optional summary)")
+    sw.add_argument("grid", metavar="GRID.yaml")
+    sw.add_argument("--out", required=True, metavar="TABLE.csv")
+    sw.add_argument("--summary", metavar="FILE.md|FILE.html", help="a summary with a chart of the recommended GPU")
+    sw.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.add_argument("--rules", action="append", metavar="DIR")
+    sw.add_argument("--prices", metavar="FILE")
+    sw.set_defaults(func=cmd_sweep)
     x = sub.add_parser("explain", help="explain a saved decision record")
     x.add_argument("decision", metavar="DECISION.json")
     x.add_argument("--why-not", metavar="GPU")

@@ -1,0 +1,215 @@
+"""`gpu-advisor sweep GRID.yaml --out table.csv`: decide every combination of a grid of workloads,
+in parallel on all cores, with a progress bar; rows are written as they are decided, so an
+interrupted sweep keeps what it finished. An optional Markdown or HTML summary charts the
+recommended GPU across the grid.
+
+A grid file:
+    base: examples/chat-assistant.yaml      # a workload file (relative to the grid), or a mapping
+    vary:
+      model: [gpt-oss-120b, llama-3.1-70b]
+      context_tokens: [8192, 32768]
+      constraints.import_restricted: [false, true]
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import itertools
+import os
+import sys
+from pathlib import Path
+
+from advisor import yamlio
+from advisor.errors import Collector, InputError, Problem
+
+COLUMNS = ("gpu", "count", "nodes", "tp", "pp", "dp", "per_card_gb", "usd_per_hour", "usd_per_million_tokens",
+           "usd_per_job", "decisive_rule", "error")
+
+
+def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[dict]]:
+    """(varied fields, value combinations, workload documents); every invalid combination reported."""
+    from advisor import workload
+    path = Path(path)
+    grid = yamlio.load(path)
+    col = Collector(str(path))
+    if not isinstance(grid, dict) or "vary" not in grid:
+        col.add("a grid is a mapping with 'base' (a workload file or mapping) and 'vary' (field: [values])",
+                getattr(grid, "line", 1))
+        col.raise_if_any()
+    base = grid.get("base") or {}
+    if isinstance(base, str):
+        base_path = (path.parent / base) if not Path(base).is_absolute() else Path(base)
+        if not base_path.exists() and Path(base).exists():
+            base_path = Path(base)
+        base = yamlio.load(base_path)
+    if not isinstance(base, dict):
+        col.add("base must be a workload mapping or the path of a workload file", yamlio.line_of(grid, "base", 1), "base")
+    vary = grid["vary"]
+    if not isinstance(vary, dict) or not vary:
+        col.add("vary must map fields to lists of values", yamlio.line_of(grid, "vary", 1), "vary")
+    else:
+        for k, v in vary.items():
+            if not isinstance(v, list) or not v:
+                col.add("must be a non-empty list of values", yamlio.line_of(vary, k), f"vary.{k}")
+    for k in set(grid) - {"base", "vary"}:
+        col.add("unknown key (known: base, vary)", yamlio.line_of(grid, k), str(k))
+    col.raise_if_any()
+    fields = list(vary)
+    combos = list(itertools.product(*(vary[f] for f in fields)))
+    if len(combos) > 100_000:
+        raise InputError(Problem(f"{len(combos):,} combinations: at most 100,000", str(path), yamlio.line_of(grid, "vary")))
+    docs, problems = [], []
+    for combo in combos:
+        doc = copy.deepcopy(yamlio.plain(base))
+        for f, v in zip(fields, combo):
+            target = doc
+            parts = f.split(".")
+            for p in parts[:-1]:
+                target = target.setdefault(p, {})
+                if not isinstance(target, dict):
+                    break
+            target[parts[-1]] = v
+        label = ", ".join(f"{f}={v}" for f, v in zip(fields, combo))
+        try:
+            workload.parse(doc, catalog, f"{path} [{label}]")
+        except InputError as exc:
+            problems.extend(exc.problems)
+        docs.append(doc)
+    if problems:
+        raise InputError(problems[:50])
+    return fields, combos, docs
+
+
+# --- workers ---------------------------------------------------------------------------------------------
+
+_STATE: dict = {}
+
+
+def _init(rule_dirs, prices):
+    import warnings
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from advisor import catalog, knowledge
+    cat = catalog.default()
+    if prices:
+        cat = cat.with_prices(prices)
+    _STATE["catalog"] = cat
+    _STATE["kb"] = knowledge.load(rule_dirs)
+
+
+def _decide(doc: dict) -> dict:
+    from advisor import decision, estimator, workload
+    cat, kb = _STATE["catalog"], _STATE["kb"]
+    try:
+        d = decision.decide(estimator.estimate(workload.parse(doc, cat, "sweep"), cat), kb, cat)
+    except InputError as exc:
+        return {"error": str(exc.problems[0])}
+    if not d.winner:
+        return {"error": "every candidate excluded", "decisive_rule": ""}
+    c = d.estimate.candidate(d.winner)
+    return {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
+            "per_card_gb": round(c.per_card_gb, 2), "usd_per_hour": _r(c.usd_per_hour),
+            "usd_per_million_tokens": _r(c.usd_per_million_tokens), "usd_per_job": _r(c.usd_per_job),
+            "decisive_rule": d.decisive["id"] if d.decisive else "", "error": ""}
+
+
+def _r(x):
+    return None if x is None else round(x, 4)
+
+
+def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, progress=True) -> tuple[int, int, bool]:
+    """Decide every combination and write the CSV as rows arrive. Returns (rows written, total, interrupted)."""
+    from advisor import catalog as catalog_mod
+    cat = catalog_mod.default()
+    if prices:
+        cat = cat.with_prices(prices)
+    fields, combos, docs = load_grid(grid_path, cat)
+    jobs = jobs or os.cpu_count() or 1
+    out_path = Path(out_path)
+    written, interrupted = 0, False
+    with open(out_path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(list(fields) + list(COLUMNS))
+        fh.flush()
+
+        def emit(i, result):
+            nonlocal written
+            writer.writerow([_cell(v) for v in combos[i]] + [_cell(result.get(c)) for c in COLUMNS])
+            fh.flush()
+            written += 1
+            if progress:
+                _bar(written, len(docs))
+
+        try:
+            if jobs == 1 or len(docs) < 8:
+                _init(rule_dirs, prices)
+                for i, doc in enumerate(docs):
+                    emit(i, _decide(doc))
+            else:
+                import multiprocessing as mp
+                ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+                with ctx.Pool(jobs, initializer=_init, initargs=(rule_dirs, prices)) as pool:
+                    try:
+                        for i, result in enumerate(pool.imap(_decide, docs, chunksize=max(1, len(docs) // (jobs * 16)))):
+                            emit(i, result)
+                    except KeyboardInterrupt:
+                        pool.terminate()
+                        raise
+        except KeyboardInterrupt:
+            interrupted = True
+        if progress:
+            sys.stderr.write("\n")
+    return written, len(docs), interrupted
+
+
+def _cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return v
+
+
+def _bar(done: int, total: int) -> None:
+    width = 30
+    filled = int(width * done / total) if total else width
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} decided")
+    sys.stderr.flush()
+
+
+# --- the summary ---------------------------------------------------------------------------------------
+
+PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+
+
+def summary_view(csv_path: Path, fields: list[str]) -> dict:
+    """Ready-made strings for the summary template: the table and the chart's geometry."""
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    gpus = sorted({r["gpu"] or "none" for r in rows})
+    colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(gpus)}
+    cell_w, cell_h, label_w = 150, 26, 330
+    cells = []
+    for i, r in enumerate(rows):
+        label = ", ".join(f"{f}={r[f]}" for f in fields)
+        g = r["gpu"] or "none"
+        cells.append({"y": str(28 + i * cell_h), "ty": str(28 + i * cell_h + 17), "label": label, "x": str(label_w),
+                      "tx": str(label_w + 8), "w": str(cell_w), "colour": colour[g],
+                      "text": f"{r['count']} x {g}" if r["gpu"] else (r["error"] or "none")})
+    counts = {g: sum(1 for r in rows if (r["gpu"] or "none") == g) for g in gpus}
+    legend = [{"colour": colour[g], "gpu": g, "n": str(counts[g])} for g in gpus]
+    table = [[r[f] for f in fields] + [r["gpu"], r["count"], f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}" if r["gpu"] else "",
+                                       r["usd_per_hour"] or "unknown", r["decisive_rule"]] for r in rows]
+    return {"fields": fields, "rows": table, "cells": cells, "legend": legend, "count": str(len(rows)),
+            "height": str(40 + len(rows) * cell_h), "width": str(label_w + cell_w + 20)}
+
+
+def write_summary(csv_path: Path, fields: list[str], out: Path) -> None:
+    from jinja2 import FileSystemLoader, StrictUndefined
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from advisor import HOME
+    from advisor.files import write_atomic
+    html = out.suffix in (".html", ".htm")
+    env = ImmutableSandboxedEnvironment(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                                        keep_trailing_newline=True, loader=FileSystemLoader(str(HOME / "templates")))
+    name = "sweep.html.j2" if html else "sweep.md.j2"
+    write_atomic(out, env.get_template(name).render(**summary_view(csv_path, fields)))

@@ -1,0 +1,84 @@
+"""Sweeps: every combination decided (as a single decision would), in parallel, rows kept when
+interrupted, a summary with its chart, and invalid grids refused."""
+import csv
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from advisor.cli import main
+
+from conftest import EXAMPLES, ROOT
+
+
+def rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_grid_is_decided_like_single_decisions(tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    summary = tmp_path / "s.html"
+    assert main(["sweep", str(EXAMPLES / "grid.yaml"), "--out", str(out), "--summary", str(summary), "--jobs", "2"]) == 0
+    table = rows(out)
+    assert len(table) == 24
+    assert list(table[0])[:4] == ["model", "concurrency", "context_tokens", "constraints.import_restricted"]
+    one = next(r for r in table if r["model"] == "gpt-oss-120b" and r["concurrency"] == "1"
+               and r["context_tokens"] == "8192" and r["constraints.import_restricted"] == "false")
+    assert (one["gpu"], one["count"], one["usd_per_hour"]) == ("a100-80gb-sxm", "1", "2.5")
+    assert all(r["gpu"].startswith("ascend") for r in table if r["constraints.import_restricted"] == "true")
+    html = summary.read_text()
+    assert "<svg" in html and html.count("<rect") == 24 and "Recommended GPU per combination" in html
+    capsys.readouterr()
+    # the same combination decided alone agrees
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: llama-3.1-70b\nconcurrency: 128\ncontext_tokens: 32768\nlatency: interactive\n"
+                 "name: chat-assistant\n")
+    assert main(["recommend", str(w), "--format", "json"]) == 0
+    import json
+    rec = json.loads(capsys.readouterr().out)["recommendation"]
+    row = next(r for r in table if r["model"] == "llama-3.1-70b" and r["concurrency"] == "128"
+               and r["context_tokens"] == "32768" and r["constraints.import_restricted"] == "false")
+    assert (row["gpu"], int(row["count"]), int(row["tp"])) == (rec["gpu"], rec["count"], rec["tp"])
+
+
+def test_markdown_summary(tmp_path, capsys):
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"base: {EXAMPLES / 'chat-assistant.yaml'}\nvary:\n  concurrency: [1, 64]\n")
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "t.csv"), "--summary", str(tmp_path / "s.md")]) == 0
+    md = (tmp_path / "s.md").read_text()
+    assert "| concurrency | GPU |" in md and "| 64 | h200-sxm | 1 |" in md
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("vary: {concurency: [1, 2]}\nbase: {mode: inference, model: gpt-oss-20b}\n", "unknown field; did you mean 'concurrency'?"),
+    ("vary: {concurrency: 3}\nbase: {mode: inference, model: gpt-oss-20b}\n", "vary.concurrency: must be a non-empty list"),
+    ("vary: {method: [full, lora]}\nbase: {mode: inference, model: gpt-oss-20b}\n", "method=lora]:"),
+    ("base: {mode: inference}\n", "a grid is a mapping with 'base'"),
+])
+def test_invalid_grids_are_refused(tmp_path, capsys, text, expected):
+    grid = tmp_path / "g.yaml"
+    grid.write_text(text)
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "t.csv")]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_interrupting_keeps_the_rows_decided(tmp_path):
+    grid = tmp_path / "g.yaml"
+    grid.write_text(f"base: {EXAMPLES / 'chat-assistant.yaml'}\nvary:\n  concurrency: {list(range(1, 401))}\n"
+                    "  context_tokens: [4096, 8192, 16384]\n")
+    out = tmp_path / "t.csv"
+    exe = [sys.executable, "-m", "advisor", "sweep", str(grid), "--out", str(out), "--jobs", "2"]
+    p = subprocess.Popen(exe, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 20):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    kept = rows(out)
+    assert 19 <= len(kept) < 1200
+    assert f"{len(kept)} of 1200 rows decided and kept" in err
+    assert all(r["gpu"] and r["count"] for r in kept)        # every kept row is whole
