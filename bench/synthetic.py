@@ -12,13 +12,21 @@ STRINGS = [("candidate.vendor", ["nvidia", "amd", "huawei", "intel", "google"]),
            ("workload.mode", ["inference", "training", "fine-tuning"])]
 
 
-def write(directory: Path, n: int, seed: int = 1, per_file: int = 500) -> Path:
+GPUS = ["h100-sxm", "h200-sxm", "a100-80gb-sxm", "l40s", "b200", "mi300x", "ascend-910c", "rtx-4090"]
+MODELS = ["gpt-oss-120b", "llama-3.1-70b", "llama-3.1-8b", "deepseek-v3", "kimi-k3"]
+
+
+def write(directory: Path, n: int, seed: int = 1, per_file: int = 500, guarded: float = 0.0) -> Path:
+    """n random rules in files of per_file. A share `guarded` of them start with the kind of test user
+    rules usually have ("for the H200 ...", "for gpt-oss-120b ..."); the rest test random thresholds."""
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
     for f in range(0, n, per_file):
         lines = ["rules:"]
         for i in range(f, min(n, f + per_file)):
             conds = []
+            if rng.random() < guarded:
+                conds.append(rng.choice([f"candidate.gpu: {rng.choice(GPUS)}", f"workload.model: {rng.choice(MODELS)}"]))
             for _ in range(rng.randint(1, 3)):
                 if rng.random() < 0.6:
                     fact, lo, hi = rng.choice(NUMERIC)
