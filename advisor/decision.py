@@ -45,15 +45,21 @@ class Decision:
     record: dict = field(default_factory=dict)
 
 
-def _scoped(fact: dict, prefix: str) -> dict:
-    return {k[2:]: v for k, v in fact.items() if k.startswith(prefix)}
+def _contexts(fact: dict) -> dict:
+    """What a rule text sees: the fact split back into workload, candidate and derived (one pass)."""
+    out = {"w_": {}, "c_": {}, "d_": {}}
+    for k, v in fact.items():
+        bucket = out.get(k[:2])
+        if bucket is not None:
+            bucket[k[2:]] = v
+    return {"workload": out["w_"], "candidate": out["c_"], "derived": out["d_"]}
 
 
 def _render(rule: Rule, text: str, fact: dict, where: str, ctx: dict | None = None) -> str:
     if not text:
         return ""
     from jinja2.exceptions import SecurityError, TemplateError
-    ctx = ctx or {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"), "derived": _scoped(fact, "d_")}
+    ctx = ctx or _contexts(fact)
     try:
         return compiled_template(text).render(**ctx).strip()
     except (TemplateError, SecurityError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
@@ -116,8 +122,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
             ctx = contexts.get(fid)
             if ctx is None:
-                ctx = contexts[fid] = {"workload": _scoped(fact, "w_"), "candidate": _scoped(fact, "c_"),
-                                       "derived": _scoped(fact, "d_")}
+                ctx = contexts[fid] = _contexts(fact)
             text = _render(rule, rule.because, fact, "because", ctx)
             for kind, eff in rule.effects.items():
                 order += 1

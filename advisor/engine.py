@@ -60,6 +60,26 @@ def facts_tested(cond) -> set[str]:
     return {cond.fact}
 
 
+def predicate(leaf: Leaf):
+    """A leaf compiled into a Python test over a normalised flat fact (same semantics as evaluate)."""
+    p, v, op = prop(leaf.fact), leaf.value, leaf.op
+    if op == "exists":
+        return lambda f: p in f
+    if op == "not_exists":
+        return lambda f: p not in f
+    if op in ("eq", "ne", "in", "not_in") and not isinstance(v, bool) and not (isinstance(v, tuple) and any(isinstance(x, bool) for x in v)):
+        if op == "eq":
+            return lambda f: p in f and not isinstance(f[p], bool) and f[p] == v
+        if op == "ne":
+            return lambda f: p in f and (isinstance(f[p], bool) or f[p] != v)
+        values = frozenset(v) if all(isinstance(x, str) for x in v) else None
+        if values is not None:
+            if op == "in":
+                return lambda f: p in f and isinstance(f[p], str) and f[p] in values
+            return lambda f: p in f and not (isinstance(f[p], str) and f[p] in values)
+    return lambda f: evaluate(leaf, f)
+
+
 def guard(cond) -> tuple:
     """Tests every fact matching `cond` must pass: its top-level single tests. Checked in Python
     before asserting, they are a necessary condition only (like a Rete discrimination index); the
@@ -133,6 +153,7 @@ class EngineRunner:
         for r in self.kb.rules:
             groups.setdefault((r.stratum, r.scope), []).append(r)
         self.guards = {r.id: guard(self.conds[r.id]) for r in self.kb.rules}
+        self.tests = {r.id: tuple(predicate(g) for g in self.guards[r.id]) for r in self.kb.rules}
         self.members: dict[str, list[str]] = {}
         defs = {}
         for (stratum, scope), rules in sorted(groups.items()):
@@ -169,8 +190,7 @@ class EngineRunner:
 
     def _host(self):
         if self.host is None:
-            from durable import engine
-            self.host = engine.Host()
+            self.host = _quiet_host()
             self.host.set_rulesets(copy.deepcopy(self.definitions))   # set_rulesets mutates its argument
         return self.host
 
@@ -189,8 +209,8 @@ class EngineRunner:
                 host = self._host()
                 for name in names:
                     # assert only what the ruleset's rules can match: a fact failing every rule's guard is skipped
-                    guards = [self.guards[rid] for rid in self.members[name]]
-                    wanted = [f for f in small if any(all(evaluate(g, f) for g in gs) for gs in guards)]
+                    tests = [self.tests[rid] for rid in self.members[name]]
+                    wanted = [f for f in small if any(all(t(f) for t in ts) for ts in tests)]
                     if not wanted:
                         continue
                     for f in wanted:
@@ -216,6 +236,21 @@ class EngineRunner:
 
 def _noop(c):
     pass
+
+
+def _quiet_host():
+    """A Host without its two background dispatcher threads. durable_rules starts them to run queued
+    actions and timers every 0.2 s; this advisor uses neither, and under load (seen under valgrind)
+    the dispatcher takes a pending action from the thread that is asserting, which then fails with
+    error 307 or has its firing run later on the other thread. Every action here runs inside
+    assert_fact, on the caller's thread."""
+    from durable import engine
+
+    class QuietHost(engine.Host):
+        def _run(self):
+            pass
+
+    return QuietHost()
 
 
 _RUNNERS: dict[str, EngineRunner] = {}
