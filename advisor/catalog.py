@@ -248,18 +248,23 @@ GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8
                "mig_instances", "us_export_controlled", "software")
 
 
+def _entries(items, kind: str, col: Collector, seen: dict):
+    """(line, entry, id) for each entry of a catalog list, reporting entries without an id and duplicates."""
+    for i, e in enumerate(items or []):
+        line = yamlio.line_of(items, i)
+        if not isinstance(e, dict) or "id" not in e:
+            col.add(f"each {kind} needs an id", line)
+            continue
+        if e["id"] in seen:
+            col.add(f"duplicate {kind} id '{e['id']}'", line, "id")
+        yield line, e, e["id"]
+
+
 def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
     col = Collector(str(path))
     items, _ = _doc(path, "gpus", col)
     gpus: dict[str, GPU] = {}
-    for i, e in enumerate(items or []):
-        line = yamlio.line_of(items, i)
-        if not isinstance(e, dict) or "id" not in e:
-            col.add("each GPU needs an id", line)
-            continue
-        gid = e["id"]
-        if gid in gpus:
-            col.add(f"duplicate GPU id '{gid}'", line, "id")
+    for line, e, gid in _entries(items, "GPU", col, gpus):
         meta = {"id", "name", "aliases", "vendor", "generation", "class", "status"}
         figs = _figures(e, col, meta)
         for k in figs:
@@ -302,14 +307,7 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
     col = Collector(str(path))
     items, _ = _doc(path, "models", col)
     models: dict[str, Model] = {}
-    for i, e in enumerate(items or []):
-        line = yamlio.line_of(items, i)
-        if not isinstance(e, dict) or "id" not in e:
-            col.add("each model needs an id", line)
-            continue
-        mid = e["id"]
-        if mid in models:
-            col.add(f"duplicate model id '{mid}'", line, "id")
+    for line, e, mid in _entries(items, "model", col, models):
         figs = _figures(e, col, {"id", "name", "aliases", "hf_repo"})
         for k in figs:
             if k not in MODEL_FIGURES:

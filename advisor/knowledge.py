@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor import HOME, yamlio
+from advisor.cache import cache_dir, jinja_bytecode_cache
 from advisor.errors import Collector, InputError, Problem
 from advisor.facts import FACTS, prop
 
@@ -305,18 +306,11 @@ class _RuleTexts:
 
 def template_env():
     """The sandbox every rule text renders in: only the bound facts and three formatting filters."""
-    from jinja2 import BaseLoader, FileSystemBytecodeCache, StrictUndefined
+    from jinja2 import BaseLoader, StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
-    cache = None
-    d = yamlio.cache_dir()
-    if d is not None:
-        try:
-            (d / "jinja").mkdir(parents=True, exist_ok=True)
-            cache = FileSystemBytecodeCache(str(d / "jinja"))
-        except OSError:
-            cache = None
     loader = type("RuleTextLoader", (_RuleTexts, BaseLoader), {})()
-    env = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined, loader=loader, bytecode_cache=cache)
+    env = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined, loader=loader,
+                               bytecode_cache=jinja_bytecode_cache())
     env.filters["gb"] = lambda x: f"{x:,.1f} GB"
     env.filters["usd"] = lambda x: f"${x:,.2f}"
     env.filters["num"] = lambda x, nd=1: f"{x:,.{nd}f}"
@@ -486,7 +480,7 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
 def _lint_marker(digest: str) -> Path | None:
     """A file that says this exact knowledge base passed every check with this exact checker, so
     the template checks (which need Jinja) are not repeated at every start."""
-    d = yamlio.cache_dir()
+    d = cache_dir()
     if d is None:
         return None
     h = hashlib.sha256(digest.encode())

@@ -296,19 +296,11 @@ def _chart(rec: dict, catalog: Catalog) -> dict:
 # --- rendering ----------------------------------------------------------------------------------------
 
 def _env(html: bool, colour: bool, folder: Path) -> ImmutableSandboxedEnvironment:
-    from jinja2 import FileSystemBytecodeCache, FileSystemLoader
-    from advisor import yamlio
-    cache = None
-    d = yamlio.cache_dir()
-    if d is not None:
-        try:
-            (d / "jinja").mkdir(parents=True, exist_ok=True)
-            cache = FileSystemBytecodeCache(str(d / "jinja"))
-        except OSError:
-            cache = None
+    from jinja2 import FileSystemLoader
+    from advisor.cache import jinja_bytecode_cache
     env = ImmutableSandboxedEnvironment(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                         keep_trailing_newline=True, loader=FileSystemLoader(str(folder)),
-                                        bytecode_cache=cache)
+                                        bytecode_cache=jinja_bytecode_cache())
     on = {"bold": "\033[1m", "dim": "\033[2m", "green": "\033[32m", "yellow": "\033[33m", "red": "\033[31m"}
     for name, code in on.items():
         env.filters[name] = (lambda code: (lambda s: f"{code}{s}\033[0m"))(code) if colour else (lambda s: s)

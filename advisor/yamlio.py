@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from advisor.cache import cache_dir
 from advisor.errors import InputError, Problem
 
 CACHE_VERSION = b"yamlio-1"
@@ -147,17 +148,7 @@ def load(path: str | Path):
 
 # --- a content-addressed cache of parsed documents (JSON, with line numbers) -------------------------
 # Parsing YAML is most of a cold start; a document whose bytes were parsed before is read back from
-# JSON instead. The key is the content's sha256, so an edited file is simply a new entry. Set
-# GPU_ADVISOR_CACHE=0 to disable, or GPU_ADVISOR_CACHE=DIR to move it.
-
-def cache_dir() -> Path | None:
-    setting = os.environ.get("GPU_ADVISOR_CACHE", "")
-    if setting == "0":
-        return None
-    if setting:
-        return Path(setting)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpu-advisor"
+# JSON instead. The key is the content's sha256, so an edited file is simply a new entry.
 
 
 def _encode(obj):
