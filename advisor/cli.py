@@ -52,7 +52,8 @@ def _decide(args):
     return decision.decide(est, kb, cat)
 
 
-def _summary(rec: dict) -> str:
+def summary_text(rec: dict) -> str:
+    """A few lines: the recommendation, the decisive rule, the runner-up and the warnings."""
     r = rec["recommendation"]
     lines = []
     if not r:
@@ -81,7 +82,7 @@ def cmd_recommend(args) -> int:
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
     elif args.format == "summary":
-        text = _summary(rec)
+        text = summary_text(rec)
     else:
         from advisor import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \

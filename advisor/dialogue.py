@@ -330,7 +330,7 @@ class Dialogue:
 
     def recommend(self) -> list[str]:
         from advisor import decision, estimator, workload
-        from advisor.cli import _summary
+        from advisor.cli import summary_text
         try:
             w = workload.parse(self.workload_data(), self.catalog, "your answers")
         except InputError as exc:
@@ -338,7 +338,7 @@ class Dialogue:
             return [f"  {p}" for p in exc.problems] + ["  Use 'edit FIELD' to change an answer."]
         self.decision = decision.decide(estimator.estimate(w, self.catalog), self.kb, self.catalog)
         self.stage = "format"
-        return [""] + _summary(self.decision.record).rstrip().splitlines()[:-1] + [""]
+        return [""] + summary_text(self.decision.record).rstrip().splitlines()[:-1] + [""]
 
     def _on_format(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower() or "md"

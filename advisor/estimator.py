@@ -142,9 +142,7 @@ def size_model(w: Workload) -> Sized:
         weights = ckpt * GB
         formula = f"shipped checkpoint {ckpt:,.0f} GB ({', '.join(m.fig('checkpoint_gb').sources)})"
         srcs += m.fig("checkpoint_gb").sources
-        bpp = weights / params
-        parts = tuple(Part(pt.name, pt.params, pt.active_params, pt.precision) for pt in parts)
-        active_bytes = active * bpp
+        active_bytes = active * weights / params     # the checkpoint's effective bytes per parameter
     else:
         active_bytes = sum(pt.active_params * pt.bpp for pt in parts)
     return Sized(params, active, parts, int(n) if n else None, int(k) if k else None, weights, active_bytes,
@@ -242,7 +240,6 @@ def inference_ledger(w: Workload) -> Ledger:
         notes.append("KV cache: the model's architecture (layers, KV heads, head size) is unknown, so the cache "
                      "is sized by the 50%-of-weights rule (K05), not from the context and concurrency.")
     hidden = w.model.num("hidden_size")
-    vocab_logits = 0.0
     if hidden:
         chunk = min(w.context_tokens, PREFILL_CHUNK_TOKENS)
         act = ACT_BYTES_PER_TOKEN_HIDDEN * chunk * hidden
@@ -253,7 +250,7 @@ def inference_ledger(w: Workload) -> Ledger:
     terms["overhead_gb"] = Term(INFERENCE_OVERHEAD * s.weights_bytes, f"20% of the weights ({_gb(s.weights_bytes)})", ("K16",))
     terms["gradients_gb"] = Term(0.0, "inference keeps no gradients")
     terms["optimizer_gb"] = Term(0.0, "inference keeps no optimizer states")
-    total = sum(t.value for t in terms.values()) + vocab_logits
+    total = sum(t.value for t in terms.values())
     terms["total_gb"] = Term(total, "weights + KV cache + activations + overhead", ("K16", "K05"))
     return Ledger(terms, s, kv, kv is None, {}, tuple(notes))
 
