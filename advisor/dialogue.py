@@ -140,7 +140,7 @@ class Dialogue:
                 hint = f" ({'/'.join(choices)})" if q.kind in ("enum",) and choices else ""
                 return Prompt(q.id, f"{q.prompt}{hint}{shown} ", self._completions(q))
         if self.stage == "confirm":
-            return Prompt("confirm", "Recommend with these answers? (yes / edit FIELD / no) [yes] ",
+            return Prompt("confirm", "Recommend with these answers? (yes / edit ID / no) [yes] ",
                           ["yes", "no"] + [f"edit {q.id}" for q in self.questions if q.id in self.asked])
         if self.stage == "format":
             return Prompt("format", "Memo format? (text/md/html) [md] ", ["text", "md", "html"])
@@ -161,9 +161,11 @@ class Dialogue:
         return self._choices(q)
 
     def summary(self) -> list[str]:
-        lines = ["Your workload:"]
-        for k, v in self.answers.items():
-            lines.append(f"  {k}: {_show(v)}")
+        """The answers by question id (what `edit` takes); answers from --from are marked."""
+        lines = ["Your workload (edit ID to change an answer):"]
+        for q in self.questions:
+            if q.field in self.answers and (q.id in self.asked or q.field in self.preset):
+                lines.append(f"  {q.id}: {_show(self.answers[q.field])}" + ("  (from your file)" if q.field in self.preset else ""))
         return lines
 
     # --- answers ------------------------------------------------------------------------------------
@@ -274,7 +276,7 @@ class Dialogue:
                       "workload.weights_gb", "workload.moe"}
         if q.field in ("context_tokens", "concurrency", "precision", "method"):
             facts |= {"workload.per_card_need_gb"}
-        rules = [r for r in self.kb.rules if facts & set(r.facts_used)]
+        rules = [r for r in self.kb.rules if facts & set(r.facts_used) and self._may_apply(r)]
         if not rules:
             return ["  No rule tests this answer directly; the estimator uses it for the memory and speed figures."]
         lines = [f"  {len(rules)} rule(s) use this answer:"]
@@ -284,6 +286,21 @@ class Dialogue:
         if len(rules) > 12:
             lines.append(f"  ... and {len(rules) - 12} more (gpu-advisor rules list)")
         return lines
+
+    def _may_apply(self, rule) -> bool:
+        """False for a rule whose top-level tests on answers already given exclude it (a training rule
+        in an inference session)."""
+        from advisor.engine import guard
+        from advisor.knowledge import evaluate
+        known = {}
+        for k, v in self.answers.items():
+            name = k.split(".", 1)[1] if k.startswith(("constraints.", "model.")) else k
+            if not k.startswith("model."):
+                known[f"w_{name}"] = v
+        for leaf in guard(rule.when):
+            if leaf.fact.startswith("workload.") and f"w_{leaf.fact[9:]}" in known and not evaluate(leaf, known):
+                return False
+        return True
 
     def back(self) -> list[str]:
         if not self.asked:
@@ -305,13 +322,25 @@ class Dialogue:
             target = low[4:].strip()
             ids = [q.id for q in self.questions if q.id in self.asked]
             if target not in ids:
-                return [f"  Which answer? edit one of: {', '.join(ids)}"]
+                import difflib
+                close = difflib.get_close_matches(target, ids, n=1)
+                hint = f"Did you mean 'edit {close[0]}'? " if close and target else ""
+                return [f"  {hint}Which answer? edit one of: {', '.join(ids)}"]
             q = next(x for x in self.questions if x.id == target)
             self.previous[target] = self.answers.pop(q.field, None)
             self.asked.remove(target)
             self.stage = "questions"
             return []
-        return ["  Please answer yes, no, or edit FIELD."]
+        if low == "?":
+            return ["  yes: recommend now; no or quit: leave (your answers can be saved); edit ID: change one answer."]
+        if low == "back":
+            return self._reopen_last()
+        return ["  Please answer yes, no, or edit ID."]
+
+    def _reopen_last(self) -> list[str]:
+        """`back` at the confirmation: the last question again, its answer kept as the default."""
+        self.stage = "questions"
+        return self.back()
 
     def workload_data(self) -> dict:
         data: dict = {}
@@ -342,8 +371,17 @@ class Dialogue:
 
     def _on_format(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower() or "md"
+        if low == "?":
+            return ["  text: for the terminal (80 columns); md: Markdown, to paste or commit; html: one self-contained "
+                    "page with a memory chart. The decision record and the transcript are written beside it."]
+        if low == "back":
+            self.stage = "confirm"
+            return []
+        if low == "quit":
+            self.stage = "quit"
+            return ["  Leaving without writing a memo."]
         if low not in ("text", "md", "html"):
-            return ["  Please answer text, md or html."]
+            return ["  Please answer text, md or html (or ?, back, quit)."]
         self.memo_format = low
         self.stage = "path"
         return []
@@ -355,6 +393,15 @@ class Dialogue:
 
     def _on_path(self, prompt: Prompt, text: str) -> list[str]:
         from advisor import memo
+        if text.lower() == "?":
+            return ["  A file name for the memo; the decision record (-decision.json) and the transcript "
+                    "(-transcript.yaml) go beside it."]
+        if text.lower() == "back":
+            self.stage = "format"
+            return []
+        if text.lower() == "quit":
+            self.stage = "quit"
+            return ["  Leaving without writing a memo."]
         path = Path(text or self.default_path())
         if not path.is_absolute():
             path = self.out_dir / path

@@ -346,11 +346,12 @@ def achievable_tflops(catalog: Catalog, gpu: GPU, precision: str) -> Term:
                 tuple(gpu.fig(f"{precision}_tflops").sources) + tuple(share.get("src", ())))
 
 
-def pick_price(prices: list[Price], count: int, tp: int):
-    """Cheapest way to rent `count` GPUs with each tensor-parallel group inside one instance (K13),
-    from the most trustworthy tier that has one. Returns (usd_per_hour, price, instances) or None."""
+def pick_price(prices: list[Price], count: int, group: int):
+    """Cheapest way to rent `count` GPUs with each node's share of a model replica (`group` cards:
+    its tensor-parallel and in-node pipeline stages) inside one instance (K13), from the most
+    trustworthy tier that has one. Returns (usd_per_hour, price, instances) or None."""
     for tier in PRICE_TIERS:
-        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= tp]
+        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group]
         if offers:
             best = min(offers, key=lambda p: (math.ceil(count / p.gpus_per_instance) * p.usd_per_hour, -p.gpus_per_instance))
             n = math.ceil(count / best.gpus_per_instance)
@@ -520,16 +521,19 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog) -> Cand
     if tdp:
         c.power_kw_per_node = cards_in_node * tdp * HOST_POWER_FACTOR / 1000
         c.why["power_kw_per_node"] = f"{cards_in_node} x {tdp:g} W x 1.25 host factor (C14)"
-    price = pick_price(catalog.prices_for(gpu.id), count, tp)
+    group = min(tp * pp, gpu.gpus_per_node)
+    price = pick_price(catalog.prices_for(gpu.id), count, group)
     if price:
         c.usd_per_hour, p, n = price
         c.price = {"provider": p.provider, "date": p.date, "source": p.source, "tier": p.tier,
-                   "instances": n, "gpus_per_instance": p.gpus_per_instance, "usd_per_instance_hour": p.usd_per_hour}
-        c.why["usd_per_hour"] = f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}, {p.date})"
+                   "instances": n, "gpus_per_instance": p.gpus_per_instance, "usd_per_instance_hour": p.usd_per_hour,
+                   "idle_gpus": n * p.gpus_per_instance - count}
+        c.why["usd_per_hour"] = (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}, {p.date})"
+                                 + (f"; {n * p.gpus_per_instance - count} of its GPUs idle" if n * p.gpus_per_instance > count else ""))
     else:
         have = sorted({p.gpus_per_instance for p in catalog.prices_for(gpu.id)})
         c.price_unknown = ("no price known for this GPU" if not have else
-                           f"no quote for an instance of at least {tp} GPUs (quoted sizes: {have})")
+                           f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})")
     if w.training:
         _training_time(w, led, c, rate)
     else:
@@ -606,7 +610,8 @@ def _training_time(w, led: Ledger, c: Candidate, rate: Term):
     c.training_hours = hours
     c.why["training_hours"] = (f"{w.training_tokens:.3g} tokens x {flops_token / 1e9:,.1f} GFLOP/token "
                                f"({per_param} x active{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) / "
-                               f"({c.count} GPUs x {rate.formula}) (K08)")
+                               f"({c.count} GPUs x {rate.formula}) (K08): a lower bound, every card at the measured "
+                               "peak matmul rate with no pipeline bubbles or communication stalls")
     if c.usd_per_hour:
         c.usd_per_job = hours * c.usd_per_hour
         c.why["usd_per_job"] = f"{hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
@@ -662,6 +667,13 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
         "forward_flops_per_token": Term(2 * s.active, f"2 x {s.active / 1e9:,.2f}B active parameters", ("K04", "K01")),
         "train_flops_per_token": Term(6 * s.active, f"6 x {s.active / 1e9:,.2f}B active parameters", ("K08", "W04")),
     }
+    if w.training:
+        flops, per_param = _train_flops_per_token(w, led)
+        compute["job_flops_per_token"] = Term(
+            flops, f"{per_param} x {s.active / 1e9:,.2f}B active"
+            + (" x 1.3 (activation checkpointing, C06)" if w.activation_checkpointing else "")
+            + (" x 2 (policy and value models, C09)" if w.task == "rlhf" else "")
+            + (" (LoRA: no weight gradients for the frozen base)" if per_param == 4 else ""), ("K08", "C06"))
     kv_per_token = None
     if led.kv:
         kv_per_token = led.kv.bytes_per_sequence(w.context_tokens) / w.context_tokens

@@ -67,9 +67,8 @@ def _why_not(rec: dict, gpu_name: str) -> list[str]:
                      f"{next(x['score'] for x in rec['candidates'] if x['gpu'] == win['gpu']):g}")
         for x in c["contributions"]:
             lines.append(f"    {x['rule']}: {x['weight']:+g}")
-        lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb')} GB per card, "
-                     f"${est.get('usd_per_hour')}/h" if est.get("usd_per_hour") is not None else
-                     f"  figures: {est.get('count')} cards, {est.get('per_card_gb')} GB per card, price unknown")
+        cost = f"${est['usd_per_hour']:,.2f}/h" if est.get("usd_per_hour") is not None else "price unknown"
+        lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb', 0):,.1f} GB per card, {cost}")
     return lines
 
 

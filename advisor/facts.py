@@ -96,6 +96,8 @@ FACTS: dict[str, Fact] = {
     "candidate.usd_per_million_tokens": Fact("number", "USD", "cost per million output tokens (T07)"),
     "candidate.usd_per_job": Fact("number", "USD", "cost of the training job (C16)"),
     "candidate.price_known": Fact("boolean", "", "a price quote exists for this layout"),
+    "candidate.idle_gpus": Fact("integer", "GPUs", "GPUs rented with the instances but not used by the layout (K13)"),
+    "candidate.idle_share": Fact("number", "", "idle_gpus / GPUs rented: 0 when the layout uses every rented GPU"),
     "candidate.price_tier": Fact("string", "", "quote | catalog | listing: how trustworthy the price is"),
 }
 
@@ -166,7 +168,10 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
                          tokens_per_s_per_user=c.tokens_per_s_per_user, training_hours=c.training_hours,
                          power_kw_per_node=c.power_kw_per_node, usd_per_hour=c.usd_per_hour,
                          usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
-                         price_tier=c.price["tier"] if c.price else None)
+                         price_tier=c.price["tier"] if c.price else None,
+                         idle_gpus=c.price["idle_gpus"] if c.price else None,
+                         idle_share=(c.price["idle_gpus"] / (c.price["instances"] * c.price["gpus_per_instance"]))
+                         if c.price else None)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:
                 cvals["power_margin_kw"] = w.constraints.power_kw_per_node - c.power_kw_per_node
             if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:

@@ -48,12 +48,27 @@ def _plan(c: dict) -> str:
     return f"TP {c['tp']} x PP {c['pp']} x DP {c['dp']}"
 
 
+def _layout(c: dict, gpus_per_node: int) -> str:
+    """The layout in words: where tensor-parallel groups, pipeline stages and replicas sit."""
+    parts = []
+    if c["tp"] > 1:
+        parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
+    if c["pp"] > 1:
+        where = "across nodes" if c["tp"] * c["pp"] > gpus_per_node else "in one node"
+        parts.append(f"layers in {c['pp']} pipeline stages {where}")
+    if c["dp"] > 1:
+        parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
+    return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
+
+
 def _cost_sentence(mode: str, c: dict) -> str:
     if c.get("usd_per_hour") is None:
         return f"price unknown ({c.get('price_unknown') or 'no quote'})"
     p = c["price"]
     when = "date unknown" if p["date"] == "unknown" else p["date"]
-    s = f"{_usd(c['usd_per_hour'])} per hour ({p['provider']}, {when}, {p['instances']} x {p['gpus_per_instance']}-GPU instance)"
+    idle = p.get("idle_gpus") or 0
+    s = (f"{_usd(c['usd_per_hour'])} per hour ({p['provider']}, {when}, {p['instances']} x {p['gpus_per_instance']}-GPU "
+         f"instance{'s' if p['instances'] > 1 else ''}{f', {idle} GPU(s) rented but idle' if idle else ''})")
     if mode == "inference" and c.get("usd_per_million_tokens") is not None:
         s += f", {_usd(c['usd_per_million_tokens'])} per million output tokens"
     if mode != "inference" and c.get("usd_per_job") is not None:
@@ -92,14 +107,15 @@ def view(rec: dict, catalog: Catalog) -> dict:
                          f"{_plan(r)}): {_cost_sentence(mode, c)}.")
         v["facts"] = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
                       ("Cards", f"{r['count']} on {r['nodes']} node(s)"),
-                      ("Layout", f"{_plan(r)} (tensor-parallel inside a node, pipeline across nodes, data-parallel replicas)"),
+                      ("Layout", _layout(r, gpu.gpus_per_node)),
                       ("Memory per card", f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB ({_gb(c['headroom_gb'])} free)"),
                       ("Cost", _cost_sentence(mode, c))]
         if mode == "inference":
             v["facts"].append(("Speed", f"prefill {_num(c['prefill_ms'])} ms per {inputs.get('prompt_tokens', 0):,}-token prompt; "
                                         f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"))
         elif c.get("training_hours") is not None:
-            v["facts"].append(("Time", f"{_num(c['training_hours'])} hours for {inputs.get('training_tokens', 0):.3g} tokens"))
+            v["facts"].append(("Time", f"at least {_num(c['training_hours'])} hours for {inputs.get('training_tokens', 0):.3g} "
+                                       "tokens (every card at its measured peak matmul rate)"))
         if c.get("power_kw_per_node") is not None:
             v["facts"].append(("Power", f"about {_num(c['power_kw_per_node'])} kW per node ({c['why'].get('power_kw_per_node', '')})"))
     else:
@@ -121,21 +137,25 @@ def view(rec: dict, catalog: Catalog) -> dict:
     # the numbers
     led = est["ledger_explained"]
     v["ledger"] = [{"term": LEDGER_LABELS[k], "gb": _gb(led[k]["value"]), "how": led[k]["formula"],
-                    "source": ", ".join(led[k]["sources"])} for k in LEDGER_LABELS if led[k]["value"]]
+                    "source": ", ".join(_source_name(s) for s in led[k]["sources"])} for k in LEDGER_LABELS if led[k]["value"]]
     v["total"] = _gb(est["ledger"]["total_gb"])
     v["total_how"] = led["total_gb"]["formula"]
     alt = est.get("alternative_accounting", {}).get("model_states_gb")
     v["alt_accounting"] = f"Other accounting: {alt['formula']} = {_gb(alt['value'])}." if alt else ""
     comp = est["compute_explained"]
     v["compute"] = [("Forward FLOPs per token", f"{comp['forward_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                     comp["forward_flops_per_token"]["formula"] + " (K04)"),
-                    ("Training FLOPs per token", f"{comp['train_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                     comp["train_flops_per_token"]["formula"] + " (K08)")]
+                     comp["forward_flops_per_token"]["formula"] + " (K04)")]
+    if "job_flops_per_token" in comp:
+        v["compute"].append(("Training FLOPs per token", f"{comp['job_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
+                             comp["job_flops_per_token"]["formula"]))
+    else:
+        v["compute"].append(("Training FLOPs per token", f"{comp['train_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
+                             comp["train_flops_per_token"]["formula"] + " (K08), if this model were trained"))
     if est.get("kv_bytes_per_token") is not None:
         v["compute"].append(("KV cache per token", f"{est['kv_bytes_per_token']:,.0f} bytes",
                              f"averaged over {inputs.get('context_tokens', 0):,} tokens"))
     v["notes"] = est.get("notes", [])
-    if r:
+    if r and mode == "inference":
         c = cands[r["gpu"]]
         ideal = c["ideal"]
         v["divisions"] = [
@@ -145,9 +165,14 @@ def view(rec: dict, catalog: Catalog) -> dict:
             ("Load vs compute", f"reading weights takes {ideal['load_to_compute_ratio']:,.0f}x longer than the math",
              "K06: decode is bandwidth-bound"),
         ]
-        v["why_figures"] = [(k.replace("_", " "), text) for k, text in c["why"].items()]
     else:
-        v["divisions"], v["why_figures"] = [], []
+        v["divisions"] = []
+    if r:
+        c = cands[r["gpu"]]
+        v["why_figures"] = [(k.replace("_", " "), text) for k, text in c["why"].items()
+                            if mode == "inference" or k != "ideal"]
+    else:
+        v["why_figures"] = []
     # alternatives
     alts = []
     for g in [x["gpu"] for x in rec["candidates"]]:
@@ -217,6 +242,10 @@ def view(rec: dict, catalog: Catalog) -> dict:
     return v
 
 
+def _source_name(sid: str) -> str:
+    return "unverified (no source found)" if sid == "unknown_explicit" else sid
+
+
 def _fmt_input(val) -> str:
     if isinstance(val, dict):
         return ", ".join(f"{k}: {_fmt_input(x)}" for k, x in val.items()) or "none"
@@ -250,6 +279,10 @@ def _catalog_sources(rec: dict, catalog: Catalog) -> list[str]:
                        if not re.match(r"^[KTCAW]\d\d$", s)} - set(ids))
     out = []
     for sid in ids:
+        if sid == "unknown_explicit":
+            out.append("unverified: some catalog figures of this GPU or model were found in no consulted source "
+                       "(marked unknown_explicit in catalog/)")
+            continue
         s = catalog.sources.get(sid, {})
         out.append(f"{sid}: {s.get('what', '?')} (published {s.get('published', 'unknown')}, retrieved {s.get('retrieved', 'unknown')})")
     return out

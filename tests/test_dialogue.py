@@ -244,3 +244,45 @@ def test_real_terminal_under_tmux(tmp_path):
         assert (tmp_path / "gpt-oss-120b-inference-memo.md").read_text().startswith("# GPU recommendation")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
+def test_final_prompts_take_help_back_and_quit(catalog, kb, tmp_path):
+    d = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    d.submit("inference")
+    d.submit("gpt-oss-120b")
+    while d.current().id not in ("confirm",):
+        d.submit("")
+    assert d.stage == "confirm"
+    assert "Did you mean 'edit concurrency'?" in d.submit("edit concurency")[0]
+    assert d.submit("?")[0].startswith("  yes: recommend now")
+    d.submit("yes")
+    assert d.stage == "format"
+    assert "self-contained page" in d.submit("?")[0]
+    d.submit("back")
+    assert d.stage == "confirm"
+    d.submit("yes")
+    d.submit("md")
+    assert d.stage == "path" and "decision record" in d.submit("?")[0]
+    assert d.submit("quit") == ["  Leaving without writing a memo."] and d.stage == "quit"
+    assert not list(tmp_path.iterdir())
+
+
+def test_why_leaves_out_rules_for_another_mode(catalog, kb):
+    d = dialogue.Dialogue(catalog, kb, dry_run=True)
+    d.submit("inference")
+    text = "\n".join(d.submit("why"))          # the model question
+    assert "Inference of a large model belongs on H200" in text
+    assert "LoRA on a small model" not in text and "H200 pays off for memory-heavy training" not in text
+
+
+def test_written_files_are_readable_by_colleagues(catalog, kb, tmp_path):
+    import stat
+    d = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    d.submit("inference")
+    d.submit("gpt-oss-20b")
+    while d.stage not in ("done", "quit"):
+        d.submit("")
+    umask = os.umask(0)
+    os.umask(umask)
+    for p in d.written:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask

@@ -180,3 +180,22 @@ def test_html_template_escapes(capsys, tmp_path):
     assert main(["recommend", str(w), "--template", str(t), "--format", "html"]) == 0
     out = capsys.readouterr().out
     assert "<script>" not in out and "&lt;script&gt;" in out
+
+
+def test_idle_rented_gpus_are_named(capsys):
+    text = memo(capsys, "llama-13b-full-finetune", "text")
+    assert "1 x 8-GPU\n  instance, 5 GPU(s) rented but idle)" in text or "5 GPU(s) rented but idle" in text.replace("\n  ", " ")
+    assert "layers in 3 pipeline stages in one node" in text
+
+
+def test_training_memo_shows_the_flops_it_used(capsys):
+    text = memo(capsys, "mistral-7b-lora", "md")
+    assert "| Training FLOPs per token | 38.0 GFLOP | 4 x 7.30B active x 1.3 (activation checkpointing, C06) (LoRA:" in text
+    assert "Active weights / bandwidth" not in text             # inference-only figures stay out
+
+
+def test_on_prem_memo_warns_that_prices_are_rentals(capsys, tmp_path):
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: llama-3.1-70b\nprecision: fp8\nconstraints: {deployment: on-prem}\n")
+    assert main(["recommend", str(w), "--format", "md"]) == 0
+    assert "The catalog holds cloud rental prices only (K17)" in capsys.readouterr().out
