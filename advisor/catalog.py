@@ -79,19 +79,20 @@ class GPU:
         v = self.fig(name).value
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
-    @property
+    # figures read in the planner's loops are computed once per GPU (frozen: they never change)
+    @cached_property
     def memory_gb(self) -> float:
         return self.num("memory_gb")
 
-    @property
+    @cached_property
     def bandwidth_tb_s(self) -> float:
         return self.num("bandwidth_tb_s")
 
-    @property
+    @cached_property
     def gpus_per_node(self) -> int:
         return int(self.num("gpus_per_node") or 1)
 
-    @property
+    @cached_property
     def native_precisions(self) -> tuple[str, ...]:
         return tuple(self.fig("native_precisions").value or ())
 

@@ -25,7 +25,13 @@ class Firing:
     gpu: str | None
     bindings: dict
     effect: dict
-    text: str
+    because: object          # renders the rule's `because` on first use (most are never shown)
+
+    @property
+    def text(self) -> str:
+        if callable(self.because):
+            self.because = self.because()
+        return self.because
 
 
 @dataclass
@@ -64,6 +70,17 @@ def _render(rule: Rule, text: str, fact: dict, where: str, ctx: dict | None = No
         return compiled_template(text).render(**ctx).strip()
     except (TemplateError, SecurityError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         raise InputError(Problem(f"template failed when the rule fired: {exc}", rule.file, rule.line, where)) from None
+
+
+def _lazy(rule: Rule, fact: dict, ctx: dict):
+    """The rule's `because` for this firing, rendered once when first asked for."""
+    done: list[str] = []
+
+    def render() -> str:
+        if not done:
+            done.append(_render(rule, rule.because, fact, "because", ctx))
+        return done[0]
+    return render
 
 
 def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
@@ -123,15 +140,15 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
             ctx = contexts.get(fid)
             if ctx is None:
                 ctx = contexts[fid] = _contexts(fact)
-            text = _render(rule, rule.because, fact, "because", ctx)
+            because = _lazy(rule, fact, ctx)
             for kind, eff in rule.effects.items():
                 order += 1
                 effect = {"kind": kind, **(eff if isinstance(eff, dict) else {})}
                 if kind in ("warn", "note"):
-                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text", ctx) or text
+                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text", ctx) or because()
                 if kind == "exclude":
-                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason", ctx) or text
-                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, text))
+                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason", ctx) or because()
+                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, because))
                 if kind == "derive":
                     targets = [wf] + cfs if fid == "workload" else [fact]
                     for name, value in eff.items():
@@ -247,9 +264,10 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.ranking, d.ranking.index(g) if g in d.ranking else 0, g))]
     rec["estimate"] = est.as_dict()
+    shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
                      "source": list(f.rule.source), "gpu": f.gpu, "bindings": f.bindings, "effect": f.effect,
-                     "because": f.text, "overrides": f.rule.overrides} for f in d.firings]
+                     "because": f.text if f.gpu in shown else None, "overrides": f.rule.overrides} for f in d.firings]
     rec["warnings"] = d.warnings
     rec["inputs"] = est.workload.inputs()
     rec["defaults_filled"] = list(est.workload.defaults)

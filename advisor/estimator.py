@@ -405,10 +405,10 @@ def _tp_options(gpu: GPU):
     return [t for t in TP_SIZES if t <= gpu.gpus_per_node]
 
 
-def _k14(tp: int, pp: int, gpu: GPU) -> bool:
+def _k14(tp: int, pp: int, gpn: int) -> bool:
     """K14: tensor parallelism inside a node; a model that spans nodes fills each node with TP and
     runs pipeline stages across nodes."""
-    return tp * pp <= gpu.gpus_per_node or tp == gpu.gpus_per_node
+    return tp * pp <= gpn or tp == gpn
 
 
 def _plan_inference(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
@@ -418,6 +418,7 @@ def _plan_inference(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
     kv_total = led.bytes("kv_cache_gb")
     kv_heads = led.kv.kv_heads if led.kv else None
     layers = int(w.model.num("layers") or 64)
+    gpn = gpu.gpus_per_node
     best = None
     for tp in _tp_options(gpu):
         rep = max(1.0, tp / kv_heads) if kv_heads else 1.0
@@ -436,9 +437,9 @@ def _plan_inference(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
             if dp is None:
                 continue
             count = tp * pp * dp
-            if count > max_gpus or not _k14(tp, pp, gpu):
+            if count > max_gpus or not _k14(tp, pp, gpn):
                 continue
-            nodes = math.ceil(count / gpu.gpus_per_node)
+            nodes = math.ceil(count / gpn)
             pref = -tp if w.latency == "interactive" else tp
             key = (count, nodes, pp, pref)
             if best is None or key < best[1]:
@@ -454,6 +455,7 @@ def _plan_training(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
     sharded = (W if z >= 3 else 0) + (G if z >= 2 else 0) + (O if z >= 1 else 0)
     unsharded = W + G + O + A - sharded
     layers = int(w.model.num("layers") or 64)
+    gpn = gpu.gpus_per_node
     best = None
     for tp in _tp_options(gpu):
         for pp in range(1, layers + 1):
@@ -467,9 +469,9 @@ def _plan_training(w: Workload, led: Ledger, gpu: GPU, max_gpus: int):
             count = m * dp
             if count > max_gpus:
                 break
-            if not _k14(tp, pp, gpu):
+            if not _k14(tp, pp, gpn):
                 continue
-            nodes = math.ceil(count / gpu.gpus_per_node)
+            nodes = math.ceil(count / gpn)
             key = (count, nodes, pp, -tp)
             if best is None or key < best[1]:
                 per_card = (unsharded / m + sharded / (m * dp)) * TRAINING_SAFETY
