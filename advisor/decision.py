@@ -25,12 +25,14 @@ class Firing:
     gpu: str | None
     bindings: dict
     effect: dict
-    because: object          # renders the rule's `because` on first use (most are never shown)
+    fact: dict = field(repr=False, default_factory=dict)
+    ctx: dict = field(repr=False, default_factory=dict)
+    because: str | None = None      # the rule's `because`, rendered on first use (most are never shown)
 
     @property
     def text(self) -> str:
-        if callable(self.because):
-            self.because = self.because()
+        if self.because is None:
+            self.because = _render(self.rule, self.rule.because, self.fact, "because", self.ctx)
         return self.because
 
 
@@ -70,17 +72,6 @@ def _render(rule: Rule, text: str, fact: dict, where: str, ctx: dict | None = No
         return compiled_template(text).render(**ctx).strip()
     except (TemplateError, SecurityError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
         raise InputError(Problem(f"template failed when the rule fired: {exc}", rule.file, rule.line, where)) from None
-
-
-def _lazy(rule: Rule, fact: dict, ctx: dict):
-    """The rule's `because` for this firing, rendered once when first asked for."""
-    done: list[str] = []
-
-    def render() -> str:
-        if not done:
-            done.append(_render(rule, rule.because, fact, "because", ctx))
-        return done[0]
-    return render
 
 
 def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
@@ -140,15 +131,15 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
             ctx = contexts.get(fid)
             if ctx is None:
                 ctx = contexts[fid] = _contexts(fact)
-            because = _lazy(rule, fact, ctx)
             for kind, eff in rule.effects.items():
                 order += 1
                 effect = {"kind": kind, **(eff if isinstance(eff, dict) else {})}
+                firing = Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, fact, ctx)
                 if kind in ("warn", "note"):
-                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text", ctx) or because()
+                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text", ctx) or firing.text
                 if kind == "exclude":
-                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason", ctx) or because()
-                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, because))
+                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason", ctx) or firing.text
+                firings.append(firing)
                 if kind == "derive":
                     targets = [wf] + cfs if fid == "workload" else [fact]
                     for name, value in eff.items():
@@ -163,10 +154,12 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
         kind = f.effect["kind"]
         if kind in ("prefer", "avoid", "exclude"):
             has_sel = any(s in f.effect for s in SELECTORS)
-            targets = [c for c in cfs if (c["id"] == f.fact_id or f.fact_id == "workload" or has_sel)
-                       and (not has_sel or _selected(f.effect, c, catalog))]
-            if f.fact_id != "workload" and not has_sel:
-                targets = [c for c in cfs if c["id"] == f.fact_id]
+            if has_sel:
+                targets = [c for c in cfs if _selected(f.effect, c, catalog)]
+            elif f.fact_id == "workload":
+                targets = cfs
+            else:
+                targets = [fact_by_id[f.fact_id]]
             for c in targets:
                 if kind == "exclude":
                     excluded[c["id"]].append({"rule": f.rule.id, "reason": f.effect.get("reason") or f.text,

@@ -155,21 +155,30 @@ class EngineRunner:
         self.guards = {r.id: guard(self.conds[r.id]) for r in self.kb.rules}
         self.tests = {r.id: tuple(predicate(g) for g in self.guards[r.id]) for r in self.kb.rules}
         self.members: dict[str, list[str]] = {}
+        self.entry: dict[str, object] = {}       # the test every rule of a ruleset begins with
         defs = {}
         for (stratum, scope), rules in sorted(groups.items()):
-            # rules with the same guard share rulesets, so that a ruleset no fact can match is skipped whole
-            rules = sorted(rules, key=lambda r: repr(self.guards[r.id]))
-            shards: list[list[Rule]] = [[]]
-            size = 0
+            # rules that begin with the same test share rulesets, so that a ruleset whose common first
+            # test a fact fails is skipped with one check
+            by_first: dict[object, list[Rule]] = {}
             for r in rules:
-                n = leaves(self.conds[r.id])
-                if shards[-1] and (len(shards[-1]) >= RULES_PER_SET or size + n > LEAVES_PER_SET):
-                    shards.append([])
-                    size = 0
-                shards[-1].append(r)
-                size += n
+                g = self.guards[r.id]
+                by_first.setdefault(g[0] if g else None, []).append(r)
+            shards: list[tuple[object, list[Rule]]] = []
+            for first, members in sorted(by_first.items(), key=lambda kv: repr(kv[0])):
+                current: list[Rule] = []
+                size = 0
+                for r in sorted(members, key=lambda r: repr(self.guards[r.id])):
+                    n = leaves(self.conds[r.id])
+                    if current and (len(current) >= RULES_PER_SET or size + n > LEAVES_PER_SET):
+                        shards.append((first, current))
+                        current, size = [], 0
+                    current.append(r)
+                    size += n
+                if current:
+                    shards.append((first, current))
             names = []
-            for i, shard in enumerate(shards):
+            for i, (first, shard) in enumerate(shards):
                 name = f"s{stratum}_{scope}_{i}"
                 rs = {f"r_{r.id}": {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[r.id])]}}],
                                     "pri": 1, "run": self._action(r.id)} for r in shard}
@@ -177,6 +186,7 @@ class EngineRunner:
                 defs[name] = rs
                 names.append(name)
                 self.members[name] = [r.id for r in shard]
+                self.entry[name] = predicate(first) if first is not None else None
             self.sets[(stratum, scope)] = names
         return defs
 
@@ -209,8 +219,12 @@ class EngineRunner:
                 host = self._host()
                 for name in names:
                     # assert only what the ruleset's rules can match: a fact failing every rule's guard is skipped
+                    entry = self.entry[name]
+                    candidates = [f for f in small if entry(f)] if entry else small
+                    if not candidates:
+                        continue
                     tests = [self.tests[rid] for rid in self.members[name]]
-                    wanted = [f for f in small if any(all(t(f) for t in ts) for ts in tests)]
+                    wanted = [f for f in candidates if any(all(t(f) for t in ts) for ts in tests)]
                     if not wanted:
                         continue
                     for f in wanted:
