@@ -364,7 +364,7 @@ class Dialogue:
             w = workload.parse(self.workload_data(), self.catalog, "your answers")
         except InputError as exc:
             self.stage = "confirm"
-            return [f"  {p}" for p in exc.problems] + ["  Use 'edit FIELD' to change an answer."]
+            return [f"  {p}" for p in exc.problems] + ["  Use 'edit ID' to change an answer."]
         self.decision = decision.decide(estimator.estimate(w, self.catalog), self.kb, self.catalog)
         self.stage = "format"
         return [""] + summary_text(self.decision.record).rstrip().splitlines()[:-1] + [""]
