@@ -147,7 +147,7 @@ class Dialogue:
         if self.stage == "path":
             return Prompt("path", f"Write the memo to? [{self.default_path()}] ", [])
         if self.stage == "save":
-            return Prompt("save", f"Save your answers to resume later? (yes/no) [yes] ", ["yes", "no"])
+            return Prompt("save", "Save your answers to resume later? (yes/no) [yes] ", ["yes", "no"])
         return Prompt(self.stage, "", [])
 
     def _choices(self, q: Question) -> list[str]:

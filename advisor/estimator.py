@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from advisor.catalog import GPU, Catalog, Model, Price, PRICE_TIERS
 from advisor.workload import Workload

@@ -594,7 +594,6 @@ def _scopes_and_strata(rules: list[Rule], derived: dict[str, str]) -> list[Probl
         derived[d] = "candidate" if any(p.scope == "candidate" for p in ps) else "workload"
     # strata: a rule runs after every rule that derives a fact it reads; a cycle is an error
     state: dict[str, int] = {}
-    by_id = {r.id: r for r in rules}
 
     def visit(r: Rule, path: list[str]) -> int:
         if state.get(r.id) == -1:

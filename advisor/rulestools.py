@@ -7,7 +7,7 @@ from advisor import HOME, estimator
 from advisor.catalog import Catalog
 from advisor.engine import runner
 from advisor.facts import FACTS, prop
-from advisor.knowledge import KnowledgeBase, Leaf, Node
+from advisor.knowledge import KnowledgeBase, Node
 
 DOC_PATH = HOME / "docs" / "knowledge-base.md"
 

@@ -18,7 +18,7 @@ from prompt_toolkit.output import DummyOutput
 from advisor import dialogue, knowledge
 from advisor.cli import main
 
-from conftest import EXAMPLES, ROOT
+from conftest import ROOT
 
 TRANSCRIPTS = sorted((ROOT / "transcripts").glob("*.yaml"))
 

@@ -65,7 +65,7 @@ def test_wrong_values(capsys, tmp_path, field, value, expected):
 def test_model_mapping_checks(capsys, tmp_path):
     f = tmp_path / "w.yaml"
     f.write_text("mode: inference\nmodel: {params_b: 10, active_params_b: 20, layerz: 3}\n")
-    err = refuse(capsys, ["estimate", str(f)], "model.layerz: unknown model field; did you mean 'layers'?")
+    refuse(capsys, ["estimate", str(f)], "model.layerz: unknown model field; did you mean 'layers'?")
     f.write_text("mode: inference\nmodel: {layers: 3}\n")
     refuse(capsys, ["estimate", str(f)], "model.params_b: a model given as a mapping needs params_b")
     f.write_text("mode: inference\nmodel: {params_b: 10, active_params_b: 20}\n")

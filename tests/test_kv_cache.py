@@ -1,5 +1,4 @@
 """KV bytes per token equal the architecture arithmetic exactly."""
-from advisor import estimator
 
 
 def test_llama_31_70b_gqa(estimate_file):

@@ -12,7 +12,7 @@ from markdown_it import MarkdownIt
 
 from advisor.cli import main
 
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 WORKLOADS = ["chat-assistant", "gpt-oss-120b-one-user", "kimi-k3-serving", "llama-13b-full-finetune", "mistral-7b-lora"]
