@@ -50,7 +50,16 @@ class Decision:
     decisive: dict | None
     warnings: list[dict]
     candidate_warnings: dict[str, list[dict]] = field(default_factory=dict)
-    record: dict = field(default_factory=dict)
+    catalog: Catalog | None = field(default=None, repr=False)
+    facts: list = field(default_factory=list, repr=False)
+    _record: dict | None = field(default=None, repr=False)
+
+    @property
+    def record(self) -> dict:
+        """The decision record (JSON-ready), built on first use: a sweep needs only the winner."""
+        if self._record is None:
+            self._record = _record(self, self.catalog, self.facts)
+        return self._record
 
 
 def _contexts(fact: dict) -> dict:
@@ -223,10 +232,8 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                 decisive = {**COST_RULE, "because": what}
         else:
             decisive = {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded"}
-    d = Decision(est, kb, firings, scores, contributions, excluded, ranking, winner, runner_up, decisive,
-                 warnings, cand_warn)
-    d.record = _record(d, catalog, cfs)
-    return d
+    return Decision(est, kb, firings, scores, contributions, excluded, ranking, winner, runner_up, decisive,
+                    warnings, cand_warn, catalog, cfs)
 
 
 def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:

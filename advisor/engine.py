@@ -25,6 +25,7 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable(
 
 RULES_PER_SET = 200       # rules per ruleset (p07: 200 rules run while few of them match one fact)
 LEAVES_PER_SET = 56       # tests one fact can satisfy at once per ruleset: below the 64 alpha matches (error 303)
+GROUP_MIN = 8             # rules sharing a first test get rulesets of their own from this many on
 BIG = 10 ** 15
 
 
@@ -164,6 +165,8 @@ class EngineRunner:
             for r in rules:
                 g = self.guards[r.id]
                 by_first.setdefault(g[0] if g else None, []).append(r)
+            for first in [k for k, v in by_first.items() if k is not None and len(v) < GROUP_MIN]:
+                by_first.setdefault(None, []).extend(by_first.pop(first))   # small groups share rulesets
             shards: list[tuple[object, list[Rule]]] = []
             for first, members in sorted(by_first.items(), key=lambda kv: repr(kv[0])):
                 current: list[Rule] = []
