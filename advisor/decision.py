@@ -3,6 +3,7 @@ candidates, find the decisive rule, and build the decision record (JSON-ready)."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from advisor import __version__
 from advisor.catalog import Catalog, _norm
@@ -35,6 +36,24 @@ class Firing:
             self.because = _render(self.rule, self.rule.because, self.fact, "because", self.ctx)
         return self.because
 
+    def rendered(self) -> dict:
+        """The effect with its text (warn, note) or reason (exclude) rendered, once."""
+        kind, eff = self.effect["kind"], self.rule.effects[self.effect["kind"]]
+        if kind in ("warn", "note") and "text" not in self.effect:
+            self.effect["text"] = _render(self.rule, eff.get("text", ""), self.fact, f"then.{kind}.text", self.ctx) or self.text
+        if kind == "exclude" and "reason" not in self.effect:
+            self.effect["reason"] = _render(self.rule, eff.get("reason", ""), self.fact, "then.exclude.reason", self.ctx) or self.text
+        return self.effect
+
+    def exclusion(self) -> dict:
+        return {"rule": self.rule.id, "reason": self.rendered()["reason"], "source": list(self.rule.source),
+                "file": self.rule.file, "line": self.rule.line}
+
+    def warning(self) -> dict:
+        e = self.rendered()
+        return {"rule": self.rule.id, "source": list(self.rule.source), "severity": e["severity"], "text": e["text"],
+                "kind": e["kind"], "gpu": self.gpu}
+
 
 @dataclass
 class Decision:
@@ -43,16 +62,29 @@ class Decision:
     firings: list[Firing]
     scores: dict[str, float]
     contributions: dict[str, list[dict]]
-    excluded: dict[str, list[dict]]
+    exclusions: dict[str, list[Firing]]          # per candidate, the exclude firings
     ranking: list[str]
     winner: str | None
     runner_up: str | None
     decisive: dict | None
-    warnings: list[dict]
-    candidate_warnings: dict[str, list[dict]] = field(default_factory=dict)
+    advice: list[Firing]                         # warn/note firings on the workload or the winner
+    candidate_advice: dict[str, list[Firing]] = field(default_factory=dict)
     catalog: Catalog | None = field(default=None, repr=False)
     facts: list = field(default_factory=list, repr=False)
     _record: dict | None = field(default=None, repr=False)
+
+    # rule texts are rendered when something reads them: a sweep reads none
+    @cached_property
+    def excluded(self) -> dict[str, list[dict]]:
+        return {g: [f.exclusion() for f in fs] for g, fs in self.exclusions.items()}
+
+    @cached_property
+    def warnings(self) -> list[dict]:
+        return [f.warning() for f in self.advice]
+
+    @cached_property
+    def candidate_warnings(self) -> dict[str, list[dict]]:
+        return {g: [f.warning() for f in fs] for g, fs in self.candidate_advice.items()}
 
     @property
     def record(self) -> dict:
@@ -143,12 +175,9 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
             for kind, eff in rule.effects.items():
                 order += 1
                 effect = {"kind": kind, **(eff if isinstance(eff, dict) else {})}
-                firing = Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, fact, ctx)
-                if kind in ("warn", "note"):
-                    effect["text"] = _render(rule, eff.get("text", ""), fact, f"then.{kind}.text", ctx) or firing.text
-                if kind == "exclude":
-                    effect["reason"] = _render(rule, eff.get("reason", ""), fact, "then.exclude.reason", ctx) or firing.text
-                firings.append(firing)
+                effect.pop("text", None)
+                effect.pop("reason", None)
+                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, fact, ctx))
                 if kind == "derive":
                     targets = [wf] + cfs if fid == "workload" else [fact]
                     for name, value in eff.items():
@@ -157,7 +186,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                     contexts.clear()
     scores = {c["id"]: 0.0 for c in cfs}
     contributions = {c["id"]: [] for c in cfs}
-    excluded: dict[str, list[dict]] = {c["id"]: [] for c in cfs}
+    excluded: dict[str, list[Firing]] = {c["id"]: [] for c in cfs}
     warnings, cand_warn = [], {c["id"]: [] for c in cfs}
     for f in firings:
         kind = f.effect["kind"]
@@ -171,19 +200,16 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                 targets = [fact_by_id[f.fact_id]]
             for c in targets:
                 if kind == "exclude":
-                    excluded[c["id"]].append({"rule": f.rule.id, "reason": f.effect.get("reason") or f.text,
-                                              "source": list(f.rule.source), "file": f.rule.file, "line": f.rule.line})
+                    excluded[c["id"]].append(f)
                 else:
                     w = f.effect["weight"] * (1 if kind == "prefer" else -1)
                     scores[c["id"]] += w
                     contributions[c["id"]].append({"rule": f.rule.id, "weight": w})
         elif kind in ("warn", "note"):
-            item = {"rule": f.rule.id, "source": list(f.rule.source), "severity": f.effect["severity"],
-                    "text": f.effect["text"], "kind": kind, "gpu": f.gpu}
             if f.fact_id == "workload":
-                warnings.append(item)
+                warnings.append(f)
             else:
-                cand_warn[f.fact_id].append(item)
+                cand_warn[f.fact_id].append(f)
 
     def key(c):
         cost = _unit_cost(c)
@@ -199,7 +225,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
         wc = next(c for c in cfs if c["id"] == winner)
         better = [c for c in sorted(cfs, key=key) if key(c) < key(wc) and c.get("c_fits") and excluded[c["id"]]]
         if better:
-            ex = excluded[better[0]["id"]][0]
+            ex = excluded[better[0]["id"]][0].exclusion()
             decisive = {"id": ex["rule"], "title": kb.rule(ex["rule"]).title, "file": ex["file"], "line": ex["line"], "source": ex["source"],
                         "because": f"{better[0]['id']} would rank first but is excluded: {ex['reason']}"}
         elif runner_up:
@@ -237,6 +263,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
 
 
 def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
+    d.excluded, d.warnings, d.candidate_warnings      # every rule text the record shows, rendered now
     est = d.estimate
     by_id = {c.gpu.id: c for c in est.candidates}
     rec: dict = {}
