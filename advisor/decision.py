@@ -27,22 +27,27 @@ class Firing:
     bindings: dict
     effect: dict
     fact: dict = field(repr=False, default_factory=dict)
-    ctx: dict = field(repr=False, default_factory=dict)
+    ctx: dict | None = field(repr=False, default=None)     # what the rule's texts see, built when one renders
     because: str | None = None      # the rule's `because`, rendered on first use (most are never shown)
+
+    def _ctx(self) -> dict:
+        if self.ctx is None:
+            self.ctx = _contexts(self.fact)
+        return self.ctx
 
     @property
     def text(self) -> str:
         if self.because is None:
-            self.because = _render(self.rule, self.rule.because, self.fact, "because", self.ctx)
+            self.because = _render(self.rule, self.rule.because, self.fact, "because", self._ctx())
         return self.because
 
     def rendered(self) -> dict:
         """The effect with its text (warn, note) or reason (exclude) rendered, once."""
         kind, eff = self.effect["kind"], self.rule.effects[self.effect["kind"]]
         if kind in ("warn", "note") and "text" not in self.effect:
-            self.effect["text"] = _render(self.rule, eff.get("text", ""), self.fact, f"then.{kind}.text", self.ctx) or self.text
+            self.effect["text"] = _render(self.rule, eff.get("text", ""), self.fact, f"then.{kind}.text", self._ctx()) or self.text
         if kind == "exclude" and "reason" not in self.effect:
-            self.effect["reason"] = _render(self.rule, eff.get("reason", ""), self.fact, "then.exclude.reason", self.ctx) or self.text
+            self.effect["reason"] = _render(self.rule, eff.get("reason", ""), self.fact, "then.exclude.reason", self._ctx()) or self.text
         return self.effect
 
     def exclusion(self) -> dict:
@@ -162,28 +167,23 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     fact_by_id = {c["id"]: c for c in cfs}
     fact_by_id["workload"] = wf
     for stratum in range(kb.strata):
-        contexts: dict[str, dict] = {}     # what rule texts see, per fact; derives of this stratum reset it
         fired = run.fire(stratum, "workload", [wf]) + run.fire(stratum, "candidate", cfs)
         fired.sort(key=lambda rf: (kb.rule(rf[0]).priority, rule_index[rf[0]], rf[1]))
         for rid, fid in fired:
             rule = kb.rule(rid)
             fact = fact_by_id[fid]
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
-            ctx = contexts.get(fid)
-            if ctx is None:
-                ctx = contexts[fid] = _contexts(fact)
             for kind, eff in rule.effects.items():
                 order += 1
                 effect = {"kind": kind, **(eff if isinstance(eff, dict) else {})}
                 effect.pop("text", None)
                 effect.pop("reason", None)
-                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, fact, ctx))
+                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, fact))
                 if kind == "derive":
                     targets = [wf] + cfs if fid == "workload" else [fact]
                     for name, value in eff.items():
                         for t in targets:
                             t[prop(f"derived.{name}")] = value
-                    contexts.clear()
     scores = {c["id"]: 0.0 for c in cfs}
     contributions = {c["id"]: [] for c in cfs}
     excluded: dict[str, list[Firing]] = {c["id"]: [] for c in cfs}
