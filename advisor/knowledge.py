@@ -19,6 +19,7 @@ from advisor.facts import FACTS, prop
 
 RULES_DIR = HOME / "rules"
 NOT_RULES = {"questions.yaml"}   # the dialogue's questions live beside the rules
+MAX_PROPERTIES = 240             # per fact; the engine refuses more than 252 (error 302) and adds its own
 RULE_KEYS = ("id", "title", "source", "group", "priority", "when", "then", "because", "examples")
 EFFECTS = ("prefer", "avoid", "exclude", "warn", "note", "derive")
 OPS = ("eq", "ne", "lt", "lte", "gt", "gte", "between", "in", "not_in", "exists", "matches")
@@ -467,6 +468,11 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
         rules[rule.id] = rule
     kb_rules = list(rules.values())
     problems.extend(_scopes_and_strata(kb_rules, derived))
+    if len(FACTS) + len(derived) > MAX_PROPERTIES:
+        first = next(r for r in kb_rules if r.derives)
+        problems.append(Problem(f"{len(derived)} derived facts: with the {len(FACTS)} declared facts a fact would carry more "
+                                f"than {MAX_PROPERTIES} properties, which the engine cannot hold (error 302)",
+                                first.file, first.line, "then.derive"))
     marker = _lint_marker(digest.hexdigest())
     if not (marker and marker.exists()) or problems:
         for r in kb_rules:

@@ -96,6 +96,15 @@ def test_rule_the_engine_could_not_run_safely_is_refused(capsys, tmp_path):
     refuse(capsys, ["rules", "lint", str(tmp_path)], "too complex to run safely on the engine: 70 tests")
 
 
+def test_too_many_derived_facts_are_refused(capsys, tmp_path):
+    lines = ["rules:"]
+    for i in range(200):
+        lines += [f"  - id: derive-{i}", "    title: t", "    source: [ours]", "    when: {workload.mode: inference}",
+                  f"    then: {{derive: {{fact_{i}: true}}}}"]
+    (tmp_path / "r.yaml").write_text("\n".join(lines) + "\n")
+    refuse(capsys, ["rules", "lint", str(tmp_path)], "200 derived facts: with the")
+
+
 def test_rules_that_exclude_everything_name_the_rules(capsys, tmp_path):
     (tmp_path / "r.yaml").write_text(
         "- id: nothing-is-good-enough\n  title: t\n  source: [ours]\n  when: {candidate.fits: true}\n"
