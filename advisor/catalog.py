@@ -176,17 +176,6 @@ class Catalog:
         h.update(Path(path).read_bytes())
         return Catalog(self.gpus, self.models, prices, self.efficiency, self.sources, self.knowledge, h.hexdigest())
 
-    def describe_source(self, sid: str) -> str:
-        """'MLENG_ACC (published 2026-08-22, retrieved 2026-11-29)' or the seed a knowledge ID cites."""
-        if KNOWLEDGE_ID.match(sid):
-            entry = self.knowledge.get("heuristics", {}).get(sid) or self.knowledge.get("examples", {}).get(sid)
-            seed = entry["seed"] if entry else "?"
-            return f"{sid} (seed {seed})"
-        s = self.sources.get(sid)
-        if not s:
-            return sid
-        return f"{sid} (published {s.get('published', 'unknown')}, retrieved {s.get('retrieved', 'unknown')})"
-
 
 def _name_index(items) -> dict[str, str]:
     index: dict[str, str] = {}

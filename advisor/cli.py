@@ -199,17 +199,25 @@ def cmd_sweep(args) -> int:
     from advisor import knowledge, sweep
     dirs = knowledge.rule_dirs(args.rules)
     knowledge.load(dirs)                         # a broken knowledge base is refused before any work
-    written, total, interrupted = sweep.run(args.grid, args.out, dirs, args.prices, args.jobs,
-                                            progress=not args.quiet and sys.stderr.isatty())
+    written, total, interrupted, fields = sweep.run(args.grid, args.out, dirs, args.prices, args.jobs,
+                                                    progress=not args.quiet and sys.stderr.isatty())
     if interrupted:
         print(f"gpu-advisor: interrupted: {written} of {total} rows decided and kept in {args.out}", file=sys.stderr)
         return 130
     if args.summary:
-        fields, _, _ = sweep.load_grid(args.grid, _catalog(args))
         sweep.write_summary(Path(args.out), fields, Path(args.summary))
     print(f"{written} combinations decided; wrote {args.out}" + (f" and {args.summary}" if args.summary else ""),
           file=sys.stderr)
     return 0
+
+
+def _common(parser, rules: bool, prices: bool) -> None:
+    """The options every command that decides shares, defined once."""
+    if rules:
+        parser.add_argument("--rules", action="append", metavar="DIR",
+                            help="add a rules directory (later files override shipped rules by id)")
+    if prices:
+        parser.add_argument("--prices", metavar="FILE", help="extra or replacement price quotes (YAML, see catalog/prices.yaml)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -221,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("workload", metavar="WORKLOAD.yaml")
     e.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
     e.add_argument("--format", choices=("text", "json"), default="text")
-    e.add_argument("--prices", metavar="FILE", help="extra or replacement price quotes (YAML, see catalog/prices.yaml)")
+    _common(e, rules=False, prices=True)
     e.set_defaults(func=cmd_estimate)
     r = sub.add_parser("recommend", help="which GPU, how many and why: a memo (text, md, html) or the decision record (json)")
     r.add_argument("workload", metavar="WORKLOAD.yaml")
@@ -230,15 +238,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="text: the memo for the terminal (default); md, html: the memo; json: the decision record; summary: a few lines")
     r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")
     r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
-    r.add_argument("--prices", metavar="FILE", help="extra or replacement price quotes (YAML, see catalog/prices.yaml)")
-    r.add_argument("--rules", action="append", metavar="DIR", help="add a rules directory (later files override by id)")
+    _common(r, rules=True, prices=True)
     r.set_defaults(func=cmd_recommend)
     f = sub.add_parser("facts", help="every fact name a rule may test, with type, unit and meaning")
     f.set_defaults(func=cmd_facts)
     rl = sub.add_parser("rules", help="lint, test, list, document or check coverage of the knowledge base")
     rl.add_argument("action", choices=("lint", "test", "list", "coverage", "doc"))
     rl.add_argument("dir", nargs="?", help="a rules directory instead of the shipped one")
-    rl.add_argument("--rules", action="append", metavar="DIR", help="add a rules directory to the shipped one")
+    _common(rl, rules=True, prices=False)
     rl.add_argument("--group", help="list: only this group")
     rl.add_argument("--check", action="store_true", help="doc: fail when docs/knowledge-base.md is stale")
     rl.set_defaults(func=cmd_rules)
@@ -246,13 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--from", dest="from_file", metavar="WORKLOAD.yaml", help="start from a workload file; ask only what is missing")
     a.add_argument("--resume", metavar="FILE", help="continue a dialogue saved on Ctrl-C / Ctrl-D / quit")
     a.add_argument("--out-dir", metavar="DIR", help="where the memo, decision record, transcript and resume file go")
-    a.add_argument("--rules", action="append", metavar="DIR")
-    a.add_argument("--prices", metavar="FILE")
+    _common(a, rules=True, prices=True)
     a.set_defaults(func=cmd_ask)
     rp = sub.add_parser("replay", help="replay recorded dialogue transcripts; fail when questions or decision changed")
     rp.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT.yaml")
-    rp.add_argument("--rules", action="append", metavar="DIR")
-    rp.add_argument("--prices", metavar="FILE")
+    _common(rp, rules=True, prices=True)
     rp.set_defaults(func=cmd_replay)
     sw = sub.add_parser("sweep", help="decide every combination of a grid of workloads (CSV, optional summary)")
     sw.add_argument("grid", metavar="GRID.yaml")
@@ -260,13 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--summary", metavar="FILE.md|FILE.html", help="a summary with a chart of the recommended GPU")
     sw.add_argument("--jobs", type=int, metavar="N", help="worker processes (default: all cores)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
-    sw.add_argument("--rules", action="append", metavar="DIR")
-    sw.add_argument("--prices", metavar="FILE")
+    _common(sw, rules=True, prices=True)
     sw.set_defaults(func=cmd_sweep)
     x = sub.add_parser("explain", help="explain a saved decision record")
     x.add_argument("decision", metavar="DECISION.json")
     x.add_argument("--why-not", metavar="GPU")
-    x.add_argument("--rules", action="append", metavar="DIR")
+    _common(x, rules=True, prices=False)
     x.set_defaults(func=cmd_explain)
     return p
 

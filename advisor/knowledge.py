@@ -129,19 +129,6 @@ def _eq(a, b) -> bool:
     return a == b
 
 
-def explain(cond, fact: dict, indent: str = "") -> list[str]:
-    """Each leaf with its verdict and the fact's value: what kept a rule from firing (why-not)."""
-    if isinstance(cond, Node):
-        ok = evaluate(cond, fact)
-        lines = [f"{indent}{cond.kind}: {'true' if ok else 'false'}"]
-        for c in cond.items:
-            lines += explain(c, fact, indent + "  ")
-        return lines
-    got = fact.get(prop(cond.fact), "<absent>")
-    ok = evaluate(cond, fact)
-    return [f"{indent}{cond.fact} {cond.op} {cond.value!r}: {'true' if ok else 'false'} (value {got!r})"]
-
-
 # --- parsing and checking --------------------------------------------------------------------------
 
 def _value_type(v) -> str:

@@ -116,8 +116,9 @@ def _r(x):
     return None if x is None else round(x, 4)
 
 
-def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, progress=True) -> tuple[int, int, bool]:
-    """Decide every combination and write the CSV as rows arrive. Returns (rows written, total, interrupted)."""
+def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, progress=True):
+    """Decide every combination and write the CSV as rows arrive.
+    Returns (rows written, total, interrupted, the varied fields)."""
     from advisor import catalog as catalog_mod
     cat = catalog_mod.default()
     if prices:
@@ -158,7 +159,7 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
             interrupted = True
         if progress:
             sys.stderr.write("\n")
-    return written, len(docs), interrupted
+    return written, len(docs), interrupted, fields
 
 
 def _cell(v):
