@@ -2,31 +2,36 @@
 
 - single-pattern rules over flat facts (the candidate fact carries the workload's fields): no joins;
 - derived facts are stratified: stratum k runs, its conclusions are folded into the facts of k+1;
-- one long-lived Host per knowledge base, a fresh sid per decision, delete_state after it;
+- one long-lived engine ruleset per shard, a fresh sid per decision, delete_state after it;
 - facts asserted one at a time, each with a unique id; a catch-all rule in every ruleset;
-- at most RULES_PER_SET rules per ruleset (the 64-alpha-match limit); numbers normalised;
-- actions only record (rule, fact id): effects are applied in Python afterwards, and an action never
-  raises into the engine. Any engine failure rebuilds the Host and the decision is evaluated by the
-  plain-Python evaluator instead (the differential test shows the two agree), so no engine error
-  reaches a user.
+- at most LEAVES_PER_SET tests one fact can satisfy per ruleset (the 64-alpha-match limit); numbers
+  normalised;
+- no Python actions at all: the engine's C API is driven directly. After each `assert_fact` the
+  pending firings are drained on the calling thread (`start_action_for_state`, then
+  `complete_and_start_action` until none is left), and each firing's message names the rule and the
+  fact. This is what durable's own Host does for one fact, minus what the advisor never uses: the
+  Python `Closure` per firing, the session-state round trip through JSON (`update_state`; no rule
+  reads or writes the state) and the Host's dispatcher threads (which, under load, took pending
+  firings from the asserting thread: error 307). Rulesets are compiled when a fact first reaches
+  them, so a knowledge base pays only for the shards its decisions touch.
+- Any engine failure drops the compiled rulesets and the decision is evaluated by the plain-Python
+  evaluator instead (the differential test shows the two agree), so no engine error reaches a user.
 """
 from __future__ import annotations
 
-import copy
 import itertools
+import json
 import math
 import threading
-import warnings
 
 from advisor.facts import prop
 from advisor.knowledge import KnowledgeBase, Leaf, Node, Rule, evaluate
-
-warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"durable(\..*)?")
 
 RULES_PER_SET = 200       # rules per ruleset (p07: 200 rules run while few of them match one fact)
 LEAVES_PER_SET = 56       # tests one fact can satisfy at once per ruleset: below the 64 alpha matches (error 303)
 GROUP_MIN = 8             # rules sharing a first test get rulesets of their own from this many on
 BIG = 10 ** 15
+CATCH_ALL = "zz_catch_all"
 
 
 def leaves(cond) -> int:
@@ -39,19 +44,25 @@ def leaves(cond) -> int:
 
 def normalise(v):
     """A number the engine parses and compares like Python: no exponent notation, no NaN/inf."""
-    if isinstance(v, bool) or isinstance(v, str) or v is None:
-        return v
-    if isinstance(v, int):
-        return max(-BIG, min(BIG, v))
-    if isinstance(v, float):
+    t = type(v)
+    if t is float:
         if not math.isfinite(v):
             return None
         if abs(v) >= 1e15:
             return max(-BIG, min(BIG, int(v)))
         if abs(v) < 1e-4:
             return 0.0
-        r = round(v, 6)
-        return r
+        return round(v, 6)
+    if t is int:
+        return v if -BIG <= v <= BIG else max(-BIG, min(BIG, v))
+    if t is bool or t is str or v is None:
+        return v
+    if isinstance(v, bool):
+        return bool(v)
+    if isinstance(v, int):
+        return normalise(int(v))
+    if isinstance(v, float):
+        return normalise(float(v))
     return v
 
 
@@ -89,12 +100,14 @@ def guard(cond) -> tuple:
     return tuple(c for c in items if isinstance(c, Leaf))
 
 
-def normalise_fact(fact: dict) -> dict:
+def normalise_fact(fact: dict, keep=None) -> dict:
+    """The fact as the engine sees it: numbers normalised, None dropped, only the `keep` properties."""
     out = {}
     for k, v in fact.items():
-        n = normalise(v)
-        if n is not None:
-            out[k] = n
+        if keep is None or k in keep:
+            n = normalise(v)
+            if n is not None:
+                out[k] = n
     return out
 
 
@@ -131,8 +144,12 @@ def to_engine(cond) -> dict:
     raise ValueError(op)
 
 
+class EngineError(RuntimeError):
+    pass
+
+
 class EngineRunner:
-    """One durable_rules Host for one knowledge base; decisions run one at a time."""
+    """The compiled rulesets of one knowledge base; decisions run one at a time."""
 
     def __init__(self, kb: KnowledgeBase):
         self.kb = kb
@@ -141,7 +158,7 @@ class EngineRunner:
         self.conds = {r.id: normalise_cond(r.when) for r in kb.rules}
         self.sets: dict[tuple[int, str], list[str]] = {}
         self.definitions = self._definitions()
-        self.host = None
+        self.handles: dict[str, int] = {}
         self.fallbacks = 0
         # assert only what rules can match: each fact is cut down to the properties its scope's rules test
         self.props: dict[tuple[int, str], frozenset] = {}
@@ -157,6 +174,7 @@ class EngineRunner:
         self.tests = {r.id: tuple(predicate(g) for g in self.guards[r.id]) for r in self.kb.rules}
         self.members: dict[str, list[str]] = {}
         self.entry: dict[str, object] = {}       # the test every rule of a ruleset begins with
+        self.rule_of: dict[str, str] = {}        # engine rule name -> rule id
         defs = {}
         for (stratum, scope), rules in sorted(groups.items()):
             # rules that begin with the same test share rulesets, so that a ruleset whose common first
@@ -183,29 +201,51 @@ class EngineRunner:
             names = []
             for i, (first, shard) in enumerate(shards):
                 name = f"s{stratum}_{scope}_{i}"
-                rs = {f"r_{r.id}": {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[r.id])]}}],
-                                    "pri": 1, "run": self._action(r.id)} for r in shard}
-                rs["zz_catch_all"] = {"all": [{"m": {"kind": scope}}], "pri": 65000, "run": _noop}
-                defs[name] = rs
+                rs = {}
+                for r in shard:
+                    rs[f"r_{r.id}"] = {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[r.id])]}}], "pri": 1}
+                    self.rule_of[f"r_{r.id}"] = r.id
+                rs[CATCH_ALL] = {"all": [{"m": {"kind": scope}}], "pri": 65000}
+                defs[name] = json.dumps(rs, ensure_ascii=False)
                 names.append(name)
                 self.members[name] = [r.id for r in shard]
                 self.entry[name] = predicate(first) if first is not None else None
             self.sets[(stratum, scope)] = names
         return defs
 
-    def _action(self, rule_id: str):
-        def run(c):
-            try:
-                self._fired.append((rule_id, c.m["id"]))
-            except Exception as exc:   # never raise inside the engine: it would stick in the state
-                self._errors.append(f"{rule_id}: {exc!r}")
-        return run
+    def _handle(self, name: str) -> int:
+        """The engine ruleset of a shard, compiled when a fact first reaches it."""
+        h = self.handles.get(name)
+        if h is None:
+            import durable_rules_engine
+            h = self.handles[name] = durable_rules_engine.create_ruleset(name, self.definitions[name])
+        return h
 
-    def _host(self):
-        if self.host is None:
-            self.host = _quiet_host()
-            self.host.set_rulesets(copy.deepcopy(self.definitions))   # set_rulesets mutates its argument
-        return self.host
+    def _assert(self, engine, handle: int, fact: dict, fired: list) -> None:
+        """Assert one fact and drain its firings on this thread."""
+        code, state = engine.assert_fact(handle, json.dumps(fact, ensure_ascii=False))
+        if code != 0:      # 1 not handled, 2 already observed, 3 deferred: none may happen here
+            raise EngineError(f"assert_fact returned {code}")
+        pending = engine.start_action_for_state(handle, state)
+        message = pending[1] if pending else None
+        while message:
+            # one fact at a time and every firing drained: each message is this fact's, and its first
+            # key ('{"r_<rule id>":{"m":...}}') names the rule
+            name = message[2:message.index('"', 2)]
+            if name != CATCH_ALL:
+                fired.append((self.rule_of[name], fact["id"]))
+            message = engine.complete_and_start_action(handle, state)
+
+    def _may_match(self, name: str, fact: dict) -> bool:
+        """Whether some rule of the ruleset passes its guard on this fact."""
+        tests = self.tests
+        for rid in self.members[name]:
+            for t in tests[rid]:
+                if not t(fact):
+                    break
+            else:
+                return True
+        return False
 
     def fire(self, stratum: int, scope: str, facts: list[dict]) -> list[tuple[str, str]]:
         """(rule id, fact id) for every rule of this stratum and scope that matches a fact."""
@@ -213,33 +253,38 @@ class EngineRunner:
         if not names or not facts:
             return []
         with self.lock:
-            self._fired, self._errors = [], []
+            fired: list[tuple[str, str]] = []
             sid = f"d{next(self.sids)}"
             keep = self.props.get((stratum, scope), frozenset())
-            small = [{**normalise_fact({k: v for k, v in f.items() if k in keep}), "id": f["id"], "sid": sid, "kind": scope}
-                     for f in facts]
+            small = [{**normalise_fact(f, keep), "id": f["id"], "sid": sid, "kind": scope} for f in facts]
             try:
-                host = self._host()
+                import durable_rules_engine as engine
                 for name in names:
                     # assert only what the ruleset's rules can match: a fact failing every rule's guard is skipped
                     entry = self.entry[name]
                     candidates = [f for f in small if entry(f)] if entry else small
                     if not candidates:
                         continue
-                    tests = [self.tests[rid] for rid in self.members[name]]
-                    wanted = [f for f in candidates if any(all(t(f) for t in ts) for ts in tests)]
+                    wanted = [f for f in candidates if self._may_match(name, f)]
                     if not wanted:
                         continue
-                    for f in wanted:
-                        host.assert_fact(name, f)
-                    host.delete_state(name, sid)
-                if self._errors:
-                    raise RuntimeError("; ".join(self._errors))
-                return sorted(set(self._fired))
+                    handle = self._handle(name)
+                    try:
+                        for f in wanted:
+                            self._assert(engine, handle, f, fired)
+                    finally:
+                        engine.delete_state(handle, sid)
+                return sorted(set(fired))
             except Exception:
-                self.host = None      # a poisoned ruleset is rebuilt; this decision uses the evaluator
+                self.reset()          # a poisoned ruleset is rebuilt; this decision uses the evaluator
                 self.fallbacks += 1
                 return self.fire_python(stratum, scope, facts)
+
+    def reset(self) -> None:
+        """Forget every compiled ruleset; they are compiled afresh when next needed. The old ones are
+        left to the engine, not deleted: `delete_ruleset` is outside the measured safe subset, and
+        this happens only after an engine failure."""
+        self.handles = {}
 
     def fire_python(self, stratum: int, scope: str, facts: list[dict]) -> list[tuple[str, str]]:
         normal = [normalise_fact(f) for f in facts]
@@ -249,25 +294,6 @@ class EngineRunner:
                 cond = self.conds[r.id]
                 out += [(r.id, f["id"]) for f in normal if evaluate(cond, f)]
         return sorted(set(out))
-
-
-def _noop(c):
-    pass
-
-
-def _quiet_host():
-    """A Host without its two background dispatcher threads. durable_rules starts them to run queued
-    actions and timers every 0.2 s; this advisor uses neither, and under load (seen under valgrind)
-    the dispatcher takes a pending action from the thread that is asserting, which then fails with
-    error 307 or has its firing run later on the other thread. Every action here runs inside
-    assert_fact, on the caller's thread."""
-    from durable import engine
-
-    class QuietHost(engine.Host):
-        def _run(self):
-            pass
-
-    return QuietHost()
 
 
 _RUNNERS: dict[str, EngineRunner] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from advisor.catalog import GPU
 from advisor.estimator import GB, Estimate
 
 
@@ -117,6 +118,40 @@ def _put(d: dict, name: str, value):
     d[prop(name)] = value
 
 
+def _put_all(d: dict, vals: dict) -> None:
+    for k, v in vals.items():
+        if isinstance(v, float) and v.is_integer() and FACTS[f"candidate.{k}"].type == "integer":
+            v = int(v)
+        _put(d, f"candidate.{k}", v)
+
+
+_GPU_FACTS: dict[int, tuple[GPU, dict]] = {}
+
+
+def _gpu_facts(g: GPU) -> dict:
+    """The candidate properties that come from the catalog alone, built once per GPU entry."""
+    hit = _GPU_FACTS.get(id(g))
+    if hit is not None and hit[0] is g:
+        return hit[1]
+    software = g.fig("software")
+    gb_s = g.fig("interconnect").extra.get("gb_s")
+    vals = {
+        "gpu": g.id, "vendor": g.vendor, "generation": g.generation, "class": g.gpu_class, "status": g.status,
+        "launch_year": g.num("launch_year"), "memory_gb": g.memory_gb, "bandwidth_tb_s": g.bandwidth_tb_s,
+        "bf16_tflops": g.num("bf16_tflops"), "fp8_native": "fp8" in g.native_precisions,
+        "fp4_native": "fp4" in g.native_precisions, "interconnect": g.fig("interconnect").value or "none",
+        "interconnect_gb_s": gb_s if isinstance(gb_s, (int, float)) else None,
+        "form_factor": g.fig("form_factor").value, "gpus_per_node": g.gpus_per_node, "tdp_w": g.num("tdp_w"),
+        "cooling": g.fig("cooling").value, "mig_instances": g.num("mig_instances"),
+        "us_export_controlled": bool(g.fig("us_export_controlled").value),
+        "software": software.value, "software_maturity": software.extra.get("maturity"),
+    }
+    out: dict = {}
+    _put_all(out, vals)
+    _GPU_FACTS[id(g)] = (g, out)
+    return out
+
+
 def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
     """The workload fact and one candidate fact per GPU, keyed by flat property names (None omitted)."""
     w = est.workload
@@ -145,21 +180,9 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
     cands = []
     weights_gb = led.bytes("weights_gb") / GB
     for c in est.candidates:
-        g = c.gpu
         cf = dict(wf)
-        software = g.fig("software")
-        cvals = {
-            "gpu": g.id, "vendor": g.vendor, "generation": g.generation, "class": g.gpu_class, "status": g.status,
-            "launch_year": g.num("launch_year"), "memory_gb": g.memory_gb, "bandwidth_tb_s": g.bandwidth_tb_s,
-            "bf16_tflops": g.num("bf16_tflops"), "fp8_native": "fp8" in g.native_precisions,
-            "fp4_native": "fp4" in g.native_precisions, "interconnect": g.fig("interconnect").value or "none",
-            "interconnect_gb_s": g.fig("interconnect").extra.get("gb_s") if isinstance(g.fig("interconnect").extra.get("gb_s"), (int, float)) else None,
-            "form_factor": g.fig("form_factor").value, "gpus_per_node": g.gpus_per_node, "tdp_w": g.num("tdp_w"),
-            "cooling": g.fig("cooling").value, "mig_instances": g.num("mig_instances"),
-            "us_export_controlled": bool(g.fig("us_export_controlled").value),
-            "software": software.value, "software_maturity": software.extra.get("maturity"),
-            "fits": c.fits, "price_known": c.usd_per_hour is not None,
-        }
+        cf.update(_gpu_facts(c.gpu))
+        cvals = {"fits": c.fits, "price_known": c.usd_per_hour is not None}
         if c.fits:
             cvals.update(count=c.count, nodes=c.nodes, tp=c.tp, pp=c.pp, dp=c.dp, per_card_gb=c.per_card_gb,
                          headroom_gb=c.headroom_gb, kv_headroom_gb=c.kv_headroom_gb,
@@ -176,9 +199,6 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
                 cvals["power_margin_kw"] = w.constraints.power_kw_per_node - c.power_kw_per_node
             if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:
                 cvals["budget_margin_usd_per_hour"] = w.constraints.budget_usd_per_hour - c.usd_per_hour
-        for k, v in cvals.items():
-            if isinstance(v, float) and v.is_integer() and FACTS[f"candidate.{k}"].type == "integer":
-                v = int(v)
-            _put(cf, f"candidate.{k}", v)
+        _put_all(cf, cvals)
         cands.append(cf)
     return wf, cands
