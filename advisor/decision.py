@@ -164,13 +164,14 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     firings: list[Firing] = []
     order = 0
     rule_index = {r.id: i for i, r in enumerate(kb.rules)}
+    by_id = kb.by_id
     fact_by_id = {c["id"]: c for c in cfs}
     fact_by_id["workload"] = wf
     for stratum in range(kb.strata):
         fired = run.fire(stratum, "workload", [wf]) + run.fire(stratum, "candidate", cfs)
-        fired.sort(key=lambda rf: (kb.rule(rf[0]).priority, rule_index[rf[0]], rf[1]))
+        fired.sort(key=lambda rf: (by_id[rf[0]].priority, rule_index[rf[0]], rf[1]))
         for rid, fid in fired:
-            rule = kb.rule(rid)
+            rule = by_id[rid]
             fact = fact_by_id[fid]
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
             for kind, eff in rule.effects.items():

@@ -112,11 +112,17 @@ def normalise_fact(fact: dict, keep=None) -> dict:
 
 
 def normalise_cond(cond):
+    """The condition with its constants normalised like facts (the same object when nothing changes)."""
     if isinstance(cond, Node):
-        return Node(cond.kind, tuple(normalise_cond(c) for c in cond.items))
-    if isinstance(cond.value, tuple):
-        return Leaf(cond.fact, cond.op, tuple(normalise(x) for x in cond.value))
-    return Leaf(cond.fact, cond.op, normalise(cond.value))
+        items = tuple(normalise_cond(c) for c in cond.items)
+        return cond if all(a is b for a, b in zip(items, cond.items)) else Node(cond.kind, items)
+    v = cond.value
+    n = tuple(normalise(x) for x in v) if isinstance(v, tuple) else normalise(v)
+    return cond if n == v and type(n) is type(v) else Leaf(cond.fact, cond.op, n)
+
+
+def _guard_key(g: tuple) -> tuple:
+    return tuple((leaf.fact, leaf.op, type(leaf.value).__name__, str(leaf.value)) for leaf in g)
 
 
 def to_engine(cond) -> dict:
@@ -157,7 +163,7 @@ class EngineRunner:
         self.sids = itertools.count(1)
         self.conds = {r.id: normalise_cond(r.when) for r in kb.rules}
         self.sets: dict[tuple[int, str], list[str]] = {}
-        self.definitions = self._definitions()
+        self._definitions()
         self.handles: dict[str, int] = {}
         self.fallbacks = 0
         # assert only what rules can match: each fact is cut down to the properties its scope's rules test
@@ -166,16 +172,17 @@ class EngineRunner:
             key = (r.stratum, r.scope)
             self.props[key] = self.props.get(key, frozenset()) | {prop(f) for f in facts_tested(self.conds[r.id])}
 
-    def _definitions(self) -> dict:
+    def _definitions(self) -> None:
+        """Group the rules into rulesets (shards); nothing is compiled or even written out yet."""
         groups: dict[tuple[int, str], list[Rule]] = {}
         for r in self.kb.rules:
             groups.setdefault((r.stratum, r.scope), []).append(r)
         self.guards = {r.id: guard(self.conds[r.id]) for r in self.kb.rules}
-        self.tests = {r.id: tuple(predicate(g) for g in self.guards[r.id]) for r in self.kb.rules}
         self.members: dict[str, list[str]] = {}
+        self.scope_of: dict[str, str] = {}
         self.entry: dict[str, object] = {}       # the test every rule of a ruleset begins with
-        self.rule_of: dict[str, str] = {}        # engine rule name -> rule id
-        defs = {}
+        self.tests: dict[str, list[tuple]] = {}  # per ruleset, each rule's guard tests (built on first use)
+        self.rule_of: dict[str, str] = {f"r_{r.id}": r.id for r in self.kb.rules}   # engine rule name -> rule id
         for (stratum, scope), rules in sorted(groups.items()):
             # rules that begin with the same test share rulesets, so that a ruleset whose common first
             # test a fact fails is skipped with one check
@@ -186,10 +193,10 @@ class EngineRunner:
             for first in [k for k, v in by_first.items() if k is not None and len(v) < GROUP_MIN]:
                 by_first.setdefault(None, []).extend(by_first.pop(first))   # small groups share rulesets
             shards: list[tuple[object, list[Rule]]] = []
-            for first, members in sorted(by_first.items(), key=lambda kv: repr(kv[0])):
+            for first, members in sorted(by_first.items(), key=lambda kv: _guard_key((kv[0],) if kv[0] else ())):
                 current: list[Rule] = []
                 size = 0
-                for r in sorted(members, key=lambda r: repr(self.guards[r.id])):
+                for r in sorted(members, key=lambda r: _guard_key(self.guards[r.id])):
                     n = leaves(self.conds[r.id])
                     if current and (len(current) >= RULES_PER_SET or size + n > LEAVES_PER_SET):
                         shards.append((first, current))
@@ -201,24 +208,27 @@ class EngineRunner:
             names = []
             for i, (first, shard) in enumerate(shards):
                 name = f"s{stratum}_{scope}_{i}"
-                rs = {}
-                for r in shard:
-                    rs[f"r_{r.id}"] = {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[r.id])]}}], "pri": 1}
-                    self.rule_of[f"r_{r.id}"] = r.id
-                rs[CATCH_ALL] = {"all": [{"m": {"kind": scope}}], "pri": 65000}
-                defs[name] = json.dumps(rs, ensure_ascii=False)
                 names.append(name)
                 self.members[name] = [r.id for r in shard]
+                self.scope_of[name] = scope
                 self.entry[name] = predicate(first) if first is not None else None
             self.sets[(stratum, scope)] = names
-        return defs
+
+    def definition(self, name: str) -> dict:
+        """The durable_rules ruleset of a shard: its rules (after the kind test) and a catch-all."""
+        scope = self.scope_of[name]
+        rs = {f"r_{rid}": {"all": [{"m": {"$and": [{"kind": scope}, to_engine(self.conds[rid])]}}], "pri": 1}
+              for rid in self.members[name]}
+        rs[CATCH_ALL] = {"all": [{"m": {"kind": scope}}], "pri": 65000}
+        return rs
 
     def _handle(self, name: str) -> int:
         """The engine ruleset of a shard, compiled when a fact first reaches it."""
         h = self.handles.get(name)
         if h is None:
             import durable_rules_engine
-            h = self.handles[name] = durable_rules_engine.create_ruleset(name, self.definitions[name])
+            text = json.dumps(self.definition(name), ensure_ascii=False)
+            h = self.handles[name] = durable_rules_engine.create_ruleset(name, text)
         return h
 
     def _assert(self, engine, handle: int, fact: dict, fired: list) -> None:
@@ -238,9 +248,11 @@ class EngineRunner:
 
     def _may_match(self, name: str, fact: dict) -> bool:
         """Whether some rule of the ruleset passes its guard on this fact."""
-        tests = self.tests
-        for rid in self.members[name]:
-            for t in tests[rid]:
+        tests = self.tests.get(name)
+        if tests is None:
+            tests = self.tests[name] = [tuple(predicate(g) for g in self.guards[rid]) for rid in self.members[name]]
+        for ts in tests:
+            for t in ts:
                 if not t(fact):
                     break
             else:

@@ -7,6 +7,7 @@ A condition is {FACT: {OP: VALUE}} (or {FACT: VALUE} for eq), combined with all 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -409,6 +410,24 @@ def rule_dirs(extra: list[str] | None = None, shipped: bool = True) -> list[Path
 def load(dirs: list[Path] | None = None) -> KnowledgeBase:
     """Load, check and compile every rule file; any problem anywhere means nothing is loaded."""
     files = _files(dirs if dirs is not None else rule_dirs())
+    digest = hashlib.sha256()
+    try:
+        for f in files:
+            digest.update(_display(f).encode())
+            digest.update(f.read_bytes())
+    except OSError:
+        digest = None        # the full load below reports what cannot be read
+    compiled = _compiled_path(digest.hexdigest()) if digest else None
+    if compiled is not None:
+        kb = _compiled_get(compiled)
+        if kb is not None:
+            return kb
+    kb = _load(files)
+    _compiled_put(_compiled_path(kb.digest), kb)
+    return kb
+
+
+def _load(files: list[Path]) -> KnowledgeBase:
     problems: list[Problem] = []
     raw_rules = []
     digest = hashlib.sha256()
@@ -460,36 +479,74 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
         problems.append(Problem(f"{len(derived)} derived facts: with the {len(FACTS)} declared facts a fact would carry more "
                                 f"than {MAX_PROPERTIES} properties, which the engine cannot hold (error 302)",
                                 first.file, first.line, "then.derive"))
-    marker = _lint_marker(digest.hexdigest())
-    if not (marker and marker.exists()) or problems:
-        for r in kb_rules:
-            problems.extend(_check_template(r, derived))
+    for r in kb_rules:
+        problems.extend(_check_template(r, derived))
     if problems:
         raise InputError(problems)
-    _touch(marker)
     return KnowledgeBase(kb_rules, [_display(f) for f in files], digest.hexdigest(), derived)
 
 
-def _lint_marker(digest: str) -> Path | None:
-    """A file that says this exact knowledge base passed every check with this exact checker, so
-    the template checks (which need Jinja) are not repeated at every start."""
+# --- the compiled-knowledge-base cache -------------------------------------------------------------
+# A knowledge base that passed every check is written out compiled (JSON: plain data only), keyed by
+# the digest of its files' names and bytes and of the checker's own source. The next start with the
+# same files reads it back instead of parsing, checking and compiling every rule again.
+
+COMPILED_VERSION = "1"
+
+
+def _compiled_path(digest: str) -> Path | None:
     d = cache_dir()
     if d is None:
         return None
-    h = hashlib.sha256(digest.encode())
-    for src in (Path(__file__), Path(__file__).with_name("facts.py")):
-        h.update(src.read_bytes())
-    return d / "lint" / h.hexdigest()
+    h = hashlib.sha256((COMPILED_VERSION + digest).encode())
+    for name in ("knowledge.py", "facts.py", "engine.py"):
+        h.update((Path(__file__).with_name(name)).read_bytes())
+    return d / "kb" / f"{h.hexdigest()}.json"
 
 
-def _touch(marker: Path | None) -> None:
-    if marker is None:
+def _enc_cond(c):
+    if isinstance(c, Node):
+        return ["N", c.kind, [_enc_cond(i) for i in c.items]]
+    if isinstance(c.value, tuple):
+        return ["T", c.fact, c.op, list(c.value)]
+    return ["L", c.fact, c.op, c.value]
+
+
+def _dec_cond(c):
+    tag = c[0]
+    if tag == "N":
+        return Node(c[1], tuple(_dec_cond(i) for i in c[2]))
+    return Leaf(c[1], c[2], tuple(c[3]) if tag == "T" else c[3])
+
+
+RULE_FIELDS = ("id", "title", "group", "priority", "because", "file", "line", "scope", "stratum", "overrides")
+
+
+def _compiled_put(path: Path | None, kb: KnowledgeBase) -> None:
+    if path is None:
         return
+    rules = [{**{k: getattr(r, k) for k in RULE_FIELDS}, "source": list(r.source), "when": _enc_cond(r.when),
+              "effects": yamlio.plain(r.effects), "examples": yamlio.plain(r.examples),
+              "facts_used": list(r.facts_used), "derives": list(r.derives)} for r in kb.rules]
+    data = {"rules": rules, "files": kb.files, "digest": kb.digest, "derived": kb.derived}
     try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        pass     # a cache that cannot be written only costs speed
+
+
+def _compiled_get(path: Path) -> KnowledgeBase | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rules = [Rule(d["id"], d["title"], tuple(d["source"]), d["group"], d["priority"], _dec_cond(d["when"]),
+                      d["effects"], d["because"], d["examples"], d["file"], d["line"], d["scope"], d["stratum"],
+                      tuple(d["facts_used"]), tuple(d["derives"]), d["overrides"]) for d in data["rules"]]
+        return KnowledgeBase(rules, data["files"], data["digest"], data["derived"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
 
 
 def _display(p: Path) -> str:
