@@ -5,13 +5,11 @@ an unknown name is an InputError that suggests the closest ids.
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from advisor import HOME, yamlio
 from advisor.errors import Collector, InputError, Problem
@@ -33,7 +31,7 @@ PRICE_TIERS = ("quote", "catalog", "listing")  # in order of preference
 class Figure:
     """A catalog value with its provenance. `value` is None when unknown or not applicable."""
 
-    value: Any
+    value: object
     sources: tuple[str, ...] = ()
     note: str | None = None
     unknown: bool = False
@@ -61,6 +59,8 @@ def _figure(raw, col: Collector, where: str, line: int | None) -> Figure:
 
 @dataclass(frozen=True)
 class GPU:
+    """An accelerator of the catalog: every figure with its source and date."""
+
     id: str
     name: str
     aliases: tuple[str, ...]
@@ -103,6 +103,8 @@ class GPU:
 
 @dataclass(frozen=True)
 class Model:
+    """A model of the catalog: its architecture figures, each with its source."""
+
     id: str
     name: str
     aliases: tuple[str, ...]
@@ -128,6 +130,8 @@ class Model:
 
 @dataclass(frozen=True)
 class Price:
+    """One rental quote: USD per hour for an instance of `gpus_per_instance` GPUs."""
+
     gpu: str
     gpus_per_instance: int
     usd_per_hour: float
@@ -141,6 +145,8 @@ class Price:
 
 @dataclass
 class Catalog:
+    """GPUs, models, prices, efficiency figures and the sources they cite."""
+
     gpus: dict[str, GPU]
     models: dict[str, Model]
     prices: list[Price]
@@ -194,6 +200,7 @@ def _resolve(name, index: dict[str, str], kind: str, field_name: str, file, line
     if key in index:
         return index[key]
     ids = sorted(set(index.values()))
+    import difflib      # only when there is something to suggest
     close = difflib.get_close_matches(key, list(index), n=5, cutoff=0.5)
     hint = sorted({index[c] for c in close})
     msg = f"unknown {kind} '{name}'"

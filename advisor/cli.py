@@ -220,18 +220,15 @@ def _common(parser, rules: bool, prices: bool) -> None:
         parser.add_argument("--prices", metavar="FILE", help="extra or replacement price quotes (YAML, see catalog/prices.yaml)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from advisor import __version__
-    p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.")
-    p.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    e = sub.add_parser("estimate", help="memory ledger, compute and a table of candidate GPUs for a workload file")
+def _estimate_args(e) -> None:
     e.add_argument("workload", metavar="WORKLOAD.yaml")
     e.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
     e.add_argument("--format", choices=("text", "json"), default="text")
     _common(e, rules=False, prices=True)
     e.set_defaults(func=cmd_estimate)
-    r = sub.add_parser("recommend", help="which GPU, how many and why: a memo (text, md, html) or the decision record (json)")
+
+
+def _recommend_args(r) -> None:
     r.add_argument("workload", metavar="WORKLOAD.yaml")
     r.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
     r.add_argument("--format", choices=("text", "md", "html", "json", "summary"), default="text",
@@ -240,26 +237,36 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
     _common(r, rules=True, prices=True)
     r.set_defaults(func=cmd_recommend)
-    f = sub.add_parser("facts", help="every fact name a rule may test, with type, unit and meaning")
+
+
+def _facts_args(f) -> None:
     f.set_defaults(func=cmd_facts)
-    rl = sub.add_parser("rules", help="lint, test, list, document or check coverage of the knowledge base")
+
+
+def _rules_args(rl) -> None:
     rl.add_argument("action", choices=("lint", "test", "list", "coverage", "doc"))
     rl.add_argument("dir", nargs="?", help="a rules directory instead of the shipped one")
     _common(rl, rules=True, prices=False)
     rl.add_argument("--group", help="list: only this group")
     rl.add_argument("--check", action="store_true", help="doc: fail when docs/knowledge-base.md is stale")
     rl.set_defaults(func=cmd_rules)
-    a = sub.add_parser("ask", help="a guided dialogue in the terminal that ends with a memo")
+
+
+def _ask_args(a) -> None:
     a.add_argument("--from", dest="from_file", metavar="WORKLOAD.yaml", help="start from a workload file; ask only what is missing")
     a.add_argument("--resume", metavar="FILE", help="continue a dialogue saved on Ctrl-C / Ctrl-D / quit")
     a.add_argument("--out-dir", metavar="DIR", help="where the memo, decision record, transcript and resume file go")
     _common(a, rules=True, prices=True)
     a.set_defaults(func=cmd_ask)
-    rp = sub.add_parser("replay", help="replay recorded dialogue transcripts; fail when questions or decision changed")
+
+
+def _replay_args(rp) -> None:
     rp.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT.yaml")
     _common(rp, rules=True, prices=True)
     rp.set_defaults(func=cmd_replay)
-    sw = sub.add_parser("sweep", help="decide every combination of a grid of workloads (CSV, optional summary)")
+
+
+def _sweep_args(sw) -> None:
     sw.add_argument("grid", metavar="GRID.yaml")
     sw.add_argument("--out", required=True, metavar="TABLE.csv")
     sw.add_argument("--summary", metavar="FILE.md|FILE.html", help="a summary with a chart of the recommended GPU")
@@ -267,18 +274,58 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     _common(sw, rules=True, prices=True)
     sw.set_defaults(func=cmd_sweep)
-    x = sub.add_parser("explain", help="explain a saved decision record")
+
+
+def _explain_args(x) -> None:
     x.add_argument("decision", metavar="DECISION.json")
     x.add_argument("--why-not", metavar="GPU")
     _common(x, rules=True, prices=False)
     x.set_defaults(func=cmd_explain)
+
+
+COMMANDS = {
+    "estimate": ("memory ledger, compute and a table of candidate GPUs for a workload file", _estimate_args),
+    "recommend": ("which GPU, how many and why: a memo (text, md, html) or the decision record (json)", _recommend_args),
+    "facts": ("every fact name a rule may test, with type, unit and meaning", _facts_args),
+    "rules": ("lint, test, list, document or check coverage of the knowledge base", _rules_args),
+    "ask": ("a guided dialogue in the terminal that ends with a memo", _ask_args),
+    "replay": ("replay recorded dialogue transcripts; fail when questions or decision changed", _replay_args),
+    "sweep": ("decide every combination of a grid of workloads (CSV, optional summary)", _sweep_args),
+    "explain": ("explain a saved decision record", _explain_args),
+}
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, told the terminal width up front: left to itself it imports shutil
+    (and with it bz2 and lzma) at every start just to ask."""
+
+    def __init__(self, prog, **kw):
+        if kw.get("width") is None:
+            try:
+                columns = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
+            except (ValueError, OSError, AttributeError):
+                columns = 80
+            kw["width"] = max(columns - 2, 11)
+        super().__init__(prog, **kw)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or, when the command is known, only that command's (argparse builds every
+    subcommand's parser up front, which costs a start more than the command itself)."""
+    from advisor import __version__
+    p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.",
+                                formatter_class=_Formatter)
+    p.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (text, add_args) in COMMANDS.items():
+        if command in (None, name):
+            add_args(sub.add_parser(name, help=text, formatter_class=_Formatter))
     return p
 
 
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:   # argparse prints its own one-line usage error

@@ -20,6 +20,8 @@ COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "Equal scores: the 
 
 @dataclass
 class Firing:
+    """One effect of one rule that fired on one fact, in firing order."""
+
     order: int
     rule: Rule
     fact_id: str
@@ -62,6 +64,8 @@ class Firing:
 
 @dataclass
 class Decision:
+    """What the knowledge base made of an estimate: scores, exclusions, ranking, decisive rule."""
+
     estimate: Estimate
     kb: KnowledgeBase
     firings: list[Firing]
@@ -112,11 +116,14 @@ def _contexts(fact: dict) -> dict:
 def _render(rule: Rule, text: str, fact: dict, where: str, ctx: dict | None = None) -> str:
     if not text:
         return ""
-    from jinja2.exceptions import SecurityError, TemplateError
     ctx = ctx or _contexts(fact)
     try:
         return compiled_template(text).render(**ctx).strip()
-    except (TemplateError, SecurityError, TypeError, ValueError, AttributeError, ArithmeticError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, (TypeError, ValueError, AttributeError, ArithmeticError)):
+            from jinja2.exceptions import TemplateError      # only a Jinja template can raise one
+            if not isinstance(exc, TemplateError):
+                raise
         raise InputError(Problem(f"template failed when the rule fired: {exc}", rule.file, rule.line, where)) from None
 
 

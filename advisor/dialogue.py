@@ -31,6 +31,8 @@ NO = {"n", "no", "false", "0", "off"}
 
 @dataclass(frozen=True)
 class Question:
+    """One question of the dialogue (rules/questions.yaml)."""
+
     id: str
     field: str
     prompt: str
@@ -73,6 +75,8 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
 
 @dataclass
 class Prompt:
+    """A question as asked: its text, default, completions and validation."""
+
     id: str
     text: str
     completions: list[str]

@@ -66,6 +66,8 @@ def _gb(x: float) -> str:
 
 @dataclass(frozen=True)
 class Part:
+    """A share of the model's parameters stored at one precision."""
+
     name: str
     params: float
     active_params: float
@@ -211,6 +213,8 @@ LEDGER_KEYS = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "o
 
 @dataclass(frozen=True)
 class Ledger:
+    """The memory ledger: what one replica needs, term by term, with formulas and sources."""
+
     terms: dict[str, Term]          # bytes, keyed by LEDGER_KEYS with _gb (values in bytes)
     sized: Sized
     kv: KVShape | None
@@ -360,6 +364,8 @@ def pick_price(prices: list[Price], count: int, group: int):
 
 @dataclass
 class Candidate:
+    """One GPU sized for the workload: count, layout, speed, power and cost."""
+
     gpu: GPU
     fits: bool
     count: int | None = None
@@ -627,6 +633,8 @@ def job_cost(hours: float, usd_per_card_hour: float, cards: int, rerun_probabili
 
 @dataclass
 class Estimate:
+    """The estimator's output for a workload: the ledger, the FLOPs and every candidate."""
+
     workload: Workload
     ledger: Ledger
     candidates: list[Candidate]

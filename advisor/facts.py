@@ -15,6 +15,8 @@ from advisor.estimator import GB, Estimate
 
 @dataclass(frozen=True)
 class Fact:
+    """A fact name rules may test: its type, unit and meaning."""
+
     type: str      # number | integer | boolean | string
     unit: str
     meaning: str

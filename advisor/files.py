@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from advisor.errors import InputError, Problem
@@ -10,6 +9,7 @@ from advisor.errors import InputError, Problem
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Write the whole file or nothing: a temporary file in the same folder, renamed into place."""
+    import tempfile
     path = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if str(path.parent) else ".")

@@ -6,9 +6,9 @@ with autoescaping. A broken or hostile template is an InputError (exit 2).
 """
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
+import time
 from pathlib import Path
 
 from jinja2 import StrictUndefined, TemplateError
@@ -80,8 +80,8 @@ def generation_date() -> str:
     """Today's date, or SOURCE_DATE_EPOCH's for reproducible builds and snapshots."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch and epoch.isdigit():
-        return dt.datetime.fromtimestamp(int(epoch), dt.timezone.utc).date().isoformat()
-    return dt.date.today().isoformat()
+        return time.strftime("%Y-%m-%d", time.gmtime(int(epoch)))
+    return time.strftime("%Y-%m-%d", time.localtime())
 
 
 def view(rec: dict, catalog: Catalog) -> dict:

@@ -5,10 +5,8 @@ the dialogue's questions and the documentation all read the same definitions.
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from advisor import yamlio
 from advisor.catalog import Catalog, Figure, Model
@@ -29,7 +27,7 @@ class Spec:
     choices: tuple = ()
     min: float | None = None
     max: float | None = None
-    default: Any = None
+    default: object = None
     unit: str = ""
     modes: tuple = MODES           # the modes for which the field is relevant
 
@@ -92,6 +90,8 @@ MODEL_FIELDS: dict[str, Spec] = {
 
 @dataclass(frozen=True)
 class Constraints:
+    """What the site or the budget rules out."""
+
     import_restricted: bool = False
     liquid_cooling: bool = True
     power_kw_per_node: float | None = None
@@ -105,6 +105,8 @@ class Constraints:
 
 @dataclass(frozen=True)
 class Workload:
+    """A validated workload: the model, what to do with it, and the constraints."""
+
     mode: str
     model: Model
     name: str | None = None
@@ -154,6 +156,7 @@ class Workload:
 
 
 def _suggest(key: str, known) -> str:
+    import difflib      # only when there is something to suggest
     close = difflib.get_close_matches(str(key), list(known), n=1)
     return f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
 
@@ -245,7 +248,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
     if not isinstance(data, dict):
         col.add(f"a workload must be a mapping of fields, not a {type(data).__name__}", getattr(data, "line", 1))
         col.raise_if_any()
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for key, raw in data.items():
         line = yamlio.line_of(data, key)
         if key not in FIELDS:

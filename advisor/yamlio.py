@@ -13,7 +13,7 @@ from pathlib import Path
 from advisor.cache import cache_dir
 from advisor.errors import InputError, Problem
 
-CACHE_VERSION = b"yamlio-1"
+CACHE_VERSION = b"yamlio-2"
 
 #: Nodes a document may expand to, aliases counted at every use: stops "billion laughs".
 MAX_NODES = 200_000
@@ -152,28 +152,37 @@ def load(path: str | Path):
 
 
 def _encode(obj):
+    """Scalars as themselves; a mapping as {"m": [key, value, line, ...], "l": line}; a sequence as
+    {"s": [items], "il": [item lines], "l": line}. Only containers are JSON objects."""
     if isinstance(obj, YMap):
-        return {"m": [[k, _encode(v), obj.key_lines.get(k, obj.line)] for k, v in obj.items()], "l": obj.line}
+        flat = []
+        for k, v in obj.items():
+            flat += (k, _encode(v), obj.key_lines.get(k, obj.line))
+        return {"m": flat, "l": obj.line}
     if isinstance(obj, YList):
         return {"s": [_encode(v) for v in obj], "il": obj.item_lines, "l": obj.line}
     if isinstance(obj, (dict, list)):
         raise TypeError("unexpected plain container")
-    return {"v": obj}
+    return obj
 
 
 def _decode(obj):
-    if "v" in obj:
-        return obj["v"]
+    if type(obj) is not dict:
+        return obj
+    line = obj["l"]
     if "m" in obj:
+        flat = obj["m"]
         out = YMap()
-        out.line = obj["l"]
-        for k, v, line in obj["m"]:
-            out[k] = _decode(v)
-            out.key_lines[k] = line
+        out.line = line
+        lines = out.key_lines
+        for i in range(0, len(flat), 3):
+            k, v = flat[i], flat[i + 1]
+            out[k] = _decode(v) if type(v) is dict else v
+            lines[k] = flat[i + 2]
         return out
-    out = YList(_decode(v) for v in obj["s"])
-    out.line = obj["l"]
-    out.item_lines = list(obj["il"])
+    out = YList([_decode(v) if type(v) is dict else v for v in obj["s"]])
+    out.line = line
+    out.item_lines = obj["il"]
     return out
 
 

@@ -1,0 +1,139 @@
+"""What makes starts and decisions fast must not change a single answer: plain rule texts render
+exactly as Jinja would, the compiled knowledge base read back from the cache is the one that was
+checked, and the engine is driven without durable's Python Host."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from advisor import decision, estimator, knowledge, workload, yamlio
+from advisor.errors import InputError
+from advisor.knowledge import _jinja_template, _PlainText, compiled_template
+
+from conftest import EXAMPLES, ROOT
+
+
+def _texts(rule):
+    yield rule.because
+    for kind, eff in rule.effects.items():
+        if kind in ("warn", "note"):
+            yield eff.get("text", "")
+        if kind == "exclude":
+            yield eff.get("reason", "")
+
+
+def test_plain_rule_texts_render_exactly_as_jinja(catalog):
+    kb = knowledge.load()
+    plain = {t for r in kb.rules for t in _texts(r) if t and _PlainText.parse(t)}
+    fielded = {t for r in kb.rules for t in _texts(r) if t and "{{" in t}
+    assert fielded and fielded <= plain       # every shipped text with fields takes the fast path
+    checked = 0
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        if path.name == "grid.yaml":
+            continue
+        d = decision.decide(estimator.estimate(workload.load(path, catalog), catalog), kb, catalog)
+        for f in d.firings:
+            ctx = decision._contexts(f.fact)
+            for text in _texts(f.rule):
+                if text in plain:
+                    try:
+                        want = _jinja_template(text).render(**ctx)
+                    except Exception as exc:          # noqa: BLE001 - the fast path must fail alike
+                        with pytest.raises(type(exc)):
+                            _PlainText.parse(text).render(**ctx)
+                        continue
+                    assert _PlainText.parse(text).render(**ctx) == want, text
+                    checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("text, value, want", [
+    ("{{ candidate.memory_gb | num(0) }} GB on {{ candidate.gpu }}\n", {"memory_gb": 141.0, "gpu": "h200-sxm"}, "141 GB on h200-sxm"),
+    ("{{candidate.usd_per_hour|usd}}/h", {"usd_per_hour": 1234.5}, "$1,234.50/h"),
+    ("{{ candidate.headroom_gb | gb }}", {"headroom_gb": 14.8}, "14.8 GB"),
+    ("{{ candidate.fits }} {{ candidate.count }} {{ candidate.tp }}", {"fits": True, "count": 3, "tp": 2.5}, "True 3 2.5"),
+])
+def test_plain_fields_and_filters(text, value, want):
+    t = compiled_template(text)
+    assert isinstance(t, _PlainText)
+    ctx = {"workload": {}, "candidate": value, "derived": {}}
+    assert t.render(**ctx) == want == _jinja_template(text).render(**ctx)
+
+
+@pytest.mark.parametrize("text", [
+    "{% if candidate.fits %}fits{% endif %}",     # a statement
+    "{{ candidate.count + 1 }}",                   # an expression
+    "{{ candidate.items }}",                       # a name a dict has as a method: Jinja decides
+    "{{ candidate.gpu | upper }}",                 # a filter the fast path does not know
+    "{# note #}{{ candidate.gpu }}",
+])
+def test_anything_else_goes_to_the_sandbox(text):
+    assert _PlainText.parse(text) is None
+
+
+def test_a_missing_field_fails_as_in_jinja():
+    rule = knowledge.load().rules[0]
+    with pytest.raises(InputError, match="template failed when the rule fired: 'dict object' has no attribute 'tp'"):
+        decision._render(rule, "TP {{ candidate.tp }}", {"c_gpu": "h100-sxm"}, "because")
+
+
+def test_compiled_knowledge_base_is_read_back_unchanged(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
+    first = knowledge.load()
+    assert len(list((tmp_path / "cache" / "kb").iterdir())) == 1
+    second = knowledge.load()                         # from the cache: no YAML parsed, nothing re-checked
+    assert second is not first
+    fields = ("id", "title", "source", "group", "priority", "when", "effects", "because", "examples", "file", "line",
+              "scope", "stratum", "facts_used", "derives", "overrides")
+    assert [[getattr(r, k) for k in fields] for r in second.rules] == [[getattr(r, k) for k in fields] for r in first.rules]
+    assert (second.digest, second.files, second.derived) == (first.digest, first.files, first.derived)
+    for p in (tmp_path / "cache" / "kb").iterdir():
+        p.write_text('{"rules": [{"id": 1}]}')           # a damaged entry is ignored, not trusted
+    assert [r.id for r in knowledge.load().rules] == [r.id for r in first.rules]
+
+
+def test_an_edited_rule_file_is_not_served_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    f = rules / "mine.yaml"
+    body = ("- id: my-rule\n  title: mine\n  source: [team wiki]\n  when: {{candidate.memory_gb: {{gte: {v}}}}}\n"
+            "  then: {{prefer: {{weight: 5}}}}\n")
+    f.write_text(body.format(v=80))
+    assert knowledge.load([rules], ).rule("my-rule").when.value == 80
+    f.write_text(body.format(v=96))
+    assert knowledge.load([rules]).rule("my-rule").when.value == 96
+    f.write_text(body.format(v="lots"))
+    with pytest.raises(InputError, match="type mismatch"):     # a broken file is never cached, so never served
+        knowledge.load([rules])
+    with pytest.raises(InputError, match="type mismatch"):
+        knowledge.load([rules])
+
+
+def test_yaml_cache_keeps_keys_that_are_not_text(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
+    f = tmp_path / "k.yaml"
+    f.write_text("1: one\nfalse: yes\n2.5: [a, {b: null}]\nnested: {x: [1, 2]}\n")
+    first, second = yamlio.load(f), yamlio.load(f)
+    assert first == second == {1: "one", False: True, 2.5: ["a", {"b": None}], "nested": {"x": [1, 2]}}
+    assert second.line_of(2.5) == 3 and second[2.5][1].line_of("b") == 3
+
+
+def test_engine_runs_without_durables_python_host():
+    """Rulesets are compiled only when a fact reaches them and fired through the C API on the calling
+    thread: durable's Python Host (and its dispatcher threads) is never even imported."""
+    code = (
+        "import sys, threading, json\n"
+        "from advisor import catalog, decision, estimator, knowledge, workload\n"
+        "from advisor.engine import runner\n"
+        "cat = catalog.default(); kb = knowledge.load()\n"
+        f"w = workload.load({str(EXAMPLES / 'chat-assistant.yaml')!r}, cat)\n"
+        "d = decision.decide(estimator.estimate(w, cat), kb, cat)\n"
+        "r = runner(kb)\n"
+        "print(json.dumps({'host': 'durable.engine' in sys.modules, 'threads': threading.active_count(),\n"
+        "  'compiled': len(r.handles), 'shards': len(r.members), 'fallbacks': r.fallbacks, 'gpu': d.winner}))\n")
+    out = json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+    assert out["host"] is False and out["threads"] == 1 and out["fallbacks"] == 0
+    assert 0 < out["compiled"] < out["shards"]
+    assert out["gpu"] == "h200-sxm"
