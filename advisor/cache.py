@@ -30,3 +30,49 @@ def jinja_bytecode_cache():
     except OSError:
         return None
     return FileSystemBytecodeCache(str(d / "jinja"))
+
+
+def key(*parts: bytes | str) -> str:
+    """A cache key: the sha256 of the parts, in order (each one length-prefixed)."""
+    import hashlib
+    h = hashlib.sha256()
+    for p in parts:
+        b = p.encode() if isinstance(p, str) else p
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def source_of(*modules: str) -> bytes:
+    """The bytes of some of the advisor's own modules: part of a key when they decide what is cached."""
+    here = Path(__file__).parent
+    return b"".join((here / f"{m}.py").read_bytes() for m in modules)
+
+
+def read_json(kind: str, name: str):
+    """A cached JSON entry, or None when there is none, caching is off or the entry is unreadable."""
+    import json
+    d = cache_dir()
+    if d is None:
+        return None
+    try:
+        return json.loads((d / kind / f"{name}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(kind: str, name: str, data) -> None:
+    """Write an entry atomically (a reader never sees half of one); a cache that cannot be written
+    only costs speed, so failures are ignored."""
+    import json
+    d = cache_dir()
+    if d is None:
+        return
+    try:
+        target = d / kind
+        target.mkdir(parents=True, exist_ok=True)
+        tmp = target / f".{name}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, target / f"{name}.json")
+    except (OSError, TypeError, ValueError):
+        pass

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from advisor import HOME, yamlio
+from advisor import HOME, cache, yamlio
 from advisor.errors import Collector, InputError, Problem
 
 CATALOG_DIR = HOME / "catalog"
@@ -143,7 +143,7 @@ class Price:
     line: int
 
 
-@dataclass
+@dataclass(eq=False)
 class Catalog:
     """GPUs, models, prices, efficiency figures and the sources they cite."""
 
@@ -372,13 +372,23 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
 
 
 def load(directory: Path = CATALOG_DIR) -> Catalog:
-    """Load and validate the whole catalog; all problems of a file are reported together."""
+    """Load and validate the whole catalog; all problems of a file are reported together. A catalog
+    that passed is kept compiled in the cache, keyed by its folder, its files' bytes and this module."""
     directory = Path(directory)
     files = ["sources.yaml", "gpus.yaml", "models.yaml", "prices.yaml", "efficiency.yaml", "knowledge.yaml"]
     digest = hashlib.sha256()
     for f in files:
         digest.update(f.encode())
         digest.update((directory / f).read_bytes())
+    name = cache.key(COMPILED_VERSION, str(directory.resolve()), digest.hexdigest(), cache.source_of("catalog"))
+    cat = _compiled_get(name)
+    if cat is None:
+        cat = _load(directory, digest.hexdigest())
+        _compiled_put(name, cat)
+    return cat
+
+
+def _load(directory: Path, digest: str) -> Catalog:
     sources = dict((yamlio.load(directory / "sources.yaml") or {}).get("sources") or {})
     efficiency = yamlio.load(directory / "efficiency.yaml") or {}
     sources.update(efficiency.get("sources") or {})
@@ -386,7 +396,47 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     gpus = load_gpus(directory / "gpus.yaml", sources)
     models = load_models(directory / "models.yaml", sources)
     prices = load_prices(directory / "prices.yaml", gpus)
-    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest.hexdigest())
+    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest)
+
+
+# --- the compiled-catalog cache (plain JSON; see advisor/cache.py) -----------------------------------
+
+COMPILED_VERSION = "catalog-1"
+
+
+def _enc_figures(figs: dict[str, Figure]) -> dict:
+    return {k: [yamlio.plain(f.value), list(f.sources), f.note, f.unknown, yamlio.plain(f.extra)] for k, f in figs.items()}
+
+
+def _dec_figures(raw: dict) -> dict[str, Figure]:
+    return {k: Figure(v, tuple(src), note, unknown, extra) for k, (v, src, note, unknown, extra) in raw.items()}
+
+
+def _compiled_put(name: str, cat: Catalog) -> None:
+    data = {
+        "gpus": [[g.id, g.name, list(g.aliases), g.vendor, g.generation, g.gpu_class, g.status, _enc_figures(g.figures),
+                  g.file, g.line] for g in cat.gpus.values()],
+        "models": [[m.id, m.name, list(m.aliases), _enc_figures(m.figures), m.file, m.line] for m in cat.models.values()],
+        "prices": [[p.gpu, p.gpus_per_instance, p.usd_per_hour, p.provider, p.date, p.source, p.tier, p.file, p.line]
+                   for p in cat.prices],
+        "efficiency": yamlio.plain(cat.efficiency), "sources": yamlio.plain(cat.sources),
+        "knowledge": yamlio.plain(cat.knowledge), "digest": cat.digest,
+    }
+    cache.write_json("catalog", name, data)
+
+
+def _compiled_get(name: str) -> Catalog | None:
+    data = cache.read_json("catalog", name)
+    if data is None:
+        return None
+    try:
+        gpus = {g[0]: GPU(g[0], g[1], tuple(g[2]), g[3], g[4], g[5], g[6], _dec_figures(g[7]), g[8], g[9])
+                for g in data["gpus"]}
+        models = {m[0]: Model(m[0], m[1], tuple(m[2]), _dec_figures(m[3]), m[4], m[5]) for m in data["models"]}
+        prices = [Price(*p) for p in data["prices"]]
+        return Catalog(gpus, models, prices, data["efficiency"], data["sources"], data["knowledge"], data["digest"])
+    except (KeyError, TypeError, IndexError, ValueError):
+        return None
 
 
 _CACHE: dict[Path, Catalog] = {}

@@ -18,7 +18,7 @@ COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "Equal scores: the 
              "source": ["T07", "C16"]}
 
 
-@dataclass
+@dataclass(eq=False)
 class Firing:
     """One effect of one rule that fired on one fact, in firing order."""
 
@@ -62,7 +62,7 @@ class Firing:
                 "kind": e["kind"], "gpu": self.gpu}
 
 
-@dataclass
+@dataclass(eq=False)
 class Decision:
     """What the knowledge base made of an estimate: scores, exclusions, ranking, decisive rule."""
 

@@ -211,7 +211,7 @@ def kv_shape(model: Model, kv_precision: str) -> KVShape | None:
 LEDGER_KEYS = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb", "overhead_gb", "total_gb")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Ledger:
     """The memory ledger: what one replica needs, term by term, with formulas and sources."""
 
@@ -362,7 +362,7 @@ def pick_price(prices: list[Price], count: int, group: int):
     return None
 
 
-@dataclass
+@dataclass(eq=False)
 class Candidate:
     """One GPU sized for the workload: count, layout, speed, power and cost."""
 
@@ -631,7 +631,7 @@ def job_cost(hours: float, usd_per_card_hour: float, cards: int, rerun_probabili
 
 # --- the whole estimate -----------------------------------------------------------------------------
 
-@dataclass
+@dataclass(eq=False)
 class Estimate:
     """The estimator's output for a workload: the ledger, the FLOPs and every candidate."""
 

@@ -7,14 +7,13 @@ A condition is {FACT: {OP: VALUE}} (or {FACT: VALUE} for eq), combined with all 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor import HOME, yamlio
-from advisor.cache import cache_dir, jinja_bytecode_cache
+from advisor import HOME, cache, yamlio
+from advisor.cache import jinja_bytecode_cache
 from advisor.errors import Collector, InputError, Problem
 from advisor.facts import FACTS, prop
 
@@ -52,7 +51,7 @@ class Node:
     items: tuple
 
 
-@dataclass
+@dataclass(eq=False)
 class Rule:
     """A rule as loaded and checked, with where it came from."""
 
@@ -78,7 +77,7 @@ class Rule:
         return f"{self.file}:{self.line}"
 
 
-@dataclass
+@dataclass(eq=False)
 class KnowledgeBase:
     """Every rule in force, the files they came from and their digest."""
 
@@ -480,13 +479,10 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
             digest.update(f.read_bytes())
     except OSError:
         digest = None        # the full load below reports what cannot be read
-    compiled = _compiled_path(digest.hexdigest()) if digest else None
-    if compiled is not None:
-        kb = _compiled_get(compiled)
-        if kb is not None:
-            return kb
-    kb = _load(files)
-    _compiled_put(_compiled_path(kb.digest), kb)
+    kb = _compiled_get(digest.hexdigest()) if digest else None
+    if kb is None:
+        kb = _load(files)
+        _compiled_put(kb)
     return kb
 
 
@@ -554,17 +550,11 @@ def _load(files: list[Path]) -> KnowledgeBase:
 # the digest of its files' names and bytes and of the checker's own source. The next start with the
 # same files reads it back instead of parsing, checking and compiling every rule again.
 
-COMPILED_VERSION = "1"
+COMPILED_VERSION = "kb-1"
 
 
-def _compiled_path(digest: str) -> Path | None:
-    d = cache_dir()
-    if d is None:
-        return None
-    h = hashlib.sha256((COMPILED_VERSION + digest).encode())
-    for name in ("knowledge.py", "facts.py", "engine.py"):
-        h.update((Path(__file__).with_name(name)).read_bytes())
-    return d / "kb" / f"{h.hexdigest()}.json"
+def _compiled_key(digest: str) -> str:
+    return cache.key(COMPILED_VERSION, digest, cache.source_of("knowledge", "facts", "engine"))
 
 
 def _enc_cond(c):
@@ -585,30 +575,24 @@ def _dec_cond(c):
 RULE_FIELDS = ("id", "title", "group", "priority", "because", "file", "line", "scope", "stratum", "overrides")
 
 
-def _compiled_put(path: Path | None, kb: KnowledgeBase) -> None:
-    if path is None:
-        return
+def _compiled_put(kb: KnowledgeBase) -> None:
     rules = [{**{k: getattr(r, k) for k in RULE_FIELDS}, "source": list(r.source), "when": _enc_cond(r.when),
               "effects": yamlio.plain(r.effects), "examples": yamlio.plain(r.examples),
               "facts_used": list(r.facts_used), "derives": list(r.derives)} for r in kb.rules]
     data = {"rules": rules, "files": kb.files, "digest": kb.digest, "derived": kb.derived}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
-        pass     # a cache that cannot be written only costs speed
+    cache.write_json("kb", _compiled_key(kb.digest), data)
 
 
-def _compiled_get(path: Path) -> KnowledgeBase | None:
+def _compiled_get(digest: str) -> KnowledgeBase | None:
+    data = cache.read_json("kb", _compiled_key(digest))
+    if data is None:
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
         rules = [Rule(d["id"], d["title"], tuple(d["source"]), d["group"], d["priority"], _dec_cond(d["when"]),
                       d["effects"], d["because"], d["examples"], d["file"], d["line"], d["scope"], d["stratum"],
                       tuple(d["facts_used"]), tuple(d["derives"]), d["overrides"]) for d in data["rules"]]
         return KnowledgeBase(rules, data["files"], data["digest"], data["derived"])
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (KeyError, TypeError, IndexError):
         return None
 
 

@@ -6,11 +6,9 @@ tree, so every mapping knows the line of each key and no constructor beyond plai
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 from pathlib import Path
 
-from advisor.cache import cache_dir
+from advisor import cache
 from advisor.errors import InputError, Problem
 
 CACHE_VERSION = b"yamlio-2"
@@ -187,27 +185,19 @@ def _decode(obj):
 
 
 def _cache_get(key: str):
-    d = cache_dir()
-    if d is None:
-        return None
+    data = cache.read_json("yaml", key)
     try:
-        return _decode(json.loads((d / "yaml" / f"{key}.json").read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+        return None if data is None else _decode(data)
+    except (KeyError, TypeError, IndexError):
         return None
 
 
 def _cache_put(key: str, data) -> None:
-    d = cache_dir()
-    if d is None:
-        return
     try:
-        target = d / "yaml"
-        target.mkdir(parents=True, exist_ok=True)
-        tmp = target / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(_encode(data)), encoding="utf-8")
-        os.replace(tmp, target / f"{key}.json")
-    except (OSError, TypeError, ValueError):
-        pass   # a cache that cannot be written only costs speed
+        encoded = _encode(data)
+    except TypeError:
+        return
+    cache.write_json("yaml", key, encoded)
 
 
 def plain(obj):

@@ -137,3 +137,33 @@ def test_engine_runs_without_durables_python_host():
     assert out["host"] is False and out["threads"] == 1 and out["fallbacks"] == 0
     assert 0 < out["compiled"] < out["shards"]
     assert out["gpu"] == "h200-sxm"
+
+
+def test_compiled_catalog_is_read_back_unchanged(tmp_path, monkeypatch):
+    from advisor import catalog as catalog_mod
+    monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
+    first = catalog_mod.load()
+    second = catalog_mod.load()                      # from the cache: no YAML parsed, nothing re-validated
+    assert second is not first
+    assert (second.gpus, second.models, second.prices) == (first.gpus, first.models, first.prices)
+    assert (second.efficiency, second.sources, second.knowledge, second.digest) == \
+        (first.efficiency, first.sources, first.knowledge, first.digest)
+    h200 = second.gpu("h200")
+    assert h200.memory_gb == 141 and h200.fig("memory_gb").sources == first.gpu("h200").fig("memory_gb").sources
+    assert [f.extra for f in h200.figures.values()] == [f.extra for f in first.gpu("h200").figures.values()]
+    for p in (tmp_path / "cache" / "catalog").iterdir():
+        p.write_text('{"gpus": [["x"]]}')              # a damaged entry is ignored, not trusted
+    assert catalog_mod.load().gpus == first.gpus
+
+
+def test_an_edited_catalog_is_not_served_from_the_cache(tmp_path, monkeypatch):
+    import shutil
+
+    from advisor import catalog as catalog_mod
+    monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
+    d = tmp_path / "catalog"
+    shutil.copytree(ROOT / "catalog", d)
+    assert catalog_mod.load(d).gpu("h200").memory_gb == 141
+    f = d / "gpus.yaml"
+    f.write_text(f.read_text().replace("memory_gb: {v: 141,", "memory_gb: {v: 142,", 1))
+    assert catalog_mod.load(d).gpu("h200").memory_gb == 142
