@@ -1,7 +1,9 @@
-"""Where the advisor keeps what it can rebuild: parsed YAML, lint results, compiled templates.
+"""Where the advisor keeps what it can rebuild: parsed YAML, the checked and compiled catalog and
+knowledge base (plain JSON), and compiled templates (Jinja's own bytecode cache).
 
-Everything here is content-addressed or keyed by digests, so a stale entry is never used. Set
-GPU_ADVISOR_CACHE=0 to disable caching, or GPU_ADVISOR_CACHE=DIR to move it.
+Every entry is keyed by the bytes it was built from (and the source of the code that built it), so
+a stale entry is never used. Set GPU_ADVISOR_CACHE=0 to disable caching, or GPU_ADVISOR_CACHE=DIR to
+move it.
 """
 from __future__ import annotations
 

@@ -312,7 +312,7 @@ _RUNNERS: dict[str, EngineRunner] = {}
 
 
 def runner(kb: KnowledgeBase) -> EngineRunner:
-    """The process-wide runner of a knowledge base (one Host per distinct knowledge base)."""
+    """The process-wide runner of a knowledge base (one set of compiled rulesets per knowledge base)."""
     if kb.digest not in _RUNNERS:
         _RUNNERS[kb.digest] = EngineRunner(kb)
     return _RUNNERS[kb.digest]
