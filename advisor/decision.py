@@ -171,25 +171,29 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     firings: list[Firing] = []
     order = 0
     rule_index = {r.id: i for i, r in enumerate(kb.rules)}
+    rank = {r.id: (r.priority, i) for i, r in enumerate(kb.rules)}
     by_id = kb.by_id
     fact_by_id = {c["id"]: c for c in cfs}
     fact_by_id["workload"] = wf
+    bases: dict[str, list[tuple[str, dict]]] = {}      # per rule: each effect as a firing records it (texts unrendered)
     for stratum in range(kb.strata):
         fired = run.fire(stratum, "workload", [wf]) + run.fire(stratum, "candidate", cfs)
-        fired.sort(key=lambda rf: (by_id[rf[0]].priority, rule_index[rf[0]], rf[1]))
+        fired.sort(key=lambda rf: (rank[rf[0]], rf[1]))
         for rid, fid in fired:
             rule = by_id[rid]
             fact = fact_by_id[fid]
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
-            for kind, eff in rule.effects.items():
+            effects = bases.get(rid)
+            if effects is None:
+                effects = bases[rid] = [(kind, {"kind": kind, **{k: v for k, v in (eff.items() if isinstance(eff, dict) else ())
+                                                                 if k not in ("text", "reason")}})
+                                        for kind, eff in rule.effects.items()]
+            for kind, base in effects:
                 order += 1
-                effect = {"kind": kind, **(eff if isinstance(eff, dict) else {})}
-                effect.pop("text", None)
-                effect.pop("reason", None)
-                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, effect, fact))
+                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, dict(base), fact))
                 if kind == "derive":
                     targets = [wf] + cfs if fid == "workload" else [fact]
-                    for name, value in eff.items():
+                    for name, value in rule.effects[kind].items():
                         for t in targets:
                             t[prop(f"derived.{name}")] = value
     scores = {c["id"]: 0.0 for c in cfs}
