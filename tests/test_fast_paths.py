@@ -167,3 +167,29 @@ def test_an_edited_catalog_is_not_served_from_the_cache(tmp_path, monkeypatch):
     f = d / "gpus.yaml"
     f.write_text(f.read_text().replace("memory_gb: {v: 141,", "memory_gb: {v: 142,", 1))
     assert catalog_mod.load(d).gpu("h200").memory_gb == 142
+
+
+def _command(*args):
+    return subprocess.run([sys.executable, "-m", "advisor", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_command_ends_fast_but_with_all_its_output_and_the_right_code(tmp_path):
+    """One-shot commands skip the interpreter's teardown; their output must still be whole and the
+    exit code the command's own."""
+    ok = _command("recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json")
+    assert ok.returncode == 0 and json.loads(ok.stdout)["recommendation"]["gpu"] == "h200-sxm"
+    memo = _command("recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md")
+    assert memo.returncode == 0 and memo.stdout.startswith("# GPU recommendation") and memo.stdout.endswith("\n")
+    bad = _command("recommend", str(tmp_path / "missing.yaml"))
+    assert bad.returncode == 2 and bad.stderr.strip().endswith("missing.yaml: no such file") and "Traceback" not in bad.stderr
+    out = tmp_path / "memo.md"
+    wrote = _command("recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out))
+    assert wrote.returncode == 0 and out.read_text() == memo.stdout
+
+
+def test_a_reader_that_leaves_early_is_not_an_error():
+    p = subprocess.Popen([sys.executable, "-m", "advisor", "recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()                                   # the reader is gone before the record is written
+    assert p.wait(timeout=60) == 0
+    assert b"Traceback" not in p.stderr.read()
