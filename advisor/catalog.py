@@ -13,6 +13,7 @@ from pathlib import Path
 
 from advisor import HOME, cache, yamlio
 from advisor.errors import Collector, InputError, Problem
+from advisor.gcpause import loads_for_good
 
 CATALOG_DIR = HOME / "catalog"
 KNOWLEDGE_ID = re.compile(r"^[KTCAW]\d\d$")
@@ -371,6 +372,7 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
     return out
 
 
+@loads_for_good
 def load(directory: Path = CATALOG_DIR) -> Catalog:
     """Load and validate the whole catalog; all problems of a file are reported together. A catalog
     that passed is kept compiled in the cache, keyed by its folder, its files' bytes and this module."""

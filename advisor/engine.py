@@ -25,6 +25,7 @@ import math
 import threading
 
 from advisor.facts import prop
+from advisor.gcpause import loads_for_good
 from advisor.knowledge import KnowledgeBase, Leaf, Node, Rule, evaluate
 
 RULES_PER_SET = 200       # rules per ruleset (p07: 200 rules run while few of them match one fact)
@@ -313,6 +314,12 @@ _RUNNERS: dict[str, EngineRunner] = {}
 
 def runner(kb: KnowledgeBase) -> EngineRunner:
     """The process-wide runner of a knowledge base (one set of compiled rulesets per knowledge base)."""
-    if kb.digest not in _RUNNERS:
-        _RUNNERS[kb.digest] = EngineRunner(kb)
-    return _RUNNERS[kb.digest]
+    run = _RUNNERS.get(kb.digest)
+    if run is None:
+        run = _RUNNERS[kb.digest] = _new_runner(kb)
+    return run
+
+
+@loads_for_good
+def _new_runner(kb: KnowledgeBase) -> EngineRunner:
+    return EngineRunner(kb)

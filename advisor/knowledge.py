@@ -17,6 +17,7 @@ from advisor import HOME, cache, yamlio
 from advisor.cache import jinja_bytecode_cache
 from advisor.errors import Collector, InputError, Problem
 from advisor.facts import FACTS, prop
+from advisor.gcpause import loads_for_good
 
 RULES_DIR = HOME / "rules"
 NOT_RULES = {"questions.yaml"}   # the dialogue's questions live beside the rules
@@ -466,6 +467,7 @@ def rule_dirs(extra: list[str] | None = None, shipped: bool = True) -> list[Path
     return dirs
 
 
+@loads_for_good
 def load(dirs: list[Path] | None = None) -> KnowledgeBase:
     """Load, check and compile every rule file; any problem anywhere means nothing is loaded."""
     files = _files(dirs if dirs is not None else rule_dirs())

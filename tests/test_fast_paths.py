@@ -193,3 +193,22 @@ def test_a_reader_that_leaves_early_is_not_an_error():
     p.stdout.close()                                   # the reader is gone before the record is written
     assert p.wait(timeout=60) == 0
     assert b"Traceback" not in p.stderr.read()
+
+
+def test_loaders_leave_the_collector_as_they_found_it(tmp_path):
+    import gc
+    assert gc.isenabled()
+    knowledge.load()
+    assert gc.isenabled() and gc.get_freeze_count() > 0        # what was loaded is out of the collector's way
+    bad = tmp_path / "rules"
+    bad.mkdir()
+    (bad / "x.yaml").write_text("- id: Not Kebab\n")
+    with pytest.raises(InputError):
+        knowledge.load([bad])
+    assert gc.isenabled()                                       # also after a refused load
+    gc.disable()
+    try:
+        knowledge.load()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
