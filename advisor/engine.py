@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import operator
 import threading
 
 from advisor.facts import prop
@@ -33,14 +34,13 @@ LEAVES_PER_SET = 56       # tests one fact can satisfy at once per ruleset: belo
 GROUP_MIN = 8             # rules sharing a first test get rulesets of their own from this many on
 BIG = 10 ** 15
 CATCH_ALL = "zz_catch_all"
+COMPARE = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
 
 
 def leaves(cond) -> int:
     """How many engine tests one fact can satisfy at once in a condition: an `in` list is a set of
     equality tests on one property, of which at most one holds; every other test may hold together."""
-    if isinstance(cond, Node):
-        return sum(leaves(c) for c in cond.items)
-    return len(cond.value) if cond.op == "not_in" else 1
+    return _analyse(cond, set())[1]
 
 
 def normalise(v):
@@ -67,12 +67,6 @@ def normalise(v):
     return v
 
 
-def facts_tested(cond) -> set[str]:
-    if isinstance(cond, Node):
-        return set().union(*(facts_tested(c) for c in cond.items))
-    return {cond.fact}
-
-
 def predicate(leaf: Leaf):
     """A leaf compiled into a Python test over a normalised flat fact (same semantics as evaluate)."""
     p, v, op = prop(leaf.fact), leaf.value, leaf.op
@@ -90,6 +84,9 @@ def predicate(leaf: Leaf):
             if op == "in":
                 return lambda f: p in f and isinstance(f[p], str) and f[p] in values
             return lambda f: p in f and not (isinstance(f[p], str) and f[p] in values)
+    if op in COMPARE and type(v) in (int, float):
+        cmp = COMPARE[op]       # evaluate: a number compared with a number; anything else fails
+        return lambda f: p in f and type(f[p]) in (int, float) and cmp(f[p], v)
     return lambda f: evaluate(leaf, f)
 
 
@@ -112,14 +109,22 @@ def normalise_fact(fact: dict, keep=None) -> dict:
     return out
 
 
-def normalise_cond(cond):
-    """The condition with its constants normalised like facts (the same object when nothing changes)."""
+def _analyse(cond, facts: set) -> tuple:
+    """(the condition with its constants normalised like facts, its leaves()) in one walk, adding the
+    facts it tests to `facts`. The condition is the same object when nothing needed normalising."""
     if isinstance(cond, Node):
-        items = tuple(normalise_cond(c) for c in cond.items)
-        return cond if all(a is b for a, b in zip(items, cond.items)) else Node(cond.kind, items)
+        items, n = [], 0
+        for c in cond.items:
+            item, k = _analyse(c, facts)
+            items.append(item)
+            n += k
+        same = all(a is b for a, b in zip(items, cond.items))
+        return (cond if same else Node(cond.kind, tuple(items))), n
+    facts.add(cond.fact)
     v = cond.value
-    n = tuple(normalise(x) for x in v) if isinstance(v, tuple) else normalise(v)
-    return cond if n == v and type(n) is type(v) else Leaf(cond.fact, cond.op, n)
+    nv = tuple(normalise(x) for x in v) if isinstance(v, tuple) else normalise(v)
+    leaf = cond if nv == v and type(nv) is type(v) else Leaf(cond.fact, cond.op, nv)
+    return leaf, (len(v) if cond.op == "not_in" else 1)
 
 
 def _guard_key(g: tuple) -> tuple:
@@ -162,16 +167,19 @@ class EngineRunner:
         self.kb = kb
         self.lock = threading.Lock()
         self.sids = itertools.count(1)
-        self.conds = {r.id: normalise_cond(r.when) for r in kb.rules}
+        self.conds: dict[str, object] = {}
+        self.size: dict[str, int] = {}            # leaves() of each rule's condition
+        props: dict[tuple[int, str], set] = {}    # per stratum and scope, the properties its rules test
+        for r in kb.rules:
+            facts: set[str] = set()
+            self.conds[r.id], self.size[r.id] = _analyse(r.when, facts)
+            props.setdefault((r.stratum, r.scope), set()).update(prop(f) for f in facts)
+        # assert only what rules can match: each fact is cut down to the properties its scope's rules test
+        self.props = {key: frozenset(v) for key, v in props.items()}
         self.sets: dict[tuple[int, str], list[str]] = {}
         self._definitions()
         self.handles: dict[str, int] = {}
         self.fallbacks = 0
-        # assert only what rules can match: each fact is cut down to the properties its scope's rules test
-        self.props: dict[tuple[int, str], frozenset] = {}
-        for r in kb.rules:
-            key = (r.stratum, r.scope)
-            self.props[key] = self.props.get(key, frozenset()) | {prop(f) for f in facts_tested(self.conds[r.id])}
 
     def _definitions(self) -> None:
         """Group the rules into rulesets (shards); nothing is compiled or even written out yet."""
@@ -198,7 +206,7 @@ class EngineRunner:
                 current: list[Rule] = []
                 size = 0
                 for r in sorted(members, key=lambda r: _guard_key(self.guards[r.id])):
-                    n = leaves(self.conds[r.id])
+                    n = self.size[r.id]
                     if current and (len(current) >= RULES_PER_SET or size + n > LEAVES_PER_SET):
                         shards.append((first, current))
                         current, size = [], 0
