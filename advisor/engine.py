@@ -58,9 +58,7 @@ def normalise(v):
         return v if -BIG <= v <= BIG else max(-BIG, min(BIG, v))
     if t is bool or t is str or v is None:
         return v
-    if isinstance(v, bool):
-        return bool(v)
-    if isinstance(v, int):
+    if isinstance(v, int):      # an int or float subclass (an IntEnum, say) goes as the plain number
         return normalise(int(v))
     if isinstance(v, float):
         return normalise(float(v))
@@ -250,6 +248,8 @@ class EngineRunner:
         while message:
             # one fact at a time and every firing drained: each message is this fact's, and its first
             # key ('{"r_<rule id>":{"m":...}}') names the rule
+            if not message.startswith('{"'):
+                raise EngineError(f"unexpected firing message {message[:40]!r}")
             name = message[2:message.index('"', 2)]
             if name != CATCH_ALL:
                 fired.append((self.rule_of[name], fact["id"]))

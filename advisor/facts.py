@@ -150,6 +150,8 @@ def _gpu_facts(g: GPU) -> dict:
     }
     out: dict = {}
     _put_all(out, vals)
+    if len(_GPU_FACTS) >= 1024:     # catalogs loaded again and again (tests) must not pile up here
+        _GPU_FACTS.clear()
     _GPU_FACTS[id(g)] = (g, out)
     return out
 

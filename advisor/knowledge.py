@@ -326,12 +326,15 @@ class _PlainText:
 
     @staticmethod
     def parse(text: str) -> _PlainText | None:
+        if "\r" in text:               # Jinja rewrites line ends; leave that to it
+            return None
         parts, pos = [], 0
         for m in _FIELD.finditer(text):
             parts.append(text[pos:m.start()])
             parts.append((m[1], m[2], m[3], int(m[4]) if m[4] else None))
             pos = m.end()
-        parts.append(text[pos:])
+        tail = text[pos:]
+        parts.append(tail[:-1] if tail.endswith("\n") else tail)     # as Jinja, one final newline dropped
         literal = "".join(p for p in parts if isinstance(p, str))
         if any(mark in literal for mark in ("{{", "{%", "{#", "}}", "%}", "#}")):
             return None
@@ -357,8 +360,7 @@ class _PlainText:
                 out.append(FILTERS[flt](v) if arg is None else FILTERS[flt](v, arg))
             except (TypeError, ValueError):
                 return _jinja_template(self.text).render(**ctx)     # Jinja reports the failure
-        text = "".join(out)
-        return text[:-1] if text.endswith("\n") else text         # as Jinja: one trailing newline dropped
+        return "".join(out)
 
 
 _ENV = []

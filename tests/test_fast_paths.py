@@ -53,6 +53,8 @@ def test_plain_rule_texts_render_exactly_as_jinja(catalog):
     ("{{candidate.usd_per_hour|usd}}/h", {"usd_per_hour": 1234.5}, "$1,234.50/h"),
     ("{{ candidate.headroom_gb | gb }}", {"headroom_gb": 14.8}, "14.8 GB"),
     ("{{ candidate.fits }} {{ candidate.count }} {{ candidate.tp }}", {"fits": True, "count": 3, "tp": 2.5}, "True 3 2.5"),
+    ("on {{ candidate.gpu }}", {"gpu": "l40s\n"}, "on l40s\n"),         # only the text's own final newline goes
+    ("{{ candidate.gpu }}\n\n", {"gpu": "l40s"}, "l40s\n"),
 ])
 def test_plain_fields_and_filters(text, value, want):
     t = compiled_template(text)
@@ -67,6 +69,7 @@ def test_plain_fields_and_filters(text, value, want):
     "{{ candidate.items }}",                       # a name a dict has as a method: Jinja decides
     "{{ candidate.gpu | upper }}",                 # a filter the fast path does not know
     "{# note #}{{ candidate.gpu }}",
+    "{{ candidate.gpu }}\r\nnext line",             # Jinja rewrites line ends
 ])
 def test_anything_else_goes_to_the_sandbox(text):
     assert _PlainText.parse(text) is None
