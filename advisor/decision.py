@@ -175,7 +175,11 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     by_id = kb.by_id
     fact_by_id = {c["id"]: c for c in cfs}
     fact_by_id["workload"] = wf
-    bases: dict[str, list[tuple[str, dict]]] = {}      # per rule: each effect as a firing records it (texts unrendered)
+    scores = {c["id"]: 0.0 for c in cfs}
+    contributions = {c["id"]: [] for c in cfs}
+    excluded: dict[str, list[Firing]] = {c["id"]: [] for c in cfs}
+    warnings, cand_warn = [], {c["id"]: [] for c in cfs}
+    bases: dict[str, list] = {}      # per rule: each effect as a firing records it (texts unrendered), selective or not
     for stratum in range(kb.strata):
         fired = run.fire(stratum, "workload", [wf]) + run.fire(stratum, "candidate", cfs)
         fired.sort(key=lambda rf: (rank[rf[0]], rf[1]))
@@ -185,43 +189,32 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
             bindings = {f: fact.get(prop(f)) for f in rule.facts_used}
             effects = bases.get(rid)
             if effects is None:
-                effects = bases[rid] = [(kind, {"kind": kind, **{k: v for k, v in (eff.items() if isinstance(eff, dict) else ())
-                                                                 if k not in ("text", "reason")}})
-                                        for kind, eff in rule.effects.items()]
-            for kind, base in effects:
+                effects = bases[rid] = [(kind, base, any(s in base for s in SELECTORS)) for kind, base in (
+                    (kind, {"kind": kind, **{k: v for k, v in (eff.items() if isinstance(eff, dict) else ())
+                                             if k not in ("text", "reason")}}) for kind, eff in rule.effects.items())]
+            for kind, base, selective in effects:
                 order += 1
-                firings.append(Firing(order, rule, fid, fact.get("c_gpu"), bindings, dict(base), fact))
-                if kind == "derive":
+                f = Firing(order, rule, fid, fact.get("c_gpu"), bindings, dict(base), fact)
+                firings.append(f)
+                if kind in ("prefer", "avoid", "exclude"):
+                    if selective:
+                        targets = [c for c in cfs if _selected(base, c, catalog)]
+                    else:
+                        targets = cfs if fid == "workload" else [fact]
+                    for c in targets:
+                        if kind == "exclude":
+                            excluded[c["id"]].append(f)
+                        else:
+                            w = base["weight"] * (1 if kind == "prefer" else -1)
+                            scores[c["id"]] += w
+                            contributions[c["id"]].append({"rule": rid, "weight": w})
+                elif kind in ("warn", "note"):
+                    (warnings if fid == "workload" else cand_warn[fid]).append(f)
+                elif kind == "derive":
                     targets = [wf] + cfs if fid == "workload" else [fact]
                     for name, value in rule.effects[kind].items():
                         for t in targets:
                             t[prop(f"derived.{name}")] = value
-    scores = {c["id"]: 0.0 for c in cfs}
-    contributions = {c["id"]: [] for c in cfs}
-    excluded: dict[str, list[Firing]] = {c["id"]: [] for c in cfs}
-    warnings, cand_warn = [], {c["id"]: [] for c in cfs}
-    for f in firings:
-        kind = f.effect["kind"]
-        if kind in ("prefer", "avoid", "exclude"):
-            has_sel = any(s in f.effect for s in SELECTORS)
-            if has_sel:
-                targets = [c for c in cfs if _selected(f.effect, c, catalog)]
-            elif f.fact_id == "workload":
-                targets = cfs
-            else:
-                targets = [fact_by_id[f.fact_id]]
-            for c in targets:
-                if kind == "exclude":
-                    excluded[c["id"]].append(f)
-                else:
-                    w = f.effect["weight"] * (1 if kind == "prefer" else -1)
-                    scores[c["id"]] += w
-                    contributions[c["id"]].append({"rule": f.rule.id, "weight": w})
-        elif kind in ("warn", "note"):
-            if f.fact_id == "workload":
-                warnings.append(f)
-            else:
-                cand_warn[f.fact_id].append(f)
 
     def key(c):
         cost = _unit_cost(c)
