@@ -387,16 +387,38 @@ def _jinja_template(text: str):
     return env.get_template(env.loader.add(text))
 
 
-def _template_refs(text: str):
-    """(scope, field) pairs a because-template reads, e.g. ('candidate', 'count')."""
+class _TemplateSyntax(Exception):
+    pass
+
+
+_REFS: dict[str, tuple[set, set]] = {}
+
+
+def _template_refs(text: str) -> tuple[set, set]:
+    """The (scope, field) pairs a rule text reads, e.g. ('candidate', 'count'), and the top-level
+    names it reads; _TemplateSyntax for a text Jinja cannot parse. Plain texts are read without Jinja."""
+    if text not in _REFS:
+        plain = _PlainText.parse(text)
+        if plain is None:
+            _REFS[text] = _jinja_refs(text)
+        else:
+            fields = [part for part in plain.parts if isinstance(part, tuple)]
+            _REFS[text] = {(scope, name) for scope, name, _, _ in fields}, {scope for scope, _, _, _ in fields}
+    return _REFS[text]
+
+
+def _jinja_refs(text: str) -> tuple[set, set]:
     from jinja2 import meta, nodes
-    ast = _jinja().parse(text)
+    from jinja2.exceptions import TemplateSyntaxError
+    try:
+        ast = _jinja().parse(text)
+    except TemplateSyntaxError as exc:
+        raise _TemplateSyntax(exc.message) from None
     refs = set()
     for n in ast.find_all(nodes.Getattr):
         if isinstance(n.node, nodes.Name):
             refs.add((n.node.name, n.attr))
-    names = meta.find_undeclared_variables(ast)
-    return refs, names
+    return refs, meta.find_undeclared_variables(ast)
 
 
 def _parse_effects(raw, col: Collector, line, rid) -> dict:
@@ -740,11 +762,10 @@ def _check_template(r: Rule, derived: dict[str, str]) -> list[Problem]:
     for where, text in texts:
         if not text:
             continue
-        from jinja2.exceptions import TemplateSyntaxError
         try:
             refs, names = _template_refs(text)
-        except TemplateSyntaxError as exc:
-            problems.append(Problem(f"template syntax error: {exc.message}", r.file, r.line, where))
+        except _TemplateSyntax as exc:
+            problems.append(Problem(f"template syntax error: {exc}", r.file, r.line, where))
             continue
         for name in names - {"workload", "candidate", "derived"}:
             problems.append(Problem(f"template variable '{name}' is not a bound fact (use workload.X, candidate.X, derived.X)",

@@ -95,6 +95,8 @@ class _Builder:
                 out.append(self.build(item))
                 out.item_lines.append(item.start_mark.line + 1)
             return out
+        if node.tag == "tag:yaml.org,2002:str":
+            return node.value                  # what SafeConstructor makes of a plain string, without its overhead
         value = self.scalars.construct_object(node)
         if node.tag == "tag:yaml.org,2002:timestamp":
             value = value.isoformat()

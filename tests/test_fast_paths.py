@@ -215,3 +215,11 @@ def test_loaders_leave_the_collector_as_they_found_it(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_plain_rule_texts_are_checked_without_jinja_but_alike():
+    from advisor.knowledge import _jinja_refs, _template_refs
+    texts = {t for r in knowledge.load().rules for t in _texts(r) if t}
+    assert texts
+    for text in texts:
+        assert _template_refs(text) == _jinja_refs(text), text
