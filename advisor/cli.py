@@ -355,7 +355,8 @@ def entry() -> None:
     costs a start about 15 ms; nothing is pending by then (files are written and closed, no threads
     or child processes run). The dialogue and sweeps end the usual way."""
     code = main()
-    if len(sys.argv) > 1 and sys.argv[1] in ONE_SHOT:
+    watched = sys.gettrace() is not None or sys.getprofile() is not None or "coverage" in sys.modules
+    if len(sys.argv) > 1 and sys.argv[1] in ONE_SHOT and not watched:   # a profiler or coverage writes at exit
         try:
             sys.stdout.flush()
             sys.stderr.flush()

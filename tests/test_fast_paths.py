@@ -223,3 +223,16 @@ def test_plain_rule_texts_are_checked_without_jinja_but_alike():
     assert texts
     for text in texts:
         assert _template_refs(text) == _jinja_refs(text), text
+
+
+@pytest.mark.parametrize("watched", [False, True])
+def test_fast_exit_steps_aside_for_coverage_and_profilers(watched):
+    """The teardown is skipped (atexit handlers do not run) unless a tool that writes at exit is there."""
+    code = ("import atexit, sys, types\n"
+            + ("sys.modules['coverage'] = types.ModuleType('coverage')\n" if watched else "")
+            + "atexit.register(lambda: print('teardown ran'))\n"
+            f"sys.argv = ['gpu-advisor', 'recommend', {str(EXAMPLES / 'chat-assistant.yaml')!r}, '--format', 'summary']\n"
+            "from advisor.cli import entry\nentry()\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("Recommendation: 1 x NVIDIA H200")
+    assert ("teardown ran" in out.stdout) == watched
