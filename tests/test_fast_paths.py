@@ -1,6 +1,8 @@
 """What makes starts and decisions fast must not change a single answer: plain rule texts render
-exactly as Jinja would, the compiled knowledge base read back from the cache is the one that was
-checked, and the engine is driven without durable's Python Host."""
+(and are checked) exactly as with Jinja, the compiled catalog and knowledge base read back from the
+cache are the ones that were checked, the engine is driven without durable's Python Host, loaders
+leave the garbage collector as they found it, and the command's fast exit keeps every byte of output
+and the exit code."""
 import json
 import subprocess
 import sys
