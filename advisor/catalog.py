@@ -382,7 +382,7 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     for f in files:
         digest.update(f.encode())
         digest.update((directory / f).read_bytes())
-    name = cache.key(COMPILED_VERSION, str(directory.resolve()), digest.hexdigest(), cache.source_of("catalog"))
+    name = cache.key(COMPILED_VERSION, str(directory.resolve()), digest.hexdigest(), cache.source_of("catalog", "yamlio"))
     cat = _compiled_get(name)
     if cat is None:
         cat = _load(directory, digest.hexdigest())

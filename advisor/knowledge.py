@@ -577,7 +577,7 @@ COMPILED_VERSION = "kb-1"
 
 
 def _compiled_key(digest: str) -> str:
-    return cache.key(COMPILED_VERSION, digest, cache.source_of("knowledge", "facts", "engine"))
+    return cache.key(COMPILED_VERSION, digest, cache.source_of("knowledge", "facts", "engine", "yamlio"))
 
 
 def _enc_cond(c):

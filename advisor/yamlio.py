@@ -5,7 +5,6 @@ tree, so every mapping knows the line of each key and no constructor beyond plai
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from advisor import cache
@@ -120,6 +119,15 @@ def loads(text: str, name: str = "<string>"):
     return _Builder(name).build(node)
 
 
+_SOURCE: list[bytes] = []
+
+
+def _own_source() -> bytes:
+    if not _SOURCE:
+        _SOURCE.append(cache.source_of("yamlio"))
+    return _SOURCE[0]
+
+
 def load(path: str | Path):
     """Read and parse a YAML file; every failure is an InputError naming the file."""
     p = Path(path)
@@ -137,7 +145,7 @@ def load(path: str | Path):
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(Problem("not UTF-8 text", name, line)) from None
-    key = hashlib.sha256(CACHE_VERSION + raw).hexdigest()
+    key = cache.key(CACHE_VERSION, _own_source(), raw)      # what was parsed, and by which parser
     cached = _cache_get(key)
     if cached is not None:
         return cached
