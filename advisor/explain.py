@@ -41,14 +41,16 @@ def explain_record(path: str, why_not: str | None, args) -> str:
             contrib = ", ".join(f"{x['rule']} {x['weight']:+g}" for x in c["contributions"]) or "no rule"
             out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g} ({contrib})")
     if why_not:
-        out += _why_not(rec, why_not)
+        out += _why_not(rec, why_not, args)
     out += _drift(rec, args)
     return "\n".join(out) + "\n"
 
 
-def _why_not(rec: dict, gpu_name: str) -> list[str]:
-    from advisor import catalog
-    gid = catalog.default().gpu(gpu_name, "--why-not").id
+def _why_not(rec: dict, gpu_name: str, args) -> list[str]:
+    from advisor import catalog, knowledge
+    cat = catalog.default()
+    kb = knowledge.load(knowledge.rule_dirs(getattr(args, "rules", None)))
+    gid = cat.gpu(gpu_name, "--why-not").id
     c = next((x for x in rec["candidates"] if x["gpu"] == gid), None)
     if c is None:
         return [f"Why not {gid}: it was not among the candidates of this decision."]
@@ -69,6 +71,36 @@ def _why_not(rec: dict, gpu_name: str) -> list[str]:
             lines.append(f"    {x['rule']}: {x['weight']:+g}")
         cost = f"${est['usd_per_hour']:,.2f}/h" if est.get("usd_per_hour") is not None else "price unknown"
         lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb', 0):,.1f} GB per card, {cost}")
+        lines += _unfired(rec, gid, kb, cat)
+    return lines
+
+
+def _unfired(rec: dict, gid: str, kb, cat) -> list[str]:
+    """The rules that raised the recommendation's score but did not fire for `gid`, each with the
+    tests that failed on gid's facts. The facts are rebuilt by deciding the recorded inputs again,
+    which gives the same facts only with the same rules and catalog: otherwise it says so."""
+    from advisor import decision, estimator, knowledge, workload
+    win = rec["recommendation"]["gpu"]
+    if win == gid:
+        return []
+    winner = next(x for x in rec["candidates"] if x["gpu"] == win)
+    mine = {x["rule"] for x in next(x for x in rec["candidates"] if x["gpu"] == gid)["contributions"]}
+    helped = [x["rule"] for x in winner["contributions"] if x["weight"] > 0 and x["rule"] not in mine]
+    if not helped:
+        return []
+    if kb.digest != rec["versions"].get("rules_sha256") or cat.digest != rec["versions"].get("catalog_sha256"):
+        return [f"  rules that raised {win} and not {gid}: {', '.join(helped)} (the rules or catalog changed since, "
+                "so their tests are not re-checked)"]
+    try:
+        d = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat)
+    except InputError as exc:
+        return [f"  The recorded inputs no longer validate: {exc.problems[0]}"]
+    fact = next(f for f in d.facts if f["id"] == gid)
+    lines = [f"  rules that raised {win} and did not fire for {gid}:"]
+    for rid in dict.fromkeys(helped):
+        rule = kb.rule(rid)
+        why = knowledge.failing(rule.when, fact) or ["its selector names other GPUs"]
+        lines.append(f"    {rid} ({rule.where}): " + "; ".join(why))
     return lines
 
 

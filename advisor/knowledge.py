@@ -129,6 +129,27 @@ def evaluate(cond, fact: dict) -> bool:
     return {"lt": a < v, "lte": a <= v, "gt": a > v, "gte": a >= v}[cond.op]
 
 
+SYMBOL = {"eq": "=", "ne": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "in": "in", "not_in": "not in",
+          "matches": "matches"}
+
+
+def failing(cond, fact: dict) -> list[str]:
+    """Why a condition is false on a fact, test by test: each failing test with the value the fact
+    has ('candidate.memory_gb >= 120 (is 80)'). Empty when the condition holds."""
+    if evaluate(cond, fact):
+        return []
+    if isinstance(cond, Node):
+        parts = [x for c in cond.items for x in failing(c, fact)]
+        return parts if cond.kind == "all" else [f"none of: {'; '.join(parts)}"]
+    p = prop(cond.fact)
+    if cond.op == "exists":
+        return [f"{cond.fact} is absent"]
+    if cond.op == "not_exists":
+        return [f"{cond.fact} is present (is {fact[p]!r})"]
+    value = list(cond.value) if isinstance(cond.value, tuple) else cond.value
+    return [f"{cond.fact} {SYMBOL[cond.op]} {value!r} ({f'is {fact[p]!r}' if p in fact else 'absent'})"]
+
+
 def _eq(a, b) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b

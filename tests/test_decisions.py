@@ -197,3 +197,33 @@ def test_custom_model_record_replays(tmp_path, capsys):
     assert main(["recommend", str(EXAMPLES / "llama-13b-full-finetune.yaml"), "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["inputs"]["model"]["params_b"] == 13
+
+
+def test_why_not_rechecks_the_rules_that_raised_the_winner(tmp_path, capsys):
+    rules = tmp_path / "r"
+    rules.mkdir()
+    (rules / "big.yaml").write_text(
+        "- id: big-memory-first\n  title: t\n  source: [ours]\n"
+        "  when: {all: [{candidate.memory_gb: {gte: 120}}, {any: [{candidate.vendor: nvidia}, {candidate.fp4_native: true}]}]}\n"
+        "  then: {prefer: {weight: 50}}\n")
+    rec_path = tmp_path / "d.json"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(rules), "--format", "json"]) == 0
+    rec_path.write_text(capsys.readouterr().out)
+    assert main(["explain", str(rec_path), "--rules", str(rules), "--why-not", "mi300x"]) == 0
+    out = capsys.readouterr().out
+    assert "rules that raised h200-sxm and did not fire for mi300x:" in out
+    assert "big-memory-first (" in out and "none of: candidate.vendor = 'nvidia' (is 'amd'); candidate.fp4_native = True (is False)" in out
+    assert main(["explain", str(rec_path), "--rules", str(rules), "--why-not", "a100"]) == 0
+    assert "candidate.memory_gb >= 120 (is 80" in capsys.readouterr().out
+    # with other rules than those that decided, the tests are not re-checked against the wrong facts
+    assert main(["explain", str(rec_path), "--why-not", "a100"]) == 0
+    assert "so their tests are not re-checked" in capsys.readouterr().out
+
+
+def test_failing_names_each_failed_test_with_the_value():
+    from advisor.knowledge import Leaf, Node, failing
+    fact = {"c_memory_gb": 80, "c_vendor": "amd"}
+    cond = Node("all", (Leaf("candidate.memory_gb", "gte", 120), Leaf("candidate.vendor", "in", ("amd", "nvidia")),
+                        Leaf("candidate.tdp_w", "exists")))
+    assert failing(cond, fact) == ["candidate.memory_gb >= 120 (is 80)", "candidate.tdp_w is absent"]
+    assert failing(Leaf("candidate.vendor", "eq", "amd"), fact) == []
