@@ -46,9 +46,38 @@ def key(*parts: bytes | str) -> str:
 
 
 def source_of(*modules: str) -> bytes:
-    """The bytes of some of the advisor's own modules: part of a key when they decide what is cached."""
-    here = Path(__file__).parent
-    return b"".join((here / f"{m}.py").read_bytes() for m in modules)
+    """The bytes of some of the advisor's own modules (their source, or what they were loaded from in
+    an install without sources): part of a key when they decide what is cached."""
+    from importlib.util import find_spec
+    out = []
+    for m in modules:
+        spec = find_spec(f"advisor.{m}")
+        origin = spec.origin if spec is not None else None
+        out.append(Path(origin).read_bytes() if origin and os.path.isfile(origin) else m.encode())
+    return b"".join(out)
+
+
+def pack(obj):
+    """Plain data made JSON-safe without losing what JSON would change: a mapping becomes
+    {"d": [key, value, ...]} so that keys that are numbers, booleans or null stay so, a tuple a list.
+    unpack() gives back dicts and lists."""
+    if isinstance(obj, dict):
+        flat = []
+        for k, v in obj.items():
+            flat += (k, pack(v))
+        return {"d": flat}
+    if isinstance(obj, (list, tuple)):
+        return [pack(v) for v in obj]
+    return obj
+
+
+def unpack(obj):
+    if type(obj) is dict:
+        flat = obj["d"]
+        return {flat[i]: unpack(flat[i + 1]) for i in range(0, len(flat), 2)}
+    if type(obj) is list:
+        return [unpack(v) for v in obj]
+    return obj
 
 
 def read_json(kind: str, name: str):

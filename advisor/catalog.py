@@ -13,7 +13,7 @@ from pathlib import Path
 
 from advisor import HOME, cache, yamlio
 from advisor.errors import Collector, InputError, Problem
-from advisor.gcpause import loads_for_good
+from advisor.gcpause import free_cycles, loads_for_good
 
 CATALOG_DIR = HOME / "catalog"
 KNOWLEDGE_ID = re.compile(r"^[KTCAW]\d\d$")
@@ -382,7 +382,11 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     for f in files:
         digest.update(f.encode())
         digest.update((directory / f).read_bytes())
-    name = cache.key(COMPILED_VERSION, str(directory.resolve()), digest.hexdigest(), cache.source_of("catalog", "yamlio"))
+    if cache.cache_dir() is None:
+        return _load(directory, digest.hexdigest())
+    # the folder as given, since the catalog's entries remember their file by that path
+    name = cache.key(COMPILED_VERSION, str(directory), str(directory.resolve()), digest.hexdigest(),
+                     cache.source_of("catalog", "yamlio"))
     cat = _compiled_get(name)
     if cat is None:
         cat = _load(directory, digest.hexdigest())
@@ -398,20 +402,22 @@ def _load(directory: Path, digest: str) -> Catalog:
     gpus = load_gpus(directory / "gpus.yaml", sources)
     models = load_models(directory / "models.yaml", sources)
     prices = load_prices(directory / "prices.yaml", gpus)
+    free_cycles()                 # parsing YAML left some behind
     return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest)
 
 
 # --- the compiled-catalog cache (plain JSON; see advisor/cache.py) -----------------------------------
 
-COMPILED_VERSION = "catalog-1"
+COMPILED_VERSION = "catalog-2"
 
 
-def _enc_figures(figs: dict[str, Figure]) -> dict:
-    return {k: [yamlio.plain(f.value), list(f.sources), f.note, f.unknown, yamlio.plain(f.extra)] for k, f in figs.items()}
+def _enc_figures(figs: dict[str, Figure]) -> list:
+    return [[k, cache.pack(f.value), list(f.sources), f.note, f.unknown, cache.pack(f.extra)] for k, f in figs.items()]
 
 
-def _dec_figures(raw: dict) -> dict[str, Figure]:
-    return {k: Figure(v, tuple(src), note, unknown, extra) for k, (v, src, note, unknown, extra) in raw.items()}
+def _dec_figures(raw: list) -> dict[str, Figure]:
+    return {k: Figure(cache.unpack(v), tuple(src), note, unknown, cache.unpack(extra))
+            for k, v, src, note, unknown, extra in raw}
 
 
 def _compiled_put(name: str, cat: Catalog) -> None:
@@ -421,8 +427,8 @@ def _compiled_put(name: str, cat: Catalog) -> None:
         "models": [[m.id, m.name, list(m.aliases), _enc_figures(m.figures), m.file, m.line] for m in cat.models.values()],
         "prices": [[p.gpu, p.gpus_per_instance, p.usd_per_hour, p.provider, p.date, p.source, p.tier, p.file, p.line]
                    for p in cat.prices],
-        "efficiency": yamlio.plain(cat.efficiency), "sources": yamlio.plain(cat.sources),
-        "knowledge": yamlio.plain(cat.knowledge), "digest": cat.digest,
+        "efficiency": cache.pack(cat.efficiency), "sources": cache.pack(cat.sources),
+        "knowledge": cache.pack(cat.knowledge), "digest": cat.digest,
     }
     cache.write_json("catalog", name, data)
 
@@ -436,7 +442,8 @@ def _compiled_get(name: str) -> Catalog | None:
                 for g in data["gpus"]}
         models = {m[0]: Model(m[0], m[1], tuple(m[2]), _dec_figures(m[3]), m[4], m[5]) for m in data["models"]}
         prices = [Price(*p) for p in data["prices"]]
-        return Catalog(gpus, models, prices, data["efficiency"], data["sources"], data["knowledge"], data["digest"])
+        return Catalog(gpus, models, prices, cache.unpack(data["efficiency"]), cache.unpack(data["sources"]),
+                       cache.unpack(data["knowledge"]), data["digest"])
     except (KeyError, TypeError, IndexError, ValueError):
         return None
 

@@ -9,6 +9,7 @@ import sys
 from advisor.errors import InputError
 
 EXIT_INPUT = 2
+EXIT_OUTPUT = 120     # the output could not be written (what Python itself exits with then)
 
 
 def _catalog(args):
@@ -150,7 +151,10 @@ def cmd_rules(args) -> int:
 
 def cmd_explain(args) -> int:
     from advisor import explain
-    sys.stdout.write(explain.explain_record(args.decision, args.why_not, args))
+    rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
+    cat = _catalog(args)
+    gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
+    sys.stdout.write(explain.explain_record(rec, gid, _kb(args), cat))
     return 0
 
 
@@ -279,7 +283,7 @@ def _sweep_args(sw) -> None:
 def _explain_args(x) -> None:
     x.add_argument("decision", metavar="DECISION.json")
     x.add_argument("--why-not", metavar="GPU")
-    _common(x, rules=True, prices=False)
+    _common(x, rules=True, prices=True)
     x.set_defaults(func=cmd_explain)
 
 
@@ -301,12 +305,22 @@ class _Formatter(argparse.HelpFormatter):
 
     def __init__(self, prog, **kw):
         if kw.get("width") is None:
-            try:
-                columns = int(os.environ.get("COLUMNS", "")) or os.get_terminal_size(sys.__stdout__.fileno()).columns
-            except (ValueError, OSError, AttributeError):
-                columns = 80
-            kw["width"] = max(columns - 2, 11)
+            kw["width"] = _columns() - 2          # what argparse does with shutil.get_terminal_size()
         super().__init__(prog, **kw)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: COLUMNS if positive, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -344,6 +358,19 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:          # an I/O failure no command expects: one line, no traceback
+        if exc.filename is None:    # writing the output (a full disk, say)
+            _say(f"gpu-advisor: error: cannot write the output: {exc.strerror or exc}")
+            return EXIT_OUTPUT
+        _say(f"gpu-advisor: error: {exc.filename}: {exc.strerror or exc}")
+        return 1
+
+
+def _say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 ONE_SHOT = {"estimate", "recommend", "facts", "rules", "explain"}
@@ -357,10 +384,15 @@ def entry() -> None:
     code = main()
     watched = sys.gettrace() is not None or sys.getprofile() is not None or "coverage" in sys.modules
     if len(sys.argv) > 1 and sys.argv[1] in ONE_SHOT and not watched:   # a profiler or coverage writes at exit
+        if code == EXIT_OUTPUT:      # said already; what is left in the buffer cannot be written either
+            os._exit(code)
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except OSError:         # a closed pipe: the output's reader left, which is not an error here
+        except BrokenPipeError:      # the output's reader left, which is not an error here
             pass
+        except OSError as exc:       # a full disk, say: as Python itself reports a failed flush at exit
+            _say(f"gpu-advisor: error: cannot write the output: {exc.strerror or exc}")
+            os._exit(EXIT_OUTPUT)
         os._exit(code)
     sys.exit(code)

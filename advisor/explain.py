@@ -8,7 +8,7 @@ from pathlib import Path
 from advisor.errors import InputError, Problem
 
 
-def _load(path: str) -> dict:
+def read_record(path: str) -> dict:
     try:
         rec = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -20,8 +20,9 @@ def _load(path: str) -> dict:
     return rec
 
 
-def explain_record(path: str, why_not: str | None, args) -> str:
-    rec = _load(path)
+def explain_record(rec: dict, gid: str | None, kb, cat) -> str:
+    """The explanation of a saved record (and of why GPU `gid` was not chosen), with the rules and
+    catalog in force now (`kb`, `cat`)."""
     out = []
     r = rec.get("recommendation")
     if r:
@@ -40,17 +41,13 @@ def explain_record(path: str, why_not: str | None, args) -> str:
         else:
             contrib = ", ".join(f"{x['rule']} {x['weight']:+g}" for x in c["contributions"]) or "no rule"
             out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g} ({contrib})")
-    if why_not:
-        out += _why_not(rec, why_not, args)
-    out += _drift(rec, args)
+    if gid:
+        out += _why_not(rec, gid, kb, cat)
+    out += _drift(rec, kb, cat)
     return "\n".join(out) + "\n"
 
 
-def _why_not(rec: dict, gpu_name: str, args) -> list[str]:
-    from advisor import catalog, knowledge
-    cat = catalog.default()
-    kb = knowledge.load(knowledge.rule_dirs(getattr(args, "rules", None)))
-    gid = cat.gpu(gpu_name, "--why-not").id
+def _why_not(rec: dict, gid: str, kb, cat) -> list[str]:
     c = next((x for x in rec["candidates"] if x["gpu"] == gid), None)
     if c is None:
         return [f"Why not {gid}: it was not among the candidates of this decision."]
@@ -80,6 +77,7 @@ def _unfired(rec: dict, gid: str, kb, cat) -> list[str]:
     tests that failed on gid's facts. The facts are rebuilt by deciding the recorded inputs again,
     which gives the same facts only with the same rules and catalog: otherwise it says so."""
     from advisor import decision, estimator, knowledge, workload
+    from advisor.engine import normalise_fact, runner
     win = rec["recommendation"]["gpu"]
     if win == gid:
         return []
@@ -95,20 +93,18 @@ def _unfired(rec: dict, gid: str, kb, cat) -> list[str]:
         d = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat)
     except InputError as exc:
         return [f"  The recorded inputs no longer validate: {exc.problems[0]}"]
-    fact = next(f for f in d.facts if f["id"] == gid)
+    fact = normalise_fact(next(f for f in d.facts if f["id"] == gid))      # as the engine saw it
+    conds = runner(kb).conds
     lines = [f"  rules that raised {win} and did not fire for {gid}:"]
     for rid in dict.fromkeys(helped):
         rule = kb.rule(rid)
-        why = knowledge.failing(rule.when, fact) or ["its selector names other GPUs"]
+        why = knowledge.failing(conds[rid], fact) or ["its selector names other GPUs"]
         lines.append(f"    {rid} ({rule.where}): " + "; ".join(why))
     return lines
 
 
-def _drift(rec: dict, args) -> list[str]:
-    from advisor import catalog, knowledge
+def _drift(rec: dict, kb, cat) -> list[str]:
     v = rec["versions"]
-    kb = knowledge.load(knowledge.rule_dirs(getattr(args, "rules", None)))
-    cat = catalog.default()
     out = []
     if kb.digest != v.get("rules_sha256"):
         out.append("Warning: the rules changed since this decision (rules_sha256 differs).")

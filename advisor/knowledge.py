@@ -17,7 +17,7 @@ from advisor import HOME, cache, yamlio
 from advisor.cache import jinja_bytecode_cache
 from advisor.errors import Collector, InputError, Problem
 from advisor.facts import FACTS, prop
-from advisor.gcpause import loads_for_good
+from advisor.gcpause import free_cycles, loads_for_good
 
 RULES_DIR = HOME / "rules"
 NOT_RULES = {"questions.yaml"}   # the dialogue's questions live beside the rules
@@ -332,7 +332,7 @@ def template_env():
 
 FILTERS = {"gb": lambda x: f"{x:,.1f} GB", "usd": lambda x: f"${x:,.2f}", "num": lambda x, nd=1: f"{x:,.{nd}f}"}
 _FIELD = re.compile(r"\{\{\s*(workload|candidate|derived)\.([a-z][a-z0-9_]*)\s*"
-                    r"(?:\|\s*(gb|usd|num)\s*(?:\(\s*(\d)\s*\))?\s*)?\}\}")
+                    r"(?:\|\s*(gb|usd|num)\s*(?:\(\s*([0-9])\s*\))?\s*)?\}\}")
 
 
 class _PlainText:
@@ -359,6 +359,8 @@ class _PlainText:
         literal = "".join(p for p in parts if isinstance(p, str))
         if any(mark in literal for mark in ("{{", "{%", "{#", "}}", "%}", "#}")):
             return None
+        if any(isinstance(p, str) and p.endswith("{") for p in parts[:-1]):
+            return None                  # '{{{ x }}}': Jinja reads '{{' and then a '{' of its own
         if any(isinstance(p, tuple) and hasattr(dict, p[1]) for p in parts):
             return None
         return _PlainText(text, parts)
@@ -523,10 +525,11 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
             digest.update(f.read_bytes())
     except OSError:
         digest = None        # the full load below reports what cannot be read
-    kb = _compiled_get(digest.hexdigest()) if digest else None
+    kb = _compiled_get(digest.hexdigest()) if digest and cache.cache_dir() is not None else None
     if kb is None:
         kb = _load(files)
-        _compiled_put(kb)
+        if cache.cache_dir() is not None:
+            _compiled_put(kb)
     return kb
 
 
@@ -584,6 +587,7 @@ def _load(files: list[Path]) -> KnowledgeBase:
                                 first.file, first.line, "then.derive"))
     for r in kb_rules:
         problems.extend(_check_template(r, derived))
+    free_cycles()                 # parsing YAML and Jinja left some behind
     if problems:
         raise InputError(problems)
     return KnowledgeBase(kb_rules, [_display(f) for f in files], digest.hexdigest(), derived)
@@ -594,7 +598,7 @@ def _load(files: list[Path]) -> KnowledgeBase:
 # the digest of its files' names and bytes and of the checker's own source. The next start with the
 # same files reads it back instead of parsing, checking and compiling every rule again.
 
-COMPILED_VERSION = "kb-1"
+COMPILED_VERSION = "kb-2"
 
 
 def _compiled_key(digest: str) -> str:
@@ -621,7 +625,7 @@ RULE_FIELDS = ("id", "title", "group", "priority", "because", "file", "line", "s
 
 def _compiled_put(kb: KnowledgeBase) -> None:
     rules = [{**{k: getattr(r, k) for k in RULE_FIELDS}, "source": list(r.source), "when": _enc_cond(r.when),
-              "effects": yamlio.plain(r.effects), "examples": yamlio.plain(r.examples),
+              "effects": cache.pack(r.effects), "examples": cache.pack(r.examples),
               "facts_used": list(r.facts_used), "derives": list(r.derives)} for r in kb.rules]
     data = {"rules": rules, "files": kb.files, "digest": kb.digest, "derived": kb.derived}
     cache.write_json("kb", _compiled_key(kb.digest), data)
@@ -633,7 +637,8 @@ def _compiled_get(digest: str) -> KnowledgeBase | None:
         return None
     try:
         rules = [Rule(d["id"], d["title"], tuple(d["source"]), d["group"], d["priority"], _dec_cond(d["when"]),
-                      d["effects"], d["because"], d["examples"], d["file"], d["line"], d["scope"], d["stratum"],
+                      cache.unpack(d["effects"]), d["because"], cache.unpack(d["examples"]), d["file"], d["line"],
+                      d["scope"], d["stratum"],
                       tuple(d["facts_used"]), tuple(d["derives"]), d["overrides"]) for d in data["rules"]]
         return KnowledgeBase(rules, data["files"], data["digest"], data["derived"])
     except (KeyError, TypeError, IndexError):

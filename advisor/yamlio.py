@@ -145,6 +145,8 @@ def load(path: str | Path):
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise InputError(Problem("not UTF-8 text", name, line)) from None
+    if cache.cache_dir() is None:
+        return loads(text, name)
     key = cache.key(CACHE_VERSION, _own_source(), raw)      # what was parsed, and by which parser
     cached = _cache_get(key)
     if cached is not None:

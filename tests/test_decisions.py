@@ -227,3 +227,26 @@ def test_failing_names_each_failed_test_with_the_value():
                         Leaf("candidate.tdp_w", "exists")))
     assert failing(cond, fact) == ["candidate.memory_gb >= 120 (is 80)", "candidate.tdp_w is absent"]
     assert failing(Leaf("candidate.vendor", "eq", "amd"), fact) == []
+
+
+def test_explain_a_decision_made_with_extra_prices(tmp_path, capsys):
+    quotes = tmp_path / "quotes.yaml"
+    quotes.write_text("prices:\n  - {gpu: B200, gpus_per_instance: 1, usd_per_hour: 4.0, provider: Acme, date: 2026-11, source: 'email quote'}\n")
+    rec_path = tmp_path / "d.json"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--prices", str(quotes), "--format", "json"]) == 0
+    rec_path.write_text(capsys.readouterr().out)
+    assert main(["explain", str(rec_path), "--prices", str(quotes), "--why-not", "h200"]) == 0
+    out = capsys.readouterr().out
+    assert "are those that produced this decision" in out and "catalog changed" not in out
+    assert main(["explain", str(rec_path)]) == 0           # without the quotes it is another catalog
+    assert "the catalog changed since this decision" in capsys.readouterr().out
+
+
+def test_explain_reports_the_record_first_then_the_gpu(tmp_path, capsys):
+    assert main(["explain", str(tmp_path / "missing.json"), "--why-not", "nonsense-gpu"]) == 2
+    assert "missing.json: no such file" in capsys.readouterr().err
+    rec_path = tmp_path / "d.json"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
+    rec_path.write_text(capsys.readouterr().out)
+    assert main(["explain", str(rec_path), "--why-not", "nonsense-gpu"]) == 2
+    assert "--why-not: unknown GPU 'nonsense-gpu'" in capsys.readouterr().err

@@ -238,3 +238,112 @@ def test_fast_exit_steps_aside_for_coverage_and_profilers(watched):
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("Recommendation: 1 x NVIDIA H200")
     assert ("teardown ran" in out.stdout) == watched
+
+
+@pytest.mark.parametrize("text", ["Set {{{ workload.mode }}} in the config", "{{ candidate.memory_gb | num(٣) }}"])
+def test_what_jinja_would_refuse_is_not_taken_as_plain(text, tmp_path):
+    assert _PlainText.parse(text) is None
+    rules = tmp_path / "r"
+    rules.mkdir()
+    (rules / "x.yaml").write_text(f"- id: x\n  title: t\n  source: [ours]\n  when: {{candidate.memory_gb: {{gte: 1}}}}\n"
+                                  f"  then: {{note: {{text: {json.dumps(text)}}}}}\n")
+    with pytest.raises(InputError, match="template syntax error|template failed"):
+        knowledge.load([rules])
+
+
+@pytest.mark.parametrize("args", [["facts"], ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "summary"]])
+def test_output_that_cannot_be_written_is_an_error_not_success(tmp_path, args):
+    """Output too long for the buffer fails inside the command, a short one when it is flushed at the end."""
+    import resource
+    import signal
+
+    def no_room():                          # stdout a file that cannot grow: like a full disk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+    with open(tmp_path / "out", "w") as out:
+        p = subprocess.run([sys.executable, "-m", "advisor", *args], cwd=ROOT, stdout=out, stderr=subprocess.PIPE,
+                           text=True, preexec_fn=no_room)
+    assert p.returncode == 120
+    assert p.stderr == "gpu-advisor: error: cannot write the output: File too large\n"
+
+
+def _help_width(columns: int | None, tty_columns: int | None) -> int:
+    """The widest line of `recommend --help` with COLUMNS set (or not) and on a terminal (or a pipe)."""
+    import os
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
+    cmd = [sys.executable, "-m", "advisor", "recommend", "--help"]
+    if tty_columns is None:
+        return max(map(len, subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True).stdout.splitlines()))
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, tty_columns, 0, 0))
+    p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    data = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    p.wait()
+    os.close(master)
+    return max(map(len, data.decode().replace("\r\n", "\n").splitlines()))
+
+
+def test_help_follows_the_terminal_width_as_argparse_does():
+    assert _help_width(None, None) <= 78                  # a pipe: 80 columns
+    assert 80 < _help_width(160, None) <= 158             # COLUMNS wins
+    assert 80 < _help_width(None, 160) <= 158             # else the terminal's width
+    assert _help_width(None, 50) < _help_width(None, 160)  # (argparse does not break an option's own text)
+
+
+def test_cached_catalog_keeps_keys_that_are_not_text(tmp_path, monkeypatch):
+    import shutil
+
+    from advisor import cache
+    from advisor import catalog as catalog_mod
+    assert cache.unpack(cache.pack({1: [True, {None: 2.5}], "a": (1, 2)})) == {1: [True, {None: 2.5}], "a": [1, 2]}
+    monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
+    d = tmp_path / "catalog"
+    shutil.copytree(ROOT / "catalog", d)
+    with open(d / "efficiency.yaml", "a") as f:
+        f.write("\n# a key that is a number\n325: {v: 1}\n")
+    first, second = catalog_mod.load(d), catalog_mod.load(d)
+    assert second.efficiency[325] == first.efficiency[325] == {"v": 1}
+
+
+def test_with_caching_off_the_advisor_never_reads_its_own_source(monkeypatch):
+    """An install without .py sources works with GPU_ADVISOR_CACHE=0: cache keys are only made for a cache."""
+    from advisor import cache
+    from advisor import catalog as catalog_mod
+    monkeypatch.setenv("GPU_ADVISOR_CACHE", "0")
+
+    def no_source(*modules):
+        raise AssertionError("read its own source with caching off")
+    monkeypatch.setattr(cache, "source_of", no_source)
+    assert len(knowledge.load().rules) > 40
+    assert catalog_mod.load().gpu("h200").memory_gb == 141
+    assert yamlio.load(EXAMPLES / "chat-assistant.yaml")["model"]
+
+
+def test_loads_leave_no_garbage_frozen(tmp_path):
+    code = ("import gc, os\n"
+            f"os.environ['GPU_ADVISOR_CACHE'] = {str(tmp_path / 'cache')!r}\n"
+            "from advisor import catalog, engine, knowledge\n"
+            "for cached in (False, True):\n"
+            "    for _ in range(3):\n"
+            "        kb = knowledge.load(); cat = catalog.load(knowledge.HOME / 'catalog'); engine._new_runner(kb)\n"
+            "    if not cached:\n"
+            "        import shutil; shutil.rmtree(os.environ['GPU_ADVISOR_CACHE'], ignore_errors=True)\n"
+            "gc.unfreeze()\n"
+            "print(gc.collect())\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "0"
