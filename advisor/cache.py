@@ -7,6 +7,7 @@ move it.
 """
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def key(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def source_of(*modules: str) -> bytes:
     """The bytes of some of the advisor's own modules (their source, or what they were loaded from in
     an install without sources): part of a key when they decide what is cached."""
@@ -57,37 +59,41 @@ def source_of(*modules: str) -> bytes:
     return b"".join(out)
 
 
+MARK = "\u0000pairs"      # a mapping JSON could not keep as it is, stored as its key/value pairs
+
+
 def pack(obj):
-    """Plain data made JSON-safe without losing what JSON would change: a mapping becomes
-    {"d": [key, value, ...]} so that keys that are numbers, booleans or null stay so, a tuple a list.
-    unpack() gives back dicts and lists."""
+    """Plain data made JSON-safe without losing what JSON would change: a mapping whose keys are
+    not all text (numbers, booleans, null) becomes {MARK: [key, value, ...]}; tuples become lists.
+    Read it back with read_json(..., packed=True)."""
     if isinstance(obj, dict):
+        if all(type(k) is str for k in obj) and MARK not in obj:
+            return {k: pack(v) for k, v in obj.items()}
         flat = []
         for k, v in obj.items():
             flat += (k, pack(v))
-        return {"d": flat}
+        return {MARK: flat}
     if isinstance(obj, (list, tuple)):
         return [pack(v) for v in obj]
     return obj
 
 
-def unpack(obj):
-    if type(obj) is dict:
-        flat = obj["d"]
-        return {flat[i]: unpack(flat[i + 1]) for i in range(0, len(flat), 2)}
-    if type(obj) is list:
-        return [unpack(v) for v in obj]
-    return obj
+def _unpack(d: dict) -> dict:
+    flat = d.get(MARK)
+    if flat is None or len(d) != 1:
+        return d
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
 
 
-def read_json(kind: str, name: str):
-    """A cached JSON entry, or None when there is none, caching is off or the entry is unreadable."""
+def read_json(kind: str, name: str, packed: bool = False):
+    """A cached JSON entry (written from pack()ed data when `packed`), or None when there is none,
+    caching is off or the entry is unreadable."""
     import json
     d = cache_dir()
     if d is None:
         return None
     try:
-        return json.loads((d / kind / f"{name}.json").read_text(encoding="utf-8"))
+        return json.loads((d / kind / f"{name}.json").read_text(encoding="utf-8"), object_hook=_unpack if packed else None)
     except (OSError, ValueError):
         return None
 

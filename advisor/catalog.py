@@ -408,7 +408,7 @@ def _load(directory: Path, digest: str) -> Catalog:
 
 # --- the compiled-catalog cache (plain JSON; see advisor/cache.py) -----------------------------------
 
-COMPILED_VERSION = "catalog-2"
+COMPILED_VERSION = "catalog-3"
 
 
 def _enc_figures(figs: dict[str, Figure]) -> list:
@@ -416,8 +416,7 @@ def _enc_figures(figs: dict[str, Figure]) -> list:
 
 
 def _dec_figures(raw: list) -> dict[str, Figure]:
-    return {k: Figure(cache.unpack(v), tuple(src), note, unknown, cache.unpack(extra))
-            for k, v, src, note, unknown, extra in raw}
+    return {k: Figure(v, tuple(src), note, unknown, extra) for k, v, src, note, unknown, extra in raw}
 
 
 def _compiled_put(name: str, cat: Catalog) -> None:
@@ -434,7 +433,7 @@ def _compiled_put(name: str, cat: Catalog) -> None:
 
 
 def _compiled_get(name: str) -> Catalog | None:
-    data = cache.read_json("catalog", name)
+    data = cache.read_json("catalog", name, packed=True)
     if data is None:
         return None
     try:
@@ -442,8 +441,7 @@ def _compiled_get(name: str) -> Catalog | None:
                 for g in data["gpus"]}
         models = {m[0]: Model(m[0], m[1], tuple(m[2]), _dec_figures(m[3]), m[4], m[5]) for m in data["models"]}
         prices = [Price(*p) for p in data["prices"]]
-        return Catalog(gpus, models, prices, cache.unpack(data["efficiency"]), cache.unpack(data["sources"]),
-                       cache.unpack(data["knowledge"]), data["digest"])
+        return Catalog(gpus, models, prices, data["efficiency"], data["sources"], data["knowledge"], data["digest"])
     except (KeyError, TypeError, IndexError, ValueError):
         return None
 

@@ -598,7 +598,7 @@ def _load(files: list[Path]) -> KnowledgeBase:
 # the digest of its files' names and bytes and of the checker's own source. The next start with the
 # same files reads it back instead of parsing, checking and compiling every rule again.
 
-COMPILED_VERSION = "kb-2"
+COMPILED_VERSION = "kb-3"
 
 
 def _compiled_key(digest: str) -> str:
@@ -632,12 +632,12 @@ def _compiled_put(kb: KnowledgeBase) -> None:
 
 
 def _compiled_get(digest: str) -> KnowledgeBase | None:
-    data = cache.read_json("kb", _compiled_key(digest))
+    data = cache.read_json("kb", _compiled_key(digest), packed=True)
     if data is None:
         return None
     try:
         rules = [Rule(d["id"], d["title"], tuple(d["source"]), d["group"], d["priority"], _dec_cond(d["when"]),
-                      cache.unpack(d["effects"]), d["because"], cache.unpack(d["examples"]), d["file"], d["line"],
+                      d["effects"], d["because"], d["examples"], d["file"], d["line"],
                       d["scope"], d["stratum"],
                       tuple(d["facts_used"]), tuple(d["derives"]), d["overrides"]) for d in data["rules"]]
         return KnowledgeBase(rules, data["files"], data["digest"], data["derived"])

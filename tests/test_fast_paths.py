@@ -310,8 +310,10 @@ def test_cached_catalog_keeps_keys_that_are_not_text(tmp_path, monkeypatch):
 
     from advisor import cache
     from advisor import catalog as catalog_mod
-    assert cache.unpack(cache.pack({1: [True, {None: 2.5}], "a": (1, 2)})) == {1: [True, {None: 2.5}], "a": [1, 2]}
     monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
+    data = {1: [True, {None: 2.5}], "a": (1, 2), cache.MARK: "a key like the mark"}
+    cache.write_json("probe", "x", cache.pack(data))
+    assert cache.read_json("probe", "x", packed=True) == {1: [True, {None: 2.5}], "a": [1, 2], cache.MARK: "a key like the mark"}
     d = tmp_path / "catalog"
     shutil.copytree(ROOT / "catalog", d)
     with open(d / "efficiency.yaml", "a") as f:
