@@ -518,31 +518,34 @@ def rule_dirs(extra: list[str] | None = None, shipped: bool = True) -> list[Path
 def load(dirs: list[Path] | None = None) -> KnowledgeBase:
     """Load, check and compile every rule file; any problem anywhere means nothing is loaded."""
     files = _files(dirs if dirs is not None else rule_dirs())
-    digest = hashlib.sha256()
     try:
-        for f in files:
-            digest.update(_display(f).encode())
-            digest.update(f.read_bytes())
+        digest = _digest(files)
     except OSError:
         digest = None        # the full load below reports what cannot be read
-    kb = _compiled_get(digest.hexdigest()) if digest and cache.cache_dir() is not None else None
+    kb = _compiled_get(digest) if digest and cache.cache_dir() is not None else None
     if kb is None:
-        kb = _load(files)
+        kb = _load(files, digest)
         if cache.cache_dir() is not None:
             _compiled_put(kb)
     return kb
 
 
-def _load(files: list[Path]) -> KnowledgeBase:
+def _digest(files: list[Path]) -> str:
+    """What identifies a knowledge base: its files' names (as shown) and bytes, in load order."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(_display(f).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _load(files: list[Path], digest: str | None) -> KnowledgeBase:
     problems: list[Problem] = []
     raw_rules = []
-    digest = hashlib.sha256()
     for f in files:
         rel = _display(f)
-        digest.update(rel.encode())
         try:
             data = yamlio.load(f)
-            digest.update(f.read_bytes())
         except InputError as exc:
             problems.extend(exc.problems)
             continue
@@ -590,7 +593,7 @@ def _load(files: list[Path]) -> KnowledgeBase:
     free_cycles()                 # parsing YAML and Jinja left some behind
     if problems:
         raise InputError(problems)
-    return KnowledgeBase(kb_rules, [_display(f) for f in files], digest.hexdigest(), derived)
+    return KnowledgeBase(kb_rules, [_display(f) for f in files], digest or _digest(files), derived)
 
 
 # --- the compiled-knowledge-base cache -------------------------------------------------------------

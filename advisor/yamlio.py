@@ -119,15 +119,6 @@ def loads(text: str, name: str = "<string>"):
     return _Builder(name).build(node)
 
 
-_SOURCE: list[bytes] = []
-
-
-def _own_source() -> bytes:
-    if not _SOURCE:
-        _SOURCE.append(cache.source_of("yamlio"))
-    return _SOURCE[0]
-
-
 def load(path: str | Path):
     """Read and parse a YAML file; every failure is an InputError naming the file."""
     p = Path(path)
@@ -147,7 +138,7 @@ def load(path: str | Path):
         raise InputError(Problem("not UTF-8 text", name, line)) from None
     if cache.cache_dir() is None:
         return loads(text, name)
-    key = cache.key(CACHE_VERSION, _own_source(), raw)      # what was parsed, and by which parser
+    key = cache.key(CACHE_VERSION, cache.source_of("yamlio"), raw)      # what was parsed, and by which parser
     cached = _cache_get(key)
     if cached is not None:
         return cached
