@@ -68,21 +68,21 @@ def _why_not(rec: dict, gid: str, kb, cat) -> list[str]:
             lines.append(f"    {x['rule']}: {x['weight']:+g}")
         cost = f"${est['usd_per_hour']:,.2f}/h" if est.get("usd_per_hour") is not None else "price unknown"
         lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb', 0):,.1f} GB per card, {cost}")
-        lines += _unfired(rec, gid, kb, cat)
+        lines += _unfired(rec, c, kb, cat)
     return lines
 
 
-def _unfired(rec: dict, gid: str, kb, cat) -> list[str]:
-    """The rules that raised the recommendation's score but did not fire for `gid`, each with the
-    tests that failed on gid's facts. The facts are rebuilt by deciding the recorded inputs again,
+def _unfired(rec: dict, c: dict, kb, cat) -> list[str]:
+    """The rules that raised the recommendation's score but did not fire for candidate `c` (its entry
+    in the record), each with the tests that failed on its facts. The facts are rebuilt by deciding the recorded inputs again,
     which gives the same facts only with the same rules and catalog: otherwise it says so."""
     from advisor import decision, estimator, knowledge, workload
     from advisor.engine import normalise_fact, runner
-    win = rec["recommendation"]["gpu"]
+    win, gid = rec["recommendation"]["gpu"], c["gpu"]
     if win == gid:
         return []
     winner = next(x for x in rec["candidates"] if x["gpu"] == win)
-    mine = {x["rule"] for x in next(x for x in rec["candidates"] if x["gpu"] == gid)["contributions"]}
+    mine = {x["rule"] for x in c["contributions"]}
     helped = [x["rule"] for x in winner["contributions"] if x["weight"] > 0 and x["rule"] not in mine]
     if not helped:
         return []
