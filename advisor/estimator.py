@@ -15,7 +15,7 @@ from advisor.catalog import GPU, Catalog
 from advisor.numbers import cost, plan, speed
 from advisor.numbers.cost import job_cost  # noqa: F401  (re-exported)
 from advisor.numbers.ledger import LEDGER_KEYS, Ledger, inference_ledger, training_ledger
-from advisor.numbers.terms import GB, TFLOP, Term, _gb, _r  # noqa: F401  (re-exported)
+from advisor.numbers.terms import GB, Term, _gb, _r  # noqa: F401  (re-exported)
 from advisor.workload import Workload
 
 @dataclass(eq=False)
@@ -90,7 +90,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog) -> Cand
                             + (f", sequences over DP {dp}" if dp > 1 and not w.training else "")
                             + (f", ZeRO-{w.zero_stage} shards over DP {dp}" if w.training and w.zero_stage else ""))
     cost.power(c, gpu)
-    cost.price(c, gpu, catalog, group=min(tp * pp, gpu.gpus_per_node))
+    cost.price(c, gpu, catalog, group=min(tp * pp, gpu.gpus_per_node), w=w)
     if w.training:
         speed.training_time(w, led, c, rate)
     else:

@@ -37,10 +37,20 @@ def power(c, gpu) -> None:
         c.why["power_kw_per_node"] = f"{cards_in_node} x {tdp:g} W x 1.25 host factor (C14)"
 
 
-def price(c, gpu, catalog, group: int) -> None:
-    """The hourly price of the plan in `c` from the catalog's quotes (K13), or why it is unknown."""
+def offers(gpu, catalog, w=None) -> list[Price]:
+    """The price rows that may price a plan of this GPU for workload `w` (all of the GPU's quotes today)."""
+    return catalog.prices_for(gpu.id)
+
+
+def instance_sizes(gpu, catalog, w=None) -> list[int]:
+    """GPUs per instance of the offers usable for `w`, smallest first (the planner rents whole instances)."""
+    return sorted({p.gpus_per_instance for p in offers(gpu, catalog, w)})
+
+
+def price(c, gpu, catalog, group: int, w=None) -> None:
+    """The hourly price of the plan in `c` from the offers usable for `w` (K13), or why it is unknown."""
     count = c.count
-    found = pick_price(catalog.prices_for(gpu.id), count, group)
+    found = pick_price(offers(gpu, catalog, w), count, group)
     if found:
         c.usd_per_hour, p, n = found
         c.price = {"provider": p.provider, "date": p.date, "source": p.source, "tier": p.tier,
@@ -49,6 +59,6 @@ def price(c, gpu, catalog, group: int) -> None:
         c.why["usd_per_hour"] = (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}, {p.date})"
                                  + (f"; {n * p.gpus_per_instance - count} of its GPUs idle" if n * p.gpus_per_instance > count else ""))
     else:
-        have = sorted({p.gpus_per_instance for p in catalog.prices_for(gpu.id)})
+        have = instance_sizes(gpu, catalog, w)
         c.price_unknown = ("no price known for this GPU" if not have else
                            f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})")
