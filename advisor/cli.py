@@ -50,7 +50,34 @@ def _decide(args):
     cat = _catalog(args)
     kb = _kb(args)
     est = estimator.estimate(_workload(args, cat), cat)
-    return decision.decide(est, kb, cat)
+    d = decision.decide(est, kb, cat)
+    d.record.setdefault("versions", {}).update(_used_files(args, kb))
+    return d
+
+
+def _input_files(args, kb=None) -> list:
+    """Every file a command reads: an output must never be one of them."""
+    from advisor import HOME, catalog
+    out = [getattr(args, k, None) for k in ("workload", "template", "prices", "grid", "decision")]
+    out += [HOME / f for f in (kb.files if kb is not None else [])]
+    out += [catalog.CATALOG_DIR / f for f in ("gpus.yaml", "models.yaml", "prices.yaml", "sources.yaml")]
+    return [x for x in out if x]
+
+
+def _used_files(args, kb) -> dict:
+    """The rule folders and price files a decision used beyond the shipped ones, with digests, for
+    the record (so that `explain` re-uses them and tells when they changed)."""
+    import hashlib
+    from pathlib import Path
+
+    from advisor import knowledge
+    dirs = [d for d in knowledge.rule_dirs(getattr(args, "rules", None)) if d != knowledge.RULES_DIR]
+    rules = [{"path": str(Path(d).resolve()), "sha256": knowledge._digest(knowledge._files([d]))} for d in dirs]
+    prices = []
+    if getattr(args, "prices", None):
+        p = Path(args.prices)
+        prices.append({"path": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()})
+    return {"rule_dirs": rules, "price_files": prices}
 
 
 def summary_text(rec: dict) -> str:
@@ -90,7 +117,7 @@ def cmd_recommend(args) -> int:
             and not os.environ.get("NO_COLOR")
         text = memo.render(rec, _catalog(args), args.format, args.template, colour=colour)
     if args.out:
-        write_atomic(args.out, text)
+        write_atomic(args.out, text, inputs=_input_files(args, _kb(args)))
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -104,22 +131,39 @@ def cmd_facts(args) -> int:
 
 
 def _kb_for_rules_cmd(args):
+    """The knowledge base a rules command works on: a user's folder is checked together with the
+    shipped rules it joins (their derived facts, the ids it must not reuse, what it replaces)."""
     from advisor import knowledge
     if args.dir:
-        return knowledge.load(knowledge.rule_dirs([args.dir], shipped=False))
+        return knowledge.load(knowledge.rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
     return _kb(args)
+
+
+def _own_rules(args, kb):
+    """The rules of the folder named on the command line (all rules when none is)."""
+    from advisor import knowledge
+    if not args.dir:
+        return kb
+    own = [r for r in kb.rules if not knowledge._is_shipped(knowledge.HOME / r.file) or r.replaces]
+    return knowledge.KnowledgeBase(own, [f for f in kb.files if not f.startswith("rules/")], kb.digest, kb.derived)
 
 
 def cmd_rules(args) -> int:
     from advisor import rulestools
     kb = _kb_for_rules_cmd(args)
     if args.action == "lint":
-        print(f"{len(kb.rules)} rules in {len(kb.files)} files: no problems")
+        if args.dir:
+            own = _own_rules(args, kb)
+            print(f"{len(own.rules)} rules in {len(own.files)} files, checked with the shipped knowledge base "
+                  f"({len(kb.rules)} rules in force): no problems")
+        else:
+            print(f"{len(kb.rules)} rules in {len(kb.files)} files: no problems")
         return 0
     if args.action == "list":
-        sys.stdout.write(rulestools.list_text(kb, args.group))
+        sys.stdout.write(rulestools.list_text(_own_rules(args, kb), args.group))
         return 0
     if args.action == "test":
+        kb = _own_rules(args, kb) if args.dir else kb
         checked, failures = rulestools.run_examples(kb)
         for f in failures:
             print(f"FAIL {f}")
@@ -135,7 +179,15 @@ def cmd_rules(args) -> int:
         print(f"{len(rows)} of {len(rows) + len(missing)} heuristics covered")
         return 1 if missing else 0
     if args.action == "doc":
-        text = rulestools.doc_text(kb)
+        text = rulestools.doc_text(_own_rules(args, kb))
+        if args.out or args.dir:          # a user's folder is never documented over the shipped reference
+            if not args.out or args.out == "-":
+                sys.stdout.write(text)
+                return 0
+            from advisor.files import write_atomic
+            write_atomic(args.out, text, inputs=kb.files)
+            print(f"wrote {args.out} ({len(_own_rules(args, kb).rules)} rules)")
+            return 0
         if args.check:
             current = rulestools.DOC_PATH.read_text() if rulestools.DOC_PATH.exists() else ""
             if current != text:
@@ -143,7 +195,11 @@ def cmd_rules(args) -> int:
                 return 1
             print(f"{rulestools.DOC_PATH} is up to date")
             return 0
-        rulestools.DOC_PATH.write_text(text)
+        if not rulestools.DOC_PATH.parent.is_dir():      # an installed package has no docs/ to refresh
+            sys.stdout.write(text)
+            return 0
+        from advisor.files import write_atomic
+        write_atomic(rulestools.DOC_PATH, text)
         print(f"wrote {rulestools.DOC_PATH} ({len(kb.rules)} rules)")
         return 0
     return EXIT_INPUT
@@ -253,6 +309,7 @@ def _rules_args(rl) -> None:
     _common(rl, rules=True, prices=False)
     rl.add_argument("--group", help="list: only this group")
     rl.add_argument("--check", action="store_true", help="doc: fail when docs/knowledge-base.md is stale")
+    rl.add_argument("--out", metavar="FILE", help="doc: write the reference to FILE ('-': stdout; the default with DIR)")
     rl.set_defaults(func=cmd_rules)
 
 

@@ -129,6 +129,7 @@ def test_user_rule_changes_the_decision_and_is_audited(tmp_path, capsys):
 def test_user_rule_overrides_shipped_rule_by_id(tmp_path, capsys):
     (tmp_path / "o.yaml").write_text(
         "- id: announced-not-shipping\n"
+        "  replaces: announced-not-shipping\n"
         "  title: We have Rubin early access\n"
         "  source: [our contract]\n"
         "  when: {candidate.status: announced}\n"
@@ -139,6 +140,7 @@ def test_user_rule_overrides_shipped_rule_by_id(tmp_path, capsys):
     assert not rubin["excluded"]
     t = next(t for t in rec["trace"] if t["rule"] == "announced-not-shipping")
     assert t["file"].endswith("o.yaml") and t["overrides"].startswith("rules/generations.yaml:")
+    assert t["replaces"] == "announced-not-shipping"
 
 
 def test_decisions_leave_nothing_behind(catalog, kb):

@@ -84,14 +84,14 @@ def test_model_by_parameter_count_says_it_used_the_50_percent_rule(capsys, tmp_p
 def test_rule_text_failing_when_it_fires(capsys, tmp_path):
     (tmp_path / "r.yaml").write_text(
         "- id: divide-by-nothing\n  title: t\n  source: [ours]\n  when: {candidate.count: {gt: 0}}\n"
-        "  then: {note: {text: \"{{ candidate.count / 0 }}\"}}\n")
+        "  then: {note: {text: \"{{ candidate.gpu | gb }}\"}}\n")
     refuse(capsys, ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path)],
            "r.yaml:1: then.note.text: template failed when the rule fired")
 
 
 def test_rule_the_engine_could_not_run_safely_is_refused(capsys, tmp_path):
     many = ", ".join(f"g{i}" for i in range(70))
-    (tmp_path / "r.yaml").write_text(f"- id: too-wide\n  title: t\n  source: [ours]\n  when: {{candidate.gpu: {{not_in: [{many}]}}}}\n"
+    (tmp_path / "r.yaml").write_text(f"- id: too-wide\n  title: t\n  source: [ours]\n  when: {{candidate.interconnect: {{not_in: [{many}]}}}}\n"
                                      "  then: {note: {text: x}}\n")
     refuse(capsys, ["rules", "lint", str(tmp_path)], "too complex to run safely on the engine: 70 tests")
 
@@ -102,7 +102,7 @@ def test_too_many_derived_facts_are_refused(capsys, tmp_path):
         lines += [f"  - id: derive-{i}", "    title: t", "    source: [ours]", "    when: {workload.mode: inference}",
                   f"    then: {{derive: {{fact_{i}: true}}}}"]
     (tmp_path / "r.yaml").write_text("\n".join(lines) + "\n")
-    refuse(capsys, ["rules", "lint", str(tmp_path)], "200 derived facts: with the")
+    refuse(capsys, ["rules", "lint", str(tmp_path)], "201 derived facts: with the")
 
 
 def test_rules_that_exclude_everything_name_the_rules(capsys, tmp_path):
