@@ -72,11 +72,11 @@ def _used_files(args, kb) -> dict:
 
     from advisor import knowledge
     dirs = [d for d in knowledge.rule_dirs(getattr(args, "rules", None)) if d != knowledge.RULES_DIR]
-    rules = [{"path": str(Path(d).resolve()), "sha256": knowledge._digest(knowledge._files([d]))} for d in dirs]
+    rules = [{"path": str(Path(d).resolve()), "given": str(d), "sha256": knowledge.folder_digest(d)} for d in dirs]
     prices = []
     if getattr(args, "prices", None):
         p = Path(args.prices)
-        prices.append({"path": str(p.resolve()), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()})
+        prices.append({"path": str(p.resolve()), "given": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()})
     return {"rule_dirs": rules, "price_files": prices}
 
 
@@ -208,10 +208,63 @@ def cmd_rules(args) -> int:
 def cmd_explain(args) -> int:
     from advisor import explain
     rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
+    notes = _recorded_files(args, rec)
     cat = _catalog(args)
     gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
-    sys.stdout.write(explain.explain_record(rec, gid, _kb(args), cat))
+    try:
+        text = explain.explain_record(rec, gid, _kb(args), cat)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
+        from advisor.errors import Problem
+        raise InputError(Problem(f"not a complete decision record ({type(exc).__name__}: {str(exc)[:80]})",
+                                 args.decision)) from None
+    sys.stdout.write(text + "".join(n + "\n" for n in notes))
     return 0
+
+
+def _recorded_files(args, rec: dict) -> list[str]:
+    """Without --rules or --prices, `explain` uses the rule folders and price file the decision
+    recorded (when they are still there), so that it does not report changes that did not happen."""
+    import hashlib
+    from pathlib import Path
+
+    from advisor import knowledge
+    v = rec.get("versions") or {}
+    notes = []
+    if not getattr(args, "rules", None) and isinstance(v.get("rule_dirs"), list):
+        kept = []
+        for d in v["rule_dirs"]:
+            if not (isinstance(d, dict) and isinstance(d.get("path"), str)):
+                continue
+            if not Path(d["path"]).exists():
+                notes.append(f"Note: the decision used the rules in {d['path']}, which are gone")
+                continue
+            given = d.get("given") if isinstance(d.get("given"), str) else None
+            # as typed when that still names the same folder (the digest of the rules counts their names)
+            use = given if given and Path(given).exists() and Path(given).resolve() == Path(d["path"]).resolve() else d["path"]
+            kept.append(use)
+            try:
+                same = knowledge.folder_digest(Path(use)) == d.get("sha256")
+            except (OSError, InputError):
+                same = False
+            notes.append(f"Rules: the shipped ones and {d['path']}, as the decision recorded"
+                         + ("" if same else " (changed since)"))
+        args.rules = kept or None
+    if not getattr(args, "prices", None) and isinstance(v.get("price_files"), list):
+        for p in v["price_files"][:1]:
+            if not (isinstance(p, dict) and isinstance(p.get("path"), str)):
+                continue
+            if not Path(p["path"]).is_file():
+                notes.append(f"Note: the decision used the prices in {p['path']}, which are gone")
+                continue
+            given = p.get("given") if isinstance(p.get("given"), str) else None
+            args.prices = given if given and Path(given).is_file() and Path(given).resolve() == Path(p["path"]).resolve() \
+                else p["path"]
+            try:
+                same = hashlib.sha256(Path(p["path"]).read_bytes()).hexdigest() == p.get("sha256")
+            except OSError:
+                same = False
+            notes.append(f"Prices: the catalog's and {p['path']}, as the decision recorded" + ("" if same else " (changed since)"))
+    return notes
 
 
 def cmd_ask(args) -> int:
@@ -220,7 +273,13 @@ def cmd_ask(args) -> int:
     kb = _kb(args)
     out_dir = args.out_dir or "."
     if args.resume:
-        dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
+        try:
+            dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
+            dlg.current()                          # the state it restores must be one the dialogue can continue
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+            from advisor.errors import Problem
+            raise InputError(Problem(f"not a resume file this version can continue ({type(exc).__name__}: "
+                                     f"{str(exc)[:80]})", args.resume)) from None
     else:
         answers = {}
         if args.from_file:
@@ -244,7 +303,12 @@ def cmd_replay(args) -> int:
     kb = _kb(args)
     failed = 0
     for path in args.transcripts:
-        same, diffs = dialogue.replay(path, cat, kb)
+        try:
+            same, diffs = dialogue.replay(path, cat, kb)
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+            from advisor.errors import Problem
+            raise InputError(Problem(f"not a transcript this version can replay ({type(exc).__name__}: {str(exc)[:80]})",
+                                     path)) from None
         print(f"{'ok  ' if same else 'FAIL'} {path}")
         for d in diffs:
             print(f"     {d}")

@@ -752,6 +752,17 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
     return kb
 
 
+def folder_digest(folder) -> str:
+    """The digest of one rule folder's files (their paths inside it and their bytes): the same
+    wherever the folder is named from."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for f in _files([folder]):
+        h.update(str(f.relative_to(folder) if folder.is_dir() else f.name).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def _digest(files: list[Path]) -> str:
     """What identifies a knowledge base: its files' names (as shown) and bytes, in load order."""
     h = hashlib.sha256()

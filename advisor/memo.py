@@ -80,7 +80,11 @@ def generation_date() -> str:
     """Today's date, or SOURCE_DATE_EPOCH's for reproducible builds and snapshots."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     if epoch and epoch.isdigit():
-        return time.strftime("%Y-%m-%d", time.gmtime(int(epoch)))
+        try:
+            return time.strftime("%Y-%m-%d", time.gmtime(int(epoch)))
+        except (OverflowError, OSError, ValueError):
+            raise InputError(Problem(f"SOURCE_DATE_EPOCH={epoch[:20]}{'...' if len(epoch) > 20 else ''} is not a date "
+                                     "(seconds since 1970 up to the year 9999)")) from None
     return time.strftime("%Y-%m-%d", time.localtime())
 
 
@@ -233,7 +237,8 @@ def view(rec: dict, catalog: Catalog) -> dict:
                           for c in est["candidates"] if c.get("price")})
     v["disagreements"] = DISAGREEMENTS
     # audit
-    v["audit"] = [{"order": t["order"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}",
+    v["audit"] = [{"order": t["order"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}" + (
+                       f", replacing shipped {t['replaces']} of {t['overrides']}" if t.get("replaces") else ""),
                    "source": ", ".join(t["source"]), "gpu": t["gpu"] or "workload", "effect": _effect(t["effect"])}
                   for t in rec["trace"]]
     ver = rec["versions"]
