@@ -480,6 +480,11 @@ def _check_efficiency(path: Path, eff: dict) -> None:
     if not isinstance(matmul, dict):
         col.add("must be a mapping", yamlio.line_of(eff, "matmul", 1), "matmul")
         col.raise_if_any()
+    shares = matmul.get("default_share")
+    for prec in ("bf16", "fp8", "fp4"):        # the estimator falls back to these for any GPU without a measurement
+        if not isinstance(shares, dict) or prec not in shares:
+            col.add(f"needs a share for {prec}", yamlio.line_of(matmul, "default_share", yamlio.line_of(eff, "matmul", 1)),
+                    "matmul.default_share")
     for group in ("measured_tflops", "default_share"):
         table = matmul.get(group, {})
         if not isinstance(table, dict):

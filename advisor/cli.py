@@ -472,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except InputError as exc:
         for problem in exc.problems:
-            print(f"gpu-advisor: error: {problem}", file=sys.stderr)
+            print(f"gpu-advisor: error: {one_line(str(problem))}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("gpu-advisor: interrupted", file=sys.stderr)
@@ -485,6 +485,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OUTPUT
         _say(f"gpu-advisor: error: {exc.filename}: {exc.strerror or exc}")
         return 1
+
+
+def one_line(text: str) -> str:
+    """A message as one line of plain text: line breaks become spaces, control characters (a
+    terminal escape from a file, say) are shown escaped instead of acting on the terminal."""
+    text = " ".join(text.splitlines())
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def _say(line: str) -> None:

@@ -943,7 +943,7 @@ def _parse_rule(r, rel, line, col: Collector, derived, vocab: dict | None = None
     src = r.get("source")
     if isinstance(src, str):
         src = [src]
-    if not src or not all(isinstance(s, str) and s for s in src):
+    if not src or not isinstance(src, list) or not all(isinstance(s, str) and s for s in src):
         col.add(f"rule '{rid}' needs a source (knowledge IDs or your own reference)", yamlio.line_of(r, "source", line), "source")
         src = []
     prio = r.get("priority", 100)

@@ -538,6 +538,10 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
         raise InputError(Problem(f"template refused by the sandbox: {exc}", name)) from None
     except (MemoryError, RecursionError, OverflowError) as exc:
         raise InputError(Problem(f"template refused: {type(exc).__name__} ({str(exc)[:80] or 'too large'})", name)) from None
+    except Exception as exc:
+        if not template:              # a shipped template failing is a bug: let it show
+            raise
+        raise InputError(Problem(f"template failed: {type(exc).__name__}: {str(exc)[:120]}", name)) from None
     except TemplateError as exc:
         line = getattr(exc, "lineno", None)
         raise InputError(Problem(f"template error: {exc.message if getattr(exc, 'message', None) else exc}", name, line)) from None

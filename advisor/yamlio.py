@@ -128,8 +128,11 @@ def loads(text: str, name: str = "<string>"):
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         raise InputError(Problem(f"YAML syntax error: {exc.problem or exc.context}", name, line)) from None
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1 if isinstance(exc.position, int) else None
+        raise InputError(Problem(f"character {exc.character!r} is not allowed in YAML (a control character?)", name, line)) from None
     except yaml.YAMLError as exc:
-        raise InputError(Problem(f"YAML error: {exc}", name)) from None
+        raise InputError(Problem(f"YAML error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", name)) from None
     if node is None:
         return None
     return _Builder(name).build(node)
