@@ -526,6 +526,8 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
     if not path.is_file():
         raise InputError(Problem("no such template", name))
     try:
+        if path.stat().st_size > MAX_TEXT:
+            raise InputError(Problem(f"a template of more than {MAX_TEXT:,} bytes is not one this tool reads", name))
         path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(Problem(f"cannot read template: {exc}", name)) from None
@@ -538,13 +540,13 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
         raise InputError(Problem(f"template refused by the sandbox: {exc}", name)) from None
     except (MemoryError, RecursionError, OverflowError) as exc:
         raise InputError(Problem(f"template refused: {type(exc).__name__} ({str(exc)[:80] or 'too large'})", name)) from None
+    except TemplateError as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(Problem(f"template error: {exc.message if getattr(exc, 'message', None) else exc}", name, line)) from None
     except Exception as exc:
         if not template:              # a shipped template failing is a bug: let it show
             raise
         raise InputError(Problem(f"template failed: {type(exc).__name__}: {str(exc)[:120]}", name)) from None
-    except TemplateError as exc:
-        line = getattr(exc, "lineno", None)
-        raise InputError(Problem(f"template error: {exc.message if getattr(exc, 'message', None) else exc}", name, line)) from None
 
 
 from advisor.files import write_atomic  # noqa: E402,F401  (re-exported for callers of memo)
