@@ -192,6 +192,9 @@ def _check_value(spec: Spec, value, col: Collector, name: str, line):
                                                      or 0x2066 <= ord(c) <= 0x2069 for c in value):
             col.add("must be plain text: no control characters (terminal escapes, line breaks, tabs)", line, name)
             return None
+        if "<" in value or ">" in value:       # it goes into Markdown and HTML memos and sweep summaries
+            col.add("must be plain text: no markup (< or >)", line, name)
+            return None
         return value
     if spec.kind in ("int", "float"):
         if isinstance(value, str) and spec.kind == "float":

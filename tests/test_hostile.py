@@ -433,6 +433,8 @@ def test_rules_doc_of_a_folder_never_touches_the_shipped_reference(capsys, tmp_p
      "model.active_params_b: is below the parameters outside the experts"),
     ("mode: inference\nmodel: {params_b: 10, experts: 8, experts_per_token: 9}\n", "model.experts_per_token: cannot exceed experts"),
     ("mode: inference\nmodel: gpt-oss-20b\nname: \"chat\\e[31m<script>\"\n", "name: must be plain text: no control characters"),
+    ("mode: inference\nmodel: gpt-oss-20b\nname: \"chat<script>alert(1)</script>\"\n", "name: must be plain text: no markup (< or >)"),
+    ("mode: inference\nmodel: {params_b: 7, name: \"m\\u202eevil\"}\n", "model.name: must be plain text: no control characters"),
 ])
 def test_workload_files_that_used_to_crash_or_lie(capsys, tmp_path, text, expected):
     f = tmp_path / "w.yaml"
