@@ -77,7 +77,7 @@ def _used_files(args, kb) -> dict:
     if getattr(args, "prices", None):
         p = Path(args.prices)
         prices.append({"path": str(p.resolve()), "given": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()})
-    return {"rule_dirs": rules, "price_files": prices}
+    return {"rule_dirs": rules, "price_files": prices, "shipped_rules_sha256": knowledge.folder_digest(knowledge.RULES_DIR)}
 
 
 def summary_text(rec: dict) -> str:
@@ -117,7 +117,7 @@ def cmd_recommend(args) -> int:
             and not os.environ.get("NO_COLOR")
         text = memo.render(rec, _catalog(args), args.format, args.template, colour=colour)
     if args.out:
-        write_atomic(args.out, text, inputs=_input_files(args, _kb(args)))
+        write_atomic(args.out, text, inputs=_input_files(args, d.kb))
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -211,14 +211,26 @@ def cmd_explain(args) -> int:
     notes = _recorded_files(args, rec)
     cat = _catalog(args)
     gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
+    kb = _kb(args)
+    v = rec.get("versions") or {}
+    if kb.digest != v.get("rules_sha256") and notes and not any("changed since" in n or "gone" in n for n in notes) \
+            and v.get("shipped_rules_sha256") == _shipped_digest():
+        # the same files under other names (the folder named from another directory): the same rules
+        rec = {**rec, "versions": {**v, "rules_sha256": kb.digest}}
+        notes.append("(The rule folders are named differently than when the decision was made; their files are the same.)")
     try:
-        text = explain.explain_record(rec, gid, _kb(args), cat)
+        text = explain.explain_record(rec, gid, kb, cat)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
         from advisor.errors import Problem
         raise InputError(Problem(f"not a complete decision record ({type(exc).__name__}: {str(exc)[:80]})",
                                  args.decision)) from None
     sys.stdout.write(text + "".join(n + "\n" for n in notes))
     return 0
+
+
+def _shipped_digest() -> str:
+    from advisor import knowledge
+    return knowledge.folder_digest(knowledge.RULES_DIR)
 
 
 def _recorded_files(args, rec: dict) -> list[str]:
@@ -232,8 +244,9 @@ def _recorded_files(args, rec: dict) -> list[str]:
     notes = []
     if not getattr(args, "rules", None) and isinstance(v.get("rule_dirs"), list):
         kept = []
+        from_env = {Path(p).resolve() for p in knowledge.rule_dirs(shipped=False)}     # GPU_ADVISOR_RULES adds these itself
         for d in v["rule_dirs"]:
-            if not (isinstance(d, dict) and isinstance(d.get("path"), str)):
+            if not (isinstance(d, dict) and isinstance(d.get("path"), str)) or Path(d["path"]).resolve() in from_env:
                 continue
             if not Path(d["path"]).exists():
                 notes.append(f"Note: the decision used the rules in {d['path']}, which are gone")

@@ -685,3 +685,15 @@ def test_pattern_matcher_agrees_with_re(pattern, text):
 def test_pattern_matcher_does_not_backtrack():
     m = knowledge.pattern_matcher(".*" * 16 + "Z")
     assert m("x" * 20_000) is False and m("x" * 100 + "Z") is True
+
+
+def test_explain_from_another_directory_uses_the_recorded_folder(capsys, tmp_path, monkeypatch):
+    d = rule_file(tmp_path, one_rule(rid="big-memory", when="{candidate.memory_gb: {gte: 120}}", then="{prefer: {weight: 5}}"))
+    monkeypatch.chdir(tmp_path)
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", "rules", "--format", "json"]) == 0
+    (tmp_path / "d.json").write_text(capsys.readouterr().out)
+    monkeypatch.chdir("/")
+    assert main(["explain", str(tmp_path / "d.json")]) == 0
+    out = capsys.readouterr().out
+    assert "The current rules and catalog are those that produced this decision." in out
+    assert f"Rules: the shipped ones and {d}, as the decision recorded\n" in out and "named differently" in out
