@@ -8,7 +8,8 @@ compiles and answers within the limit:
   B. `matches` with a literal pattern of N characters;
   C. `matches` with N `[a-z]` classes;
   D. an `in` list of N values, compiled as `$or` of N equalities (~508 loops forever);
-  E. a `not_in` list of N values, compiled as `$and` of N inequalities.
+  E. a `not_in` list of N values, compiled as `$and` of N inequalities;
+  F. N rules in one ruleset, each an `in` list of 100 values (lint's largest), all matching one fact.
 
 Run: .venv/bin/python bench/durable-probes/p11_rule_limits.py [timeout_seconds]
 The limits lint enforces (advisor/knowledge.py: MAX_PATTERN, MAX_PATTERN_WILDCARDS, MAX_LIST) sit
@@ -34,11 +35,17 @@ elif kind == "C":
 elif kind == "D":
     cond = {"$or": [{"s": "v%d" % i} for i in range(n)]}
     fact = {"s": "v%d" % (n - 1)}
-else:
+elif kind == "E":
     cond = {"$and": [{"$neq": {"s": "v%d" % i}} for i in range(n)]}
     fact = {"s": "zz"}
 fired = []
 h = Host()
+if kind == "F":
+    h.set_rulesets({"rs": {"r%d" % j: {"all": [{"m": {"$or": [{"s": "v%d" % i} for i in range(100)]}}],
+                                       "run": lambda c: fired.append(1)} for j in range(n)}})
+    h.assert_fact("rs", {"s": "v99", "id": 1})
+    print(json.dumps({"fired": int(len(fired) == n)}))
+    sys.exit(0)
 h.set_rulesets({"rs": {"r": {"all": [{"m": cond}], "run": lambda c: fired.append(1)}}})
 h.assert_fact("rs", dict(fact, id=1))
 print(json.dumps({"fired": len(fired)}))
@@ -75,7 +82,7 @@ def main():
     timeout = float(sys.argv[1]) if len(sys.argv) > 1 else 5.0
     for kind, what, lo, hi in (("A", "matches '.*' x N", 1, 200), ("B", "matches literal of N chars", 1, 5000),
                                ("C", "matches '[a-z]' x N", 1, 2000), ("D", "in list of N values", 1, 1200),
-                               ("E", "not_in list of N values", 1, 1200)):
+                               ("E", "not_in list of N values", 1, 1200), ("F", "N rules with a 100-value in list", 1, 300)):
         n, fail = largest_ok(kind, lo, hi, timeout)
         print(f"{kind}. {what}: largest that answers: {n}" + ("" if fail == "ok" else f"; {n + 1} gives: {fail}"), flush=True)
 
