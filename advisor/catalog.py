@@ -271,13 +271,26 @@ GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8
 
 def _entries(items, kind: str, col: Collector, seen: dict):
     """(line, entry, id) for each entry of a catalog list, reporting entries without an id and duplicates."""
+    if items is not None and not isinstance(items, list):
+        col.add(f"must be a list of {kind} entries", getattr(items, "line", None))
+        return
     for i, e in enumerate(items or []):
         line = yamlio.line_of(items, i)
         if not isinstance(e, dict) or "id" not in e:
             col.add(f"each {kind} needs an id", line)
             continue
+        if not isinstance(e["id"], str) or not e["id"].strip():
+            col.add(f"a {kind} id is a text (got {e['id']!r})", yamlio.line_of(e, "id", line), "id")
+            continue
         if e["id"] in seen:
             col.add(f"duplicate {kind} id '{e['id']}'", line, "id")
+        for k in ("name", "hf_repo"):
+            if k in e and not (isinstance(e[k], str) and e[k].strip()):
+                col.add(f"must be a text (got {e[k]!r})", yamlio.line_of(e, k, line), f"{e['id']}.{k}")
+                e = {x: y for x, y in e.items() if x != k}
+        if "aliases" in e and not (isinstance(e["aliases"], list) and all(isinstance(a, str) for a in e["aliases"])):
+            col.add("must be a list of texts", yamlio.line_of(e, "aliases", line), f"{e['id']}.aliases")
+            e = {x: y for x, y in e.items() if x != "aliases"}
         yield line, e, e["id"]
 
 
