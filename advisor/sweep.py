@@ -192,6 +192,9 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
             interrupted = True
         if progress:
             sys.stderr.write("\n")
+    if interrupted:        # Ctrl-C may land between a row's write and its count: the file says what was kept
+        with open(out_path, newline="", encoding="utf-8") as fh:
+            written = max(0, sum(1 for _ in csv.reader(fh)) - 1)
     return written, len(docs), interrupted, fields
 
 
