@@ -3,5 +3,16 @@ from pathlib import Path
 
 __version__ = "0.1.0"
 
-#: The project root: catalog/, rules/ and templates/ live beside the package.
-HOME = Path(__file__).resolve().parent.parent
+
+def _home() -> Path:
+    """Where catalog/, rules/ and templates/ live: beside the package in a source checkout (and an
+    editable install), inside it (advisor/_data/) in an installed wheel."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data"
+    if (packaged / "catalog" / "sources.yaml").is_file():
+        return packaged
+    return here.parent
+
+
+#: The folder that holds catalog/, rules/ and templates/.
+HOME = _home()

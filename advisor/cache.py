@@ -4,6 +4,10 @@ knowledge base (plain JSON), and compiled templates (Jinja's own bytecode cache)
 Every entry is keyed by the bytes it was built from (and the source of the code that built it), so
 a stale entry is never used. Set GPU_ADVISOR_CACHE=0 to disable caching, or GPU_ADVISOR_CACHE=DIR to
 move it.
+
+Compiled templates are code (Jinja's bytecode cache loads them with marshal), and a planted entry
+would run on the next start: the folder is created private to the user (0700), and a folder that
+another user owns or that others may write to is not used at all (a one-line warning says so).
 """
 from __future__ import annotations
 
@@ -17,22 +21,65 @@ def cache_dir() -> Path | None:
     if setting == "0":
         return None
     if setting:
-        return Path(setting)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "gpu-advisor"
+        d = Path(setting)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = Path(base) / "gpu-advisor"
+    return d if _private(str(d)) else None
 
 
-def jinja_bytecode_cache():
-    """Jinja's on-disk bytecode cache (compiling templates is slow; starts should not be), or None."""
+@functools.lru_cache(maxsize=None)
+def _private(path: str) -> bool:
+    """The cache folder exists (made 0700 if it did not), belongs to this user and nobody else may
+    write to it; otherwise caching is off for this process."""
+    import stat
+    import sys
+    d = Path(path)
+    try:
+        if not d.exists():
+            d.mkdir(parents=True, mode=0o700, exist_ok=True)
+        checks = [d, d / "jinja"] if (d / "jinja").exists() else [d]
+        for p in checks:
+            st = os.stat(p)
+            if not stat.S_ISDIR(st.st_mode):
+                why = "is not a folder"
+            elif hasattr(os, "getuid") and st.st_uid != os.getuid():
+                why = "belongs to another user"
+            elif st.st_mode & 0o022:
+                why = "may be written by other users"
+            else:
+                continue
+            print(f"gpu-advisor: warning: the cache folder {p} {why}; caching is off (make it private with "
+                  f"chmod 700, or set GPU_ADVISOR_CACHE)", file=sys.stderr)
+            return False
+    except OSError:
+        return False            # cannot be made or read: run without a cache
+    return True
+
+
+def jinja_bytecode_cache(flavour: str = ""):
+    """Jinja's on-disk bytecode cache (compiling templates is slow; starts should not be), or None.
+    Environments that compile the same source to different code name their own `flavour`."""
     d = cache_dir()
     if d is None:
         return None
     from jinja2 import FileSystemBytecodeCache
     try:
-        (d / "jinja").mkdir(parents=True, exist_ok=True)
+        (d / "jinja").mkdir(mode=0o700, exist_ok=True)
     except OSError:
         return None
-    return FileSystemBytecodeCache(str(d / "jinja"))
+    if not _private(str(d)) or not _check_private(d / "jinja"):
+        return None
+    return FileSystemBytecodeCache(str(d / "jinja"), f"__jinja2_{flavour}_%s.cache" if flavour else "__jinja2_%s.cache")
+
+
+def _check_private(d: Path) -> bool:
+    import stat
+    try:
+        st = os.stat(d)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and not (hasattr(os, "getuid") and st.st_uid != os.getuid()) and not st.st_mode & 0o022
 
 
 def key(*parts: bytes | str) -> str:

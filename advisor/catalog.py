@@ -6,6 +6,7 @@ an unknown name is an InputError that suggests the closest ids.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -240,7 +241,29 @@ def _non_negative(col, figs: dict[str, Figure], entry, names):
             col.add(f"must not be negative (got {v})", yamlio.line_of(entry, n), n)
 
 
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < 1e18
+
+
+def _numbers(col, figs: dict[str, Figure], entry, owner: str, names, positive=(), whole=()):
+    """Figures that are numbers must be finite numbers of sane size (a text, NaN or 10^400 would
+    reach the arithmetic); `positive` ones above zero (a divisor), `whole` ones whole numbers >= 1."""
+    for n in names:
+        f = figs.get(n)
+        if f is None or f.value is None:
+            continue
+        v, line = f.value, yamlio.line_of(entry, n)
+        if not _is_number(v):
+            col.add(f"must be a finite number (got {str(v)[:40]!r})", line, f"{owner}.{n}")
+        elif n in whole and (v != int(v) or v < (0 if n == "mig_instances" else 1)):
+            col.add(f"must be a whole number >= {0 if n == 'mig_instances' else 1} (got {v})", line, f"{owner}.{n}")
+        elif n in positive and v <= 0:
+            col.add(f"must be above zero (got {v})", line, f"{owner}.{n}")
+
+
 GPU_REQUIRED = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "gpus_per_node")
+GPU_NUMBERS = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "gpus_per_node",
+               "tdp_w", "mig_instances")
 GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops",
                "native_precisions", "interconnect", "form_factor", "gpus_per_node", "tdp_w", "cooling",
                "mig_instances", "us_export_controlled", "software")
@@ -248,13 +271,26 @@ GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8
 
 def _entries(items, kind: str, col: Collector, seen: dict):
     """(line, entry, id) for each entry of a catalog list, reporting entries without an id and duplicates."""
+    if items is not None and not isinstance(items, list):
+        col.add(f"must be a list of {kind} entries", getattr(items, "line", None))
+        return
     for i, e in enumerate(items or []):
         line = yamlio.line_of(items, i)
         if not isinstance(e, dict) or "id" not in e:
             col.add(f"each {kind} needs an id", line)
             continue
+        if not isinstance(e["id"], str) or not e["id"].strip():
+            col.add(f"a {kind} id is a text (got {e['id']!r})", yamlio.line_of(e, "id", line), "id")
+            continue
         if e["id"] in seen:
             col.add(f"duplicate {kind} id '{e['id']}'", line, "id")
+        for k in ("name", "hf_repo"):
+            if k in e and not (isinstance(e[k], str) and e[k].strip()):
+                col.add(f"must be a text (got {e[k]!r})", yamlio.line_of(e, k, line), f"{e['id']}.{k}")
+                e = {x: y for x, y in e.items() if x != k}
+        if "aliases" in e and not (isinstance(e["aliases"], list) and all(isinstance(a, str) for a in e["aliases"])):
+            col.add("must be a list of texts", yamlio.line_of(e, "aliases", line), f"{e['id']}.aliases")
+            e = {x: y for x, y in e.items() if x != "aliases"}
         yield line, e, e["id"]
 
 
@@ -272,6 +308,8 @@ def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
             if not isinstance(figs.get(k, NONE).value, (int, float)):
                 col.add("required number is missing or unknown", yamlio.line_of(e, k, line), f"{gid}.{k}")
         _non_negative(col, figs, e, ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "tdp_w"))
+        _numbers(col, figs, e, gid, GPU_NUMBERS, positive=GPU_REQUIRED + ("fp8_tflops", "fp4_tflops", "tdp_w"),
+                 whole=("gpus_per_node", "mig_instances"))
         _check_enum(col, e.get("vendor"), VENDORS, f"{gid}.vendor", yamlio.line_of(e, "vendor", line))
         _check_enum(col, e.get("generation"), GENERATIONS, f"{gid}.generation", yamlio.line_of(e, "generation", line))
         _check_enum(col, e.get("class"), CLASSES, f"{gid}.class", yamlio.line_of(e, "class", line))
@@ -301,6 +339,34 @@ MODEL_FIGURES = ("params_b", "active_params_b", "expert_params_b", "experts", "e
                  "sliding_window_layers", "mla_kv_dim", "precision", "checkpoint_gb", "max_context")
 
 
+MODEL_NUMBERS = tuple(k for k in MODEL_FIGURES if k != "precision")
+
+
+def model_invariants(v: dict) -> list[tuple[str, str]]:
+    """(field, problem) for figures of one model that contradict each other (a window over more
+    layers than the model has gives a negative KV cache); shared by the catalog and workload files."""
+    def num(k):
+        x = v.get(k)
+        return x if _is_number(x) else None
+    out = []
+    pairs = (("active_params_b", "params_b"), ("expert_params_b", "params_b"), ("sliding_window_layers", "layers"),
+             ("experts_per_token", "experts"), ("kv_heads", "attention_heads"))
+    for small, big in pairs:
+        a, b = num(small), num(big)
+        if a is not None and b is not None and a > b:
+            out.append((small, f"cannot exceed {big} ({a:g} > {b:g})"))
+    p, act, exp = num("params_b"), num("active_params_b"), num("expert_params_b")
+    if p is not None and act is not None and exp is not None and exp <= p and act < (p - exp) * (1 - 1e-6):
+        out.append(("active_params_b", f"is below the parameters outside the experts ({p:g} - {exp:g} = {p - exp:g}), "
+                                       "which every token uses"))
+    return out
+
+
+def _model_invariants(col, values: dict, entry, owner: str) -> None:
+    for k, problem in model_invariants(values):
+        col.add(problem, yamlio.line_of(entry, k), f"{owner}.{k}")
+
+
 def load_models(path: Path, sources: dict) -> dict[str, Model]:
     col = Collector(str(path))
     items, _ = _doc(path, "models", col)
@@ -315,6 +381,10 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
             if not isinstance(v, (int, float)) or v <= 0:
                 col.add("required positive number", yamlio.line_of(e, k, line), f"{mid}.{k}")
         _non_negative(col, figs, e, MODEL_FIGURES[:-2])
+        _numbers(col, figs, e, mid, MODEL_NUMBERS, positive=("params_b", "active_params_b", "checkpoint_gb"),
+                 whole=("experts", "experts_per_token", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
+                        "sliding_window", "mla_kv_dim", "max_context"))
+        _model_invariants(col, {k: f.value for k, f in figs.items()}, e, mid)
         _check_sources(col, figs, e, sources, mid)
         aliases = tuple(e.get("aliases") or ()) + ((e["hf_repo"],) if e.get("hf_repo") else ())
         models[mid] = Model(mid, e.get("name", mid), aliases, figs, str(path), line)
@@ -353,10 +423,10 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
             col.problems.extend(exc.problems)
             continue
         usd, n = e["usd_per_hour"], e["gpus_per_instance"]
-        if not isinstance(usd, (int, float)) or isinstance(usd, bool) or usd <= 0:
+        if not _is_number(usd) or usd <= 0:
             col.add(f"must be a positive number (got {usd!r})", yamlio.line_of(e, "usd_per_hour", line), "usd_per_hour")
             continue
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 100_000:
             col.add(f"must be a whole number >= 1 (got {n!r})", yamlio.line_of(e, "gpus_per_instance", line), "gpus_per_instance")
             continue
         tier = e.get("tier", "quote")
@@ -394,11 +464,64 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     return cat
 
 
+def _mapping(path: Path, key: str | None = None) -> dict:
+    """A catalog file that must be a mapping (and, with `key`, hold a mapping under it)."""
+    data = yamlio.load(path) or {}
+    if not isinstance(data, dict):
+        raise InputError(Problem(f"expected a mapping, not a {type(data).__name__}", str(path), getattr(data, "line", 1)))
+    if key is None:
+        return data
+    inner = data.get(key) or {}
+    if not isinstance(inner, dict):
+        raise InputError(Problem(f"'{key}' must be a mapping", str(path), yamlio.line_of(data, key, 1), key))
+    for k, v in inner.items():
+        if not isinstance(v, dict):
+            raise InputError(Problem("each source is a mapping {what: ..., published: ..., retrieved: ...}", str(path),
+                                     yamlio.line_of(inner, k, 1), f"{key}.{k}"))
+    return inner
+
+
+def _check_efficiency(path: Path, eff: dict) -> None:
+    """The efficiency shares the estimator divides and multiplies by: numbers where it reads them."""
+    col = Collector(str(path))
+    for k in ("hbm_share", "link_share"):
+        f = eff.get(k)
+        v = f.get("v") if isinstance(f, dict) else None
+        if not _is_number(v) or not 0 < v <= 1:
+            col.add("must be a figure {v: SHARE, src: [...]} with 0 < SHARE <= 1", yamlio.line_of(eff, k, 1), k)
+    matmul = eff.get("matmul", {})
+    if not isinstance(matmul, dict):
+        col.add("must be a mapping", yamlio.line_of(eff, "matmul", 1), "matmul")
+        col.raise_if_any()
+    shares = matmul.get("default_share")
+    for prec in ("bf16", "fp8", "fp4"):        # the estimator falls back to these for any GPU without a measurement
+        if not isinstance(shares, dict) or prec not in shares:
+            col.add(f"needs a share for {prec}", yamlio.line_of(matmul, "default_share", yamlio.line_of(eff, "matmul", 1)),
+                    "matmul.default_share")
+    for group in ("measured_tflops", "default_share"):
+        table = matmul.get(group, {})
+        if not isinstance(table, dict):
+            col.add("must be a mapping", yamlio.line_of(matmul, group, 1), f"matmul.{group}")
+            continue
+        rows = table.values() if group == "measured_tflops" else [table]
+        for row in rows:
+            if not isinstance(row, dict):
+                col.add("must map precisions to figures {v: ..., src: [...]}", yamlio.line_of(matmul, group, 1), f"matmul.{group}")
+                continue
+            for prec, f in row.items():
+                v = f.get("v") if isinstance(f, dict) else None
+                if not _is_number(v) or v <= 0 or (group == "default_share" and v > 1):
+                    col.add(f"{prec}: must be a figure {{v: NUMBER above 0, src: [...]}}", yamlio.line_of(row, prec, 1),
+                            f"matmul.{group}")
+    col.raise_if_any()
+
+
 def _load(directory: Path, digest: str) -> Catalog:
-    sources = dict((yamlio.load(directory / "sources.yaml") or {}).get("sources") or {})
-    efficiency = yamlio.load(directory / "efficiency.yaml") or {}
-    sources.update(efficiency.get("sources") or {})
-    knowledge = yamlio.load(directory / "knowledge.yaml") or {}
+    sources = dict(_mapping(directory / "sources.yaml", "sources"))
+    efficiency = _mapping(directory / "efficiency.yaml")
+    _check_efficiency(directory / "efficiency.yaml", efficiency)
+    sources.update(_mapping(directory / "efficiency.yaml", "sources"))
+    knowledge = _mapping(directory / "knowledge.yaml")
     gpus = load_gpus(directory / "gpus.yaml", sources)
     models = load_models(directory / "models.yaml", sources)
     prices = load_prices(directory / "prices.yaml", gpus)

@@ -50,7 +50,34 @@ def _decide(args):
     cat = _catalog(args)
     kb = _kb(args)
     est = estimator.estimate(_workload(args, cat), cat)
-    return decision.decide(est, kb, cat)
+    d = decision.decide(est, kb, cat)
+    d.record.setdefault("versions", {}).update(_used_files(args, kb))
+    return d
+
+
+def _input_files(args, kb=None) -> list:
+    """Every file a command reads: an output must never be one of them."""
+    from advisor import HOME, catalog
+    out = [getattr(args, k, None) for k in ("workload", "template", "prices", "grid", "decision")]
+    out += [HOME / f for f in (kb.files if kb is not None else [])]
+    out += [catalog.CATALOG_DIR / f for f in ("gpus.yaml", "models.yaml", "prices.yaml", "sources.yaml")]
+    return [x for x in out if x]
+
+
+def _used_files(args, kb) -> dict:
+    """The rule folders and price files a decision used beyond the shipped ones, with digests, for
+    the record (so that `explain` re-uses them and tells when they changed)."""
+    import hashlib
+    from pathlib import Path
+
+    from advisor import knowledge
+    dirs = [d for d in knowledge.rule_dirs(getattr(args, "rules", None)) if d != knowledge.RULES_DIR]
+    rules = [{"path": str(Path(d).resolve()), "given": str(d), "sha256": knowledge.folder_digest(d)} for d in dirs]
+    prices = []
+    if getattr(args, "prices", None):
+        p = Path(args.prices)
+        prices.append({"path": str(p.resolve()), "given": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()})
+    return {"rule_dirs": rules, "price_files": prices, "shipped_rules_sha256": knowledge.folder_digest(knowledge.RULES_DIR)}
 
 
 def summary_text(rec: dict) -> str:
@@ -90,7 +117,7 @@ def cmd_recommend(args) -> int:
             and not os.environ.get("NO_COLOR")
         text = memo.render(rec, _catalog(args), args.format, args.template, colour=colour)
     if args.out:
-        write_atomic(args.out, text)
+        write_atomic(args.out, text, inputs=_input_files(args, d.kb))
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -104,22 +131,39 @@ def cmd_facts(args) -> int:
 
 
 def _kb_for_rules_cmd(args):
+    """The knowledge base a rules command works on: a user's folder is checked together with the
+    shipped rules it joins (their derived facts, the ids it must not reuse, what it replaces)."""
     from advisor import knowledge
     if args.dir:
-        return knowledge.load(knowledge.rule_dirs([args.dir], shipped=False))
+        return knowledge.load(knowledge.rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
     return _kb(args)
+
+
+def _own_rules(args, kb):
+    """The rules of the folder named on the command line (all rules when none is)."""
+    from advisor import knowledge
+    if not args.dir:
+        return kb
+    own = [r for r in kb.rules if not knowledge._is_shipped(knowledge.HOME / r.file) or r.replaces]
+    return knowledge.KnowledgeBase(own, [f for f in kb.files if not f.startswith("rules/")], kb.digest, kb.derived)
 
 
 def cmd_rules(args) -> int:
     from advisor import rulestools
     kb = _kb_for_rules_cmd(args)
     if args.action == "lint":
-        print(f"{len(kb.rules)} rules in {len(kb.files)} files: no problems")
+        if args.dir:
+            own = _own_rules(args, kb)
+            print(f"{len(own.rules)} rules in {len(own.files)} files, checked with the shipped knowledge base "
+                  f"({len(kb.rules)} rules in force): no problems")
+        else:
+            print(f"{len(kb.rules)} rules in {len(kb.files)} files: no problems")
         return 0
     if args.action == "list":
-        sys.stdout.write(rulestools.list_text(kb, args.group))
+        sys.stdout.write(rulestools.list_text(_own_rules(args, kb), args.group))
         return 0
     if args.action == "test":
+        kb = _own_rules(args, kb) if args.dir else kb
         checked, failures = rulestools.run_examples(kb)
         for f in failures:
             print(f"FAIL {f}")
@@ -135,7 +179,15 @@ def cmd_rules(args) -> int:
         print(f"{len(rows)} of {len(rows) + len(missing)} heuristics covered")
         return 1 if missing else 0
     if args.action == "doc":
-        text = rulestools.doc_text(kb)
+        text = rulestools.doc_text(_own_rules(args, kb))
+        if args.out or args.dir:          # a user's folder is never documented over the shipped reference
+            if not args.out or args.out == "-":
+                sys.stdout.write(text)
+                return 0
+            from advisor.files import write_atomic
+            write_atomic(args.out, text, inputs=kb.files)
+            print(f"wrote {args.out} ({len(_own_rules(args, kb).rules)} rules)")
+            return 0
         if args.check:
             current = rulestools.DOC_PATH.read_text() if rulestools.DOC_PATH.exists() else ""
             if current != text:
@@ -143,7 +195,11 @@ def cmd_rules(args) -> int:
                 return 1
             print(f"{rulestools.DOC_PATH} is up to date")
             return 0
-        rulestools.DOC_PATH.write_text(text)
+        if not rulestools.DOC_PATH.parent.is_dir():      # an installed package has no docs/ to refresh
+            sys.stdout.write(text)
+            return 0
+        from advisor.files import write_atomic
+        write_atomic(rulestools.DOC_PATH, text)
         print(f"wrote {rulestools.DOC_PATH} ({len(kb.rules)} rules)")
         return 0
     return EXIT_INPUT
@@ -152,10 +208,76 @@ def cmd_rules(args) -> int:
 def cmd_explain(args) -> int:
     from advisor import explain
     rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
+    notes = _recorded_files(args, rec)
     cat = _catalog(args)
     gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
-    sys.stdout.write(explain.explain_record(rec, gid, _kb(args), cat))
+    kb = _kb(args)
+    v = rec.get("versions") or {}
+    if kb.digest != v.get("rules_sha256") and notes and not any("changed since" in n or "gone" in n for n in notes) \
+            and v.get("shipped_rules_sha256") == _shipped_digest():
+        # the same files under other names (the folder named from another directory): the same rules
+        rec = {**rec, "versions": {**v, "rules_sha256": kb.digest}}
+        notes.append("(The rule folders are named differently than when the decision was made; their files are the same.)")
+    try:
+        text = explain.explain_record(rec, gid, kb, cat)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
+        from advisor.errors import Problem
+        raise InputError(Problem(f"not a complete decision record ({type(exc).__name__}: {str(exc)[:80]})",
+                                 args.decision)) from None
+    sys.stdout.write(text + "".join(n + "\n" for n in notes))
     return 0
+
+
+def _shipped_digest() -> str:
+    from advisor import knowledge
+    return knowledge.folder_digest(knowledge.RULES_DIR)
+
+
+def _recorded_files(args, rec: dict) -> list[str]:
+    """Without --rules or --prices, `explain` uses the rule folders and price file the decision
+    recorded (when they are still there), so that it does not report changes that did not happen."""
+    import hashlib
+    from pathlib import Path
+
+    from advisor import knowledge
+    v = rec.get("versions") or {}
+    notes = []
+    if not getattr(args, "rules", None) and isinstance(v.get("rule_dirs"), list):
+        kept = []
+        from_env = {Path(p).resolve() for p in knowledge.rule_dirs(shipped=False)}     # GPU_ADVISOR_RULES adds these itself
+        for d in v["rule_dirs"]:
+            if not (isinstance(d, dict) and isinstance(d.get("path"), str)) or Path(d["path"]).resolve() in from_env:
+                continue
+            if not Path(d["path"]).exists():
+                notes.append(f"Note: the decision used the rules in {d['path']}, which are gone")
+                continue
+            given = d.get("given") if isinstance(d.get("given"), str) else None
+            # as typed when that still names the same folder (the digest of the rules counts their names)
+            use = given if given and Path(given).exists() and Path(given).resolve() == Path(d["path"]).resolve() else d["path"]
+            kept.append(use)
+            try:
+                same = knowledge.folder_digest(Path(use)) == d.get("sha256")
+            except (OSError, InputError):
+                same = False
+            notes.append(f"Rules: the shipped ones and {d['path']}, as the decision recorded"
+                         + ("" if same else " (changed since)"))
+        args.rules = kept or None
+    if not getattr(args, "prices", None) and isinstance(v.get("price_files"), list):
+        for p in v["price_files"][:1]:
+            if not (isinstance(p, dict) and isinstance(p.get("path"), str)):
+                continue
+            if not Path(p["path"]).is_file():
+                notes.append(f"Note: the decision used the prices in {p['path']}, which are gone")
+                continue
+            given = p.get("given") if isinstance(p.get("given"), str) else None
+            args.prices = given if given and Path(given).is_file() and Path(given).resolve() == Path(p["path"]).resolve() \
+                else p["path"]
+            try:
+                same = hashlib.sha256(Path(p["path"]).read_bytes()).hexdigest() == p.get("sha256")
+            except OSError:
+                same = False
+            notes.append(f"Prices: the catalog's and {p['path']}, as the decision recorded" + ("" if same else " (changed since)"))
+    return notes
 
 
 def cmd_ask(args) -> int:
@@ -164,7 +286,13 @@ def cmd_ask(args) -> int:
     kb = _kb(args)
     out_dir = args.out_dir or "."
     if args.resume:
-        dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
+        try:
+            dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
+            dlg.current()                          # the state it restores must be one the dialogue can continue
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+            from advisor.errors import Problem
+            raise InputError(Problem(f"not a resume file this version can continue ({type(exc).__name__}: "
+                                     f"{str(exc)[:80]})", args.resume)) from None
     else:
         answers = {}
         if args.from_file:
@@ -188,7 +316,12 @@ def cmd_replay(args) -> int:
     kb = _kb(args)
     failed = 0
     for path in args.transcripts:
-        same, diffs = dialogue.replay(path, cat, kb)
+        try:
+            same, diffs = dialogue.replay(path, cat, kb)
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+            from advisor.errors import Problem
+            raise InputError(Problem(f"not a transcript this version can replay ({type(exc).__name__}: {str(exc)[:80]})",
+                                     path)) from None
         print(f"{'ok  ' if same else 'FAIL'} {path}")
         for d in diffs:
             print(f"     {d}")
@@ -253,6 +386,7 @@ def _rules_args(rl) -> None:
     _common(rl, rules=True, prices=False)
     rl.add_argument("--group", help="list: only this group")
     rl.add_argument("--check", action="store_true", help="doc: fail when docs/knowledge-base.md is stale")
+    rl.add_argument("--out", metavar="FILE", help="doc: write the reference to FILE ('-': stdout; the default with DIR)")
     rl.set_defaults(func=cmd_rules)
 
 
@@ -351,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except InputError as exc:
         for problem in exc.problems:
-            print(f"gpu-advisor: error: {problem}", file=sys.stderr)
+            print(f"gpu-advisor: error: {one_line(str(problem))}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("gpu-advisor: interrupted", file=sys.stderr)
@@ -364,6 +498,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OUTPUT
         _say(f"gpu-advisor: error: {exc.filename}: {exc.strerror or exc}")
         return 1
+
+
+def one_line(text: str) -> str:
+    """A message as one line of plain text: line breaks become spaces, control characters (a
+    terminal escape from a file, say) are shown escaped instead of acting on the terminal."""
+    text = " ".join(text.splitlines())
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def _say(line: str) -> None:

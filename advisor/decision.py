@@ -299,7 +299,8 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
                      "source": list(f.rule.source), "gpu": f.gpu, "bindings": f.bindings, "effect": f.effect,
-                     "because": f.text if f.gpu in shown else None, "overrides": f.rule.overrides} for f in d.firings]
+                     "because": f.text if f.gpu in shown else None, "overrides": f.rule.overrides,
+                     "replaces": f.rule.replaces} for f in d.firings]
     rec["warnings"] = d.warnings
     rec["inputs"] = est.workload.inputs()
     rec["defaults_filled"] = list(est.workload.defaults)

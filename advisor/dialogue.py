@@ -442,6 +442,8 @@ class Dialogue:
     def save_resume(self, path: Path | None = None) -> Path:
         from advisor import memo
         path = path or self.resume_path()
+        if self.dry_run:              # a replay or a dry run writes nothing
+            return path
         state = {"resume": 1, "advisor": __version__, "answers": self.answers, "preset": sorted(self.preset),
                  "asked": self.asked, "steps": self.steps}
         memo.write_atomic(path, yaml.safe_dump(state, sort_keys=False, allow_unicode=True))

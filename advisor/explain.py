@@ -8,16 +8,39 @@ from pathlib import Path
 from advisor.errors import InputError, Problem
 
 
+MAX_BYTES = 64 * 1024 * 1024      # a decision record is some 100 kB; /dev/zero is refused, not read forever
+RECORD_FIELDS = {"recommendation": (dict, type(None)), "decisive_rule": (dict, type(None)), "candidates": list,
+                 "versions": dict, "trace": list, "estimate": dict, "inputs": dict}
+
+
 def read_record(path: str) -> dict:
     try:
-        rec = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise InputError(Problem("no such file", path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(f"not a decision record (JSON): {exc}", path)) from None
+    except IsADirectoryError:
+        raise InputError(Problem("is a directory, not a decision record", path)) from None
+    except OSError as exc:
+        raise InputError(Problem(f"cannot read: {exc.strerror}", path)) from None
+    if len(raw) > MAX_BYTES:
+        raise InputError(Problem("too large to be a decision record", path))
+    try:
+        rec = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise InputError(Problem("not a decision record: JSON nested too deeply", path)) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(Problem(f"not a decision record (JSON): {str(exc)[:120]}", path)) from None
     if not isinstance(rec, dict) or "candidates" not in rec or "versions" not in rec:
         raise InputError(Problem("not a decision record: no 'candidates' or 'versions'", path))
+    for k, types in RECORD_FIELDS.items():
+        if not isinstance(rec.get(k), types):
+            raise InputError(Problem(f"not a complete decision record: '{k}' is missing or of the wrong kind", path))
     return rec
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number a decision record holds")
 
 
 def explain_record(rec: dict, gid: str | None, kb, cat) -> str:
@@ -41,6 +64,14 @@ def explain_record(rec: dict, gid: str | None, kb, cat) -> str:
         else:
             contrib = ", ".join(f"{x['rule']} {x['weight']:+g}" for x in c["contributions"]) or "no rule"
             out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g} ({contrib})")
+    replacing = {}
+    for t in rec["trace"]:
+        if isinstance(t, dict) and t.get("replaces"):
+            replacing.setdefault(t["rule"], f"  {t['rule']} ({t['file']}:{t['line']}) replaces the shipped rule "
+                                            f"{t['replaces']} ({t.get('overrides')})")
+    if replacing:
+        out.append("Your rules that replace shipped ones:")
+        out += replacing.values()
     if gid:
         out += _why_not(rec, gid, kb, cat)
     out += _drift(rec, kb, cat)

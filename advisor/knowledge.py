@@ -22,14 +22,23 @@ from advisor.gcpause import free_cycles, loads_for_good
 RULES_DIR = HOME / "rules"
 NOT_RULES = {"questions.yaml"}   # the dialogue's questions live beside the rules
 MAX_PROPERTIES = 240             # per fact; the engine refuses more than 252 (error 302) and adds its own
-RULE_KEYS = ("id", "title", "source", "group", "priority", "when", "then", "because", "examples")
+RULE_KEYS = ("id", "title", "source", "group", "priority", "when", "then", "because", "examples", "replaces")
 EFFECTS = ("prefer", "avoid", "exclude", "warn", "note", "derive")
 OPS = ("eq", "ne", "lt", "lte", "gt", "gte", "between", "in", "not_in", "exists", "matches")
 SEVERITIES = ("info", "low", "medium", "high")
 SELECTORS = ("gpu", "vendor", "generation", "class")
-ID_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-DERIVED_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+ID_RE = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*\Z")          # \Z: '$' would let a final newline through
+DERIVED_RE = re.compile(r"[a-z][a-z0-9_]*\Z")
 SAFE_PATTERN = re.compile(r"^[A-Za-z0-9_.*+\-\[\]]+$")    # what the engine's regex dialect runs like Python's
+# What one rule may ask of the engine (bench/durable-probes/p11_rule_limits.py measured the edges:
+# 127 '.*' segments crash durable_rules, a 4,095-character pattern is refused, an `in` list of 512
+# values overflows a fact's matches), kept well below them.
+MAX_PATTERN = 200            # characters in a `matches` pattern
+MAX_QUANTIFIERS = 16         # '*' and '+' in a `matches` pattern
+MAX_LIST = 100               # values in an `in` / `not_in` list
+MAX_WEIGHT = 1000            # a prefer/avoid weight (the shipped rules use 3 to 30)
+MAX_NUMBER = 1e15            # a number a condition compares with (the engine's own range)
+NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\Z")   # YAML 1.1 reads 1e11 as text
 NEGATE = {"eq": "ne", "ne": "eq", "lt": "gte", "gte": "lt", "lte": "gt", "gt": "lte", "in": "not_in",
           "not_in": "in", "exists": "not_exists", "not_exists": "exists"}
 
@@ -69,6 +78,7 @@ class Rule:
     facts_used: tuple[str, ...] = ()
     derives: tuple[str, ...] = ()
     overrides: str | None = None   # file:line of the shipped rule this one replaced
+    replaces: str | None = None    # the id of the shipped rule this one replaced (`replaces: ID`)
 
     @property
     def where(self) -> str:
@@ -123,10 +133,143 @@ def evaluate(cond, fact: dict) -> bool:
     if cond.op == "not_in":
         return not any(_eq(a, x) for x in v)
     if cond.op == "matches":
-        return isinstance(a, str) and re.fullmatch(v, a) is not None
+        return isinstance(a, str) and pattern_matcher(v)(a)
     if isinstance(a, bool) or isinstance(a, str) or isinstance(v, str):
         return False
     return {"lt": a < v, "lte": a <= v, "gt": a > v, "gte": a >= v}[cond.op]
+
+
+# --- `matches` patterns: a small dialect both the engine and Python run alike, matched without backtracking
+
+def parse_pattern(pattern: str) -> list[tuple]:
+    """A `matches` pattern as a list of (atom, quantifier): atom is ('any',), ('char', c) or
+    ('class', ((lo, hi), ...)); quantifier '', '*' or '+'. ValueError says what is wrong."""
+    if not isinstance(pattern, str) or not pattern:
+        raise ValueError("a pattern is a non-empty text")
+    if len(pattern) > MAX_PATTERN:
+        raise ValueError(f"pattern of {len(pattern)} characters: at most {MAX_PATTERN}")
+    out, i, quantifiers = [], 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c in "*+":
+            raise ValueError(f"'{c}' at position {i + 1} repeats nothing (write '.{c}' or 'x{c}')")
+        if c == "[":
+            j = pattern.find("]", i + 1)
+            if j < 0:
+                raise ValueError(f"'[' at position {i + 1} is never closed")
+            body, ranges, k = pattern[i + 1:j], [], 0
+            if not body:
+                raise ValueError(f"empty class '[]' at position {i + 1}")
+            while k < len(body):
+                a = body[k]
+                if not (a.isascii() and (a.isalnum() or a in "_-")):
+                    raise ValueError(f"'{a}' inside [...] (a class holds letters, digits, _ and ranges like a-z)")
+                if k + 2 < len(body) and body[k + 1] == "-":
+                    b = body[k + 2]
+                    if not (b.isascii() and b.isalnum()) or b < a:
+                        raise ValueError(f"bad range '{a}-{b}' in [{body}]")
+                    ranges.append((a, b))
+                    k += 3
+                else:
+                    ranges.append((a, a))
+                    k += 1
+            atom, i = ("class", tuple(ranges)), j + 1
+        elif c == "]":
+            raise ValueError(f"']' at position {i + 1} closes nothing")
+        elif c == ".":
+            atom, i = ("any",), i + 1
+        elif c.isascii() and (c.isalnum() or c in "_-"):
+            atom, i = ("char", c), i + 1
+        else:
+            raise ValueError(f"'{c}' is not allowed (letters, digits, - _ . * + and [ ] only)")
+        q = ""
+        if i < len(pattern) and pattern[i] in "*+":
+            q, i = pattern[i], i + 1
+            quantifiers += 1
+            if i < len(pattern) and pattern[i] in "*+":
+                raise ValueError(f"'{pattern[i - 1]}{pattern[i]}' at position {i}: one repetition per item")
+        out.append((atom, q))
+    if quantifiers > MAX_QUANTIFIERS:
+        raise ValueError(f"{quantifiers} repetitions (* or +): at most {MAX_QUANTIFIERS}")
+    return out
+
+
+def _atom_matches(atom, ch: str) -> bool:
+    if atom[0] == "any":
+        return ch != "\n"
+    if atom[0] == "char":
+        return ch == atom[1]
+    return any(lo <= ch <= hi for lo, hi in atom[1])
+
+
+_MATCHERS: dict[str, object] = {}
+
+
+def pattern_matcher(pattern: str):
+    """A full-match test of a checked pattern, as re.fullmatch would answer, in time linear in the
+    text (a set of positions in the pattern, never backtracking: '.*' x 24 + 'Z' is instant)."""
+    m = _MATCHERS.get(pattern)
+    if m is not None:
+        return m
+    items = []
+    for atom, q in parse_pattern(pattern):
+        if q == "+":
+            items += [(atom, ""), (atom, "*")]
+        else:
+            items.append((atom, q))
+    n = len(items)
+
+    def closure(states):
+        out, todo = set(states), list(states)
+        while todo:
+            s = todo.pop()
+            if s < n and items[s][1] == "*" and s + 1 not in out:
+                out.add(s + 1)
+                todo.append(s + 1)
+        return out
+
+    start = frozenset(closure({0}))
+
+    def match(text: str) -> bool:
+        states = start
+        for ch in text:
+            nxt = set()
+            for s in states:
+                if s < n and _atom_matches(items[s][0], ch):
+                    nxt.add(s if items[s][1] == "*" else s + 1)
+            if not nxt:
+                return False
+            states = closure(nxt)
+        return n in states
+
+    if len(_MATCHERS) < 10_000:
+        _MATCHERS[pattern] = match
+    return match
+
+
+def number_of(v):
+    """A rule file's number as a workload file reads it: 1e11 (text to YAML 1.1) is a number too."""
+    if isinstance(v, str) and NUMBER_TEXT.match(v.strip()):
+        try:
+            return float(v)
+        except (ValueError, OverflowError):
+            return v
+    return v
+
+
+def _bad_number(v) -> str | None:
+    """Why a number cannot go into a condition (not finite, or beyond what the engine compares)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return f"{str(v)[:20]}... is too large (at most {MAX_NUMBER:g} in size)"
+    if f != f or f in (float("inf"), float("-inf")):
+        return f"{v!r} is not a finite number"
+    if abs(f) > MAX_NUMBER:
+        return f"{v:g} is too large (at most {MAX_NUMBER:g} in size)"
+    return None
 
 
 SYMBOL = {"eq": "=", "ne": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "in": "in", "not_in": "not in",
@@ -176,10 +319,22 @@ def _compatible(fact_type: str, v) -> bool:
 
 
 class _Parser:
-    def __init__(self, col: Collector, derived_names: dict[str, str]):
+    def __init__(self, col: Collector, derived_names: dict[str, str], vocab: dict | None = None):
         self.col = col
         self.derived = derived_names
+        self.vocab = vocab or {}
         self.used: list[str] = []
+
+    def check_vocab(self, name: str, values, line) -> bool:
+        """Values a string fact can really take (a misspelt `vendor: AMD` would never fire)."""
+        known = self.vocab.get(name)
+        if not known:
+            return True
+        for x in values:
+            if isinstance(x, str) and x not in known:
+                self.col.add(f"'{x}' is not a value {name} takes{_closest(x, known)}", line, name)
+                return False
+        return True
 
     def cond(self, raw, line, negate=False):
         if not isinstance(raw, dict) or not raw:
@@ -225,9 +380,23 @@ class _Parser:
         if not isinstance(spec, dict):
             spec = {"eq": spec}
         out = []
+        numeric = ftype in ("number", "integer")
         for op, v in spec.items():
             if op not in OPS:
                 self.col.add(f"unknown operator '{op}' (known: {', '.join(OPS)})", line, str(name))
+                continue
+            if isinstance(v, list) and (op == "between" or numeric):
+                v = [number_of(x) for x in v]
+            elif numeric:
+                v = number_of(v)
+            bad = next((b for b in map(_bad_number, v if isinstance(v, list) else [v]) if b), None)
+            if bad:
+                self.col.add(bad, line, str(name))
+                continue
+            if op in ("in", "not_in") and isinstance(v, list) and len(v) > MAX_LIST:
+                self.col.add(f"{op} list of {len(v)} values: at most {MAX_LIST} (split the rule)", line, str(name))
+                continue
+            if op in ("eq", "ne", "in", "not_in") and not self.check_vocab(str(name), v if isinstance(v, list) else [v], line):
                 continue
             if op == "between":
                 if not (isinstance(v, list) and len(v) == 2 and all(_value_type(x) == "number" for x in v)):
@@ -263,6 +432,11 @@ class _Parser:
                 if not isinstance(v, str) or not SAFE_PATTERN.match(v):
                     self.col.add("matches takes a pattern of letters, digits, - _ . * + and [ ] only", line, str(name))
                     continue
+                try:
+                    parse_pattern(v)
+                except ValueError as exc:
+                    self.col.add(f"matches: {exc}", line, str(name))
+                    continue
                 if ftype not in ("string", "any"):
                     self.col.add(f"type mismatch: 'matches' on a {ftype} fact", line, str(name))
                     continue
@@ -276,6 +450,37 @@ class _Parser:
                 continue
             out.append(Leaf(name, NEGATE[op] if negate else op, v))
         return out
+
+
+def _closest(x: str, known) -> str:
+    import difflib      # only when there is something to suggest
+    close = difflib.get_close_matches(x, sorted(known), n=3, cutoff=0.5)
+    if not close:
+        close = [k for k in sorted(known) if k.lower() == x.lower()][:1]
+    return f"; did you mean {', '.join(close)}?" if close else (f"; known: {', '.join(sorted(known))}" if len(known) <= 12 else "")
+
+
+def vocabulary(cat=None) -> dict[str, set]:
+    """The values each string fact can take, from the catalog and the workload schema: rule values
+    and selectors outside them are misspellings. Empty when the catalog cannot be read (its own
+    command reports that)."""
+    from advisor import catalog as catalog_mod, workload
+    try:
+        cat = cat or catalog_mod.default()
+    except InputError:
+        return {}
+    v = {"candidate.gpu": set(cat.gpus), "candidate.vendor": set(catalog_mod.VENDORS),
+         "candidate.generation": set(catalog_mod.GENERATIONS), "candidate.class": set(catalog_mod.CLASSES),
+         "workload.model": set(cat.models) | {"custom"}}
+    for f, spec in workload.FIELDS.items():
+        if spec.kind == "enum" and f"workload.{f}" in FACTS and f != "precision":
+            v[f"workload.{f}"] = set(spec.choices)
+    for f, spec in workload.CONSTRAINTS.items():
+        if spec.kind == "enum" and f"workload.{f}" in FACTS:
+            v[f"workload.{f}"] = set(spec.choices)
+    v["_gpu_names"] = set(cat._gpu_names)
+    v["_catalog"] = cat.digest
+    return v
 
 
 def _unreachable(cond) -> str | None:
@@ -444,7 +649,7 @@ def _jinja_refs(text: str) -> tuple[set, set]:
     return refs, meta.find_undeclared_variables(ast)
 
 
-def _parse_effects(raw, col: Collector, line, rid) -> dict:
+def _parse_effects(raw, col: Collector, line, rid, vocab: dict | None = None) -> dict:
     effects = {}
     if not isinstance(raw, dict) or not raw:
         col.add("then needs at least one effect: " + ", ".join(EFFECTS), line, "then")
@@ -455,8 +660,12 @@ def _parse_effects(raw, col: Collector, line, rid) -> dict:
             col.add(f"unknown effect '{k}' (known: {', '.join(EFFECTS)})", kline, "then")
             continue
         if k in ("prefer", "avoid"):
-            if not isinstance(v, dict) or not isinstance(v.get("weight"), (int, float)) or isinstance(v.get("weight"), bool) or v["weight"] <= 0:
-                col.add(f"{k} needs a positive weight: {{weight: 20}} (and optionally gpu/vendor/generation/class)", kline, f"then.{k}")
+            if isinstance(v, dict) and "weight" in v:
+                v = {**v, "weight": number_of(v["weight"])}
+            w = v.get("weight") if isinstance(v, dict) else None
+            if not isinstance(w, (int, float)) or isinstance(w, bool) or not (0 < w <= MAX_WEIGHT):
+                col.add(f"{k} needs a weight above 0 and at most {MAX_WEIGHT}: {{weight: 20}} (and optionally "
+                        f"gpu/vendor/generation/class){'' if w is None else f' (got {w!r})'}", kline, f"then.{k}")
                 continue
         if k == "exclude" and not isinstance(v, dict):
             v = {"reason": v} if isinstance(v, str) else None
@@ -487,18 +696,30 @@ def _parse_effects(raw, col: Collector, line, rid) -> dict:
             for s in v:
                 if s not in SELECTORS + ("weight", "reason"):
                     col.add(f"unknown key '{s}' (known: weight, reason, {', '.join(SELECTORS)})", kline, f"then.{k}")
+                elif s in SELECTORS and vocab:
+                    want = v[s] if isinstance(v[s], list) else [v[s]]
+                    known = vocab.get("_gpu_names") if s == "gpu" else vocab.get(f"candidate.{s}")
+                    for x in want:
+                        key = re.sub(r"[\s_]+", "-", str(x).strip().lower()) if s == "gpu" else x
+                        if known and key not in known:
+                            hint = _closest(str(x), vocab["candidate.gpu"] if s == "gpu" else known)
+                            col.add(f"'{x}' is not a {s} of the catalog{hint}", kline, f"then.{k}.{s}")
         effects[k] = v
     return effects
 
 
 def _files(dirs: list[Path]) -> list[Path]:
+    """The rule files of each folder in order (.yaml and .yml; the dialogue's questions.yaml is
+    skipped in the shipped folder only: in a user's folder every YAML file is a rule file)."""
     out = []
     for d in dirs:
         d = Path(d)
         if d.is_file():
             out.append(d)
         elif d.is_dir():
-            out.extend(sorted(p for p in d.rglob("*.yaml") if p.is_file() and p.name not in NOT_RULES))
+            shipped = d.resolve() == RULES_DIR.resolve()
+            out.extend(sorted(p for p in d.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                              and not (shipped and p.name in NOT_RULES)))
         else:
             raise InputError(Problem("no such rules directory", str(d)))
     return out
@@ -522,12 +743,24 @@ def load(dirs: list[Path] | None = None) -> KnowledgeBase:
         digest = _digest(files)
     except OSError:
         digest = None        # the full load below reports what cannot be read
-    kb = _compiled_get(digest) if digest and cache.cache_dir() is not None else None
+    vocab = vocabulary()     # values are checked against the catalog: its digest is part of the key
+    kb = _compiled_get(digest, vocab.get("_catalog")) if digest and cache.cache_dir() is not None else None
     if kb is None:
-        kb = _load(files, digest)
+        kb = _load(files, digest, vocab)
         if cache.cache_dir() is not None:
-            _compiled_put(kb)
+            _compiled_put(kb, vocab.get("_catalog"))
     return kb
+
+
+def folder_digest(folder) -> str:
+    """The digest of one rule folder's files (their paths inside it and their bytes): the same
+    wherever the folder is named from."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    for f in _files([folder]):
+        h.update(str(f.relative_to(folder) if folder.is_dir() else f.name).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
 
 
 def _digest(files: list[Path]) -> str:
@@ -539,11 +772,14 @@ def _digest(files: list[Path]) -> str:
     return h.hexdigest()
 
 
-def _load(files: list[Path], digest: str | None) -> KnowledgeBase:
+def _load(files: list[Path], digest: str | None, vocab: dict | None = None) -> KnowledgeBase:
     problems: list[Problem] = []
     raw_rules = []
+    shipped_files = set()
     for f in files:
         rel = _display(f)
+        if _is_shipped(f):
+            shipped_files.add(rel)
         try:
             data = yamlio.load(f)
         except InputError as exc:
@@ -566,20 +802,47 @@ def _load(files: list[Path], digest: str | None) -> KnowledgeBase:
             for name in r["then"]["derive"]:
                 derived.setdefault(str(name), "workload")
     rules: dict[str, Rule] = {}
-    seen_in_file: dict[tuple[str, str], int] = {}
+    replaced: dict[str, str] = {}          # shipped rule id -> where the user's rule replacing it is
     for rel, line, r in raw_rules:
         col = Collector(rel)
-        rule = _parse_rule(r, rel, line, col, derived)
+        rule = _parse_rule(r, rel, line, col, derived, vocab)
         problems.extend(col.problems)
         if rule is None:
             continue
-        key = (rule.file, rule.id)
-        if key in seen_in_file or (rule.id in rules and rules[rule.id].file == rule.file):
-            problems.append(Problem(f"duplicate rule id '{rule.id}' (first at line {rules[rule.id].line})", rel, line, "id"))
+        same_place = False
+        if rule.replaces:
+            target = rules.get(rule.replaces)
+            if rel in shipped_files:
+                problems.append(Problem("a shipped rule replaces nothing", rel, line, "replaces"))
+                continue
+            if rule.replaces in replaced:
+                problems.append(Problem(f"'{rule.replaces}' is replaced already (by {replaced[rule.replaces]})", rel, line, "replaces"))
+                continue
+            if target is None or target.file not in shipped_files:
+                shipped = [k for k, x in rules.items() if x.file in shipped_files]
+                problems.append(Problem(f"replaces '{rule.replaces}', which is not a shipped rule{_closest(rule.replaces, shipped)}"
+                                        if target is None else
+                                        f"replaces '{rule.replaces}', which is not a shipped rule (it is defined at {target.where})",
+                                        rel, line, "replaces"))
+                continue
+            rule.overrides = target.where
+            replaced[rule.replaces] = rule.where
+            if rule.id == rule.replaces:
+                same_place = True                 # the replacement takes the shipped rule's place
+            else:
+                del rules[rule.replaces]
+        if rule.id in rules and not same_place:
+            prev = rules[rule.id]
+            if prev.file in shipped_files and rel not in shipped_files:
+                problems.append(Problem(f"'{rule.id}' is the id of a shipped rule ({prev.where}): to override it add "
+                                        f"`replaces: {rule.id}`, otherwise choose another id", rel, line, "id"))
+            else:
+                problems.append(Problem(f"duplicate rule id '{rule.id}' (first at {prev.where})", rel, line, "id"))
             continue
-        seen_in_file[key] = line
-        if rule.id in rules:
-            rule.overrides = rules[rule.id].where
+        if rule.id in replaced and not same_place:
+            problems.append(Problem(f"'{rule.id}' names a shipped rule replaced by {replaced[rule.id]}; choose another id",
+                                    rel, line, "id"))
+            continue
         rules[rule.id] = rule
     kb_rules = list(rules.values())
     problems.extend(_scopes_and_strata(kb_rules, derived))
@@ -601,11 +864,11 @@ def _load(files: list[Path], digest: str | None) -> KnowledgeBase:
 # the digest of its files' names and bytes and of the checker's own source. The next start with the
 # same files reads it back instead of parsing, checking and compiling every rule again.
 
-COMPILED_VERSION = "kb-3"
+COMPILED_VERSION = "kb-4"
 
 
-def _compiled_key(digest: str) -> str:
-    return cache.key(COMPILED_VERSION, digest, cache.source_of("knowledge", "facts", "engine", "yamlio"))
+def _compiled_key(digest: str, catalog_digest: str | None) -> str:
+    return cache.key(COMPILED_VERSION, digest, catalog_digest or "", cache.source_of("knowledge", "facts", "engine", "yamlio"))
 
 
 def _enc_cond(c):
@@ -623,29 +886,37 @@ def _dec_cond(c):
     return Leaf(c[1], c[2], tuple(c[3]) if tag == "T" else c[3])
 
 
-RULE_FIELDS = ("id", "title", "group", "priority", "because", "file", "line", "scope", "stratum", "overrides")
+RULE_FIELDS = ("id", "title", "group", "priority", "because", "file", "line", "scope", "stratum", "overrides", "replaces")
 
 
-def _compiled_put(kb: KnowledgeBase) -> None:
+def _compiled_put(kb: KnowledgeBase, catalog_digest: str | None = None) -> None:
     rules = [{**{k: getattr(r, k) for k in RULE_FIELDS}, "source": list(r.source), "when": _enc_cond(r.when),
               "effects": cache.pack(r.effects), "examples": cache.pack(r.examples),
               "facts_used": list(r.facts_used), "derives": list(r.derives)} for r in kb.rules]
     data = {"rules": rules, "files": kb.files, "digest": kb.digest, "derived": kb.derived}
-    cache.write_json("kb", _compiled_key(kb.digest), data)
+    cache.write_json("kb", _compiled_key(kb.digest, catalog_digest), data)
 
 
-def _compiled_get(digest: str) -> KnowledgeBase | None:
-    data = cache.read_json("kb", _compiled_key(digest), packed=True)
+def _compiled_get(digest: str, catalog_digest: str | None = None) -> KnowledgeBase | None:
+    data = cache.read_json("kb", _compiled_key(digest, catalog_digest), packed=True)
     if data is None:
         return None
     try:
         rules = [Rule(d["id"], d["title"], tuple(d["source"]), d["group"], d["priority"], _dec_cond(d["when"]),
                       d["effects"], d["because"], d["examples"], d["file"], d["line"],
                       d["scope"], d["stratum"],
-                      tuple(d["facts_used"]), tuple(d["derives"]), d["overrides"]) for d in data["rules"]]
+                      tuple(d["facts_used"]), tuple(d["derives"]), d["overrides"], d["replaces"]) for d in data["rules"]]
         return KnowledgeBase(rules, data["files"], data["digest"], data["derived"])
     except (KeyError, TypeError, IndexError):
         return None
+
+
+def _is_shipped(p: Path) -> bool:
+    try:
+        Path(p).resolve().relative_to(RULES_DIR.resolve())
+        return True
+    except ValueError:
+        return False
 
 
 def _display(p: Path) -> str:
@@ -655,7 +926,7 @@ def _display(p: Path) -> str:
         return str(p)
 
 
-def _parse_rule(r, rel, line, col: Collector, derived) -> Rule | None:
+def _parse_rule(r, rel, line, col: Collector, derived, vocab: dict | None = None) -> Rule | None:
     if not isinstance(r, dict):
         col.add("a rule must be a mapping", line)
         return None
@@ -672,19 +943,22 @@ def _parse_rule(r, rel, line, col: Collector, derived) -> Rule | None:
     src = r.get("source")
     if isinstance(src, str):
         src = [src]
-    if not src or not all(isinstance(s, str) and s for s in src):
+    if not src or not isinstance(src, list) or not all(isinstance(s, str) and s for s in src):
         col.add(f"rule '{rid}' needs a source (knowledge IDs or your own reference)", yamlio.line_of(r, "source", line), "source")
         src = []
     prio = r.get("priority", 100)
     if not isinstance(prio, int) or isinstance(prio, bool) or not 0 <= prio <= 1000:
         col.add("priority must be a whole number 0..1000 (lower runs first)", yamlio.line_of(r, "priority", line), "priority")
         prio = 100
+    replaces = r.get("replaces")
+    if replaces is not None and (not isinstance(replaces, str) or not ID_RE.match(replaces)):
+        col.add("replaces names the id of the shipped rule this one replaces", yamlio.line_of(r, "replaces", line), "replaces")
     if "when" not in r or "then" not in r:
         return None
-    parser = _Parser(col, derived)
+    parser = _Parser(col, derived, vocab)
     before = len(col.problems)
     when = parser.cond(r["when"], yamlio.line_of(r, "when", line))
-    effects = _parse_effects(r["then"], col, yamlio.line_of(r, "then", line), rid)
+    effects = _parse_effects(r["then"], col, yamlio.line_of(r, "then", line), rid, vocab)
     because = r.get("because", "")
     if not isinstance(because, str):
         col.add("because must be a text", yamlio.line_of(r, "because", line), "because")
@@ -718,7 +992,7 @@ def _parse_rule(r, rel, line, col: Collector, derived) -> Rule | None:
         return None
     return Rule(rid, str(r.get("title", "")), tuple(src), str(r.get("group", "general")), prio, when, effects, because,
                 examples, rel, line, facts_used=tuple(dict.fromkeys(parser.used)),
-                derives=tuple(effects.get("derive", {}) or ()))
+                derives=tuple(effects.get("derive", {}) or ()), replaces=replaces)
 
 
 def _scopes_and_strata(rules: list[Rule], derived: dict[str, str]) -> list[Problem]:
@@ -790,6 +1064,11 @@ def _check_template(r: Rule, derived: dict[str, str]) -> list[Problem]:
             texts.append(("then.exclude.reason", v.get("reason", "")))
     for where, text in texts:
         if not text:
+            continue
+        if _PlainText.parse(text) is None:
+            problems.append(Problem("a rule text holds only text and fields: {{ workload.X }}, {{ candidate.X }} or "
+                                    "{{ derived.X }}, optionally with | gb, | usd or | num(N) (no other Jinja)",
+                                    r.file, r.line, where))
             continue
         try:
             refs, names = _template_refs(text)

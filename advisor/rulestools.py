@@ -66,7 +66,8 @@ def list_text(kb: KnowledgeBase, group: str | None) -> str:
     for r in kb.rules:
         if group and r.group != group:
             continue
-        lines.append(f"{r.id:<44} {r.group:<14} {', '.join(r.source):<22} {r.where}  {r.title}")
+        replaced = f" (replaces shipped {r.replaces}, {r.overrides})" if r.replaces else ""
+        lines.append(f"{r.id:<44} {r.group:<14} {', '.join(r.source):<22} {r.where}  {r.title}{replaced}")
     return "\n".join(lines) + "\n"
 
 

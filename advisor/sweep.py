@@ -22,6 +22,8 @@ from pathlib import Path
 from advisor import yamlio
 from advisor.errors import Collector, InputError, Problem
 
+MAX_COMBINATIONS = 100_000
+MAX_JOBS = 256
 COLUMNS = ("gpu", "count", "nodes", "tp", "pp", "dp", "per_card_gb", "usd_per_hour", "usd_per_million_tokens",
            "usd_per_job", "decisive_rule", "error")
 
@@ -54,10 +56,31 @@ def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[d
     for k in set(grid) - {"base", "vary"}:
         col.add("unknown key (known: base, vary)", yamlio.line_of(grid, k), str(k))
     col.raise_if_any()
-    fields = list(vary)
+    fields = [str(f) for f in vary]
+    total = 1
+    for f in vary:                 # counted before anything is expanded
+        total *= len(vary[f])
+        if total > MAX_COMBINATIONS:
+            break
+    if total > MAX_COMBINATIONS:
+        raise InputError(Problem(f"more than {MAX_COMBINATIONS:,} combinations", str(path), yamlio.line_of(grid, "vary"), "vary"))
+    for f in fields:
+        parts = f.split(".")
+        if any(not p for p in parts):
+            col.add("a field path is NAME or NAME.NAME", yamlio.line_of(vary, f), f"vary.{f}")
+            continue
+        target = base
+        for i, p in enumerate(parts[:-1]):
+            target = target.get(p) if isinstance(target, dict) else None
+            if target is not None and not isinstance(target, dict):
+                col.add(f"the base's {'.'.join(parts[:i + 1])} is {target!r}, not a mapping: vary "
+                        f"{'.'.join(parts[:i + 1])} itself", yamlio.line_of(vary, f), f"vary.{f}")
+                break
+    for f in fields:
+        if any(g.startswith(f + ".") for g in fields):
+            col.add("varies a whole field and a part of it at once", yamlio.line_of(vary, f), f"vary.{f}")
+    col.raise_if_any()
     combos = list(itertools.product(*(vary[f] for f in fields)))
-    if len(combos) > 100_000:
-        raise InputError(Problem(f"{len(combos):,} combinations: at most 100,000", str(path), yamlio.line_of(grid, "vary")))
     docs, problems = [], []
     for combo in combos:
         doc = copy.deepcopy(yamlio.plain(base))
@@ -66,8 +89,6 @@ def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[d
             parts = f.split(".")
             for p in parts[:-1]:
                 target = target.setdefault(p, {})
-                if not isinstance(target, dict):
-                    break
             target[parts[-1]] = v
         label = ", ".join(f"{f}={v}" for f, v in zip(fields, combo))
         try:
@@ -86,8 +107,11 @@ _STATE: dict = {}
 
 
 def _init(rule_dirs, prices):
+    import signal
     import warnings
     warnings.simplefilter("ignore", DeprecationWarning)
+    if _STATE.get("worker"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle: no worker tracebacks
     from advisor import catalog, knowledge
     cat = catalog.default()
     if prices:
@@ -123,9 +147,13 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
     cat = catalog_mod.default()
     if prices:
         cat = cat.with_prices(prices)
+    if jobs is not None and not 1 <= jobs <= MAX_JOBS:
+        raise InputError(Problem(f"must be a whole number from 1 to {MAX_JOBS} (got {jobs})", field="--jobs"))
     fields, combos, docs = load_grid(grid_path, cat)
-    jobs = jobs or os.cpu_count() or 1
+    jobs = min(jobs or os.cpu_count() or 1, max(1, len(docs)))
     out_path = Path(out_path)
+    from advisor.files import refuse_inputs
+    refuse_inputs(out_path, [grid_path, prices, *_base_path(grid_path)])
     written, interrupted = 0, False
     with open(out_path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
@@ -148,7 +176,12 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
             else:
                 import multiprocessing as mp
                 ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-                with ctx.Pool(jobs, initializer=_init, initargs=(rule_dirs, prices)) as pool:
+                _STATE["worker"] = True               # inherited by the forked workers only
+                try:
+                    pool = ctx.Pool(jobs, initializer=_init, initargs=(rule_dirs, prices))
+                finally:
+                    _STATE.pop("worker", None)
+                with pool:
                     try:
                         for i, result in enumerate(pool.imap(_decide, docs, chunksize=max(1, len(docs) // (jobs * 16)))):
                             emit(i, result)
@@ -159,6 +192,9 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
             interrupted = True
         if progress:
             sys.stderr.write("\n")
+    if interrupted:        # Ctrl-C may land between a row's write and its count: the file says what was kept
+        with open(out_path, newline="", encoding="utf-8") as fh:
+            written = max(0, sum(1 for _ in csv.reader(fh)) - 1)
     return written, len(docs), interrupted, fields
 
 
@@ -167,7 +203,21 @@ def _cell(v):
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + v              # a spreadsheet would read it as a formula
     return v
+
+
+def _base_path(grid_path) -> list:
+    """The workload file a grid names as its base, if any (an output must not replace it)."""
+    try:
+        grid = yamlio.load(grid_path)
+        base = grid.get("base") if isinstance(grid, dict) else None
+    except InputError:
+        return []
+    if not isinstance(base, str):
+        return []
+    return [Path(grid_path).parent / base, Path(base)]
 
 
 def _bar(done: int, total: int) -> None:

@@ -163,7 +163,13 @@ def _suggest(key: str, known) -> str:
 
 def _n(x: float) -> str:
     """1,000,000 rather than 1e+06 in messages; large or fractional values stay readable."""
-    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e18 else f"{x:,g}"
+    try:
+        return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e18 else f"{x:,g}"
+    except OverflowError:            # an integer of hundreds of digits
+        return f"a {len(str(abs(x)))}-digit number"
+
+
+_CONTROL = frozenset(chr(i) for i in range(32))
 
 
 def _check_value(spec: Spec, value, col: Collector, name: str, line):
@@ -182,6 +188,13 @@ def _check_value(spec: Spec, value, col: Collector, name: str, line):
         if not isinstance(value, str) or not value.strip() or len(value) > 200:
             col.add("must be a short text", line, name)
             return None
+        if any(c in value for c in _CONTROL) or any(0x7f <= ord(c) < 0xa0 or 0x202a <= ord(c) <= 0x202e
+                                                     or 0x2066 <= ord(c) <= 0x2069 for c in value):
+            col.add("must be plain text: no control characters (terminal escapes, line breaks, tabs)", line, name)
+            return None
+        if "<" in value or ">" in value:       # it goes into Markdown and HTML memos and sweep summaries
+            col.add("must be plain text: no markup (< or >)", line, name)
+            return None
         return value
     if spec.kind in ("int", "float"):
         if isinstance(value, str) and spec.kind == "float":
@@ -194,6 +207,10 @@ def _check_value(spec: Spec, value, col: Collector, name: str, line):
             return None
         if value != value or value in (float("inf"), float("-inf")):
             col.add("must be a finite number", line, name)
+            return None
+        if isinstance(value, int) and abs(value) > 10 ** 18:
+            col.add(f"must be at most {_n(spec.max) if spec.max is not None else '10^18'}{' ' + spec.unit if spec.unit else ''} "
+                    f"(got {_n(value)})", line, name)
             return None
         if spec.kind == "int" and value != int(value):
             col.add(f"must be a whole number (got {value})", line, name)
@@ -234,6 +251,12 @@ def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
     figs.setdefault("active_params_b", Figure(figs["params_b"].value, ("workload file",), "dense: all parameters active"))
     if figs["active_params_b"].value > figs["params_b"].value:
         col.add("cannot exceed params_b", yamlio.line_of(raw, "active_params_b"), "model.active_params_b")
+        return None
+    from advisor.catalog import model_invariants
+    bad = model_invariants({k: f.value for k, f in figs.items()})
+    for k, problem in bad:
+        col.add(problem, yamlio.line_of(raw, k), f"model.{k}")
+    if bad:
         return None
     name = raw.get("name") or f"custom {figs['params_b'].value:g}B model"
     return Model("custom", name, (), figs, file, getattr(raw, "line", None))
@@ -279,6 +302,8 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
     for required in ("mode", "model"):
         if required not in data:
             col.add("required field is missing", getattr(data, "line", 1), required)
+        elif data[required] is None:
+            col.add("required field is empty", yamlio.line_of(data, required), required)
     mode = values.get("mode")
     if mode == "inference" and values.get("method") in ("lora", "qlora"):
         col.add(f"'{values['method']}' is a training method; it does not apply to inference",

@@ -14,6 +14,10 @@ CACHE_VERSION = b"yamlio-2"
 
 #: Nodes a document may expand to, aliases counted at every use: stops "billion laughs".
 MAX_NODES = 200_000
+#: Nesting a document may have (mappings and lists inside each other): far beyond any real file.
+MAX_DEPTH = 64
+#: Bytes a file may have (the largest shipped file is ~40 kB): /dev/zero is refused, not read forever.
+MAX_BYTES = 16 * 1024 * 1024
 
 _SAFE_TAGS = {
     "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
@@ -66,12 +70,15 @@ class _Builder:
     def fail(self, node, message: str):
         raise InputError(Problem(message, self.name, node.start_mark.line + 1))
 
-    def build(self, node):
+    def build(self, node, depth=0):
         if node.tag not in _SAFE_TAGS:
             self.fail(node, f"tag '{node.tag}' is not allowed (only plain data is read)")
         self.budget -= 1
         if self.budget < 0:
             self.fail(node, f"document expands to more than {MAX_NODES} nodes (YAML alias bomb?)")
+        if depth > MAX_DEPTH:
+            self.fail(node, f"nested more than {MAX_DEPTH} levels deep")
+        depth += 1
         yaml = self.yaml
         if isinstance(node, yaml.MappingNode):
             out = YMap()
@@ -79,24 +86,31 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     self.fail(key_node, "YAML merge keys ('<<') are not supported")
-                key = self.build(key_node)
+                key = self.build(key_node, depth)
                 if isinstance(key, (dict, list)):
                     self.fail(key_node, "a mapping key must be a plain value")
                 if key in out:
                     self.fail(key_node, f"duplicate key '{key}'")
-                out[key] = self.build(value_node)
+                out[key] = self.build(value_node, depth)
                 out.key_lines[key] = key_node.start_mark.line + 1
             return out
         if isinstance(node, yaml.SequenceNode):
             out = YList()
             out.line = node.start_mark.line + 1
             for item in node.value:
-                out.append(self.build(item))
+                out.append(self.build(item, depth))
                 out.item_lines.append(item.start_mark.line + 1)
             return out
         if node.tag == "tag:yaml.org,2002:str":
             return node.value                  # what SafeConstructor makes of a plain string, without its overhead
-        value = self.scalars.construct_object(node)
+        try:
+            value = self.scalars.construct_object(node)
+        except (ValueError, OverflowError, yaml.constructor.ConstructorError) as exc:
+            if node.tag == "tag:yaml.org,2002:int" and len(node.value) > 100:
+                self.fail(node, f"a number of {len(node.value)} digits is not a value this tool reads")
+            self.fail(node, f"cannot read {node.value[:40]!r} as {node.tag.rsplit(':', 1)[-1]}: {str(exc).splitlines()[0][:80]}")
+        if isinstance(value, int) and not isinstance(value, bool) and len(node.value) > 100:
+            self.fail(node, f"a number of {len(node.value)} digits is not a value this tool reads")
         if node.tag == "tag:yaml.org,2002:timestamp":
             value = value.isoformat()
         return value
@@ -108,12 +122,17 @@ def loads(text: str, name: str = "<string>"):
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # the C parser when PyYAML has libyaml
     try:
         node = yaml.compose(text, Loader=loader)
+    except RecursionError:
+        raise InputError(Problem(f"nested more than {MAX_DEPTH} levels deep", name)) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
         raise InputError(Problem(f"YAML syntax error: {exc.problem or exc.context}", name, line)) from None
+    except yaml.reader.ReaderError as exc:
+        line = text[: exc.position].count("\n") + 1 if isinstance(exc.position, int) else None
+        raise InputError(Problem(f"character {exc.character!r} is not allowed in YAML (a control character?)", name, line)) from None
     except yaml.YAMLError as exc:
-        raise InputError(Problem(f"YAML error: {exc}", name)) from None
+        raise InputError(Problem(f"YAML error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", name)) from None
     if node is None:
         return None
     return _Builder(name).build(node)
@@ -126,11 +145,14 @@ def load(path: str | Path):
     if p.is_dir():
         raise InputError(Problem("is a directory, not a YAML file", name))
     try:
-        raw = p.read_bytes()
+        with open(p, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise InputError(Problem("no such file", name)) from None
     except OSError as exc:
         raise InputError(Problem(f"cannot read: {exc.strerror}", name)) from None
+    if len(raw) > MAX_BYTES:
+        raise InputError(Problem(f"larger than {MAX_BYTES // 2**20} MB: not a YAML file this tool reads", name))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -129,6 +129,7 @@ def test_user_rule_changes_the_decision_and_is_audited(tmp_path, capsys):
 def test_user_rule_overrides_shipped_rule_by_id(tmp_path, capsys):
     (tmp_path / "o.yaml").write_text(
         "- id: announced-not-shipping\n"
+        "  replaces: announced-not-shipping\n"
         "  title: We have Rubin early access\n"
         "  source: [our contract]\n"
         "  when: {candidate.status: announced}\n"
@@ -139,6 +140,7 @@ def test_user_rule_overrides_shipped_rule_by_id(tmp_path, capsys):
     assert not rubin["excluded"]
     t = next(t for t in rec["trace"] if t["rule"] == "announced-not-shipping")
     assert t["file"].endswith("o.yaml") and t["overrides"].startswith("rules/generations.yaml:")
+    assert t["replaces"] == "announced-not-shipping"
 
 
 def test_decisions_leave_nothing_behind(catalog, kb):
@@ -215,9 +217,15 @@ def test_why_not_rechecks_the_rules_that_raised_the_winner(tmp_path, capsys):
     assert "big-memory-first (" in out and "none of: candidate.vendor = 'nvidia' (is 'amd'); candidate.fp4_native = True (is False)" in out
     assert main(["explain", str(rec_path), "--rules", str(rules), "--why-not", "a100"]) == 0
     assert "candidate.memory_gb >= 120 (is 80" in capsys.readouterr().out
-    # with other rules than those that decided, the tests are not re-checked against the wrong facts
+    # without --rules, explain uses the rule folder the record names: the same answer
     assert main(["explain", str(rec_path), "--why-not", "a100"]) == 0
-    assert "so their tests are not re-checked" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "candidate.memory_gb >= 120 (is 80" in out and f"Rules: the shipped ones and {rules}, as the decision recorded\n" in out
+    # with other rules than those that decided, the tests are not re-checked against the wrong facts
+    (rules / "big.yaml").write_text((rules / "big.yaml").read_text().replace("weight: 50", "weight: 40"))
+    assert main(["explain", str(rec_path), "--why-not", "a100"]) == 0
+    out = capsys.readouterr().out
+    assert "so their tests are not re-checked" in out and "as the decision recorded (changed since)" in out
 
 
 def test_failing_names_each_failed_test_with_the_value():
@@ -238,8 +246,13 @@ def test_explain_a_decision_made_with_extra_prices(tmp_path, capsys):
     assert main(["explain", str(rec_path), "--prices", str(quotes), "--why-not", "h200"]) == 0
     out = capsys.readouterr().out
     assert "are those that produced this decision" in out and "catalog changed" not in out
-    assert main(["explain", str(rec_path)]) == 0           # without the quotes it is another catalog
-    assert "the catalog changed since this decision" in capsys.readouterr().out
+    assert main(["explain", str(rec_path)]) == 0           # without --prices, the recorded quotes are used
+    out = capsys.readouterr().out
+    assert "are those that produced this decision" in out and f"the catalog's and {quotes}, as the decision recorded" in out
+    quotes.unlink()                                        # without the quotes it is another catalog
+    assert main(["explain", str(rec_path)]) == 0
+    out = capsys.readouterr().out
+    assert "the catalog changed since this decision" in out and f"the prices in {quotes}, which are gone" in out
 
 
 def test_explain_reports_the_record_first_then_the_gpu(tmp_path, capsys):

@@ -247,7 +247,7 @@ def test_what_jinja_would_refuse_is_not_taken_as_plain(text, tmp_path):
     rules.mkdir()
     (rules / "x.yaml").write_text(f"- id: x\n  title: t\n  source: [ours]\n  when: {{candidate.memory_gb: {{gte: 1}}}}\n"
                                   f"  then: {{note: {{text: {json.dumps(text)}}}}}\n")
-    with pytest.raises(InputError, match="template syntax error|template failed"):
+    with pytest.raises(InputError, match="template syntax error|template failed|a rule text holds only text and fields"):
         knowledge.load([rules])
 
 
@@ -340,6 +340,7 @@ def test_loads_leave_no_garbage_frozen(tmp_path):
     code = ("import gc, os\n"
             f"os.environ['GPU_ADVISOR_CACHE'] = {str(tmp_path / 'cache')!r}\n"
             "from advisor import catalog, engine, knowledge\n"
+            "gc.collect()\n"      # what importing left (3.13: re.RegexFlag leftovers of the interpreter's own) is not the loads'
             "for cached in (False, True):\n"
             "    for _ in range(3):\n"
             "        kb = knowledge.load(); cat = catalog.load(knowledge.HOME / 'catalog'); engine._new_runner(kb)\n"

@@ -174,10 +174,13 @@ def test_broken_or_hostile_template_exits_2(capsys, tmp_path, source, expected):
 
 def test_html_template_escapes(capsys, tmp_path):
     t = tmp_path / "x.html.j2"
-    t.write_text("<p>{{ workload[0][1] }}</p>")
-    w = tmp_path / "w.yaml"
-    w.write_text("name: '<script>alert(1)</script>'\nmode: inference\nmodel: gpt-oss-20b\n")
-    assert main(["recommend", str(w), "--template", str(t), "--format", "html"]) == 0
+    t.write_text("<p>{{ headline }}</p>")
+    w = tmp_path / "w.yaml"          # a workload name with markup is refused; a price file's provider is not
+    w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\n")
+    q = tmp_path / "q.yaml"
+    q.write_text("prices:\n  - {gpu: h200, gpus_per_instance: 1, usd_per_hour: 4.0, provider: '<script>alert(1)</script>', "
+                 "date: 2026-11, source: s}\n")
+    assert main(["recommend", str(w), "--template", str(t), "--format", "html", "--prices", str(q)]) == 0
     out = capsys.readouterr().out
     assert "<script>" not in out and "&lt;script&gt;" in out
 

@@ -37,7 +37,7 @@ def rule(**kw):
     (rule(when="{workload.mode: {like: x}}"), "unknown operator 'like'"),
     (rule(then="{promote: {weight: 3}}"), "unknown effect 'promote'"),
     (rule(because="{{ workload.nonsense }}"), "template variable 'workload.nonsense' is not a fact"),
-    (rule(because="{{ budget }}"), "template variable 'budget' is not a bound fact"),
+    (rule(because="{{ budget }}"), "a rule text holds only text and fields"),
     (rule(when="{workload.concurrency: {between: [100, 10]}}"), "unreachable: lower bound 100 is above upper bound 10"),
     (rule(when="{all: [{workload.concurrency: {gt: 200}}, {workload.concurrency: {lt: 100}}]}"), "unreachable: workload.concurrency"),
     (rule(id="a", when="{derived.b_fact: true}", then="{derive: {a_fact: true}}")

@@ -1,0 +1,343 @@
+"""Fuzzing the real commands with hostile files: workload, rule, price and catalog files, templates,
+decision records, resume files, transcripts and sweep grids, made up or mutated from the shipped
+ones. Whatever the input, a command gives an answer or a clear error: exit 0 (replay and an ended
+dialogue may also say 1), or exit 2 with every line of stderr "gpu-advisor: error: ...", never a
+traceback and never a hang.
+
+CI runs a bounded number of inputs per target (GPU_ADVISOR_FUZZ_EXAMPLES, default 25: the file runs
+in well under a minute on 2 cores). Run it longer outside CI:
+
+    GPU_ADVISOR_FUZZ_EXAMPLES=2000 GPU_ADVISOR_FUZZ_REPORT=fuzz.json python -m pytest tests/test_fuzz.py
+
+GPU_ADVISOR_FUZZ_REPORT writes how many inputs each target tried.
+"""
+import io
+import json
+import os
+import shutil
+import signal
+import string
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from advisor import catalog as catalog_mod
+from advisor.cli import main
+
+from conftest import EXAMPLES, ROOT
+
+EXAMPLES_N = int(os.environ.get("GPU_ADVISOR_FUZZ_EXAMPLES", "25"))
+HANG_SECONDS = 60
+TRIED: dict[str, int] = {}
+
+FUZZ = settings(max_examples=EXAMPLES_N, deadline=None, derandomize=EXAMPLES_N <= 25, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                       HealthCheck.data_too_large, HealthCheck.large_base_example])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report():
+    yield
+    path = os.environ.get("GPU_ADVISOR_FUZZ_REPORT")
+    if path:
+        old = json.loads(open(path).read()) if os.path.exists(path) else {}
+        for k, v in TRIED.items():
+            old[k] = old.get(k, 0) + v
+        with open(path, "w") as f:
+            json.dump(old, f, indent=1)
+
+
+class _Hang(Exception):
+    pass
+
+
+def run(capsys, target: str, argv: list[str], ok=(0,)) -> int:
+    """Run a command in this process; fail on a traceback, a hang, or an error that is not one line per problem."""
+    TRIED[target] = TRIED.get(target, 0) + 1
+
+    def hang(signum, frame):
+        raise _Hang(f"{target}: no answer in {HANG_SECONDS} s: {argv}")
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(HANG_SECONDS)
+    try:
+        code = main(argv)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if not line.startswith("gpu-advisor: warning: ")]
+    if code == 2:
+        assert lines, f"exit 2 without a message: {argv}"
+        assert all(line.startswith("gpu-advisor: error: ") for line in lines), err
+    else:
+        assert code in ok, (code, argv, out[-500:], err[-500:])
+    assert "Traceback" not in err
+    return code
+
+
+# --- a generic text mutator: what a careless edit or a hostile author does to a YAML file -------------------
+
+HOSTILE = ["", "~", "null", "0", "-1", "0.5", "1e11", "1e400", "-1e400", ".nan", ".inf", "-.inf", "9" * 400, "9" * 5000,
+           "true", "no", "[]", "{}", "[1, 2]", "{a: 1}", "'x'", "h100", "AMD", "h100-sxm5", "gpt-oss-120b", "inference",
+           "!!python/object/apply:os.system ['true']", "*nope", "&a x", "'\x1b[31m<script>'", "'{{ 9 ** 99 }}'",
+           "'" + "a" * 300 + "'", "[" * 80 + "]" * 80, "'.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*.*Z'", "2026-13-45",
+           "0x10", "1_000", "+", "'='", "é", "\t", "- x", "? a", "|", ">"]
+
+edits = st.lists(st.tuples(st.sampled_from(["value", "delete", "duplicate", "insert", "chars", "indent"]),
+                           st.integers(0, 10_000), st.sampled_from(HOSTILE),
+                           st.text(string.printable + "é€\x00\x1b", max_size=8)), min_size=1, max_size=4)
+
+
+def mutate(text: str, ops) -> str:
+    lines = text.splitlines()
+    for kind, at, token, chars in ops:
+        if not lines:
+            lines = [token]
+            continue
+        i = at % len(lines)
+        line = lines[i]
+        if kind == "value" and ":" in line:
+            key = line.split(":", 1)[0]
+            lines[i] = f"{key}: {token}"
+        elif kind == "value" and "," in line:
+            parts = line.split(",")
+            j = at % len(parts)
+            head = parts[j].split(":", 1)
+            parts[j] = f"{head[0]}: {token}" if len(head) == 2 else token
+            lines[i] = ",".join(parts)
+        elif kind == "delete":
+            del lines[i]
+        elif kind == "duplicate":
+            lines.insert(i, line)
+        elif kind == "insert":
+            lines.insert(i, f"{token}: {chars}")
+        elif kind == "chars":
+            k = at % (len(line) + 1)
+            lines[i] = line[:k] + chars + line[k:]
+        else:
+            lines[i] = " " * (at % 5) + line
+    return "\n".join(lines) + "\n"
+
+
+def shipped(path) -> str:
+    return (ROOT / path).read_text()
+
+
+EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml") if p.name != "grid.yaml")
+RULE_FILES = sorted(p.name for p in (ROOT / "rules").glob("*.yaml") if p.name != "questions.yaml")
+TRANSCRIPTS = sorted(p.name for p in (ROOT / "transcripts").glob("*.yaml"))
+
+
+# --- workload files ---------------------------------------------------------------------------------------------
+
+@FUZZ
+@given(name=st.sampled_from(EXAMPLE_FILES), ops=edits, fmt=st.sampled_from(["json", "summary", "md"]))
+def test_mutated_workload_files(capsys, tmp_path_factory, name, ops, fmt):
+    f = tmp_path_factory.mktemp("w") / name
+    f.write_text(mutate(shipped(f"examples/{name}"), ops))
+    run(capsys, "workload", ["recommend", str(f), "--format", fmt])
+
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from(HOSTILE), st.text(max_size=20))
+workload_docs = st.fixed_dictionaries(
+    {"mode": st.one_of(st.sampled_from(["inference", "training", "fine-tuning"]), scalars),
+     "model": st.one_of(st.sampled_from(["gpt-oss-120b", "llama-3.1-8b", "deepseek-v3", "other"]), scalars,
+                        st.dictionaries(st.sampled_from(["params_b", "active_params_b", "expert_params_b", "experts",
+                                                         "experts_per_token", "layers", "kv_heads", "head_dim", "hidden_size",
+                                                         "attention_heads", "sliding_window", "sliding_window_layers",
+                                                         "mla_kv_dim", "precision", "max_context", "bogus"]),
+                                        st.one_of(scalars, st.integers(0, 100_000), st.floats(0, 1e6)), max_size=8))},
+    optional={k: scalars for k in ["precision", "kv_precision", "method", "optimizer", "zero_stage", "context_tokens",
+                                   "prompt_tokens", "output_tokens", "concurrency", "training_tokens", "latency", "task", "name"]}
+    | {"constraints": st.one_of(scalars, st.dictionaries(st.sampled_from(["import_restricted", "liquid_cooling", "power_kw_per_node",
+                                                                           "deployment", "load", "budget_usd_per_hour", "max_gpus",
+                                                                           "deadline_hours", "gpus", "bogus"]),
+                                                          st.one_of(scalars, st.lists(scalars, max_size=3)), max_size=5))})
+
+
+@FUZZ
+@given(doc=workload_docs)
+def test_made_up_workload_files(capsys, tmp_path_factory, doc):
+    f = tmp_path_factory.mktemp("w") / "w.json"          # JSON is YAML: any value, exactly as generated
+    f.write_text(json.dumps(doc, allow_nan=True))
+    run(capsys, "workload", ["recommend", str(f), "--format", "json"])
+
+
+# --- rule files ---------------------------------------------------------------------------------------------------
+
+facts = st.sampled_from(["workload.mode", "workload.concurrency", "workload.params_b", "candidate.gpu", "candidate.vendor",
+                         "candidate.memory_gb", "candidate.fits", "candidate.count", "derived.short_text_serving",
+                         "derived.nope", "workload.nonsense"])
+ops_ = st.sampled_from(["eq", "ne", "lt", "gte", "between", "in", "not_in", "exists", "matches", "like"])
+leaf = st.builds(lambda f, o, v: {f: {o: v}}, facts, ops_, st.one_of(scalars, st.lists(scalars, max_size=4)))
+conds = st.recursive(leaf, lambda c: st.one_of(st.builds(lambda xs: {"all": xs}, st.lists(c, max_size=3)),
+                                               st.builds(lambda xs: {"any": xs}, st.lists(c, max_size=3)),
+                                               st.builds(lambda x: {"not": x}, c)), max_leaves=6)
+effects = st.dictionaries(st.sampled_from(["prefer", "avoid", "exclude", "warn", "note", "derive", "bogus"]),
+                          st.one_of(scalars, st.dictionaries(st.sampled_from(["weight", "gpu", "vendor", "reason", "text",
+                                                                              "severity", "x"]), scalars, max_size=3)),
+                          max_size=2)
+rules_ = st.lists(st.fixed_dictionaries({"id": st.one_of(st.sampled_from(["mine", "must-fit-in-memory", "x-1"]), scalars),
+                                         "title": scalars, "source": st.one_of(st.just(["ours"]), scalars),
+                                         "when": st.one_of(conds, scalars), "then": st.one_of(effects, scalars)},
+                                        optional={"replaces": st.one_of(st.just("must-fit-in-memory"), scalars),
+                                                  "because": st.one_of(st.just("{{ candidate.gpu }} {{ workload.mode }}"), scalars),
+                                                  "priority": scalars, "examples": scalars}), min_size=1, max_size=3)
+
+
+@FUZZ
+@given(rules=rules_)
+def test_made_up_rule_files(capsys, tmp_path_factory, rules):
+    d = tmp_path_factory.mktemp("rules")
+    (d / "r.json").write_text(json.dumps(rules, allow_nan=True))
+    (d / "r.yaml").symlink_to(d / "r.json")
+    run(capsys, "rules", ["rules", "lint", str(d)])
+    run(capsys, "rules", ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(d), "--format", "summary"])
+
+
+@FUZZ
+@given(name=st.sampled_from(RULE_FILES), ops=edits)
+def test_mutated_shipped_rule_files(capsys, tmp_path_factory, name, ops):
+    """A copy of a shipped file as a user folder: it collides with the shipped rules unless the
+    mutation renamed them; whatever it is, one line per problem."""
+    d = tmp_path_factory.mktemp("rules")
+    (d / name).write_text(mutate(shipped(f"rules/{name}"), ops))
+    run(capsys, "rules", ["rules", "lint", str(d)])
+    run(capsys, "rules", ["rules", "test", str(d)], ok=(0, 1))
+
+
+# --- price and catalog files ------------------------------------------------------------------------------------------
+
+prices_ = st.lists(st.dictionaries(st.sampled_from(["gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source",
+                                                    "tier", "x"]), scalars, min_size=3, max_size=8), max_size=3)
+
+
+@FUZZ
+@given(prices=st.one_of(prices_.map(lambda p: {"prices": p}), scalars), ops=edits, mutated=st.booleans())
+def test_price_files(capsys, tmp_path_factory, prices, ops, mutated):
+    f = tmp_path_factory.mktemp("p") / "q.yaml"
+    f.write_text(mutate(shipped("catalog/prices.yaml"), ops) if mutated else json.dumps(prices, allow_nan=True))
+    run(capsys, "prices", ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--prices", str(f), "--format", "summary"])
+
+
+@FUZZ
+@given(name=st.sampled_from(["gpus.yaml", "models.yaml", "prices.yaml", "efficiency.yaml", "sources.yaml", "knowledge.yaml"]),
+       ops=edits)
+def test_mutated_catalog_files(capsys, tmp_path_factory, monkeypatch, name, ops):
+    d = tmp_path_factory.mktemp("cat") / "catalog"
+    shutil.copytree(ROOT / "catalog", d)
+    (d / name).write_text(mutate((d / name).read_text(), ops))
+    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
+    catalog_mod._CACHE.clear()
+    try:
+        run(capsys, "catalog", ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"])
+    finally:
+        catalog_mod._CACHE.clear()
+
+
+# --- templates -----------------------------------------------------------------------------------------------------------
+
+pieces = st.sampled_from(["{{ headline }}", "{{ decisive.id }}", "{% for a in audit %}", "{% endfor %}", "{% if headline %}",
+                          "{% endif %}", "{{ 9 ** 99 }}", "{{ 'x' * 99999 }}", "{{ range(9999) | list | length }}",
+                          "{% include 'x.j2' %}", "{% include '../x' %}", "{{ ''.__class__ }}", "{{ headline | center(50) }}",
+                          "{{ '%5d' % 3 }}", "{% set ns = namespace(s='ab') %}", "{% set ns.s = ns.s ~ ns.s %}",
+                          "{% macro m(x) %}{{ x }}{% endmacro %}{{ m(headline) }}", "{{ cycler(1,2).next() }}",
+                          "{{ self }}", "{{ undefined_name }}", "{%", "}}", "text ", "\n", "{{ facts | tojson }}",
+                          "{{ (headline ~ headline) | length }}", "{{ 10 // 0 }}", "{{ [1] * 5 }}", "{{ headline.format(1) }}"])
+
+
+@FUZZ
+@given(parts=st.lists(pieces, min_size=1, max_size=8))
+def test_templates(capsys, tmp_path_factory, parts):
+    d = tmp_path_factory.mktemp("t")
+    (d / "x.j2").write_text("{{ headline }}")
+    t = d / "memo.j2"
+    t.write_text("".join(parts))
+    run(capsys, "template", ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--template", str(t)])
+
+
+# --- decision records, resume files, transcripts, grids ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def record():
+    from advisor import catalog, decision, estimator, knowledge, workload
+    cat = catalog.default()
+    d = decision.decide(estimator.estimate(workload.load(EXAMPLES / "chat-assistant.yaml", cat), cat), knowledge.load(), cat)
+    return json.loads(json.dumps(d.record, default=str))
+
+
+paths = st.lists(st.one_of(st.sampled_from(["recommendation", "decisive_rule", "candidates", "trace", "estimate", "inputs",
+                                            "versions", "runner_up", "gpu", "score", "contributions", "excluded_by",
+                                            "rule_dirs", "price_files", "path", "source"]), st.integers(0, 40)),
+                 min_size=1, max_size=4)
+
+
+def damage(rec, path, value, delete):
+    node = rec
+    for p in path[:-1]:
+        if isinstance(node, dict) and p in node:
+            node = node[p]
+        elif isinstance(node, list) and isinstance(p, int) and node:
+            node = node[p % len(node)]
+        else:
+            return
+    last = path[-1]
+    if isinstance(node, dict) and not isinstance(last, int):
+        if delete:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    elif isinstance(node, list) and isinstance(last, int) and node:
+        node[last % len(node)] = value
+
+
+@FUZZ
+@given(changes=st.lists(st.tuples(paths, st.one_of(scalars, st.lists(scalars, max_size=2), st.dictionaries(st.text(max_size=4), scalars, max_size=2)),
+                                  st.booleans()), min_size=1, max_size=4),
+       why_not=st.sampled_from([None, "b200", "mi300x"]))
+def test_damaged_decision_records(capsys, tmp_path_factory, record, changes, why_not):
+    rec = json.loads(json.dumps(record))
+    for path, value, delete in changes:
+        damage(rec, path, value, delete)
+    f = tmp_path_factory.mktemp("d") / "d.json"
+    f.write_text(json.dumps(rec, allow_nan=True))
+    run(capsys, "record", ["explain", str(f)] + (["--why-not", why_not] if why_not else []))
+
+
+answers = st.dictionaries(st.sampled_from(["mode", "model", "concurrency", "context_tokens", "precision", "task",
+                                           "constraints.deployment", "model.params_b", "bogus"]), scalars, max_size=5)
+
+
+@FUZZ
+@given(state=st.one_of(st.fixed_dictionaries({"resume": st.one_of(st.just(1), scalars), "answers": st.one_of(answers, scalars)},
+                                             optional={"preset": st.one_of(st.lists(st.text(max_size=8), max_size=3), scalars),
+                                                       "asked": st.one_of(st.lists(st.text(max_size=8), max_size=3), scalars),
+                                                       "steps": st.one_of(st.lists(scalars, max_size=3), scalars)}), scalars),
+       typed=st.lists(st.sampled_from(["", "inference", "back", "?", "why", "quit", "yes", "no", "64", "x" * 50]), max_size=6))
+def test_tampered_resume_files(capsys, tmp_path_factory, monkeypatch, state, typed):
+    d = tmp_path_factory.mktemp("ask")
+    f = d / "resume.yaml"
+    f.write_text(json.dumps(state, allow_nan=True))
+    monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(t + "\n" for t in typed)))
+    run(capsys, "resume", ["ask", "--resume", str(f), "--out-dir", str(d)], ok=(0, 1))
+
+
+@FUZZ
+@given(name=st.sampled_from(TRANSCRIPTS), ops=edits)
+def test_mutated_transcripts(capsys, tmp_path_factory, name, ops):
+    f = tmp_path_factory.mktemp("t") / name
+    f.write_text(mutate(shipped(f"transcripts/{name}"), ops))
+    run(capsys, "transcript", ["replay", str(f)], ok=(0, 1))
+    assert sorted(p.name for p in f.parent.iterdir()) == [name]          # replay writes nothing
+
+
+@FUZZ
+@given(ops=edits, jobs=st.sampled_from([None, "1", "2", "-1", "0", "999999"]))
+def test_mutated_grids(capsys, tmp_path_factory, ops, jobs):
+    d = tmp_path_factory.mktemp("g")
+    shutil.copy(EXAMPLES / "chat-assistant.yaml", d / "chat-assistant.yaml")
+    (d / "grid.yaml").write_text(mutate(shipped("examples/grid.yaml"), ops))
+    run(capsys, "grid", ["sweep", str(d / "grid.yaml"), "--out", str(d / "o.csv"), "--quiet"] + (["--jobs", jobs] if jobs else []))
