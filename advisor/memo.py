@@ -430,7 +430,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
             figures = f"{c['count']} card{'s' if c['count'] > 1 else ''}, {_plan(c)}, {_gb(c['per_card_gb'])}/card, {_cost_sentence(mode, c, cites)}"
         else:
             figures = cites.prose(c.get("reason") or "does not fit")
-        diff = _money_diff(cost, base_cost) if c["fits"] and r and c.get("usd_per_hour") is not None else ""
+        diff = _money_diff(cost, base_cost) if c["fits"] and r and cost is not None else ""
         if diff and diff not in ("cost unknown", "same cost"):
             diff += " effective cost per hour" if use_effective else " per hour"
         prem = _premium(dc.get("premium"))

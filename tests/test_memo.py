@@ -201,3 +201,149 @@ def test_on_prem_memo_warns_that_prices_are_rentals(capsys, tmp_path):
     w.write_text("mode: inference\nmodel: llama-3.1-70b\nprecision: fp8\nconstraints: {deployment: on-prem}\n")
     assert main(["recommend", str(w), "--format", "md"]) == 0
     assert "The catalog holds cloud rental prices only; for hardware you buy" in capsys.readouterr().out
+
+
+# --- a memo a budget owner reads in one minute ---------------------------------------------------------
+
+ALL_EXAMPLES = sorted(p.stem for p in EXAMPLES.glob("*.yaml") if p.stem != "grid")
+
+
+def _knowledge_ids():
+    from advisor import catalog
+    know = catalog.default().knowledge
+    return sorted({**know["heuristics"], **know["examples"]})
+
+
+SEED_CODE = re.compile(r"\b(?:" + "|".join(_knowledge_ids()) + r")\b|\bseed \d{3}\b")
+RAW_VALUE = re.compile(r"\b(?:True|False|None)\b|\[\d+(?:, \d+)*\]|\b\d+(?:\.\d+)?e[+-]?\d+\b|\{'|'\}")
+
+
+def _before_audit(text: str, fmt: str) -> str:
+    marker = {"text": "AUDIT: RULES THAT FIRED", "md": "## Audit:", "html": '<details id="audit">'}[fmt]
+    assert marker in text
+    return text.split(marker)[0]
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html"])
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+def test_no_seed_codes_outside_the_audit_and_no_raw_values(capsys, name, fmt):
+    text = memo(capsys, name, fmt)
+    body = _before_audit(text, fmt)
+    assert not SEED_CODE.findall(body), f"{name}.{fmt}: seed codes outside the audit: {sorted(set(SEED_CODE.findall(body)))}"
+    raw = RAW_VALUE.findall(text.replace("x 1.2", ""))
+    assert not raw, f"{name}.{fmt}: raw Python values: {raw}"
+    assert SEED_CODE.search(text.split(_before_audit(text, fmt), 1)[1])     # the audit keeps the IDs
+
+
+def test_the_scan_would_catch_what_the_issue_saw():
+    assert SEED_CODE.search("(K12)") and SEED_CODE.search("seed 000") and SEED_CODE.search("T08, A04")
+    assert not SEED_CODE.search("NVIDIA A10 24GB, A100, H100, C1")
+    for raw in ("(quoted sizes: [1])", "6e+07 tokens", "import_restricted: False", "None"):
+        assert RAW_VALUE.search(raw), raw
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_text_memo_opens_with_a_summary_of_at_most_25_lines(capsys, name):
+    text = memo(capsys, name, "text")
+    head = text.split("RECOMMENDATION IN DETAIL")[0].rstrip("\n").splitlines()
+    assert head[3] == "SUMMARY" and head[4].startswith("Use ") and len(head) <= 25
+    summary = "\n".join(head)
+    assert "Per month:" in summary or "price unknown" in summary
+    assert "Why: " in summary
+    body = text.split("RECOMMENDATION IN DETAIL")[1]
+    order = [body.index(s) for s in ("WHY", "THE NUMBERS", "ALTERNATIVES CONSIDERED", "SOURCES", "AUDIT: RULES")]
+    assert order == sorted(order)      # the evidence follows, the audit goes last
+
+
+def test_summary_gives_cost_per_hour_month_and_unit_of_work(capsys):
+    text = memo(capsys, "chat-assistant", "text")
+    summary = text.split("RECOMMENDATION IN DETAIL")[0]
+    assert "Per hour:         $5.00" in summary
+    assert "Per month:        $3,650 if run 24x7 (730 h; no utilisation given)" in summary     # 5 x 730
+    assert "Per unit of work: $0.29 per million output tokens" in summary
+    assert "Offer:            Hugging Face Inference Endpoints (AWS), 1 x 1-GPU instance," in summary
+    assert "- 1 x b200, price unknown; against it: Do not rush to a new generation (-3)" in summary
+
+
+def test_why_it_lost_never_lists_a_rule_in_the_losers_favour(capsys):
+    rec_text = memo(capsys, "chat-assistant", "html")
+    row = re.search(r"<tr><td>NVIDIA B200 \(HGX, 180GB\)</td>.*?</tr>", rec_text).group(0)
+    why = row.split("<td>")[-1]
+    # b200 scored +10 from large-model-inference-cards too: that is not why it lost
+    assert "Do not rush to a new generation (-3)" in why
+    assert "Inference of a large model belongs on H200" not in why
+
+
+def test_citations_name_the_statement_and_its_document(capsys):
+    text = memo(capsys, "chat-assistant", "md")
+    assert ("- Source: Software lags new hardware by about a year - GPUs for the AI engineer (Karan, retold in Russian), "
+            "section 'NVIDIA GPU generations'") in text
+    sources = text.split("## Sources")[1].split("## Audit")[0]
+    assert "- Compare cost per million tokens, not per card - Training or inference: choosing a GPU for the job" in sources
+    assert "published" in sources and "retrieved" in sources           # catalog sources with their dates
+    audit = text.split("## Audit")[1]
+    assert "- K12: Software lags new hardware by about a year" in audit
+
+
+def test_training_memo_names_fields_as_the_dialogue_does(capsys):
+    text = memo(capsys, "llama-13b-full-finetune", "md")
+    workload = text.split("Workload as understood:")[1].split("Defaults")[0]
+    assert "| Micro-batch per GPU | 1 |" in workload
+    assert "latency" not in workload.lower() and "Interactive users" not in workload and "concurrency" not in workload
+    assert "| Barred from US export-controlled accelerators | no |" in workload
+
+
+def _record(catalog):
+    from advisor import decision, estimator, knowledge, workload
+    w = workload.load(EXAMPLES / "chat-assistant.yaml", catalog)
+    return decision.decide(estimator.estimate(w, catalog), knowledge.load(), catalog).record
+
+
+def test_view_renders_the_planner_and_price_fields_when_present(catalog):
+    """A hand-made record with the fields of the cost-aware planner (objective, effective cost, premium,
+    unpriced GPUs, suggestions) and of the price kinds (offer details, rent-vs-buy): all rendered."""
+    import copy
+    from advisor import memo as memo_mod
+    rec = copy.deepcopy(_record(catalog))
+    r = rec["recommendation"]
+    r["objective"] = "cost_per_million_tokens"
+    r["tco"] = {"capex_usd": 40000, "opex_usd_per_month": 500, "rent_usd_per_month": 3650, "break_even_months": 12.7}
+    for c in rec["candidates"]:
+        c["effective_cost"] = {"h200-sxm": 5.0, "b200": 6.5}.get(c["gpu"])
+        c["premium"] = {"b200": 0.15}.get(c["gpu"], 0.0)
+    rec["unpriced"] = [{"gpu": "b300", "count": 1, "break_even_usd_per_gpu_hour": 4.25}]
+    rec["suggestions"] = [{"change": {"context_tokens": 4096}, "plan": {"gpu": "a100-80gb-sxm", "count": 1, "tp": 1, "pp": 1, "dp": 1},
+                           "saving": 2.5}]
+    est = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
+    est["h200-sxm"]["price"].update({"instance": "p5en.48xlarge", "region": "us-east-1", "kind": "on_demand"})
+    v = memo_mod.view(rec, catalog)
+    s = v["summary"]
+    assert s["objective"] == "Chosen for the lowest cost per million tokens."
+    assert ("Offer", "Hugging Face Inference Endpoints (AWS), p5en.48xlarge (1 x 1-GPU instance), us-east-1, on demand, "
+                     "quoted 2026-09") in s["cost"]
+    assert ("Buy or rent", "buying costs $40,000 up front; $500 per month to run; renting $3,650 per month; "
+                           "buying pays off after 13 months") in s["cost"]
+    b200 = next(a for a in v["alternatives"] if a["gpu"] == "b200")
+    assert b200["diff"] == "+$1.50 effective cost per hour (+15% rule premium)"
+    assert s["unpriced"] == ["1 x b300 has no known price; it would be the better buy at under $4.25 per GPU-hour."]
+    assert s["suggestions"] == ["Changing context tokens 4,096 would allow 1 x a100-80gb-sxm (TP 1 x PP 1 x DP 1), saving $2.50 per hour."]
+    text = memo_mod.render(rec, catalog, "text")
+    summary = text.split("RECOMMENDATION IN DETAIL")[0]
+    assert "Suggestion: Changing context tokens 4,096 would allow 1 x a100-80gb-sxm" in summary
+    assert len(summary.rstrip("\n").splitlines()) <= 30
+
+
+def test_view_degrades_gracefully_without_the_new_fields(catalog):
+    from advisor import memo as memo_mod
+    v = memo_mod.view(_record(catalog), catalog)
+    assert v["summary"]["suggestions"] == [] and v["summary"]["unpriced"] == [] and v["summary"]["objective"] == ""
+    assert not any(k == "Buy or rent" for k, _ in v["summary"]["cost"])
+
+
+def test_utilisation_sets_the_monthly_cost(catalog):
+    import copy
+    from advisor import memo as memo_mod
+    rec = copy.deepcopy(_record(catalog))
+    rec["inputs"]["utilisation"] = 0.5
+    cost = dict(memo_mod.view(rec, catalog)["summary"]["cost"])
+    assert cost["Per month"] == "$1,825 at 50% utilisation (365 h)"
