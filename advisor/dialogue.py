@@ -425,7 +425,7 @@ class Dialogue:
             return [f"  {p}" for p in exc.problems] + ["  Use 'edit ID' to change an answer."]
         self.decision = decision.decide(estimator.estimate(w, self.catalog), self.kb, self.catalog)
         self.stage = "format"
-        return [""] + summary_text(self.decision.record).rstrip().splitlines()[:-1] + [""]
+        return [""] + summary_text(self.decision.record, self.catalog).rstrip().splitlines()[:-1] + [""]
 
     def _on_format(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower() or "md"

@@ -18,6 +18,8 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from advisor import HOME
 from advisor.catalog import Catalog
 from advisor.errors import InputError, Problem
+from advisor.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
+    plain as _plain, plan as _plan, source_name as _source_name, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
 TEMPLATES = HOME / "templates"
 FORMATS = {"text": "memo.txt.j2", "md": "memo.md.j2", "html": "memo.html.j2"}
@@ -55,7 +57,6 @@ WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory
               "prefill_ms": "Prefill time", "decode_ms_per_token": "Time per generated token",
               "kv_headroom_gb": "Room left for the KV cache", "usd_per_hour": "Cost per hour",
               "training_hours": "Training time", "usd_per_job": "Cost per job", "tokens_per_s": "Tokens per second"}
-_ID = r"[KTCAW]\d\d"
 
 
 def _gb(x) -> str:
@@ -64,26 +65,8 @@ def _gb(x) -> str:
     return f"{x:,.1f} GB" if x < 1000 else f"{x:,.0f} GB"
 
 
-def _usd(x, nd=2) -> str:
-    return "unknown" if x is None else f"${x:,.{nd}f}"
-
-
 def _num(x, nd=1) -> str:
     return "-" if x is None else f"{x:,.{nd}f}"
-
-
-def _count(x) -> str:
-    """A large count in words a budget owner reads at a glance: 60 million, 1.5 trillion."""
-    if x is None:
-        return "unknown"
-    for size, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
-        if abs(x) >= size:
-            return f"{x / size:,.3g} {word}"
-    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.3g}"
-
-
-def _plan(c: dict) -> str:
-    return f"TP {c['tp']} x PP {c['pp']} x DP {c['dp']}"
 
 
 def _layout(c: dict, gpus_per_node: int) -> str:
@@ -97,89 +80,6 @@ def _layout(c: dict, gpus_per_node: int) -> str:
     if c["dp"] > 1:
         parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
     return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
-
-
-class _Cites:
-    """Knowledge IDs (K12, T08, ...) and seed numbers named for people: the short title of the statement,
-    with its document and section in the Sources list. The bare IDs stay in the audit."""
-
-    def __init__(self, catalog: Catalog):
-        know = catalog.knowledge or {}
-        self.items = {**know.get("heuristics", {}), **know.get("examples", {})}
-        self.docs = know.get("documents", {})
-        self.used: list[str] = []
-
-    def title(self, kid: str) -> str:
-        item = self.items.get(kid)
-        if not item:
-            return kid
-        if kid not in self.used:
-            self.used.append(kid)
-        return item.get("title") or item.get("says") or item.get("expected") or kid
-
-    def document(self, seed: str) -> str:
-        return self.docs.get(seed) or "a seed document"
-
-    def full(self, kid: str) -> str:
-        """'Short title - document, section': what a reader needs to look the statement up."""
-        item = self.items.get(kid)
-        if not item:
-            return kid
-        self.title(kid)
-        section = item.get("section")
-        return f"{self.title(kid)} - {self.document(item['seed'])}" + (f", section '{section}'" if section else "")
-
-    def names(self, sources) -> str:
-        """A source list (knowledge IDs, catalog source ids, 'workload file') in words."""
-        return "; ".join(self.title(s) if re.fullmatch(_ID, s) else _source_name(s) for s in sources)
-
-    def prose(self, text, own=()) -> str:
-        """Text from a rule or the estimator with its IDs named: a parenthesis of IDs the text's own
-        sources already name (`own`) is dropped; any other ID becomes its short title."""
-        if not text:
-            return text or ""
-        text = str(text)
-        own = set(own)
-
-        def group(m):
-            ids = re.findall(_ID, m.group(1))
-            if own and set(ids) <= own:
-                for i in ids:
-                    self.title(i)
-                return ""
-            return " (" + "; ".join(self.title(i) for i in ids) + ")"
-        text = re.sub(rf"\s*\(((?:{_ID})(?:,\s*{_ID})*)\)", group, text)
-        text = re.sub(r"\bseed (\d{3})\b", lambda m: self.document(m.group(1)), text)
-        text = re.sub(rf"\b{_ID}\b", lambda m: self.title(m.group(0)), text)
-        return _plain(text)
-
-
-def _plain(text: str) -> str:
-    """No raw Python values in a memo: lists, booleans, None and exponent notation made readable."""
-    text = re.sub(r"\[(\d+(?:, \d+)*)\]", lambda m: m.group(1).replace(", ", " or "), text)
-    text = re.sub(r"\bTrue\b", "yes", text)
-    text = re.sub(r"\bFalse\b", "no", text)
-    text = re.sub(r"\bNone\b", "none", text)
-    return re.sub(r"\b\d+(?:\.\d+)?e[+-]?\d+\b", lambda m: _count(float(m.group(0))), text)
-
-
-def _offer(p: dict) -> str:
-    """Where the price comes from: provider, instance, region, kind, date."""
-    parts = [p.get("provider") or "unknown provider"]
-    inst = p.get("instance")
-    count = p.get("instances") or 1
-    shape = f"{count} x {p['gpus_per_instance']}-GPU instance{'s' if count > 1 else ''}" if p.get("gpus_per_instance") else ""
-    parts.append(f"{inst} ({shape})" if inst and shape else inst or shape)
-    if p.get("region"):
-        parts.append(str(p["region"]))
-    if p.get("kind"):
-        parts.append(str(p["kind"]).replace("_", " "))
-    date = p.get("date")
-    parts.append(f"quoted {date}" if date and date != "unknown" else "date unknown")
-    idle = p.get("idle_gpus") or 0
-    if idle:
-        parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")
-    return ", ".join(x for x in parts if x)
 
 
 def _unit_cost(mode: str, c: dict) -> str:
@@ -226,16 +126,6 @@ def _layout_short(c: dict) -> str:
     return ", ".join(parts) or "the whole model on one card"
 
 
-def _gist(text: str, limit: int = 110) -> str:
-    """The first sentence of a text, cut at a clause boundary near `limit` characters (the summary's
-    one-liners; the full text is in the evidence)."""
-    first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
-    if len(first) <= limit:
-        return first + "."
-    cut = max(first.rfind(sep, 0, limit) for sep in (", ", "; ", ": "))
-    return (first[:cut] if cut > 40 else first[:limit].rsplit(" ", 1)[0]) + " (...)."
-
-
 def _money_diff(x, base) -> str:
     if x is None or base is None:
         return "cost unknown"
@@ -249,47 +139,6 @@ def _premium(x) -> str:
     if not isinstance(x, (int, float)) or isinstance(x, bool) or not x:
         return ""
     return f"{x:+.0%} rule premium"
-
-
-def _why_lost(g: str, rec: dict, decided: dict, titles: dict, cites: _Cites) -> list[str]:
-    """Why an alternative lost, in words: its exclusions, or the rules against it and the rules for the
-    winner that it lacks; never a rule in its favour."""
-    dc = decided[g]
-    r = rec.get("recommendation")
-    if dc["excluded"]:
-        return [f"excluded: {cites.prose(e['reason'], e.get('source', ()))}" for e in dc["excluded_by"]]
-    mine = {x["rule"]: x["weight"] for x in dc["contributions"]}
-    out = [f"against it: {titles.get(rule, rule)} ({w:+g})" for rule, w in mine.items() if w < 0]
-    if r:
-        win = {x["rule"]: x["weight"] for x in decided[r["gpu"]]["contributions"]}
-        out += [f"the winner has: {titles.get(rule, rule)} ({w:+g})" for rule, w in win.items()
-                if w > 0 and mine.get(rule, 0) < w]
-        d = rec.get("decisive_rule")
-        if dc.get("score") == decided[r["gpu"]].get("score"):
-            out.append(f"equal score; decided by: {d.get('title', d['id'])}" if d else "equal score; ranked lower by the tie-break")
-        elif not out:
-            out.append("ranked lower")
-    return out
-
-
-def _suggestion(s: dict, cites: _Cites) -> str:
-    """One planner suggestion (issue 7) as a sentence: the change, the plan it allows, the saving."""
-    def words(x):
-        if isinstance(x, dict):
-            if "gpu" in x:
-                n = x.get("count")
-                return (f"{n} x " if n else "") + str(x["gpu"]) + (f" ({_plan(x)})" if {"tp", "pp", "dp"} <= set(x) else "")
-            return ", ".join(f"{k.replace('_', ' ')} {_fmt_input(v)}" for k, v in x.items())
-        return cites.prose(_fmt_input(x))
-    change, plan, saving = s.get("change"), s.get("plan"), s.get("saving")
-    text = f"Changing {words(change)}" if change else "A different plan"
-    if plan:
-        text += f" would allow {words(plan)}"
-    if isinstance(saving, (int, float)) and not isinstance(saving, bool):
-        text += f", saving {_usd(saving)} per hour" if saving >= 0.005 else ""
-    elif saving:
-        text += f", saving {words(saving)}"
-    return text + "."
 
 
 def view(rec: dict, catalog: Catalog) -> dict:
@@ -559,25 +408,6 @@ def _fmt_value(k: str, val, catalog: Catalog) -> str:
     if k in FIELD_UNITS and isinstance(val, (int, float)) and not isinstance(val, bool):
         return f"{_count(val) if val >= 1e6 else _fmt_input(val)} {FIELD_UNITS[k]}"
     return _fmt_input(val)
-
-
-def _source_name(sid: str) -> str:
-    return "unverified (no source found)" if sid == "unknown_explicit" else sid
-
-
-def _fmt_input(val) -> str:
-    """A workload value in words: yes/no, lists joined, large numbers with separators (never Python's repr)."""
-    if isinstance(val, bool):
-        return "yes" if val else "no"
-    if val is None:
-        return "none"
-    if isinstance(val, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {_fmt_input(x)}" for k, x in val.items()) or "none"
-    if isinstance(val, (list, tuple)):
-        return ", ".join(_fmt_input(x) for x in val) or "none"
-    if isinstance(val, (int, float)):
-        return _count(val) if abs(val) >= 1e6 else (f"{val:,}" if isinstance(val, int) else f"{val:,.6g}")
-    return str(val)
 
 
 def _effect(e: dict) -> str:
