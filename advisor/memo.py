@@ -474,9 +474,15 @@ def _chart(rec: dict, catalog: Catalog) -> dict:
                      "lx": f"{160 + capacity / scale_max * width + 6:.1f}",
                      "winner": bool(rec.get("recommendation")) and c["gpu"] == rec["recommendation"]["gpu"]})
     present = [(k, col) for k, col in colours.items() if led[k]]
-    legend = [{"x": f"{160 + i * 120}", "tx": f"{160 + i * 120 + 14}", "colour": col, "label": LEDGER_LABELS[k]}
-              for i, (k, col) in enumerate(present)]
-    return {"rows": rows, "height": f"{60 + len(rows) * 28}", "width": f"{160 + width + 230}", "legend": legend,
+    legend, x, row, total_w = [], 160.0, 0, 160 + width + 230
+    for k, col in present:
+        w = 14 + len(LEDGER_LABELS[k]) * 7.5 + 16        # swatch, label (generous 12 px characters), gap
+        if x + w > total_w and x > 160:
+            x, row = 160.0, row + 1
+        legend.append({"x": f"{x:.0f}", "tx": f"{x + 14:.0f}", "right": f"{x + w - 10:.0f}", "colour": col,
+                       "label": LEDGER_LABELS[k], "y": f"{36 + len(rows) * 28 + row * 18}", "ty": f"{46 + len(rows) * 28 + row * 18}"})
+        x += w
+    return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend,
             "legend_y": f"{36 + len(rows) * 28}", "legend_ty": f"{46 + len(rows) * 28}"}
 
 

@@ -98,19 +98,114 @@ def test_html_parses_is_self_contained_and_has_the_chart(capsys, name):
     assert "Memory need (ledger proportions) against the cards' capacity" in text
 
 
-def test_html_renders_in_headless_chromium(capsys, tmp_path):
+def _chromium():
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
         pytest.skip("Chromium is not installed (.ci/run installs Debian's chromium)")
+    return browser
+
+
+def _chromium_run(page: Path, tmp_path: Path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1600", *args, page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+
+
+# Measured in the page by the browser's layout: every table cell, list item and paragraph holds its text
+# (no scrolling overflow), the page is no wider than the window, and in each SVG chart no label leaves
+# the chart, overlaps another label, or runs past the column or bar it belongs to (data-right, .bar).
+MEASURE = """<script>
+window.addEventListener('load', () => {
+  const out = [];
+  let texts = 0;
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  if (document.documentElement.scrollWidth > window.innerWidth) out.push('page wider than the window');
+  for (const el of document.querySelectorAll('td, th, li, p, h1, h2, h3, summary')) {
+    if (!el.closest('svg') && el.scrollWidth > el.clientWidth + 1) out.push('overflows its box: ' + el.textContent.slice(0, 80));
+  }
+  for (const svg of document.querySelectorAll('svg')) {
+    const width = svg.viewBox.baseVal.width || svg.width.baseVal.value;
+    const boxes = [];
+    for (const t of svg.querySelectorAll('text')) {
+      const b = t.getBBox();
+      texts += 1;
+      if (b.x < -0.5 || b.x + b.width > width + 0.5) out.push('outside the chart: ' + t.textContent);
+      const right = t.getAttribute('data-right');
+      if (right !== null && b.x + b.width > parseFloat(right) + 0.5) out.push('past its column: ' + t.textContent);
+      const bar = t.previousElementSibling;
+      if (t.classList.contains('bar-label') && bar && bar.classList.contains('bar')) {
+        const r = bar.getBBox();
+        if (b.x + b.width > r.x + r.width + 0.5) out.push('past its bar: ' + t.textContent);
+      }
+      boxes.push([t.textContent, b]);
+    }
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i][1], c = boxes[j][1];
+      if (a.x < c.x + c.width - 0.5 && c.x < a.x + a.width - 0.5 && a.y < c.y + c.height - 0.5 && c.y < a.y + a.height - 0.5)
+        out.push('labels overlap: ' + boxes[i][0] + ' / ' + boxes[j][0]);
+    }
+  }
+  document.body.setAttribute('data-texts', String(texts));
+  document.body.setAttribute('data-overflow', JSON.stringify(out));
+});
+</script>"""
+
+
+def _measure(html: str, tmp_path: Path, name: str) -> tuple[int, list[str]]:
+    """(SVG labels measured, problems found) for a page laid out by headless Chromium."""
+    import json
+    page = tmp_path / f"{name}.html"
+    page.write_text(html.replace("</body>", MEASURE + "</body>"))
+    dom = _chromium_run(page, tmp_path, "--dump-dom", "--virtual-time-budget=5000").stdout
+    found = re.search(r'data-texts="(\d+)" data-overflow="([^"]*)"', dom)
+    assert found, f"the measurement did not run:\n{dom[:500]}"
+    import html as htmllib
+    return int(found.group(1)), json.loads(htmllib.unescape(found.group(2)))
+
+
+def test_html_renders_in_headless_chromium(capsys, tmp_path):
+    _chromium()
     page = tmp_path / "memo.html"
     page.write_text(memo(capsys, "chat-assistant", "html"))
     shot = tmp_path / "memo.png"
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1600",
-                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+    _chromium_run(page, tmp_path, f"--screenshot={shot}")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000   # a real page, not a blank one
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_no_label_overflows_in_the_html_memo(capsys, tmp_path, name):
+    _chromium()
+    texts, problems = _measure(memo(capsys, name, "html"), tmp_path, name)
+    assert texts >= 5 and problems == []
+
+
+def test_no_label_overflows_in_the_sweep_chart(tmp_path, capsys):
+    _chromium()
+    summary = tmp_path / "sweep.html"
+    assert main(["sweep", str(EXAMPLES / "grid.yaml"), "--out", str(tmp_path / "t.csv"), "--summary", str(summary),
+                 "--jobs", "1", "--quiet"]) == 0
+    html = summary.read_text()
+    labels = re.findall(r'<text class="field-label"[^>]*>([^<]*)</text>', html)
+    assert len(labels) == 24 * 4 and {"gpt-oss-120b", "llama-3.1-70b", "128", "32,768", "yes", "no"} <= set(labels)
+    texts, problems = _measure(html, tmp_path, "sweep")
+    assert texts >= 24 * 5 and problems == []
+
+
+def test_the_measurement_finds_an_overflowing_label(tmp_path):
+    """The check above can fail: a label wider than its column, a cell with an unbreakable word, two
+    labels on top of each other."""
+    _chromium()
+    page = ('<html><body style="width: 300px"><table style="table-layout: fixed; width: 200px"><tr><td>'
+            + "x" * 200 + '</td></tr></table><svg width="300" height="60" viewBox="0 0 300 60">'
+            '<text x="0" y="20" data-right="40">a label much wider than forty pixels</text>'
+            '<text x="10" y="22">on top</text></svg></body></html>')
+    texts, problems = _measure(page, tmp_path, "broken")
+    assert texts == 2
+    assert any(p.startswith("overflows its box") for p in problems)
+    assert any(p.startswith("past its column") for p in problems)
+    assert any(p.startswith("labels overlap") for p in problems)
 
 
 def test_text_memo_fits_80_columns_and_answers_the_budget_owner(capsys):
