@@ -26,9 +26,11 @@ FORMATS = {"text": "memo.txt.j2", "md": "memo.md.j2", "html": "memo.html.j2"}
 LEDGER_LABELS = {"weights_gb": "Weights", "kv_cache_gb": "KV cache", "activations_gb": "Activations",
                  "gradients_gb": "Gradients", "optimizer_gb": "Optimizer states", "overhead_gb": "Overhead / safety"}
 DISAGREEMENTS = [
-    "Bytes per parameter for mixed-precision AdamW: 16 (C06) is used; K08 counts 18.",
-    "B200 memory: 180 GB (HGX/DGX usable, K11) is used; T04 quotes 192 GB on the package.",
-    "The training FLOP example of W04 (30.6 GFLOP/token) uses active parameters, its memory all parameters: both are followed.",
+    "Bytes per parameter for mixed-precision AdamW: this memo uses 16 (C06); another seed document counts 18 (K08), "
+    "shown as the other accounting.",
+    "B200 memory: this memo uses 180 GB, usable on HGX/DGX boards (K11); another seed document quotes 192 GB on the package (T04).",
+    "Training FLOPs of gpt-oss-120b: the worked example counts active parameters for compute (30.6 GFLOP per token) and "
+    "all parameters for memory (W04); both are followed.",
 ]
 HOURS_PER_MONTH = 730          # 24 x 365 / 12
 SEVERITY = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -48,6 +50,9 @@ FIELD_LABELS = {
     "deadline_hours": "Deadline for the job", "gpus": "Only these GPUs",
 }
 TRAINING_LABELS = {"concurrency": "Micro-batch per GPU"}
+MODEL_LABELS = {"params_b": "parameters", "active_params_b": "active parameters", "expert_params_b": "expert parameters",
+                "kv_heads": "KV heads", "head_dim": "head size", "mla_kv_dim": "MLA cache width",
+                "max_context": "longest context"}
 INFERENCE_ONLY = {"latency", "prompt_tokens", "output_tokens", "kv_precision"}
 TRAINING_ONLY = {"method", "lora_rank", "optimizer", "master_weights", "zero_stage", "activation_checkpointing",
                  "training_tokens", "deadline_hours"}
@@ -330,7 +335,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
     v["prerequisites"] = pre
     # assumptions and sources
     v["workload"] = _workload_rows(inputs, catalog)
-    v["defaults"] = [_label(k, mode) for k in rec.get("defaults_filled", [])]
+    v["defaults"] = [_label(k, mode) for k in rec.get("defaults_filled", []) if _applies(k, inputs)]
     v["disagreements"] = [cites.prose(x) for x in DISAGREEMENTS]
     v["catalog_sources"] = _catalog_sources(rec, catalog)
     v["prices"] = sorted({f"{catalog.gpus[c['gpu']].name if c['gpu'] in catalog.gpus else c['gpu']}: {_offer(c['price'])}; "
@@ -383,7 +388,7 @@ def _workload_rows(inputs: dict, catalog: Catalog) -> list[tuple[str, str]]:
     mode = inputs["mode"]
     rows = []
     for k, val in inputs.items():
-        if k == "name" or (mode != "inference" and k in INFERENCE_ONLY) or (mode == "inference" and k in TRAINING_ONLY):
+        if k == "name" or not _applies(k, inputs):
             continue
         if k == "constraints":
             for ck, cv in (val or {}).items():
@@ -393,13 +398,22 @@ def _workload_rows(inputs: dict, catalog: Catalog) -> list[tuple[str, str]]:
     return rows
 
 
+def _applies(k: str, inputs: dict) -> bool:
+    """Whether a workload field means anything for this workload (the dialogue would have asked it)."""
+    mode = inputs["mode"]
+    if (mode != "inference" and k in INFERENCE_ONLY) or (mode == "inference" and k in TRAINING_ONLY):
+        return False
+    return not (k == "lora_rank" and inputs.get("method") not in ("lora", "qlora"))
+
+
 def _fmt_value(k: str, val, catalog: Catalog) -> str:
     if k == "model":
         if isinstance(val, str) and val in catalog.models:
             return f"{catalog.models[val].name} ({val})"
         if isinstance(val, dict):
             name = val.get("name") or "custom model"
-            figs = ", ".join(f"{x.replace('_', ' ')} {_fmt_input(y)}" for x, y in val.items() if x != "name")
+            figs = ", ".join(f"{MODEL_LABELS.get(x, x.replace('_', ' '))} {_fmt_input(y)}{'B' if x.endswith('params_b') else ''}"
+                             for x, y in val.items() if x != "name")
             return f"{name}: {figs}"
     if k == "budget_usd_per_hour" and isinstance(val, (int, float)):
         return f"{_usd(val)} per hour"

@@ -442,3 +442,16 @@ def test_utilisation_sets_the_monthly_cost(catalog):
     rec["inputs"]["utilisation"] = 0.5
     cost = dict(memo_mod.view(rec, catalog)["summary"]["cost"])
     assert cost["Per month"] == "$1,825 at 50% utilisation (365 h)"
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+def test_estimate_text_has_no_raw_python_values(capsys, name):
+    assert main(["estimate", str(EXAMPLES / f"{name}.yaml")]) == 0
+    text = capsys.readouterr().out
+    assert "Memory ledger" in text and not RAW_VALUE.findall(text)
+
+
+def test_plain_words_replace_python_values():
+    from advisor.wording import plain
+    assert plain("no quote for 3 GPUs (quoted sizes: [1, 8])") == "no quote for 3 GPUs (quoted sizes: 1 or 8)"
+    assert plain("import_restricted: False, tokens 6e+07") == "import_restricted: no, tokens 60 million"
