@@ -124,6 +124,19 @@ window.addEventListener('load', () => {
   for (const el of document.querySelectorAll('td, th, li, p, h1, h2, h3, summary')) {
     if (!el.closest('svg') && el.scrollWidth > el.clientWidth + 1) out.push('overflows its box: ' + el.textContent.slice(0, 80));
   }
+  // a label in a table cell is never broken inside a word ("Card / s"); digests may break anywhere
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const cell = node.parentElement.closest('td, th');
+    if (!cell || node.parentElement.closest('.digest')) continue;
+    for (const m of node.textContent.matchAll(/[^\\s\\/-]+/g)) {    // between the places a line may break
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+      if (tops.size > 1) out.push('word broken across lines: ' + m[0]);
+    }
+  }
   for (const svg of document.querySelectorAll('svg')) {
     const width = svg.viewBox.baseVal.width || svg.width.baseVal.value;
     const boxes = [];
@@ -198,7 +211,8 @@ def test_the_measurement_finds_an_overflowing_label(tmp_path):
     labels on top of each other."""
     _chromium()
     page = ('<html><body style="width: 300px"><table style="table-layout: fixed; width: 200px"><tr><td>'
-            + "x" * 200 + '</td></tr></table><svg width="300" height="60" viewBox="0 0 300 60">'
+            + "x" * 200 + '</td><td style="width: 20px; overflow-wrap: anywhere">Cards</td></tr></table>'
+            '<svg width="300" height="60" viewBox="0 0 300 60">'
             '<text x="0" y="20" data-right="40">a label much wider than forty pixels</text>'
             '<text x="10" y="22">on top</text></svg></body></html>')
     texts, problems = _measure(page, tmp_path, "broken")
@@ -206,6 +220,7 @@ def test_the_measurement_finds_an_overflowing_label(tmp_path):
     assert any(p.startswith("overflows its box") for p in problems)
     assert any(p.startswith("past its column") for p in problems)
     assert any(p.startswith("labels overlap") for p in problems)
+    assert "word broken across lines: Cards" in problems
 
 
 def test_text_memo_fits_80_columns_and_answers_the_budget_owner(capsys):
