@@ -189,7 +189,7 @@ def _shown(v: str) -> str:
     """A CSV cell as a person reads it: yes/no for booleans, thousands separators for whole numbers."""
     if v.lower() in ("true", "false"):
         return "yes" if v.lower() == "true" else "no"
-    if v.isdigit() and len(v) > 4:
+    if v.isdigit() and len(v) > 3:
         return f"{int(v):,}"
     return v
 
