@@ -111,8 +111,15 @@ def gist(text: str, limit: int = 110) -> str:
     first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
     if len(first) <= limit:
         return first + "."
-    cut = max(first.rfind(sep, 0, limit) for sep in (", ", "; ", ": "))
-    return (first[:cut] if cut > 40 else first[:limit].rsplit(" ", 1)[0]) + " (...)."
+    cuts = [m.start() for m in re.finditer(r", |; |: ", first[:limit])
+             if first[:m.start()].count("(") == first[:m.start()].count(")")]     # never inside a parenthesis
+    cut = max(cuts, default=-1)
+    if cut > 40:                        # a whole clause reads as a sentence of its own
+        return first[:cut] + "."
+    short = first[:limit].rsplit(" ", 1)[0]
+    if short.count("(") > short.count(")"):
+        short = short[:short.rfind("(")].rstrip()
+    return short + " (...)."
 
 
 def source_name(sid: str) -> str:

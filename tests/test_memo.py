@@ -470,3 +470,13 @@ def test_plain_words_replace_python_values():
     from advisor.wording import plain
     assert plain("no quote for 3 GPUs (quoted sizes: [1, 8])") == "no quote for 3 GPUs (quoted sizes: 1 or 8)"
     assert plain("import_restricted: False, tokens 6e+07") == "import_restricted: no, tokens 60 million"
+
+
+def test_gist_keeps_a_whole_clause_and_balanced_parentheses():
+    from advisor.wording import gist
+    assert gist("Short one. Second sentence.") == "Short one."
+    long = ("a100-80gb-sxm keeps only 0.7 GB per card free: fill memory deliberately (expandable_segments, micro-batch "
+            "close to the limit) for 10-20% more throughput; more words follow here")
+    assert gist(long) == "a100-80gb-sxm keeps only 0.7 GB per card free."
+    odd = "aaaa bbbb cccc dddd: eeee (ffff, gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr ssss tttt uuuu vvvv wwww) x"
+    assert gist(odd, 60).endswith("(...).") and gist(odd, 60).count("(") == gist(odd, 60).count(")")
