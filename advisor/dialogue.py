@@ -45,6 +45,7 @@ class Question:
     unit: str = "count"            # how a number may be typed (advisor/units.py)
     synonyms: dict = field(default_factory=dict)   # normalised typed text -> accepted answer
     terms: tuple = ()              # glossary lines shown by `?`
+    said: tuple = ()               # (synonym as written in the questions file, its answer), for the help
 
 
 def _spec(field_name: str) -> Spec:
@@ -90,7 +91,8 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
                             q.get("default", spec.default), bool(q.get("optional")), dict(q.get("when") or {}),
                             q.get("type", spec.kind), q.get("unit") or UNITS.get(spec.unit, "count"),
                             {_norm(k): v for k, v in (q.get("synonyms") or {}).items()},
-                            tuple(terms[t] for t in q.get("terms") or [] if t in terms)))
+                            tuple(terms[t] for t in q.get("terms") or [] if t in terms),
+                            tuple((str(k), str(v)) for k, v in (q.get("synonyms") or {}).items())))
     col.raise_if_any()
     return out
 
@@ -289,7 +291,11 @@ class Dialogue:
         if q.kind == "bool":
             return "Accepted: yes or no."
         if q.kind == "enum":
-            return f"Accepted: {', '.join(s.choices)}."
+            firsts = {}
+            for text, target in q.said:             # one synonym per choice, as the file writes it
+                firsts.setdefault(target, text)
+            also = list(firsts.values())[:5]
+            return f"Accepted: {', '.join(s.choices)}" + (f" (also {', '.join(also)} and more)." if also else ".")
         if q.kind in ("int", "float"):
             unit = {"B": " billion"}.get(s.unit, f" {s.unit}" if s.unit else "")
             rng = f"a {'whole ' if q.kind == 'int' else ''}number from {_n(s.min)} to {_n(s.max)}{unit}"

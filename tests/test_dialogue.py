@@ -69,7 +69,7 @@ def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path
     dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
     keys = "sell\r" + "serve\r" + "gpt-oss-120b\r" + "\r\r" + "-5\r" + "\x15" + "2e9\r" + "\x15" + "8192\r"
     code, shown = drive(dlg, keys)
-    assert "  'sell' is not one of the choices. Accepted: inference, training, fine-tuning." in shown
+    assert "  'sell' is not one of the choices. Accepted: inference, training, fine-tuning (also serve, train, finetune and more)." in shown
     assert any("Must be at least 1 tokens (got -5). Accepted: a whole number from 1 to 10,000,000 tokens "
                "(e.g. 8192, 8k, 128K)." in s for s in shown)
     assert any("Must be at most 10,000,000 tokens (got 2,000,000,000)" in s for s in shown)
