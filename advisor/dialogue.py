@@ -550,7 +550,8 @@ class Dialogue:
 
 
 UNIT_FORMS = {"billions": "27, 27B, 1.5T or 600M", "tokens": "e.g. 2000, 2k, 60M, 1.5T", "context": "e.g. 8192, 8k, 128K",
-              "count": "e.g. 64 or 1k", "usd_per_hour": "e.g. 20, $20 or 20/h", "kw": "e.g. 5, 5kW or 5000 W"}
+              "count": "e.g. 64 or 1k", "usd_per_hour": "e.g. 20, $20 or 20/h", "kw": "e.g. 5, 5kW or 5000 W",
+              "share": "e.g. 0.5, 50%, 12h/day or 8x5"}
 
 
 def _terminal_width() -> int:

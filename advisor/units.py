@@ -10,6 +10,8 @@ suffix means:
 - `usd_per_hour`: `$20`, `20/h`, `$20/hour`, `20 USD/h`, `$2k` (2,000).
 - `kw`: `5`, `5kW`, `5000 W`.
 - `count`: `64`, `1k` (1,000).
+- `share` (of the time, 0-1): `0.5`, `50%`, `50` (a percentage), `12h/day`, `12 hours a day`, `24x7`,
+  `24/7`, `8x5` (8 hours a day, 5 days a week).
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ def parse_number(text: str, unit: str = "count"):
     if unit == "usd_per_hour":
         s = re.sub(r"^(?:us)?\$|^usd\s*", "", s)
         s = re.sub(r"\s*(?:usd)?\s*(?:/|per\s+)(?:h|hr|hour)$|\s*usd$|\s*\$$", "", s)
+    elif unit == "share":
+        return _share(s, text)
     elif unit == "kw":
         m = re.fullmatch(r"(.+?)\s*(kw|w)", s)
         if m:
@@ -57,6 +61,25 @@ def parse_number(text: str, unit: str = "count"):
     if unit in ("count", "tokens", "context") and float(value).is_integer() and abs(value) < 1e18:
         return int(value)
     return value
+
+
+def _share(s: str, text: str) -> float:
+    s = s.replace(" ", "")
+    week = re.fullmatch(r"(\d+(?:\.\d+)?)[x*](\d+(?:\.\d+)?)", s)           # 24x7, 8x5: hours a day x days a week
+    if week or s == "24/7":
+        hours, days = (24.0, 7.0) if s == "24/7" else (float(week.group(1)), float(week.group(2)))
+        if hours > 24 or days > 7:
+            raise UnitError(f"'{text}': at most 24 hours a day, 7 days a week")
+        return hours * days / 168
+    daily = re.fullmatch(r"(\d+(?:\.\d+)?)(?:h|hrs?|hours?)(?:/|per|a|an)?(?:day|d)", s)
+    if daily:
+        if float(daily.group(1)) > 24:
+            raise UnitError(f"'{text}': at most 24 hours a day")
+        return float(daily.group(1)) / 24
+    if s.endswith("%"):
+        return _plain(s[:-1]) / 100
+    value = _plain(s)
+    return value / 100 if 1 < value <= 100 else value
 
 
 def _plain(s: str) -> float:

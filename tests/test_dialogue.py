@@ -51,7 +51,7 @@ def drive(dlg, keys: str, *later: str):
     return code, shown
 
 
-ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 4 + "\r"   # through 'budget'
+ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 5 + "\r"   # through 'budget'
 
 
 def test_whole_session_to_the_memo(catalog, kb, tmp_path):
@@ -98,7 +98,7 @@ def test_ctrl_c_saves_and_resume_continues(catalog, kb, tmp_path):
     again = dialogue.Dialogue.resume(resume, catalog, kb, out_dir=tmp_path)
     assert again.answers == {"mode": "inference", "model": "llama-3.1-8b"}
     assert again.current().id == "task"
-    code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 5 + "yes\rtext\r\r")
+    code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
     assert code == 0 and again.written[0].name == "llama-3.1-8b-inference-memo.txt"
     assert [s["question"] for s in again.steps][:2] == ["mode", "model"]     # the transcript keeps the first part
 
@@ -153,7 +153,7 @@ def test_from_file_asks_only_what_is_missing(tmp_path, monkeypatch, capsys):
     w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\ncontext_tokens: 8192\n")
     monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
     import io
-    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 12 + "yes\nmd\n\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 13 + "yes\nmd\n\n"))
     assert main(["ask", "--from", str(w), "--out-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Which model?" not in out and "How many sequences" not in out and "Prompt tokens per request?" in out
@@ -232,7 +232,7 @@ def test_real_terminal_under_tmux(tmp_path):
             send("Enter")
         wait_for("How many sequences")
         send("64", "Enter")
-        for _ in range(5):
+        for _ in range(6):
             send("Enter")
         wait_for("Recommend with these answers?")
         send("yes", "Enter")
@@ -305,6 +305,8 @@ from advisor.units import UnitError, parse_number  # noqa: E402
     ("20 USD/h", "usd_per_hour", 20), ("$12.50 per hour", "usd_per_hour", 12.5), ("$2k", "usd_per_hour", 2000),
     ("5", "kw", 5), ("5kW", "kw", 5), ("5000 W", "kw", 5), ("7.5 kw", "kw", 7.5),
     ("64", "count", 64), ("1k", "count", 1000), ("256 users", "count", 256),
+    ("0.5", "share", 0.5), ("50%", "share", 0.5), ("50", "share", 0.5), ("12h/day", "share", 0.5),
+    ("12 hours a day", "share", 0.5), ("24x7", "share", 1.0), ("24/7", "share", 1.0), ("8x5", "share", 40 / 168),
 ])
 def test_numbers_with_units(text, unit, value):
     got = parse_number(text, unit)
@@ -312,7 +314,8 @@ def test_numbers_with_units(text, unit, value):
 
 
 @pytest.mark.parametrize("text, unit", [("lots", "count"), ("4x", "tokens"), ("$", "usd_per_hour"), ("", "count"),
-                                        ("5 MW?", "kw"), ("1e999", "tokens")])
+                                        ("5 MW?", "kw"), ("1e999", "tokens"), ("25h/day", "share"), ("24x8", "share"),
+                                        ("half", "share")])
 def test_numbers_that_are_not(text, unit):
     with pytest.raises(UnitError):
         parse_number(text, unit)
@@ -355,6 +358,7 @@ def test_zero_stage_takes_fsdp_and_zero_names(catalog, kb, typed, stage):
     ("training_tokens", "1.5T", "training_tokens", 1.5e12, ("training", "llama-3.1-8b")),
     ("budget_usd_per_hour", "$20", "constraints.budget_usd_per_hour", 20.0, ("inference", "llama-3.1-8b")),
     ("budget_usd_per_hour", "20/h", "constraints.budget_usd_per_hour", 20.0, ("inference", "llama-3.1-8b")),
+    ("utilisation", "12h/day", "utilisation", 0.5, ("inference", "llama-3.1-8b")),
 ])
 def test_dialogue_takes_units(catalog, kb, qid, typed, field, value, before):
     d = _at(catalog, kb, qid, *before)
@@ -417,7 +421,7 @@ def test_resume_file_is_removed_when_the_session_completes(catalog, kb, tmp_path
     resume = tmp_path / dialogue.RESUME_FILE
     assert code == 130 and resume.exists()
     again = dialogue.Dialogue.resume(resume, catalog, kb, out_dir=tmp_path)
-    code, shown = drive(again, "\r" * 6 + "32\r" + "\r" * 5 + "yes\rtext\r\r")
+    code, shown = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
     assert code == 0 and again.written
     assert not resume.exists()                                  # nothing left behind to resume by mistake
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in again.written)
