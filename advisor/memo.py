@@ -1,8 +1,10 @@
 """Recommendation memos: the decision record turned into formatted text, rendered by Jinja templates.
 
-All arithmetic and formatting happen here (`view`); templates under templates/ only place the
-strings they are given. Every template, shipped or the user's, renders in Jinja's sandbox; HTML
-with autoescaping. A broken or hostile template is an InputError (exit 2).
+All arithmetic and formatting happen here (`view`; the wording of citations, money and values in
+advisor/wording.py); templates under templates/ only place the strings they are given: a one-screen
+summary first, then the evidence, the sources, and the audit last (docs/memo.md). Every template,
+shipped or the user's, renders in Jinja's sandbox; HTML with autoescaping. A broken or hostile
+template is an InputError (exit 2).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from advisor import HOME
 from advisor.catalog import Catalog
 from advisor.errors import InputError, Problem
 from advisor.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
-    plain as _plain, plan as _plan, source_name as _source_name, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
+    plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
 TEMPLATES = HOME / "templates"
 FORMATS = {"text": "memo.txt.j2", "md": "memo.md.j2", "html": "memo.html.j2"}
@@ -416,7 +418,7 @@ def _fmt_value(k: str, val, catalog: Catalog) -> str:
                              for x, y in val.items() if x != "name")
             return f"{name}: {figs}"
     if k == "budget_usd_per_hour" and isinstance(val, (int, float)):
-        return f"{_usd(val)} per hour"
+        return _usd(val)
     if k == "utilisation" and isinstance(val, (int, float)):
         return f"{val:.0%}"
     if k in FIELD_UNITS and isinstance(val, (int, float)) and not isinstance(val, bool):
