@@ -135,7 +135,7 @@ def _layout_short(c: dict) -> str:
 
 def _money_diff(x, base) -> str:
     if x is None or base is None:
-        return "cost unknown"
+        return ""                       # nothing to compare: the prices are shown beside it
     d = x - base
     if abs(d) < 0.005:
         return "same cost"
@@ -287,7 +287,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
         else:
             figures = cites.prose(c.get("reason") or "does not fit")
         diff = _money_diff(cost, base_cost) if c["fits"] and r and cost is not None else ""
-        if diff and diff not in ("cost unknown", "same cost"):
+        if diff and diff != "same cost":
             diff += " effective cost per hour" if use_effective else " per hour"
         prem = _premium(dc.get("premium"))
         alts.append({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
