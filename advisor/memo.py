@@ -209,6 +209,12 @@ def view(rec: dict, catalog: Catalog) -> dict:
         v["headline"] = "No GPU can be recommended: every candidate was excluded."
         summary["sentence"] = v["headline"]
         v["facts"] = [(g, "excluded by " + ", ".join(rule_titles.get(x, x) for x in rules)) for g, rules in rec["no_candidate"].items()]
+        by_rule: dict = {}
+        for g, rules in rec["no_candidate"].items():
+            for x in rules:
+                by_rule.setdefault(rule_titles.get(x, x), []).append(g)
+        summary["reasons"] = [f"{t}: {', '.join(gs[:4])}{f' and {len(gs) - 4} more' if len(gs) > 4 else ''}."
+                              for t, gs in sorted(by_rule.items(), key=lambda kv: -len(kv[1]))][:3]
     v["decisive"] = None if not d else {
         "id": d["id"], "title": d.get("title", d["id"]), "source": cites.names(d["source"]),
         "cites": [cites.full(s) for s in d["source"] if re.fullmatch(_ID, s)],

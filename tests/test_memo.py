@@ -245,6 +245,8 @@ def test_no_recommendation_memo_names_the_rules(capsys, tmp_path):
     assert main(["recommend", str(w), "--format", "md"]) == 0
     text = capsys.readouterr().out
     assert "No GPU can be recommended" in text and "import-restricted-excludes-us-accelerators" in text
+    summary = text.split("## Recommendation in detail")[0]
+    assert "- Export-controlled accelerators are out when import is restricted: h100-sxm." in summary
 
 
 def test_out_writes_atomically(capsys, tmp_path):
