@@ -347,6 +347,12 @@ def test_no_seed_codes_outside_the_audit_and_no_raw_values(capsys, name, fmt):
     assert SEED_CODE.search(text.split(_before_audit(text, fmt), 1)[1])     # the audit keeps the IDs
 
 
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+def test_summary_format_has_no_seed_codes_or_raw_values(capsys, name):
+    text = memo(capsys, name, "summary")
+    assert text.startswith("Recommendation: ") and not SEED_CODE.findall(text) and not RAW_VALUE.findall(text)
+
+
 def test_the_scan_would_catch_what_the_issue_saw():
     assert SEED_CODE.search("(K12)") and SEED_CODE.search("seed 000") and SEED_CODE.search("T08, A04")
     assert not SEED_CODE.search("NVIDIA A10 24GB, A100, H100, C1")
