@@ -42,6 +42,10 @@ class Question:
     optional: bool = False
     when: dict = field(default_factory=dict)
     kind: str = ""
+    unit: str = "count"            # how a number may be typed (advisor/units.py)
+    synonyms: dict = field(default_factory=dict)   # normalised typed text -> accepted answer
+    terms: tuple = ()              # glossary lines shown by `?`
+    said: tuple = ()               # (synonym as written in the questions file, its answer), for the help
 
 
 def _spec(field_name: str) -> Spec:
@@ -52,10 +56,24 @@ def _spec(field_name: str) -> Spec:
     return FIELDS[field_name]
 
 
+UNITS = {"B": "billions", "tokens": "tokens", "USD/h": "usd_per_hour", "kW": "kw"}
+
+
+def _norm(text: str) -> str:
+    """What people type, compared without case, spaces, hyphens or underscores ('Fine tune' = 'finetune')."""
+    return re.sub(r"[\s_-]+", "", str(text).lower())
+
+
+def glossary(path: Path = QUESTIONS_FILE) -> dict:
+    """The one-line explanations of terms (KV cache, tensor parallelism, ...) in the questions file."""
+    return dict((yamlio.load(path) or {}).get("terms") or {})
+
+
 def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
     data = yamlio.load(path)
     col = Collector(str(path))
     out, seen = [], set()
+    terms = (data or {}).get("terms") or {}
     for i, q in enumerate((data or {}).get("questions") or []):
         line = yamlio.line_of(data["questions"], i)
         try:
@@ -66,9 +84,15 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
         if q["id"] in seen:
             col.add(f"duplicate question id '{q['id']}'", line)
         seen.add(q["id"])
+        unknown = [t for t in q.get("terms") or [] if t not in terms]
+        if unknown:
+            col.add(f"question '{q['id']}' names unknown terms: {', '.join(unknown)}", line)
         out.append(Question(q["id"], q["field"], q["prompt"], q.get("help", ""), spec,
                             q.get("default", spec.default), bool(q.get("optional")), dict(q.get("when") or {}),
-                            q.get("type", spec.kind)))
+                            q.get("type", spec.kind), q.get("unit") or UNITS.get(spec.unit, "count"),
+                            {_norm(k): v for k, v in (q.get("synonyms") or {}).items()},
+                            tuple(terms[t] for t in q.get("terms") or [] if t in terms),
+                            tuple((str(k), str(v)) for k, v in (q.get("synonyms") or {}).items())))
     col.raise_if_any()
     return out
 
@@ -86,8 +110,10 @@ class Dialogue:
     """The interview as a state machine; `answers` maps workload fields to validated values."""
 
     def __init__(self, catalog: Catalog, kb: KnowledgeBase, questions: list[Question] | None = None,
-                 answers: dict | None = None, out_dir: Path | str = ".", dry_run: bool = False):
+                 answers: dict | None = None, out_dir: Path | str = ".", dry_run: bool = False, width: int | None = None):
         self.catalog, self.kb = catalog, kb
+        self.width = width or _terminal_width()
+        self.resumed_from: Path | None = None        # a resume file to remove once the session completes
         self.questions = questions or load_questions()
         self.answers: dict = dict(answers or {})
         self.preset = set(self.answers)            # from --from: never asked
@@ -228,6 +254,8 @@ class Dialogue:
                 return self.catalog.model(text).id, None
             except InputError as exc:
                 return None, exc.problems[0].message.replace("unknown model", "Unknown model") + " (or 'other')"
+        if _norm(text) in q.synonyms:
+            text = str(q.synonyms[_norm(text)])
         if q.kind == "bool":
             if text.lower() in YES:
                 return True, None
@@ -243,11 +271,13 @@ class Dialogue:
             return None, f"'{text}' is not one of the choices. {self.accepted(q)}"
         value = text
         if q.kind in ("int", "float"):
-            cleaned = text.replace(",", "").replace("_", "")
+            from advisor.units import UnitError, parse_number
             try:
-                value = float(cleaned) if q.kind == "float" or re.search(r"[eE.]", cleaned) else int(cleaned)
-            except ValueError:
-                return None, f"'{text}' is not a number. {self.accepted(q)}"
+                value = parse_number(text, q.unit)
+            except UnitError as exc:
+                return None, f"{str(exc)[0].upper()}{str(exc)[1:]}. {self.accepted(q)}"
+            if q.kind == "int" and isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+                value = int(value)
         col = Collector()
         checked = _check_value(q.spec, value, col, q.field, None)
         if col.problems:
@@ -261,15 +291,42 @@ class Dialogue:
         if q.kind == "bool":
             return "Accepted: yes or no."
         if q.kind == "enum":
-            return f"Accepted: {', '.join(s.choices)}."
+            firsts = {}
+            for text, target in q.said:             # one synonym per choice, as the file writes it
+                firsts.setdefault(target, text)
+            also = list(firsts.values())[:5]
+            return f"Accepted: {', '.join(s.choices)}" + (f" (also {', '.join(also)} and more)." if also else ".")
         if q.kind in ("int", "float"):
-            unit = f" {s.unit}" if s.unit else ""
+            unit = {"B": " billion"}.get(s.unit, f" {s.unit}" if s.unit else "")
             rng = f"a {'whole ' if q.kind == 'int' else ''}number from {_n(s.min)} to {_n(s.max)}{unit}"
-            return f"Accepted: {rng}" + (", or Enter to skip." if q.optional else ".")
+            forms = UNIT_FORMS.get(q.unit, "")
+            return f"Accepted: {rng}" + (f" ({forms})" if forms else "") + (", or Enter to skip." if q.optional else ".")
         return "Accepted: a short text."
 
     def help(self, q: Question) -> list[str]:
-        return [f"  {q.help}", f"  {self.accepted(q)}", "  Commands: ? help, why (rules that use this answer), back, quit."]
+        """`?`: the question in plain words, a line on each term it uses, what is accepted (for the model
+        question, the catalog with sizes), wrapped at the terminal's width."""
+        lines = self._wrap(q.help) + [x for t in q.terms for x in self._wrap(t)]
+        if q.kind == "model":
+            lines += self.model_list()
+        lines += self._wrap(self.accepted(q)) + self._wrap("Commands: ? help, why (rules that use this answer), back, quit.")
+        return lines
+
+    def model_list(self) -> list[str]:
+        """The catalog's models with their sizes, in columns that fit the terminal."""
+        items = []
+        for m in self.catalog.models.values():
+            total, active = m.num("params_b"), m.num("active_params_b")
+            size = _size(total) + (f" ({_size(active)} active)" if active and total and active < total else "")
+            items.append(f"{m.id}: {size}")
+        col = max(len(x) for x in items) + 3
+        per_line = max(1, (self.width - 4) // col)
+        return ["    " + "".join(x.ljust(col) for x in items[i:i + per_line]).rstrip() for i in range(0, len(items), per_line)]
+
+    def _wrap(self, text: str, indent: str = "  ") -> list[str]:
+        import textwrap
+        return textwrap.wrap(text, width=max(30, self.width - 1), initial_indent=indent, subsequent_indent=indent + "  ",
+                             break_on_hyphens=False, break_long_words=False) or [indent]
 
     def why(self, q: Question) -> list[str]:
         """MYCIN's WHY: the rules that test this answer, and what they conclude."""
@@ -336,7 +393,10 @@ class Dialogue:
             self.stage = "questions"
             return []
         if low == "?":
-            return ["  yes: recommend now; no or quit: leave (your answers can be saved); edit ID: change one answer."]
+            terms = glossary()
+            return (self._wrap("yes: recommend now; no or quit: leave (your answers can be saved); edit ID: change one answer.")
+                    + self._wrap("The recommendation names a layout, TP x PP x DP:")
+                    + [x for t in ("tensor-parallel", "pipeline-parallel", "data-parallel") if t in terms for x in self._wrap(terms[t])])
         if low == "back":
             return self._reopen_last()
         return ["  Please answer yes, no, or edit ID."]
@@ -371,7 +431,7 @@ class Dialogue:
             return [f"  {p}" for p in exc.problems] + ["  Use 'edit ID' to change an answer."]
         self.decision = decision.decide(estimator.estimate(w, self.catalog), self.kb, self.catalog)
         self.stage = "format"
-        return [""] + summary_text(self.decision.record).rstrip().splitlines()[:-1] + [""]
+        return [""] + summary_text(self.decision.record, self.catalog).rstrip().splitlines()[:-1] + [""]
 
     def _on_format(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower() or "md"
@@ -422,8 +482,18 @@ class Dialogue:
         memo.write_atomic(decision_path, json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n")
         memo.write_atomic(transcript_path, self.transcript_yaml())
         self.written = [path, decision_path, transcript_path]
+        self.finish()
         return [f"  Wrote the memo to {path}", f"  the decision record to {decision_path}",
                 f"  and this session's transcript to {transcript_path}"]
+
+    def finish(self) -> None:
+        """The session completed: a resume file it was started from (or that an interruption left in
+        the output folder) is no longer needed."""
+        for p in {self.resumed_from, self.resume_path()} - {None}:
+            try:
+                Path(p).unlink()
+            except FileNotFoundError:
+                pass
 
     def _on_save(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower()
@@ -456,6 +526,7 @@ class Dialogue:
             raise InputError(f"{path}: not a gpu-advisor resume file")
         state = yamlio.plain(state)
         d = cls(catalog, kb, answers=state["answers"], **kw)
+        d.resumed_from = Path(path)
         d.preset = set(state.get("preset") or [])
         d.asked = list(state.get("asked") or [])
         d.steps = list(state.get("steps") or [])
@@ -478,6 +549,31 @@ class Dialogue:
 
     def transcript_yaml(self) -> str:
         return yaml.safe_dump(self.transcript(), sort_keys=False, allow_unicode=True, width=100)
+
+
+UNIT_FORMS = {"billions": "27, 27B, 1.5T or 600M", "tokens": "e.g. 2000, 2k, 60M, 1.5T", "context": "e.g. 8192, 8k, 128K",
+              "count": "e.g. 64 or 1k", "usd_per_hour": "e.g. 20, $20 or 20/h", "kw": "e.g. 5, 5kW or 5000 W",
+              "share": "e.g. 0.5, 50%, 12h/day or 8x5"}
+
+
+def _terminal_width() -> int:
+    import os
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size().columns
+        except OSError:
+            columns = 80
+    return max(40, columns)
+
+
+def _size(b) -> str:
+    if not b:
+        return "size unknown"
+    return f"{b / 1000:.3g}T" if b >= 1000 else f"{b:.3g}B"
 
 
 def _n(x: float) -> str:

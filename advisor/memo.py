@@ -1,8 +1,10 @@
 """Recommendation memos: the decision record turned into formatted text, rendered by Jinja templates.
 
-All arithmetic and formatting happen here (`view`); templates under templates/ only place the
-strings they are given. Every template, shipped or the user's, renders in Jinja's sandbox; HTML
-with autoescaping. A broken or hostile template is an InputError (exit 2).
+All arithmetic and formatting happen here (`view`; the wording of citations, money and values in
+advisor/wording.py); templates under templates/ only place the strings they are given: a one-screen
+summary first, then the evidence, the sources, and the audit last (docs/memo.md). Every template,
+shipped or the user's, renders in Jinja's sandbox; HTML with autoescaping. A broken or hostile
+template is an InputError (exit 2).
 """
 from __future__ import annotations
 
@@ -18,16 +20,50 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from advisor import HOME
 from advisor.catalog import Catalog
 from advisor.errors import InputError, Problem
+from advisor.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
+    plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
 TEMPLATES = HOME / "templates"
 FORMATS = {"text": "memo.txt.j2", "md": "memo.md.j2", "html": "memo.html.j2"}
 LEDGER_LABELS = {"weights_gb": "Weights", "kv_cache_gb": "KV cache", "activations_gb": "Activations",
                  "gradients_gb": "Gradients", "optimizer_gb": "Optimizer states", "overhead_gb": "Overhead / safety"}
 DISAGREEMENTS = [
-    "Bytes per parameter for mixed-precision AdamW: 16 (seed 003, C06) is used; seed 000 (K08) counts 18.",
-    "B200 memory: 180 GB (HGX/DGX usable, seed 000) is used; seed 002 quotes 192 GB on the package.",
-    "The training FLOP example of seed 000 (30.6 GFLOP/token) uses active parameters, its memory all parameters: both are followed.",
+    "Bytes per parameter for mixed-precision AdamW: this memo uses 16 (C06); another seed document counts 18 (K08), "
+    "shown as the other accounting.",
+    "B200 memory: this memo uses 180 GB, usable on HGX/DGX boards (K11); another seed document quotes 192 GB on the package (T04).",
+    "Training FLOPs of gpt-oss-120b: the worked example counts active parameters for compute (30.6 GFLOP per token) and "
+    "all parameters for memory (W04); both are followed.",
 ]
+HOURS_PER_MONTH = 730          # 24 x 365 / 12
+SEVERITY = {"high": 0, "medium": 1, "low": 2, "info": 3}
+#: workload fields as the dialogue (rules/questions.yaml) names them; a field only shows in the modes it applies to
+FIELD_LABELS = {
+    "mode": "What the GPUs do", "model": "Model", "precision": "Precision of the weights",
+    "kv_precision": "Precision of the KV cache", "method": "Training method", "lora_rank": "LoRA rank",
+    "optimizer": "Optimizer", "master_weights": "FP32 master copy of 16-bit weights", "zero_stage": "ZeRO stage (sharding)",
+    "activation_checkpointing": "Recompute activations (activation checkpointing)",
+    "context_tokens": "Tokens per sequence (context length)", "prompt_tokens": "Prompt tokens per request",
+    "output_tokens": "Generated tokens per request", "concurrency": "Sequences at once (concurrent users or batch size)",
+    "training_tokens": "Tokens in the whole job", "latency": "Interactive users or batch processing",
+    "task": "Kind of job", "utilisation": "Share of the month in use",
+    "import_restricted": "Barred from US export-controlled accelerators", "liquid_cooling": "Liquid cooling in the data centre",
+    "power_kw_per_node": "Power available per node", "deployment": "Where the GPUs run", "load": "Load",
+    "budget_usd_per_hour": "Most you will pay per hour", "max_gpus": "Most GPUs you can use",
+    "deadline_hours": "Deadline for the job", "gpus": "Only these GPUs",
+}
+TRAINING_LABELS = {"concurrency": "Micro-batch per GPU"}
+MODEL_LABELS = {"params_b": "parameters", "active_params_b": "active parameters", "expert_params_b": "expert parameters",
+                "kv_heads": "KV heads", "head_dim": "head size", "mla_kv_dim": "MLA cache width",
+                "max_context": "longest context"}
+INFERENCE_ONLY = {"latency", "prompt_tokens", "output_tokens", "kv_precision"}
+TRAINING_ONLY = {"method", "lora_rank", "optimizer", "master_weights", "zero_stage", "activation_checkpointing",
+                 "training_tokens", "deadline_hours"}
+FIELD_UNITS = {"context_tokens": "tokens", "prompt_tokens": "tokens", "output_tokens": "tokens",
+               "training_tokens": "tokens", "power_kw_per_node": "kW", "deadline_hours": "hours"}
+WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory per card", "power_kw_per_node": "Power per node",
+              "prefill_ms": "Prefill time", "decode_ms_per_token": "Time per generated token",
+              "kv_headroom_gb": "Room left for the KV cache", "usd_per_hour": "Cost per hour",
+              "training_hours": "Training time", "usd_per_job": "Cost per job", "tokens_per_s": "Tokens per second"}
 
 
 def _gb(x) -> str:
@@ -36,16 +72,8 @@ def _gb(x) -> str:
     return f"{x:,.1f} GB" if x < 1000 else f"{x:,.0f} GB"
 
 
-def _usd(x, nd=2) -> str:
-    return "unknown" if x is None else f"${x:,.{nd}f}"
-
-
 def _num(x, nd=1) -> str:
     return "-" if x is None else f"{x:,.{nd}f}"
-
-
-def _plan(c: dict) -> str:
-    return f"TP {c['tp']} x PP {c['pp']} x DP {c['dp']}"
 
 
 def _layout(c: dict, gpus_per_node: int) -> str:
@@ -61,19 +89,21 @@ def _layout(c: dict, gpus_per_node: int) -> str:
     return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
 
 
-def _cost_sentence(mode: str, c: dict) -> str:
-    if c.get("usd_per_hour") is None:
-        return f"price unknown ({c.get('price_unknown') or 'no quote'})"
-    p = c["price"]
-    when = "date unknown" if p["date"] == "unknown" else p["date"]
-    idle = p.get("idle_gpus") or 0
-    s = (f"{_usd(c['usd_per_hour'])} per hour ({p['provider']}, {when}, {p['instances']} x {p['gpus_per_instance']}-GPU "
-         f"instance{'s' if p['instances'] > 1 else ''}{f', {idle} GPU(s) rented but idle' if idle else ''})")
+def _unit_cost(mode: str, c: dict) -> str:
     if mode == "inference" and c.get("usd_per_million_tokens") is not None:
-        s += f", {_usd(c['usd_per_million_tokens'])} per million output tokens"
+        return f"{_usd(c['usd_per_million_tokens'])} per million output tokens"
     if mode != "inference" and c.get("usd_per_job") is not None:
-        s += f", {_usd(c['usd_per_job'], 0)} per job"
-    return s
+        return f"{_usd(c['usd_per_job'], 0)} per job"
+    return ""
+
+
+def _cost_sentence(mode: str, c: dict, cites: _Cites | None = None) -> str:
+    if c.get("usd_per_hour") is None:
+        why = c.get("price_unknown") or "no quote"
+        return f"price unknown ({cites.prose(why) if cites else _plain(why)})"
+    s = f"{_usd(c['usd_per_hour'])} per hour ({_offer(c['price'])})"
+    unit = _unit_cost(mode, c)
+    return s + (f", {unit}" if unit else "")
 
 
 def generation_date() -> str:
@@ -88,11 +118,47 @@ def generation_date() -> str:
     return time.strftime("%Y-%m-%d", time.localtime())
 
 
+def _utilisation(inputs: dict) -> tuple[float, str]:
+    """(hours per month, how they were chosen): the workload's utilisation, or 24x7 said as such."""
+    u = inputs.get("utilisation")
+    if isinstance(u, (int, float)) and not isinstance(u, bool) and 0 < u <= 1:
+        return HOURS_PER_MONTH * u, f"at {u:.0%} utilisation ({HOURS_PER_MONTH * u:,.0f} h)"
+    return HOURS_PER_MONTH, f"if run 24x7 ({HOURS_PER_MONTH} h; no utilisation given)"
+
+
+def _layout_short(c: dict) -> str:
+    parts = []
+    if c["tp"] > 1:
+        parts.append(f"each layer split over {c['tp']} cards")
+    if c["pp"] > 1:
+        parts.append(f"{c['pp']} pipeline stages")
+    if c["dp"] > 1:
+        parts.append(f"{c['dp']} replicas")
+    return ", ".join(parts) or "the whole model on one card"
+
+
+def _money_diff(x, base) -> str:
+    if x is None or base is None:
+        return ""                       # nothing to compare: the prices are shown beside it
+    d = x - base
+    if abs(d) < 0.005:
+        return "same cost"
+    return f"{'+' if d > 0 else '-'}{_usd(abs(d))}"
+
+
+def _premium(x) -> str:
+    if not isinstance(x, (int, float)) or isinstance(x, bool) or not x:
+        return ""
+    return f"{x:+.0%} rule premium"
+
+
 def view(rec: dict, catalog: Catalog) -> dict:
-    """Everything a memo shows, as ready-made strings and lists (templates compute nothing)."""
+    """Everything a memo shows, as ready-made strings and lists (templates compute nothing). The summary
+    comes first, then the evidence; knowledge IDs appear only in the audit."""
     est = rec["estimate"]
     inputs = rec["inputs"]
     mode = inputs["mode"]
+    cites = _Cites(catalog)
     cands = {c["gpu"]: c for c in est["candidates"]}
     decided = {c["gpu"]: c for c in rec["candidates"]}
     rule_titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
@@ -102,141 +168,197 @@ def view(rec: dict, catalog: Catalog) -> dict:
     title = inputs.get("name") or f"{model_name} {mode}"
     v: dict = {"title": title, "generated": generation_date(), "mode": mode, "model": model_name}
     r = rec.get("recommendation")
+    d = rec.get("decisive_rule")
+    hours, hours_how = _utilisation(inputs)
+    summary: dict = {"cost": [], "reasons": [], "risks": [], "alternatives": [], "suggestions": [], "unpriced": [],
+                     "objective": ""}
     if r:
         c = cands[r["gpu"]]
         gpu = catalog.gpus[r["gpu"]]
         v["recommended"] = True
         v["gpu_name"] = gpu.name
         v["headline"] = (f"Use {r['count']} x {gpu.name} ({r['nodes']} node{'s' if r['nodes'] > 1 else ''}, "
-                         f"{_plan(r)}): {_cost_sentence(mode, c)}.")
+                         f"{_plan(r)}): {_cost_sentence(mode, c, cites)}.")
+        summary["sentence"] = (f"Use {r['count']} x {gpu.name} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''} "
+                               f"({_layout_short(r)}).")
+        if c.get("usd_per_hour") is not None:
+            summary["cost"] = [("Per hour", _usd(c["usd_per_hour"])),
+                               ("Per month", f"{_usd(c['usd_per_hour'] * hours, 0)} {hours_how}")]
+            unit = _unit_cost(mode, c)
+            if unit:
+                summary["cost"].append(("Per unit of work", unit))
+            summary["cost"].append(("Offer", _offer(c["price"])))
+        else:
+            summary["cost"] = [("Cost", _cost_sentence(mode, c, cites))]
+        tco = r.get("tco")
+        if isinstance(tco, dict) and tco:
+            summary["cost"].append(("Buy or rent", _tco(tco)))
+        if r.get("objective"):
+            summary["objective"] = f"Chosen for the lowest {str(r['objective']).replace('_', ' ')}."
         v["facts"] = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
-                      ("Cards", f"{r['count']} on {r['nodes']} node(s)"),
+                      ("Cards", f"{r['count']} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"),
                       ("Layout", _layout(r, gpu.gpus_per_node)),
                       ("Memory per card", f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB ({_gb(c['headroom_gb'])} free)"),
-                      ("Cost", _cost_sentence(mode, c))]
+                      ("Cost", _cost_sentence(mode, c, cites))]
         if mode == "inference":
             v["facts"].append(("Speed", f"prefill {_num(c['prefill_ms'])} ms per {inputs.get('prompt_tokens', 0):,}-token prompt; "
                                         f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"))
         elif c.get("training_hours") is not None:
-            v["facts"].append(("Time", f"at least {_num(c['training_hours'])} hours for {inputs.get('training_tokens', 0):.3g} "
+            v["facts"].append(("Time", f"at least {_num(c['training_hours'])} hours for {_count(inputs.get('training_tokens', 0))} "
                                        "tokens (every card at its measured peak matmul rate)"))
         if c.get("power_kw_per_node") is not None:
-            v["facts"].append(("Power", f"about {_num(c['power_kw_per_node'])} kW per node ({c['why'].get('power_kw_per_node', '')})"))
+            v["facts"].append(("Power", f"about {_num(c['power_kw_per_node'])} kW per node ({cites.prose(c['why'].get('power_kw_per_node', ''))})"))
     else:
         v["recommended"] = False
         v["headline"] = "No GPU can be recommended: every candidate was excluded."
-        v["facts"] = [(g, "excluded by " + ", ".join(rules)) for g, rules in rec["no_candidate"].items()]
-    d = rec.get("decisive_rule")
+        summary["sentence"] = v["headline"]
+        v["facts"] = [(g, "excluded by " + ", ".join(rule_titles.get(x, x) for x in rules)) for g, rules in rec["no_candidate"].items()]
+        by_rule: dict = {}
+        for g, rules in rec["no_candidate"].items():
+            for x in rules:
+                by_rule.setdefault(rule_titles.get(x, x), []).append(g)
+        summary["reasons"] = [f"{t}: {', '.join(gs[:4])}{f' and {len(gs) - 4} more' if len(gs) > 4 else ''}."
+                              for t, gs in sorted(by_rule.items(), key=lambda kv: -len(kv[1]))][:3]
     v["decisive"] = None if not d else {
-        "id": d["id"], "title": d.get("title", d["id"]), "source": ", ".join(d["source"]),
-        "where": f"{d['file']}:{d['line']}" if d.get("line") else d["file"], "because": d["because"]}
+        "id": d["id"], "title": d.get("title", d["id"]), "source": cites.names(d["source"]),
+        "cites": [cites.full(s) for s in d["source"] if re.fullmatch(_ID, s)],
+        "where": f"{d['file']}:{d['line']}" if d.get("line") else d["file"], "because": cites.prose(d["because"], d["source"])}
     supporting = []
     if r:
         for x in decided[r["gpu"]]["contributions"]:
             if x["weight"] > 0 and (not d or x["rule"] != d["id"]):
                 t = next(t for t in rec["trace"] if t["rule"] == x["rule"] and t["gpu"] in (r["gpu"], None))
                 supporting.append({"id": x["rule"], "title": rule_titles[x["rule"]], "weight": f"{x['weight']:+g}",
-                                   "source": ", ".join(t["source"]), "because": t["because"]})
+                                   "source": cites.names(t["source"]), "because": cites.prose(t["because"], t["source"])})
     v["supporting"] = supporting
+    if v["decisive"]:
+        first = v["decisive"]["because"]
+        head = v["decisive"]["title"].split(":")[0]
+        if first.startswith(head + ":"):
+            first = first[len(head) + 1:].strip()
+        summary["reasons"].append(f"{v['decisive']['title']}: {_gist(first, 90)}" if first else v["decisive"]["title"] + ".")
+    summary["reasons"] += [s["title"] + "." for s in supporting][:3 - len(summary["reasons"])]
     # the numbers
     led = est["ledger_explained"]
-    v["ledger"] = [{"term": LEDGER_LABELS[k], "gb": _gb(led[k]["value"]), "how": led[k]["formula"],
-                    "source": ", ".join(_source_name(s) for s in led[k]["sources"])} for k in LEDGER_LABELS if led[k]["value"]]
+    v["ledger"] = [{"term": LEDGER_LABELS[k], "gb": _gb(led[k]["value"]), "how": cites.prose(led[k]["formula"]),
+                    "source": cites.names(led[k]["sources"])} for k in LEDGER_LABELS if led[k]["value"]]
     v["total"] = _gb(est["ledger"]["total_gb"])
-    v["total_how"] = led["total_gb"]["formula"]
+    v["total_how"] = cites.prose(led["total_gb"]["formula"])
     alt = est.get("alternative_accounting", {}).get("model_states_gb")
-    v["alt_accounting"] = f"Other accounting: {alt['formula']} = {_gb(alt['value'])}." if alt else ""
+    v["alt_accounting"] = cites.prose(f"Other accounting: {alt['formula']} = {_gb(alt['value'])}.") if alt else ""
     comp = est["compute_explained"]
     v["compute"] = [("Forward FLOPs per token", f"{comp['forward_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                     comp["forward_flops_per_token"]["formula"] + " (K04)")]
+                     cites.prose(comp["forward_flops_per_token"]["formula"] + " (K04)"))]
     if "job_flops_per_token" in comp:
         v["compute"].append(("Training FLOPs per token", f"{comp['job_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                             comp["job_flops_per_token"]["formula"]))
+                             cites.prose(comp["job_flops_per_token"]["formula"])))
     else:
         v["compute"].append(("Training FLOPs per token", f"{comp['train_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                             comp["train_flops_per_token"]["formula"] + " (K08), if this model were trained"))
+                             cites.prose(comp["train_flops_per_token"]["formula"] + " (K08), if this model were trained")))
     if est.get("kv_bytes_per_token") is not None:
         v["compute"].append(("KV cache per token", f"{est['kv_bytes_per_token']:,.0f} bytes",
                              f"averaged over {inputs.get('context_tokens', 0):,} tokens"))
-    v["notes"] = est.get("notes", [])
+    v["notes"] = [cites.prose(n) for n in est.get("notes", [])]
     if r and mode == "inference":
         c = cands[r["gpu"]]
         ideal = c["ideal"]
+        k19 = cites.title("K19")
         v["divisions"] = [
-            ("Weights / VRAM", f"{ideal['weights_over_vram']:.2f} cards' worth of memory", "K19: does it fit?"),
+            ("Weights / VRAM", f"{ideal['weights_over_vram']:.2f} cards' worth of memory", f"does it fit? ({k19})"),
             ("Active weights / bandwidth", f"{ideal['decode_ms_per_token']:.2f} ms per token, at most "
-                                           f"{ideal['tokens_per_s_single_user']:,.0f} tokens/s for one user", "K19, K06: how fast?"),
+                                           f"{ideal['tokens_per_s_single_user']:,.0f} tokens/s for one user", f"how fast? ({k19})"),
             ("Load vs compute", f"reading weights takes {ideal['load_to_compute_ratio']:,.0f}x longer than the math",
-             "K06: decode is bandwidth-bound"),
+             f"decode is bandwidth-bound ({cites.title('K06')})"),
         ]
     else:
         v["divisions"] = []
     if r:
         c = cands[r["gpu"]]
-        v["why_figures"] = [(k.replace("_", " "), text) for k, text in c["why"].items()
+        v["why_figures"] = [(WHY_LABELS.get(k, k.replace("_", " ").capitalize()), cites.prose(text)) for k, text in c["why"].items()
                             if mode == "inference" or k != "ideal"]
     else:
         v["why_figures"] = []
     # alternatives
+    base = cands[r["gpu"]] if r else {}
+    base_cost = (decided[r["gpu"]].get("effective_cost") if r else None)
+    use_effective = base_cost is not None
+    if not use_effective:
+        base_cost = base.get("usd_per_hour")
     alts = []
     for g in [x["gpu"] for x in rec["candidates"]]:
         if r and g == r["gpu"]:
             continue
         c, dc = cands[g], decided[g]
         gpu = catalog.gpus[g]
-        reasons = []
-        if dc["excluded"]:
-            reasons += [f"excluded: {e['reason']} ({e['rule']}; {', '.join(e['source'])})" for e in dc["excluded_by"]]
-        else:
-            for x in dc["contributions"]:
-                t = next((t for t in rec["trace"] if t["rule"] == x["rule"] and t["gpu"] in (g, None)), None)
-                src = ", ".join(t["source"]) if t else ""
-                reasons.append(f"{rule_titles.get(x['rule'], x['rule'])} ({x['weight']:+g}; {src})")
-            if r:
-                reasons.append(f"ranked {dc['rank']} of {len([x for x in rec['candidates'] if not x['excluded']])}")
+        reasons = _why_lost(g, rec, decided, rule_titles, cites)
+        cost = dc.get("effective_cost") if use_effective else c.get("usd_per_hour")
         if c["fits"]:
-            figures = f"{c['count']} card(s), {_plan(c)}, {_gb(c['per_card_gb'])}/card, {_cost_sentence(mode, c)}"
+            figures = f"{c['count']} card{'s' if c['count'] > 1 else ''}, {_plan(c)}, {_gb(c['per_card_gb'])}/card, {_cost_sentence(mode, c, cites)}"
         else:
-            figures = c.get("reason") or "does not fit"
+            figures = cites.prose(c.get("reason") or "does not fit")
+        diff = _money_diff(cost, base_cost) if c["fits"] and r and cost is not None else ""
+        if diff and diff != "same cost":
+            diff += " effective cost per hour" if use_effective else " per hour"
+        prem = _premium(dc.get("premium"))
         alts.append({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
-                     "figures": figures, "reasons": reasons, "short": "; ".join(reasons) or "scored no rule"})
+                     "rank": dc.get("rank"), "excluded": dc["excluded"], "count": str(c.get("count") or "-"),
+                     "cost": _usd(c.get("usd_per_hour")) + " per hour" if c.get("usd_per_hour") is not None else "price unknown",
+                     "diff": diff + (f" ({prem})" if prem else ""),
+                     "figures": figures, "reasons": reasons,
+                     "short": "; ".join(([diff + (f", {prem}" if prem else "")] if diff else []) + reasons) or "scored no rule"})
     v["alternatives"] = alts
-    v["runner_up"] = rec.get("runner_up") and {"gpu": rec["runner_up"]["gpu"], "why": rec["runner_up"]["why"]}
+    ranked = [a for a in alts if not a["excluded"]][:3]
+    summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
+                                "diff": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule"}
+                               for a in ranked]
+    ru = rec.get("runner_up")
+    v["runner_up"] = ru and {"gpu": ru["gpu"], "name": catalog.gpus[ru["gpu"]].name if ru["gpu"] in catalog.gpus else ru["gpu"],
+                             "why": "; ".join(_why_lost(ru["gpu"], rec, decided, rule_titles, cites)) if ru["gpu"] in decided else ""}
+    for u in rec.get("unpriced") or []:
+        be = u.get("break_even_usd_per_gpu_hour")
+        summary["unpriced"].append(f"{u.get('count', '?')} x {u.get('gpu')} has no known price; it would be the better buy at under "
+                                   f"{_usd(be)} per GPU-hour." if be is not None else
+                                   f"{u.get('count', '?')} x {u.get('gpu')} has no known price.")
+    summary["suggestions"] = [_suggestion(s, cites) for s in (rec.get("suggestions") or []) if isinstance(s, dict)]
     # risks and prerequisites
-    risks = [{"severity": w["severity"], "kind": w["kind"], "text": w["text"], "rule": w["rule"],
-              "source": ", ".join(w["source"])} for w in rec["warnings"]]
-    order = {"high": 0, "medium": 1, "low": 2, "info": 3}
-    v["risks"] = sorted(risks, key=lambda x: (x["kind"] != "warn", order.get(x["severity"], 9)))
+    risks = [{"severity": w["severity"], "kind": w["kind"], "text": cites.prose(w["text"], w["source"]), "rule": w["rule"],
+              "source": cites.names(w["source"])} for w in rec["warnings"]]
+    v["risks"] = sorted(risks, key=lambda x: (x["kind"] != "warn", SEVERITY.get(x["severity"], 9)))
+    summary["risks"] = [{"severity": x["severity"], "text": _gist(x["text"])}
+                        for x in v["risks"] if x["kind"] == "warn" or x["severity"] in ("high", "medium")][:2] or \
+                       [{"severity": x["severity"], "text": _gist(x["text"])} for x in v["risks"]][:1]
     pre = []
     if r:
         gpu = catalog.gpus[r["gpu"]]
         c = cands[r["gpu"]]
         if c.get("power_kw_per_node") is not None:
-            pre.append(f"Power: about {_num(c['power_kw_per_node'])} kW per node ({gpu.num('tdp_w'):g} W per card, C14).")
+            pre.append(f"Power: about {_num(c['power_kw_per_node'])} kW per node ({gpu.num('tdp_w'):g} W per card; {cites.title('C14')}).")
         else:
             pre.append("Power: the card's TDP is unknown in the sources; ask the vendor.")
-        pre.append(f"Cooling: {gpu.fig('cooling').value or 'unknown'} ({gpu.fig('cooling').note or gpu.fig('cooling').cite()}).")
+        pre.append(f"Cooling: {gpu.fig('cooling').value or 'unknown'} ({cites.prose(gpu.fig('cooling').note or gpu.fig('cooling').cite())}).")
         ic = gpu.fig("interconnect")
         pre.append(f"Interconnect: {ic.value or 'PCIe only, no NVLink'}"
                    + (f", {ic.extra.get('gb_s')} GB/s per GPU" if ic.extra.get("gb_s") not in (None, "unknown") else "")
-                   + ("; InfiniBand between nodes (K14, T03)." if r["nodes"] > 1 else "."))
-        pre.append("Import: " + ("subject to US export control (T08)." if gpu.fig("us_export_controlled").value
-                                 else "not subject to US export control (T08)."))
+                   + (f"; InfiniBand between nodes ({cites.title('K14')})." if r["nodes"] > 1 else "."))
+        pre.append("Import: " + ("subject to US export control" if gpu.fig("us_export_controlled").value
+                                 else "not subject to US export control") + f" ({cites.title('T08')}).")
         sw = gpu.fig("software")
-        pre.append(f"Software: {sw.value} ({sw.extra.get('maturity', 'unknown')} stack; {sw.cite()}).")
+        pre.append(f"Software: {sw.value} ({sw.extra.get('maturity', 'unknown')} stack; {cites.prose(sw.cite())}).")
     v["prerequisites"] = pre
     # assumptions and sources
-    v["workload"] = [(k, _fmt_input(val)) for k, val in inputs.items()]
-    v["defaults"] = rec.get("defaults_filled", [])
-    ids = sorted({s for t in rec["trace"] for s in t["source"] if re.match(r"^[KTCAW]\d\d$", s)}
-                 | {s for k in led.values() for s in k["sources"] if re.match(r"^[KTCAW]\d\d$", s)})
-    know = {**catalog.knowledge.get("heuristics", {}), **catalog.knowledge.get("examples", {})}
-    v["seed_ids"] = [(i, f"seed {know[i]['seed']}: {know[i].get('says') or know[i].get('expected')}") for i in ids if i in know]
+    v["workload"] = _workload_rows(inputs, catalog)
+    v["defaults"] = [_label(k, mode) for k in rec.get("defaults_filled", []) if _applies(k, inputs)]
+    v["disagreements"] = [cites.prose(x) for x in DISAGREEMENTS]
     v["catalog_sources"] = _catalog_sources(rec, catalog)
-    v["prices"] = sorted({f"{c['gpu']}: {c['price']['provider']}, {c['price']['date']}, {c['price']['source']} ({c['price']['tier']})"
+    v["prices"] = sorted({f"{catalog.gpus[c['gpu']].name if c['gpu'] in catalog.gpus else c['gpu']}: {_offer(c['price'])}; "
+                          f"{cites.prose(c['price']['source'])} ({c['price']['tier']})"
                           for c in est["candidates"] if c.get("price")})
-    v["disagreements"] = DISAGREEMENTS
-    # audit
+    # every knowledge ID the memo named, then the audit (which alone shows the bare IDs)
+    trace_ids = {s for t in rec["trace"] for s in t["source"] if re.fullmatch(_ID, s)}
+    for i in sorted(trace_ids):
+        cites.title(i)
+    v["knowledge"] = [cites.full(i) for i in sorted(cites.used, key=_id_order)]
+    v["knowledge_ids"] = [(i, cites.full(i)) for i in sorted(cites.used, key=_id_order)]
     v["audit"] = [{"order": t["order"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}" + (
                        f", replacing shipped {t['replaces']} of {t['overrides']}" if t.get("replaces") else ""),
                    "source": ", ".join(t["source"]), "gpu": t["gpu"] or "workload", "effect": _effect(t["effect"])}
@@ -244,21 +366,75 @@ def view(rec: dict, catalog: Catalog) -> dict:
     ver = rec["versions"]
     v["digests"] = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
     v["chart"] = _chart(rec, catalog)
+    v["summary"] = summary
+    # legacy name kept for user templates written against the first memo
+    v["seed_ids"] = v["knowledge_ids"]
     return v
 
 
-def _source_name(sid: str) -> str:
-    return "unverified (no source found)" if sid == "unknown_explicit" else sid
+def _id_order(kid: str) -> tuple:
+    return ("KTCAW".index(kid[0]) if kid[0] in "KTCAW" else 9, kid)
 
 
-def _fmt_input(val) -> str:
-    if isinstance(val, dict):
-        return ", ".join(f"{k}: {_fmt_input(x)}" for k, x in val.items()) or "none"
-    if isinstance(val, list):
-        return ", ".join(map(str, val)) or "none"
-    if isinstance(val, float):
-        return f"{val:g}"
-    return str(val)
+def _tco(t: dict) -> str:
+    parts = []
+    if t.get("capex_usd") is not None:
+        parts.append(f"buying costs {_usd(t['capex_usd'], 0)} up front")
+    if t.get("opex_usd_per_month") is not None:
+        parts.append(f"{_usd(t['opex_usd_per_month'], 0)} per month to run")
+    if t.get("rent_usd_per_month") is not None:
+        parts.append(f"renting {_usd(t['rent_usd_per_month'], 0)} per month")
+    be = t.get("break_even_months")
+    if be is not None:
+        parts.append(f"buying pays off after {be:,.0f} months" if be > 0 else "buying never pays off")
+    return "; ".join(parts) or "no figures"
+
+
+def _label(k: str, mode: str) -> str:
+    if mode != "inference" and k in TRAINING_LABELS:
+        return TRAINING_LABELS[k]
+    return FIELD_LABELS.get(k, k.replace("_", " "))
+
+
+def _workload_rows(inputs: dict, catalog: Catalog) -> list[tuple[str, str]]:
+    """The workload as understood, named as the dialogue names it; fields of another mode left out."""
+    mode = inputs["mode"]
+    rows = []
+    for k, val in inputs.items():
+        if k == "name" or not _applies(k, inputs):
+            continue
+        if k == "constraints":
+            for ck, cv in (val or {}).items():
+                rows.append((_label(ck, mode), _fmt_value(ck, cv, catalog)))
+            continue
+        rows.append((_label(k, mode), _fmt_value(k, val, catalog)))
+    return rows
+
+
+def _applies(k: str, inputs: dict) -> bool:
+    """Whether a workload field means anything for this workload (the dialogue would have asked it)."""
+    mode = inputs["mode"]
+    if (mode != "inference" and k in INFERENCE_ONLY) or (mode == "inference" and k in TRAINING_ONLY):
+        return False
+    return not (k == "lora_rank" and inputs.get("method") not in ("lora", "qlora"))
+
+
+def _fmt_value(k: str, val, catalog: Catalog) -> str:
+    if k == "model":
+        if isinstance(val, str) and val in catalog.models:
+            return f"{catalog.models[val].name} ({val})"
+        if isinstance(val, dict):
+            name = val.get("name") or "custom model"
+            figs = ", ".join(f"{MODEL_LABELS.get(x, x.replace('_', ' '))} {_fmt_input(y)}{'B' if x.endswith('params_b') else ''}"
+                             for x, y in val.items() if x != "name")
+            return f"{name}: {figs}"
+    if k == "budget_usd_per_hour" and isinstance(val, (int, float)):
+        return _usd(val)
+    if k == "utilisation" and isinstance(val, (int, float)):
+        return f"{val:.0%}"
+    if k in FIELD_UNITS and isinstance(val, (int, float)) and not isinstance(val, bool):
+        return f"{_count(val) if val >= 1e6 else _fmt_input(val)} {FIELD_UNITS[k]}"
+    return _fmt_input(val)
 
 
 def _effect(e: dict) -> str:
@@ -325,9 +501,15 @@ def _chart(rec: dict, catalog: Catalog) -> dict:
                      "lx": f"{160 + capacity / scale_max * width + 6:.1f}",
                      "winner": bool(rec.get("recommendation")) and c["gpu"] == rec["recommendation"]["gpu"]})
     present = [(k, col) for k, col in colours.items() if led[k]]
-    legend = [{"x": f"{160 + i * 120}", "tx": f"{160 + i * 120 + 14}", "colour": col, "label": LEDGER_LABELS[k]}
-              for i, (k, col) in enumerate(present)]
-    return {"rows": rows, "height": f"{60 + len(rows) * 28}", "width": f"{160 + width + 230}", "legend": legend,
+    legend, x, row, total_w = [], 160.0, 0, 160 + width + 230
+    for k, col in present:
+        w = 14 + len(LEDGER_LABELS[k]) * 7.5 + 16        # swatch, label (generous 12 px characters), gap
+        if x + w > total_w and x > 160:
+            x, row = 160.0, row + 1
+        legend.append({"x": f"{x:.0f}", "tx": f"{x + 14:.0f}", "right": f"{x + w - 10:.0f}", "colour": col,
+                       "label": LEDGER_LABELS[k], "y": f"{36 + len(rows) * 28 + row * 18}", "ty": f"{46 + len(rows) * 28 + row * 18}"})
+        x += w
+    return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend,
             "legend_y": f"{36 + len(rows) * 28}", "legend_ty": f"{46 + len(rows) * 28}"}
 
 

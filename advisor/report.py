@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from advisor.estimator import GB, LEDGER_KEYS, Estimate
+from advisor.wording import plain
 
 
 def _n(x, fmt="{:,.1f}", none="-"):
@@ -51,4 +52,4 @@ def estimate_text(est: Estimate) -> str:
     lines += ["", "Prices: " + "; ".join(sorted({f"{c.gpu.id} {c.price['provider']} ({c.price['date']}, {c.price['tier']})"
                                                   for c in est.candidates if c.price})) or "none known",
               "Unknown prices are shown as 'unknown': nothing is guessed."]
-    return "\n".join(lines) + "\n"
+    return plain("\n".join(lines)) + "\n"          # formulas and reasons in words, never a Python repr

@@ -232,26 +232,70 @@ def _bar(done: int, total: int) -> None:
 PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
 
 
+CHAR_PX = 7.5          # a generous average width of a 12 px system-ui character, for the chart's columns
+
+
+def _shown(v: str) -> str:
+    """A CSV cell as a person reads it: yes/no for booleans, thousands separators for whole numbers."""
+    if v.lower() in ("true", "false"):
+        return "yes" if v.lower() == "true" else "no"
+    if v.isdigit() and len(v) > 3:
+        return f"{int(v):,}"
+    return v
+
+
+def _header(field: str, width_chars: int) -> list[str]:
+    """A field's column header: its last part in words, wrapped to the column's width."""
+    words = field.split(".")[-1].replace("_", " ").split()
+    lines, line = [], ""
+    for w in words:
+        if line and len(line) + 1 + len(w) > width_chars:
+            lines.append(line)
+            line = w
+        else:
+            line = f"{line} {w}".strip()
+    return lines + [line]
+
+
 def summary_view(csv_path: Path, fields: list[str]) -> dict:
-    """Ready-made strings for the summary template: the table and the chart's geometry."""
+    """Ready-made strings for the summary template: the table and the chart's geometry. Every bar is
+    labelled with the varied fields, one column each under a (wrapped) header, sized to its longest value."""
     with open(csv_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     gpus = sorted({r["gpu"] or "none" for r in rows})
     colour = {g: PALETTE[i % len(PALETTE)] for i, g in enumerate(gpus)}
-    cell_w, cell_h, label_w = 150, 26, 330
+    cell_h = 26
+    columns, x = [], 0.0
+    for f in fields:
+        value_chars = max([len(_shown(r[f])) for r in rows] + [4])
+        head = _header(f, max(value_chars, 10))
+        chars = max([value_chars] + [len(h) for h in head])
+        w = chars * CHAR_PX + 14
+        columns.append({"field": f, "x": f"{x:.0f}", "right": f"{x + w - 6:.0f}", "head": head, "w": w})
+        x += w
+    head_lines = max([len(c["head"]) for c in columns] + [1])
+    last_head = 36 + (head_lines - 1) * 14
+    top = last_head + 10
+    label_w = max(x, 60.0)
+    texts = [f"{r['count']} x {r['gpu']}" if r["gpu"] else (r["error"] or "none") for r in rows]
+    cell_w = max([len(t) for t in texts] + [12]) * CHAR_PX + 16
     cells = []
     for i, r in enumerate(rows):
-        label = ", ".join(f"{f}={r[f]}" for f in fields)
         g = r["gpu"] or "none"
-        cells.append({"y": str(28 + i * cell_h), "ty": str(28 + i * cell_h + 17), "label": label, "x": str(label_w),
-                      "tx": str(label_w + 8), "w": str(cell_w), "colour": colour[g],
-                      "text": f"{r['count']} x {g}" if r["gpu"] else (r["error"] or "none")})
+        y = top + i * cell_h
+        cells.append({"y": str(y), "ty": str(y + 17), "label": ", ".join(f"{f}={_shown(r[f])}" for f in fields),
+                      "cols": [{"x": c["x"], "right": c["right"], "text": _shown(r[c["field"]])} for c in columns],
+                      "x": f"{label_w:.0f}", "tx": f"{label_w + 8:.0f}", "w": f"{cell_w:.0f}", "colour": colour[g],
+                      "text": texts[i]})
+    header = [{"x": c["x"], "right": c["right"], "lines": [{"y": str(36 + k * 14), "text": h} for k, h in enumerate(c["head"])]}
+              for c in columns]
     counts = {g: sum(1 for r in rows if (r["gpu"] or "none") == g) for g in gpus}
     legend = [{"colour": colour[g], "gpu": g, "n": str(counts[g])} for g in gpus]
-    table = [[r[f] for f in fields] + [r["gpu"], r["count"], f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}" if r["gpu"] else "",
-                                       r["usd_per_hour"] or "unknown", r["decisive_rule"]] for r in rows]
-    return {"fields": fields, "rows": table, "cells": cells, "legend": legend, "count": str(len(rows)),
-            "height": str(40 + len(rows) * cell_h), "width": str(label_w + cell_w + 20)}
+    table = [[_shown(r[f]) for f in fields] + [r["gpu"], r["count"], f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}" if r["gpu"] else "",
+                                               r["usd_per_hour"] or "unknown", r["decisive_rule"]] for r in rows]
+    return {"fields": fields, "rows": table, "cells": cells, "header": header, "legend": legend, "count": str(len(rows)),
+            "height": str(top + len(rows) * cell_h + 10), "width": f"{label_w + cell_w + 20:.0f}",
+            "bar_x": f"{label_w:.0f}", "head_y": str(last_head)}
 
 
 def write_summary(csv_path: Path, fields: list[str], out: Path) -> None:

@@ -53,6 +53,7 @@ FIELDS: dict[str, Spec] = {
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06).", ("interactive", "batch"), default="interactive"),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
+    "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
 }
 
@@ -125,6 +126,7 @@ class Workload:
     training_tokens: float | None = None
     latency: str = "interactive"
     task: str = "llm"
+    utilisation: float | None = None          # share of the month in use; None: the memo assumes 24x7
     constraints: Constraints = field(default_factory=Constraints)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
     defaults: tuple[str, ...] = ()

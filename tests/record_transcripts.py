@@ -47,6 +47,10 @@ SCENARIOS = {
     "high-concurrency-short-text": {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": "1300",
                                     "prompt_tokens": "500", "output_tokens": "300", "concurrency": "256",
                                     "latency": "batch"},
+    "units-and-synonyms": {"mode": "finetune", "model": "other", "params_b": "27B", "layers": "46", "hidden_size": "4608",
+                           "kv_heads": "16", "head_dim": "128", "method": "full", "precision": "bfloat16",
+                           "context_tokens": "4k", "zero_stage": "fsdp", "training_tokens": "60M",
+                           "budget_usd_per_hour": "100/h"},
     "back-and-edit": {"mode": "inference", "model": ["llama-3.1-70b", "llama-3.1-8b"], "task": ["back", ""],
                       "confirm": ["edit concurrency", "yes"], "concurrency": ["4", "12"]},
 }

@@ -51,7 +51,7 @@ def drive(dlg, keys: str, *later: str):
     return code, shown
 
 
-ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 4 + "\r"   # through 'budget'
+ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 5 + "\r"   # through 'budget'
 
 
 def test_whole_session_to_the_memo(catalog, kb, tmp_path):
@@ -67,10 +67,11 @@ def test_whole_session_to_the_memo(catalog, kb, tmp_path):
 
 def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path):
     dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
-    keys = "serve\r" + "inference\r" + "gpt-oss-120b\r" + "\r\r" + "-5\r" + "\x15" + "2e9\r" + "\x15" + "8192\r"
+    keys = "sell\r" + "serve\r" + "gpt-oss-120b\r" + "\r\r" + "-5\r" + "\x15" + "2e9\r" + "\x15" + "8192\r"
     code, shown = drive(dlg, keys)
-    assert "  'serve' is not one of the choices. Accepted: inference, training, fine-tuning." in shown
-    assert any("Must be at least 1 tokens (got -5). Accepted: a whole number from 1 to 10,000,000 tokens." in s for s in shown)
+    assert "  'sell' is not one of the choices. Accepted: inference, training, fine-tuning (also serve, train, finetune and more)." in shown
+    assert any("Must be at least 1 tokens (got -5). Accepted: a whole number from 1 to 10,000,000 tokens "
+               "(e.g. 8192, 8k, 128K)." in s for s in shown)
     assert any("Must be at most 10,000,000 tokens (got 2,000,000,000)" in s for s in shown)
     assert dlg.answers["context_tokens"] == 8192          # accepted after the refusals, no restart
     assert dlg.answers["mode"] == "inference"
@@ -97,7 +98,7 @@ def test_ctrl_c_saves_and_resume_continues(catalog, kb, tmp_path):
     again = dialogue.Dialogue.resume(resume, catalog, kb, out_dir=tmp_path)
     assert again.answers == {"mode": "inference", "model": "llama-3.1-8b"}
     assert again.current().id == "task"
-    code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 5 + "yes\rtext\r\r")
+    code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
     assert code == 0 and again.written[0].name == "llama-3.1-8b-inference-memo.txt"
     assert [s["question"] for s in again.steps][:2] == ["mode", "model"]     # the transcript keeps the first part
 
@@ -152,7 +153,7 @@ def test_from_file_asks_only_what_is_missing(tmp_path, monkeypatch, capsys):
     w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\ncontext_tokens: 8192\n")
     monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
     import io
-    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 12 + "yes\nmd\n\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 13 + "yes\nmd\n\n"))
     assert main(["ask", "--from", str(w), "--out-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Which model?" not in out and "How many sequences" not in out and "Prompt tokens per request?" in out
@@ -231,7 +232,7 @@ def test_real_terminal_under_tmux(tmp_path):
             send("Enter")
         wait_for("How many sequences")
         send("64", "Enter")
-        for _ in range(5):
+        for _ in range(6):
             send("Enter")
         wait_for("Recommend with these answers?")
         send("yes", "Enter")
@@ -286,3 +287,141 @@ def test_written_files_are_readable_by_colleagues(catalog, kb, tmp_path):
     os.umask(umask)
     for p in d.written:
         assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~umask
+
+
+# --- a dialogue that understands people -------------------------------------------------------------------
+
+from advisor.units import UnitError, parse_number  # noqa: E402
+
+
+@pytest.mark.parametrize("text, unit, value", [
+    ("70b", "billions", 70), ("27B", "billions", 27), ("27", "billions", 27), ("1.5T", "billions", 1500),
+    ("60M", "billions", 0.06), ("27 billion", "billions", 27),
+    ("4k", "context", 4096), ("128K", "context", 131072), ("8192", "context", 8192), ("1M", "context", 1048576),
+    ("4k", "tokens", 4000), ("60M", "tokens", 60_000_000), ("1.5T", "tokens", 1_500_000_000_000),
+    ("2B", "tokens", 2_000_000_000), ("134e9", "tokens", 134_000_000_000), ("1,000", "tokens", 1000),
+    ("60 million", "tokens", 60_000_000), ("2k tokens", "tokens", 2000),
+    ("$20", "usd_per_hour", 20), ("20/h", "usd_per_hour", 20), ("$20/h", "usd_per_hour", 20),
+    ("20 USD/h", "usd_per_hour", 20), ("$12.50 per hour", "usd_per_hour", 12.5), ("$2k", "usd_per_hour", 2000),
+    ("5", "kw", 5), ("5kW", "kw", 5), ("5000 W", "kw", 5), ("7.5 kw", "kw", 7.5),
+    ("64", "count", 64), ("1k", "count", 1000), ("256 users", "count", 256),
+    ("0.5", "share", 0.5), ("50%", "share", 0.5), ("50", "share", 0.5), ("12h/day", "share", 0.5),
+    ("12 hours a day", "share", 0.5), ("24x7", "share", 1.0), ("24/7", "share", 1.0), ("8x5", "share", 40 / 168),
+])
+def test_numbers_with_units(text, unit, value):
+    got = parse_number(text, unit)
+    assert got == pytest.approx(value) and type(got) in (int, float)
+
+
+@pytest.mark.parametrize("text, unit", [("lots", "count"), ("4x", "tokens"), ("$", "usd_per_hour"), ("", "count"),
+                                        ("5 MW?", "kw"), ("1e999", "tokens"), ("25h/day", "share"), ("24x8", "share"),
+                                        ("half", "share")])
+def test_numbers_that_are_not(text, unit):
+    with pytest.raises(UnitError):
+        parse_number(text, unit)
+
+
+def _at(catalog, kb, qid, *before, **answers):
+    """A dialogue at question `qid`: `before` typed first, then Enter (or `answers[id]`) at each question."""
+    d = dialogue.Dialogue(catalog, kb, dry_run=True, width=80)
+    for answer in before:
+        d.submit(answer)
+    while d.current().id != qid:
+        assert d.stage == "questions", f"never asked {qid}"
+        d.submit(answers.get(d.current().id, ""))
+    return d
+
+
+@pytest.mark.parametrize("typed, mode", [
+    ("serve", "inference"), ("serving", "inference"), ("inference", "inference"), ("Inference", "inference"),
+    ("train", "training"), ("pretrain", "training"), ("training", "training"),
+    ("finetune", "fine-tuning"), ("fine tune", "fine-tuning"), ("Fine-Tune", "fine-tuning"), ("sft", "fine-tuning"),
+])
+def test_mode_synonyms(catalog, kb, typed, mode):
+    d = dialogue.Dialogue(catalog, kb, dry_run=True)
+    assert d.submit(typed) == [] and d.answers["mode"] == mode
+
+
+@pytest.mark.parametrize("typed, stage", [("fsdp", 3), ("FSDP", 3), ("zero-3", 3), ("ZeRO 2", 2), ("ddp", 0), ("1", 1)])
+def test_zero_stage_takes_fsdp_and_zero_names(catalog, kb, typed, stage):
+    d = _at(catalog, kb, "zero_stage", "fine-tuning", "llama-3.1-8b")
+    assert d.submit(typed) == [] and d.answers["zero_stage"] == stage
+
+
+@pytest.mark.parametrize("qid, typed, field, value, before", [
+    ("params_b", "27B", "model.params_b", 27.0, ("inference", "other")),
+    ("params_b", "70b", "model.params_b", 70.0, ("inference", "other")),
+    ("params_b", "1.5T", "model.params_b", 1500.0, ("inference", "other")),
+    ("context_tokens", "4k", "context_tokens", 4096, ("inference", "llama-3.1-8b")),
+    ("context_tokens", "128K", "context_tokens", 131072, ("inference", "llama-3.1-8b")),
+    ("training_tokens", "60M", "training_tokens", 60e6, ("fine-tuning", "llama-3.1-8b")),
+    ("training_tokens", "1.5T", "training_tokens", 1.5e12, ("training", "llama-3.1-8b")),
+    ("budget_usd_per_hour", "$20", "constraints.budget_usd_per_hour", 20.0, ("inference", "llama-3.1-8b")),
+    ("budget_usd_per_hour", "20/h", "constraints.budget_usd_per_hour", 20.0, ("inference", "llama-3.1-8b")),
+    ("utilisation", "12h/day", "utilisation", 0.5, ("inference", "llama-3.1-8b")),
+])
+def test_dialogue_takes_units(catalog, kb, qid, typed, field, value, before):
+    d = _at(catalog, kb, qid, *before)
+    assert d.submit(typed) == []
+    assert d.answers[field] == value and type(d.answers[field]) is type(value)
+
+
+def test_help_is_plain_words_without_seed_codes(catalog, kb):
+    import re
+    d = dialogue.Dialogue(catalog, kb, dry_run=True, width=80)
+    code = re.compile(r"\b[KTCAW]\d\d\b|seed \d{3}")
+    seen = set()
+    for mode in ("inference", "fine-tuning"):
+        d = dialogue.Dialogue(catalog, kb, dry_run=True, width=80)
+        d.submit(mode)
+        d.submit("other")
+        d.answers["constraints.deployment"] = "on-prem"
+        for q in d.questions:
+            text = "\n".join(d.help(q))
+            assert not code.search(text), (q.id, text)
+            seen.add(q.id)
+    assert len(seen) == len(d.questions)
+    terms = "\n".join(line for q in d.questions for line in d.help(q))
+    for term in ("KV cache:", "Micro-batch:", "ZeRO:", "PyTorch FSDP is ZeRO stage 3", "Activation checkpointing:"):
+        assert term in terms
+    d.stage = "confirm"
+    assert "Tensor parallelism (TP):" in "\n".join(d.submit("?"))
+    assert code.search("\n".join(d.why(d.questions[1])))          # the IDs stay in `why`
+
+
+def test_help_wraps_at_the_terminal_width(catalog, kb):
+    for width in (50, 80, 120):
+        d = dialogue.Dialogue(catalog, kb, dry_run=True, width=width)
+        zero = next(q for q in d.questions if q.id == "zero_stage")
+        lines = d.help(zero)
+        assert max(len(line) for line in lines) < width
+        words = " ".join(lines).split()
+        assert "PyTorch" in words and "FSDP" in words           # wrapped between words, never inside one
+
+
+def test_question_mark_at_the_model_lists_the_catalog_with_sizes(catalog, kb):
+    d = dialogue.Dialogue(catalog, kb, dry_run=True, width=120)
+    d.submit("inference")
+    text = "\n".join(d.submit("?"))
+    assert "kimi-k3: 2.8T (104B active)" in text and "llama-3.1-70b: 70B" in text and "mistral-7b: 7.3B" in text
+    assert all(m in text for m in catalog.models)
+
+
+def test_liquid_cooling_on_premises_has_no_default(catalog, kb):
+    d = _at(catalog, kb, "liquid_cooling", "inference", "llama-3.1-70b", deployment="on premises")
+    assert d.answers["constraints.deployment"] == "on-prem"
+    assert "[" not in d.current().text                          # no [yes] to accept blindly
+    assert "An answer is needed" in d.submit("")[0]
+    assert d.submit("no") == [] and d.answers["constraints.liquid_cooling"] is False
+
+
+def test_resume_file_is_removed_when_the_session_completes(catalog, kb, tmp_path):
+    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    code, _ = drive(dlg, "inference\rllama-3.1-8b\r\x03")
+    resume = tmp_path / dialogue.RESUME_FILE
+    assert code == 130 and resume.exists()
+    again = dialogue.Dialogue.resume(resume, catalog, kb, out_dir=tmp_path)
+    code, shown = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
+    assert code == 0 and again.written
+    assert not resume.exists()                                  # nothing left behind to resume by mistake
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in again.written)

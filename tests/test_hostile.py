@@ -191,7 +191,7 @@ GARBAGE = ["", " ", "???", "-1", "1e999", "nan", "0x10", "yes please", "🙂" * 
 
 def _advance_to(d, qid):
     """Answer with Enter (or a valid value where Enter is refused) until question `qid` is asked."""
-    valid = {"mode": "inference", "params_b": "10"}
+    valid = {"mode": "inference", "params_b": "10", "liquid_cooling": "no"}   # no default: liquid cooling must be answered
     for _ in range(60):
         if d.stage != "questions" or d.current().id == qid:
             return

@@ -1,0 +1,89 @@
+"""Numbers as people type them: `70b`, `27B`, `4k`, `128K`, `1.5T`, `60M`, `$20`, `20/h`, `5 kW`, `1,000`.
+
+One parser for every number the dialogue asks (`parse_number`); the question's unit decides what a
+suffix means:
+
+- `billions` (parameter counts asked in billions): `27B` and `27` are 27, `1.5T` is 1,500, `60M` is 0.06.
+- `tokens` (counts): `60M` is 60,000,000, `1.5T` is 1.5 x 10^12, `4k` is 4,000.
+- `context` (a context length, where 4K and 128K mean powers of two): `4k` is 4,096, `128K` is 131,072;
+  `M` is 1,048,576.
+- `usd_per_hour`: `$20`, `20/h`, `$20/hour`, `20 USD/h`, `$2k` (2,000).
+- `kw`: `5`, `5kW`, `5000 W`.
+- `count`: `64`, `1k` (1,000).
+- `share` (of the time, 0-1): `0.5`, `50%`, `50` (a percentage), `12h/day`, `12 hours a day`, `24x7`,
+  `24/7`, `8x5` (8 hours a day, 5 days a week).
+"""
+from __future__ import annotations
+
+import re
+
+DECIMAL = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+BINARY = {"k": 1024, "m": 1024 ** 2}
+_NUMBER = re.compile(r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(?P<suffix>[a-z]*)$")
+WORDS = {"thousand": "k", "million": "m", "billion": "b", "trillion": "t"}
+
+
+class UnitError(ValueError):
+    """The text is not a number in the question's unit; the message says what was expected."""
+
+
+def parse_number(text: str, unit: str = "count"):
+    """The number `text` stands for, in the question's unit (see the module's docstring); int when whole
+    and the unit counts things, float otherwise. Raises UnitError with a short reason."""
+    s = str(text).strip().lower().replace(",", "").replace("_", "")
+    if unit == "usd_per_hour":
+        s = re.sub(r"^(?:us)?\$|^usd\s*", "", s)
+        s = re.sub(r"\s*(?:usd)?\s*(?:/|per\s+)(?:h|hr|hour)$|\s*usd$|\s*\$$", "", s)
+    elif unit == "share":
+        return _share(s, text)
+    elif unit == "kw":
+        m = re.fullmatch(r"(.+?)\s*(kw|w)", s)
+        if m:
+            value = _plain(m.group(1))
+            return value / 1000 if m.group(2) == "w" else value
+    for word, short in WORDS.items():
+        s = re.sub(rf"\s*{word}s?$", short, s)
+    s = re.sub(r"\s*(?:tokens?|tok|params?|parameters?|cards?|gpus?|users?|sequences?)$", "", s)
+    m = _NUMBER.match(s.replace(" ", ""))
+    if not m:
+        raise UnitError(f"'{text}' is not a number")
+    num, suffix = float(m.group("num")), m.group("suffix")
+    if suffix and suffix not in DECIMAL:
+        raise UnitError(f"'{text}': unknown unit '{suffix}' (use k, M, B or T)")
+    if unit == "billions":
+        value = num * DECIMAL[suffix] / 1e9 if suffix else num
+    elif unit == "context" and suffix in BINARY:
+        value = num * BINARY[suffix]
+    else:
+        value = num * DECIMAL[suffix] if suffix else num
+    if value != value or value in (float("inf"), float("-inf")):
+        raise UnitError(f"'{text}' is not a finite number")
+    if unit in ("count", "tokens", "context") and float(value).is_integer() and abs(value) < 1e18:
+        return int(value)
+    return value
+
+
+def _share(s: str, text: str) -> float:
+    s = s.replace(" ", "")
+    week = re.fullmatch(r"(\d+(?:\.\d+)?)[x*](\d+(?:\.\d+)?)", s)           # 24x7, 8x5: hours a day x days a week
+    if week or s == "24/7":
+        hours, days = (24.0, 7.0) if s == "24/7" else (float(week.group(1)), float(week.group(2)))
+        if hours > 24 or days > 7:
+            raise UnitError(f"'{text}': at most 24 hours a day, 7 days a week")
+        return hours * days / 168
+    daily = re.fullmatch(r"(\d+(?:\.\d+)?)(?:h|hrs?|hours?)(?:/|per|a|an)?(?:day|d)", s)
+    if daily:
+        if float(daily.group(1)) > 24:
+            raise UnitError(f"'{text}': at most 24 hours a day")
+        return float(daily.group(1)) / 24
+    if s.endswith("%"):
+        return _plain(s[:-1]) / 100
+    value = _plain(s)
+    return value / 100 if 1 < value <= 100 else value
+
+
+def _plain(s: str) -> float:
+    try:
+        return float(s)
+    except ValueError:
+        raise UnitError(f"'{s}' is not a number") from None

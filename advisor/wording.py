@@ -1,0 +1,186 @@
+"""Wording shared by the memo and the short summary: knowledge IDs named for people, money and counts
+in words, no raw Python values. Plain functions over the decision record (no Jinja, so that
+`recommend --format summary` and the dialogue stay light)."""
+from __future__ import annotations
+
+import re
+
+_ID = r"[KTCAW]\d\d"
+
+
+def usd(x, nd=2) -> str:
+    return "unknown" if x is None else f"${x:,.{nd}f}"
+
+
+def count(x) -> str:
+    """A large count in words a budget owner reads at a glance: 60 million, 1.5 trillion."""
+    if x is None:
+        return "unknown"
+    for size, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
+        if abs(x) >= size:
+            return f"{x / size:,.3g} {word}"
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.3g}"
+
+
+class Cites:
+    """Knowledge IDs (K12, T08, ...) and seed numbers named for people: the short title of the statement,
+    with its document and section in the Sources list. The bare IDs stay in the audit."""
+
+    def __init__(self, catalog):
+        know = catalog.knowledge or {}
+        self.items = {**know.get("heuristics", {}), **know.get("examples", {})}
+        self.docs = know.get("documents", {})
+        self.used: list[str] = []
+
+    def title(self, kid: str) -> str:
+        item = self.items.get(kid)
+        if not item:
+            return kid
+        if kid not in self.used:
+            self.used.append(kid)
+        return item.get("title") or item.get("says") or item.get("expected") or kid
+
+    def document(self, seed: str) -> str:
+        return self.docs.get(seed) or "a seed document"
+
+    def full(self, kid: str) -> str:
+        """'Short title - document, section': what a reader needs to look the statement up."""
+        item = self.items.get(kid)
+        if not item:
+            return kid
+        self.title(kid)
+        section = item.get("section")
+        return f"{self.title(kid)} - {self.document(item['seed'])}" + (f", section '{section}'" if section else "")
+
+    def names(self, sources) -> str:
+        """A source list (knowledge IDs, catalog source ids, 'workload file') in words."""
+        return "; ".join(self.title(s) if re.fullmatch(_ID, s) else source_name(s) for s in sources)
+
+    def prose(self, text, own=()) -> str:
+        """Text from a rule or the estimator with its IDs named: a parenthesis of IDs the text's own
+        sources already name (`own`) is dropped; any other ID becomes its short title."""
+        if not text:
+            return text or ""
+        text = str(text)
+        own = set(own)
+
+        def group(m):
+            ids = re.findall(_ID, m.group(1))
+            if own and set(ids) <= own:
+                for i in ids:
+                    self.title(i)
+                return ""
+            return " (" + "; ".join(self.title(i) for i in ids) + ")"
+        text = re.sub(rf"\s*\(((?:{_ID})(?:,\s*{_ID})*)\)", group, text)
+        text = re.sub(r"\bseed (\d{3})\b", lambda m: self.document(m.group(1)), text)
+        text = re.sub(rf"\b{_ID}\b", lambda m: self.title(m.group(0)), text)
+        return plain(text)
+
+
+def plain(text: str) -> str:
+    """No raw Python values in a memo: lists, booleans, None and exponent notation made readable."""
+    text = re.sub(r"\[(\d+(?:, \d+)*)\]", lambda m: m.group(1).replace(", ", " or "), text)
+    text = re.sub(r"\bTrue\b", "yes", text)
+    text = re.sub(r"\bFalse\b", "no", text)
+    text = re.sub(r"\bNone\b", "none", text)
+    return re.sub(r"\b\d+(?:\.\d+)?e[+-]?\d+\b", lambda m: count(float(m.group(0))), text)
+
+
+def offer(p: dict) -> str:
+    """Where the price comes from: provider, instance, region, kind, date."""
+    parts = [p.get("provider") or "unknown provider"]
+    inst = p.get("instance")
+    count = p.get("instances") or 1
+    shape = f"{count} x {p['gpus_per_instance']}-GPU instance{'s' if count > 1 else ''}" if p.get("gpus_per_instance") else ""
+    parts.append(f"{inst} ({shape})" if inst and shape else inst or shape)
+    if p.get("region"):
+        parts.append(str(p["region"]))
+    if p.get("kind"):
+        parts.append(str(p["kind"]).replace("_", " "))
+    date = p.get("date")
+    parts.append(f"quoted {date}" if date and date != "unknown" else "date unknown")
+    idle = p.get("idle_gpus") or 0
+    if idle:
+        parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")
+    return ", ".join(x for x in parts if x)
+
+
+def gist(text: str, limit: int = 110) -> str:
+    """The first sentence of a text, cut at a clause boundary near `limit` characters (the summary's
+    one-liners; the full text is in the evidence)."""
+    first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
+    if len(first) <= limit:
+        return first + "."
+    cuts = [m.start() for m in re.finditer(r", |; |: ", first[:limit])
+             if first[:m.start()].count("(") == first[:m.start()].count(")")]     # never inside a parenthesis
+    cut = max(cuts, default=-1)
+    if cut > 40:                        # a whole clause reads as a sentence of its own
+        return first[:cut] + "."
+    short = first[:limit].rsplit(" ", 1)[0]
+    if short.count("(") > short.count(")"):
+        short = short[:short.rfind("(")].rstrip()
+    return short + " (...)."
+
+
+def source_name(sid: str) -> str:
+    return "unverified (no source found)" if sid == "unknown_explicit" else sid
+
+
+def plan(c: dict) -> str:
+    return f"TP {c['tp']} x PP {c['pp']} x DP {c['dp']}"
+
+
+def fmt_input(val) -> str:
+    """A workload value in words: yes/no, lists joined, large numbers with separators (never Python's repr)."""
+    if isinstance(val, bool):
+        return "yes" if val else "no"
+    if val is None:
+        return "none"
+    if isinstance(val, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {fmt_input(x)}" for k, x in val.items()) or "none"
+    if isinstance(val, (list, tuple)):
+        return ", ".join(fmt_input(x) for x in val) or "none"
+    if isinstance(val, (int, float)):
+        return count(val) if abs(val) >= 1e6 else (f"{val:,}" if isinstance(val, int) else f"{val:,.6g}")
+    return str(val)
+
+
+def why_lost(g: str, rec: dict, decided: dict, titles: dict, cites: Cites) -> list[str]:
+    """Why an alternative lost, in words: its exclusions, or the rules against it and the rules for the
+    winner that it lacks; never a rule in its favour."""
+    dc = decided[g]
+    r = rec.get("recommendation")
+    if dc["excluded"]:
+        return [f"excluded: {cites.prose(e['reason'], e.get('source', ()))}" for e in dc["excluded_by"]]
+    mine = {x["rule"]: x["weight"] for x in dc["contributions"]}
+    out = [f"against it: {titles.get(rule, rule)} ({w:+g})" for rule, w in mine.items() if w < 0]
+    if r:
+        win = {x["rule"]: x["weight"] for x in decided[r["gpu"]]["contributions"]}
+        out += [f"the winner has: {titles.get(rule, rule)} ({w:+g})" for rule, w in win.items()
+                if w > 0 and mine.get(rule, 0) < w]
+        d = rec.get("decisive_rule")
+        if dc.get("score") == decided[r["gpu"]].get("score"):
+            out.append(f"equal score; decided by: {d.get('title', d['id'])}" if d else "equal score; ranked lower by the tie-break")
+        elif not out:
+            out.append("ranked lower")
+    return out
+
+
+def suggestion(s: dict, cites: Cites) -> str:
+    """One planner suggestion (issue 7) as a sentence: the change, the plan it allows, the saving."""
+    def words(x):
+        if isinstance(x, dict):
+            if "gpu" in x:
+                n = x.get("count")
+                return (f"{n} x " if n else "") + str(x["gpu"]) + (f" ({plan(x)})" if {"tp", "pp", "dp"} <= set(x) else "")
+            return ", ".join(f"{k.replace('_', ' ')} {fmt_input(v)}" for k, v in x.items())
+        return cites.prose(fmt_input(x))
+    change, new_plan, saving = s.get("change"), s.get("plan"), s.get("saving")
+    text = f"Changing {words(change)}" if change else "A different plan"
+    if new_plan:
+        text += f" would allow {words(new_plan)}"
+    if isinstance(saving, (int, float)) and not isinstance(saving, bool):
+        text += f", saving {usd(saving)} per hour" if saving >= 0.005 else ""
+    elif saving:
+        text += f", saving {words(saving)}"
+    return text + "."
