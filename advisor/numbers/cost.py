@@ -255,14 +255,32 @@ def own(c, gpu, catalog, group: int, w) -> None:
         "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()},
     })
     c.tco = t
-    be = t["break_even_months"]
     c.why["usd_per_hour"] = (f"owning {bought} x {gpu.id} at ${fig['v']:,.0f} each x {s['server_overhead']['v']:g} server overhead "
-                             f"= ${t['capex_usd']:,.0f} over {s['amortisation_years']['v']:g} years, + ${t['opex_usd_per_month']:,.0f}/month "
-                             f"(power {it_kw:.1f} kW x PUE {s['pue']['v']:g} x ${s['usd_per_kwh']['v']:g}/kWh at {s['utilisation']['v']:.0%} busy, "
-                             f"hosting ${s['hosting_usd_per_kw_month']['v']:g}/kW-month, maintenance {s['maintenance_share_per_year']['v']:.0%}/year)"
-                             + (f"; renting the same plan: ${t['rent_usd_per_month']:,.0f}/month, break-even after "
-                                + (f"{be:.1f} months" if be is not None else "never (renting is cheaper)") if rent_h is not None
-                                else "; no rental quote to compare"))
+                             f"= ${t['capex_usd']:,.0f} written off over {s['amortisation_years']['v']:g} years, + ${t['opex_usd_per_month']:,.0f}"
+                             f"/month to run, per {HOURS_PER_MONTH} h")
+    c.why["rent_vs_buy"] = rent_vs_buy_text(t, s, gpu.id)
+
+
+def _months(x) -> str:
+    return "never (renting is cheaper)" if x is None else f"{x:,.1f} months"
+
+
+def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
+    """One paragraph for the memo: buying against renting the same plan, with the ranges of the sources."""
+    lo, hi = t["break_even_months_range"]
+    be = _months(t["break_even_months"])
+    span = "" if (lo, hi) == (t["break_even_months"],) * 2 else f" (purchase-price range: {_months(lo)} to {_months(hi)})"
+    text = (f"buy {t['gpus_bought']} x {gpu_id}: ${t['capex_usd']:,.0f} capex (${t['capex_usd_range'][0]:,.0f}-${t['capex_usd_range'][1]:,.0f}: "
+            f"${t['usd_per_gpu_range'][0]:,.0f}-${t['usd_per_gpu_range'][1]:,.0f} per GPU from {len(t['usd_per_gpu_sources'])} source(s), "
+            f"{t['usd_per_gpu_date']}) + ${t['opex_usd_per_month']:,.0f}/month to run (energy {t['it_kw']:.1f} kW x PUE {s['pue']['v']:g} x "
+            f"${s['usd_per_kwh']['v']:g}/kWh at {s['utilisation']['v']:.0%} busy: ${t['energy_usd_per_month']:,.0f}; hosting "
+            f"${s['hosting_usd_per_kw_month']['v']:g}/kW-month: ${t['hosting_usd_per_month']:,.0f}; maintenance "
+            f"{s['maintenance_share_per_year']['v']:.0%} of capex a year: ${t['maintenance_usd_per_month']:,.0f})")
+    o = t["rent_offer"]
+    if o is None:
+        return text + "; no rental quote for the same plan to compare with"
+    return (text + f"; renting the same plan ({o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']}) "
+            f"{s['utilisation']['v']:.0%} of the time: ${t['rent_usd_per_month']:,.0f}/month; break-even: {be}{span}")
 
 
 def _as_cloud(w):
