@@ -37,7 +37,7 @@ TRAIN = ("training", "fine-tuning")
 FIELDS: dict[str, Spec] = {
     "name": Spec("str", "A short name for the workload, used in titles."),
     "mode": Spec("enum", "What the GPUs will do: serve a model, train one from scratch, or fine-tune one.", MODES),
-    "model": Spec("model", "A catalog model id or alias, or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
+    "model": Spec("model", "A catalog model id or alias, a Hugging Face config.json (path, folder, or hf:ORG/NAME), or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
     "precision": Spec("enum", "Precision of the weights; default: the model's shipped precision.", PRECISIONS),
     "kv_precision": Spec("enum", "Precision of the KV cache.", KV_PRECISIONS, default="bf16", modes=("inference",)),
     "method": Spec("enum", "Full training, LoRA adapters, or QLoRA (4-bit base weights + adapters).", ("full", "lora", "qlora"), default="full", modes=TRAIN),
@@ -255,6 +255,16 @@ def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
     return Model("custom", name, (), figs, file, getattr(raw, "line", None))
 
 
+def _is_config(raw: str, file: str) -> bool:
+    """A model named by its Hugging Face config (hf:ORG/NAME, a .json file or a folder with config.json)."""
+    if raw.startswith("hf:") or raw.lower().endswith(".json"):
+        return True
+    for base in (Path(file).parent, Path(".")):
+        if (base / raw / "config.json").is_file():
+            return True
+    return False
+
+
 def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
     """Validate a parsed workload document; every problem is reported with its field and line."""
     col = Collector(file)
@@ -278,7 +288,11 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 values["model"] = _custom_model(raw, col, file)
             elif isinstance(raw, str):
                 try:
-                    values["model"] = catalog.model(raw, "model", file, line)
+                    if _is_config(raw, file):     # model: path/to/config.json, a folder holding one, or hf:ORG/NAME
+                        from advisor import hfconfig
+                        values["model"] = hfconfig.model_from(raw, Path(file).parent)
+                    else:
+                        values["model"] = catalog.model(raw, "model", file, line)
                 except InputError as exc:
                     col.problems.extend(exc.problems)
             else:
