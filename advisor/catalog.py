@@ -417,6 +417,7 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
 
 
 PURCHASE_FILE = "purchase.yaml"
+MODEL_SOURCES_FILE = "sources-models.yaml"   # sources of the config-derived models (advisor/modelbuild.py)
 PRICE_FILES = ("prices.yaml", "prices-skypilot.yaml")
 
 
@@ -462,10 +463,11 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     """Load and validate the whole catalog; all problems of a file are reported together. A catalog
     that passed is kept compiled in the cache, keyed by its folder, its files' bytes and this module."""
     directory = Path(directory)
-    files = ["sources.yaml", "gpus.yaml", "models.yaml", *PRICE_FILES, PURCHASE_FILE, "efficiency.yaml", "knowledge.yaml"]
+    files = ["sources.yaml", MODEL_SOURCES_FILE, "gpus.yaml", "models.yaml", *PRICE_FILES, PURCHASE_FILE, "efficiency.yaml",
+             "knowledge.yaml"]
     digest = hashlib.sha256()
     for f in files:
-        if f in (*PRICE_FILES[1:], PURCHASE_FILE) and not (directory / f).is_file():
+        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE) and not (directory / f).is_file():
             continue                   # optional files (a user's catalog folder may lack them)
         digest.update(f.encode())
         digest.update((directory / f).read_bytes())
@@ -483,6 +485,8 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
 
 def _load(directory: Path, digest: str) -> Catalog:
     sources = dict((yamlio.load(directory / "sources.yaml") or {}).get("sources") or {})
+    if (directory / MODEL_SOURCES_FILE).is_file():
+        sources.update((yamlio.load(directory / MODEL_SOURCES_FILE) or {}).get("sources") or {})
     efficiency = yamlio.load(directory / "efficiency.yaml") or {}
     sources.update(efficiency.get("sources") or {})
     knowledge = yamlio.load(directory / "knowledge.yaml") or {}

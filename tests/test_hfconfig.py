@@ -181,3 +181,19 @@ def test_hf_without_the_extra(monkeypatch, tmp_path, capsys):
 def test_hf_name_is_checked():
     with pytest.raises(InputError, match="expected hf:ORG/NAME"):
         hfconfig.fetch("just-a-name")
+
+
+def test_catalog_models_are_the_configs(catalog):
+    """Every catalog model with a config fixture carries the figures computed from it (advisor.modelbuild),
+    and the catalog holds at least 40 models with no unverified parameter count where a config exists."""
+    assert len(catalog.models) >= 40
+    for mid in SOURCES:
+        m, fig = catalog.models[mid], derive(mid)
+        assert m.num("params_b") == pytest.approx(fig["params_b"], rel=1e-3), mid
+        for k in ("layers", "hidden_size", "kv_heads", "head_dim", "experts", "experts_per_token", "mla_kv_dim",
+                  "sliding_window", "sliding_window_layers"):
+            assert m.num(k) == fig.get(k), (mid, k)
+        assert "unknown_explicit" not in m.fig("params_b").sources + m.fig("active_params_b").sources, mid
+    from advisor import modelbuild
+    models, sources = modelbuild.build()
+    assert models == (Path(modelbuild.ROOT) / "catalog" / "models.yaml").read_text()     # not edited by hand
