@@ -17,11 +17,11 @@ from pathlib import Path
 
 from advisor.errors import InputError, Problem
 
-DENSE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text"}
+DENSE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "falcon"}
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "kimi_k2", "gpt_oss"}
 WRAPPERS = {"gemma3", "mistral3", "llava", "qwen2_5_vl"}     # multimodal: the language model is text_config
 SUPPORTED = sorted(DENSE | MOE | WRAPPERS)
-TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3_text", "gemma3"}
+TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3_text", "gemma3", "falcon"}
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
 
 
@@ -159,14 +159,17 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
     H = int(_need(c, "hidden_size", where, ("d_model", "n_embd")))
     L = int(_need(c, "num_hidden_layers", where, ("n_layer", "num_layers")))
     nh = int(_need(c, "num_attention_heads", where, ("n_head",)))
-    nkv = int(c.get("num_key_value_heads") or nh)
+    if mt == "falcon" and not c.get("new_decoder_architecture"):
+        _fail("only Falcon's new decoder architecture (new_decoder_architecture: true, Falcon 40B/180B) is counted",
+              where, "new_decoder_architecture")
+    nkv = int(c.get("num_key_value_heads") or c.get("num_kv_heads") or nh)
     d = int(c.get("head_dim") or H // nh)
     tied = bool(c.get("tie_word_embeddings", outer.get("tie_word_embeddings", mt in TIED_BY_DEFAULT)))
     embed = V * H
     head = 0 if tied else V * H
     gemma = mt.startswith("gemma")
-    norms_per_layer = (4 if mt in ("gemma2", "gemma3_text") else 2) * H
-    parts = {"embeddings": embed, "lm_head": head, "final_norm": H}
+    norms_per_layer = (4 if mt in ("gemma2", "gemma3_text", "falcon") else 2) * H    # Falcon: 2 LayerNorms with bias
+    parts = {"embeddings": embed, "lm_head": head, "final_norm": 2 * H if mt == "falcon" else H}
 
     # attention
     mla = None
@@ -233,6 +236,9 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
         parts["experts"] = expert_total
         parts["dense_mlp"] = dense
         parts["router_and_shared"] = (router + shared) * moe_layers
+    elif mt == "falcon":   # dense_h_to_4h and dense_4h_to_h, no gate, no biases (bias: false)
+        I = int(c.get("ffn_hidden_size") or 4 * H)
+        parts["mlp"] = 2 * H * I * L
     else:
         I = int(_need(c, "intermediate_size", where))
         parts["mlp"] = 3 * H * I * L

@@ -37,11 +37,11 @@ NAMES = {
     "gemma-2-2b": "Google Gemma 2 2B", "gemma-2-9b": "Google Gemma 2 9B", "gemma-2-27b": "Google Gemma 2 27B",
     "gemma-3-1b": "Google Gemma 3 1B", "gemma-3-4b": "Google Gemma 3 4B", "gemma-3-12b": "Google Gemma 3 12B",
     "gemma-3-27b": "Google Gemma 3 27B", "phi-3-mini": "Microsoft Phi-3 mini (3.8B)", "phi-3-medium": "Microsoft Phi-3 medium (14B)",
-    "phi-4": "Microsoft Phi-4 (14B)",
+    "phi-4": "Microsoft Phi-4 (14B)", "falcon-180b": "TII Falcon 180B",
 }
 #: kept by hand above the generated block: figures published more exactly than a config gives (gpt-oss's
-#: model card) or no config the advisor can count (Kimi K3: seed figures only; Falcon 180B: falcon type)
-HAND_KEPT = {"gpt-oss-120b", "gpt-oss-20b", "kimi-k3", "falcon-180b"}
+#: model card) or no public config (Kimi K3: seed figures only)
+HAND_KEPT = {"gpt-oss-120b", "gpt-oss-20b", "kimi-k3"}
 #: aliases the catalog had before the models were generated (kept so existing workloads still resolve)
 OLD_ALIASES = {
     "llama-3.1-8b": ["meta-llama/Meta-Llama-3.1-8B", "Meta-Llama-3.1-8B", "llama3.1-8b"],
@@ -51,6 +51,7 @@ OLD_ALIASES = {
     "mixtral-8x7b": ["mixtral-8x7b-v0.1", "Mixtral-8x7B"], "mixtral-8x22b": ["mixtral-8x22b-v0.1", "mistralai/Mixtral-8x22B-v0.1", "Mixtral-8x22B"],
     "qwen2.5-72b": ["qwen-2.5-72b"], "qwen3-235b-a22b": ["qwen3-235b"], "qwen3-30b-a3b": ["qwen3-30b"],
     "deepseek-v3": ["DeepSeek V3", "deepseek-v3-671b"], "kimi-k2": ["Kimi K2", "Kimi-K2"],
+    "falcon-180b": ["Falcon 180B", "Falcon-180B"],
 }
 
 

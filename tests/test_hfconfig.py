@@ -96,7 +96,9 @@ def test_workload_names_a_config_relative_to_itself(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"model_type": "falcon", "vocab_size": 1}, "model_type 'falcon' is not one the advisor can count"),
+    ({"model_type": "gpt2", "vocab_size": 1}, "model_type 'gpt2' is not one the advisor can count"),
+    ({"model_type": "falcon", "vocab_size": 65024, "hidden_size": 4544, "num_hidden_layers": 32, "num_attention_heads": 71},
+     "new_decoder_architecture: only Falcon's new decoder architecture"),
     ({"vocab_size": 1}, "model_type is missing"),
     ({"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "num_attention_heads": 32},
      "num_hidden_layers is missing"),
