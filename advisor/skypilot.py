@@ -251,6 +251,8 @@ def collect(path: Path, skip: tuple[str, ...] = (), commit: str | None = None) -
         raise InputError(Problem("no such file or folder", str(path)))
     offers: list[Offer] = []
     date = None
+    if (path / "catalogs" / "v7").is_dir():      # a skypilot-catalog checkout's root
+        path = path / "catalogs" / "v7"
     if path.is_file():
         files = [path]
     else:

@@ -125,7 +125,7 @@ def _region_text(p: Price) -> str | None:
     if p.regions:
         return p.regions[0] if len(p.regions) == 1 else f"cheapest of {len(p.regions)} regions ({', '.join(p.regions[:3])}{', ...' if len(p.regions) > 3 else ''})"
     if p.region_count:
-        return f"cheapest of {p.region_count} region{'s' if p.region_count > 1 else ''}"
+        return "1 region" if p.region_count == 1 else f"cheapest of {p.region_count} regions"
     return None
 
 
@@ -146,8 +146,10 @@ def price(c, gpu, catalog, group: int, w=None) -> None:
         c.usd_per_hour, p, n = found
         c.price = _offer_dict(p, n, count)
         idle = n * p.gpus_per_instance - count
+        where = _region_text(p)
         c.why["usd_per_hour"] = (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}"
-                                 + (f" {p.instance}" if p.instance else "") + f", {p.kind}, {p.date})"
+                                 + (f" {p.instance}" if p.instance else "") + f", {p.kind}" + (f", {where}" if where else "")
+                                 + f", {p.date}" + (f", catalog commit {p.commit[:8]}" if p.commit else "") + ")"
                                  + (f"; {idle} of its GPUs idle" if idle > 0 else ""))
         if p.kind == "spot" and w is not None and w.training:
             c.why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
