@@ -188,8 +188,15 @@ class Catalog:
     def model(self, name: str, field_name: str = "model", file: str | None = None, line: int | None = None) -> Model:
         return self.models[_resolve(name, self._model_names, "model", field_name, file, line)]
 
+    @cached_property
+    def _prices_by_gpu(self) -> dict[str, list[Price]]:
+        index: dict[str, list[Price]] = {}
+        for p in self.prices:
+            index.setdefault(p.gpu, []).append(p)
+        return index
+
     def prices_for(self, gpu_id: str) -> list[Price]:
-        return [p for p in self.prices if p.gpu == gpu_id]
+        return list(self._prices_by_gpu.get(gpu_id, ()))
 
     def with_prices(self, path: str | Path) -> "Catalog":
         """A copy whose prices include the quotes of a user's file (same gpu, size and provider replace)."""
