@@ -454,9 +454,18 @@ def load_purchase(path: Path, gpus: dict) -> dict:
         if not fig.get("sources"):
             col.add("usd_per_gpu needs its sources", line, f"{gid}.usd_per_gpu")
             continue
+        unit = e.get("unit_gpus", 1)
+        if not isinstance(unit, int) or isinstance(unit, bool) or unit < 1:
+            col.add(f"must be a whole number >= 1 (got {unit!r})", yamlio.line_of(e, "unit_gpus", line), f"{gid}.unit_gpus")
+            continue
         out["gpus"][gid] = dict(e)
+    known = ("usd_per_kwh", "pue", "hosting_usd_per_kw_month", "amortisation_years", "server_overhead",
+             "maintenance_share_per_year", "utilisation")
     for k, fig in (data.get("site") or {}).items():
         line = yamlio.line_of(data.get("site"), k)
+        if k not in known:
+            col.add(f"unknown site figure (known: {', '.join(known)})", line, f"site.{k}")
+            continue
         if not isinstance(fig, dict) or not isinstance(fig.get("v"), (int, float)) or not fig.get("src") or not fig.get("date"):
             col.add("expected {v: NUMBER, range: [low, high], src: ..., date: ...}", line, f"site.{k}")
             continue

@@ -187,3 +187,25 @@ def test_constraints_names_are_checked(catalog):
 def test_a_gpu_without_quotes_stays_unknown(estimate_file):
     c = estimate_file("chat-assistant", constraints={"gpus": ["gaudi-3"]}).candidate("gaudi-3")
     assert c.usd_per_hour is None and c.price_unknown == "no price known for this GPU"
+
+
+def test_import_takes_a_skypilot_catalog_checkout(tmp_path, capsys):
+    v7 = tmp_path / "skypilot-catalog" / "catalogs" / "v7" / "lambda"
+    v7.mkdir(parents=True)
+    (v7 / "vms.csv").write_text((FIX / "skypilot" / "lambda" / "vms.csv").read_text())
+    assert main(["prices", "import", str(tmp_path / "skypilot-catalog"), "--commit", "abc123", "--date", "2026-12-01"]) == 0
+    out = capsys.readouterr().out
+    assert 'gpu: "a100-40gb-sxm", gpus_per_instance: 8, kind: "on-demand", usd_per_hour: 10.32' in out
+    assert 'date: "2026-12-01", commit: "abc123"' in out
+
+
+def test_bad_purchase_file_names_the_field(tmp_path):
+    import shutil
+    from advisor import catalog as catalog_mod
+    d = tmp_path / "cat"
+    shutil.copytree(ROOT / "catalog", d)
+    text = (d / "purchase.yaml").read_text().replace("unit_gpus: 8", "unit_gpus: eight", 1)
+    (d / "purchase.yaml").write_text(text)
+    with pytest.raises(InputError) as exc:
+        catalog_mod._load(d, "x")
+    assert "unit_gpus: must be a whole number >= 1" in str(exc.value.problems[0])
