@@ -27,6 +27,11 @@ FORM_FACTORS = ("sxm", "pcie", "oam", "module", "cloud")
 SOFTWARE = ("cuda", "rocm", "cann", "habana", "xla")
 MATURITY = ("mature", "maturing", "new", "limited")
 PRICE_TIERS = ("quote", "catalog", "listing")  # in order of preference
+#: what a price row buys: an instance by the hour (on demand, interruptible spot, reserved for a term),
+#: a managed inference endpoint (serving on one node only), or the hardware itself (purchase.yaml)
+PRICE_KINDS = ("on-demand", "spot", "reserved", "endpoint", "purchase")
+PRICE_FIELDS = ("gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source", "tier", "kind", "instance",
+                "regions", "region_count", "commit", "usd_per_hour_median", "accelerator", "note")
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,18 @@ class Price:
     tier: str
     file: str
     line: int
+    kind: str = "on-demand"
+    instance: str | None = None          # the provider's instance type, when known
+    regions: tuple[str, ...] = ()        # regions offering it at this price or dearer (empty: not recorded)
+    region_count: int | None = None      # how many regions the source lists (when their names are not kept)
+    commit: str | None = None            # the source file's version (SkyPilot catalog commit)
+    usd_per_hour_median: float | None = None   # median over the regions (usd_per_hour is the cheapest)
+    note: str | None = None
+
+    @property
+    def key(self) -> tuple:
+        """Rows with the same key are the same offer: a user's file replaces a shipped row with its key."""
+        return (self.gpu, self.gpus_per_instance, self.provider.lower(), (self.instance or "").lower(), self.kind)
 
 
 @dataclass(eq=False)
@@ -156,6 +173,7 @@ class Catalog:
     sources: dict[str, dict]
     knowledge: dict
     digest: str
+    purchase: dict = field(default_factory=dict)   # purchase.yaml: per-GPU prices and data-centre costs
 
     @cached_property
     def _gpu_names(self) -> dict[str, str]:
@@ -171,18 +189,25 @@ class Catalog:
     def model(self, name: str, field_name: str = "model", file: str | None = None, line: int | None = None) -> Model:
         return self.models[_resolve(name, self._model_names, "model", field_name, file, line)]
 
+    @cached_property
+    def _prices_by_gpu(self) -> dict[str, list[Price]]:
+        index: dict[str, list[Price]] = {}
+        for p in self.prices:
+            index.setdefault(p.gpu, []).append(p)
+        return index
+
     def prices_for(self, gpu_id: str) -> list[Price]:
-        return [p for p in self.prices if p.gpu == gpu_id]
+        return list(self._prices_by_gpu.get(gpu_id, ()))
 
     def with_prices(self, path: str | Path) -> "Catalog":
         """A copy whose prices include the quotes of a user's file (same gpu, size and provider replace)."""
         extra = load_prices(Path(path), self)
-        key = lambda p: (p.gpu, p.gpus_per_instance, p.provider.lower())
-        replaced = {key(p) for p in extra}
-        prices = [p for p in self.prices if key(p) not in replaced] + extra
+        replaced = {p.key for p in extra}
+        prices = [p for p in self.prices if p.key not in replaced] + extra
         h = hashlib.sha256(self.digest.encode())
         h.update(Path(path).read_bytes())
-        return Catalog(self.gpus, self.models, prices, self.efficiency, self.sources, self.knowledge, h.hexdigest())
+        return Catalog(self.gpus, self.models, prices, self.efficiency, self.sources, self.knowledge, h.hexdigest(),
+                       self.purchase)
 
 
 def _name_index(items) -> dict[str, str]:
@@ -413,8 +438,8 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
             if e.get(k) in (None, ""):
                 col.add("required field is missing", line, k)
                 bad = True
-        for k in set(e) - {"gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source", "tier"}:
-            col.add("unknown field", yamlio.line_of(e, k, line), k)
+        for k in set(e) - set(PRICE_FIELDS):
+            col.add(f"unknown field (known: {', '.join(PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
         if bad:
             continue
         try:
@@ -433,11 +458,88 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
         if tier not in PRICE_TIERS:
             col.add(f"'{tier}' is not one of {', '.join(PRICE_TIERS)}", yamlio.line_of(e, "tier", line), "tier")
             continue
-        key = (gid, n, str(e["provider"]).lower())
-        if key in seen:
-            col.add(f"duplicate price for {gid} x{n} from {e['provider']}", line)
-        seen.add(key)
-        out.append(Price(gid, n, float(usd), str(e["provider"]), str(e["date"]), str(e["source"]), tier, str(path), line))
+        kind = e.get("kind", "on-demand")
+        if kind not in PRICE_KINDS or kind == "purchase":
+            col.add(f"'{kind}' is not one of {', '.join(k for k in PRICE_KINDS if k != 'purchase')} "
+                    "(purchase prices belong in purchase.yaml)", yamlio.line_of(e, "kind", line), "kind")
+            continue
+        median = e.get("usd_per_hour_median")
+        if median is not None and (not isinstance(median, (int, float)) or isinstance(median, bool) or median < usd):
+            col.add(f"must be a number >= usd_per_hour (got {median!r})", yamlio.line_of(e, "usd_per_hour_median", line),
+                    "usd_per_hour_median")
+            continue
+        regions = e.get("regions") or []
+        if isinstance(regions, str):
+            regions = [regions]
+        if not isinstance(regions, list) or not all(isinstance(r, str) and r for r in regions):
+            col.add("must be a list of region names", yamlio.line_of(e, "regions", line), "regions")
+            continue
+        rc = e.get("region_count")
+        if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool) or rc < 0):
+            col.add(f"must be a whole number >= 0 (got {rc!r})", yamlio.line_of(e, "region_count", line), "region_count")
+            continue
+        p = Price(gid, n, float(usd), str(e["provider"]), str(e["date"]), str(e["source"]), tier, str(path), line,
+                  kind, str(e["instance"]) if e.get("instance") not in (None, "") else None, tuple(regions),
+                  rc if rc is not None else (len(regions) or None),
+                  str(e["commit"]) if e.get("commit") not in (None, "") else None,
+                  float(median) if median is not None else None,
+                  str(e["note"]) if e.get("note") else None)
+        if p.key in seen:
+            col.add(f"duplicate price for {gid} x{n} from {e['provider']}"
+                    + (f" ({p.instance}, {kind})" if p.instance else f" ({kind})"), line)
+        seen.add(p.key)
+        out.append(p)
+    col.raise_if_any()
+    return out
+
+
+PURCHASE_FILE = "purchase.yaml"
+MODEL_SOURCES_FILE = "sources-models.yaml"   # sources of the config-derived models (advisor/modelbuild.py)
+PRICE_FILES = ("prices.yaml", "prices-skypilot.yaml")
+
+
+def load_purchase(path: Path, gpus: dict) -> dict:
+    """purchase.yaml: {gpus: {gpu id: {usd_per_gpu: {v, range, src...}, unit_gpus, ...}}, site: {param: figure}}.
+    Checked for the shape the cost module reads; every figure needs a source and a date."""
+    col = Collector(str(path))
+    data = yamlio.load(path)
+    if not isinstance(data, dict):
+        col.add("expected a mapping with 'gpus' and 'site'", 1)
+        col.raise_if_any()
+    out = {"gpus": {}, "site": {}}
+    for gid, e in (data.get("gpus") or {}).items():
+        line = yamlio.line_of(data.get("gpus"), gid)
+        if gid not in gpus:
+            col.add(f"unknown GPU id '{gid}'", line, "gpus")
+            continue
+        fig = e.get("usd_per_gpu") if isinstance(e, dict) else None
+        v = fig.get("v") if isinstance(fig, dict) else None
+        rng = fig.get("range") if isinstance(fig, dict) else None
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
+            col.add("usd_per_gpu.v must be a positive number", line, f"{gid}.usd_per_gpu")
+            continue
+        if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(x, (int, float)) for x in rng) and rng[0] <= v <= rng[1]):
+            col.add("usd_per_gpu.range must be [low, high] around v", line, f"{gid}.usd_per_gpu")
+            continue
+        if not fig.get("sources"):
+            col.add("usd_per_gpu needs its sources", line, f"{gid}.usd_per_gpu")
+            continue
+        unit = e.get("unit_gpus", 1)
+        if not isinstance(unit, int) or isinstance(unit, bool) or unit < 1:
+            col.add(f"must be a whole number >= 1 (got {unit!r})", yamlio.line_of(e, "unit_gpus", line), f"{gid}.unit_gpus")
+            continue
+        out["gpus"][gid] = dict(e)
+    known = ("usd_per_kwh", "pue", "hosting_usd_per_kw_month", "amortisation_years", "server_overhead",
+             "maintenance_share_per_year", "utilisation")
+    for k, fig in (data.get("site") or {}).items():
+        line = yamlio.line_of(data.get("site"), k)
+        if k not in known:
+            col.add(f"unknown site figure (known: {', '.join(known)})", line, f"site.{k}")
+            continue
+        if not isinstance(fig, dict) or not isinstance(fig.get("v"), (int, float)) or not fig.get("src") or not fig.get("date"):
+            col.add("expected {v: NUMBER, range: [low, high], src: ..., date: ...}", line, f"site.{k}")
+            continue
+        out["site"][k] = dict(fig)
     col.raise_if_any()
     return out
 
@@ -447,9 +549,12 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     """Load and validate the whole catalog; all problems of a file are reported together. A catalog
     that passed is kept compiled in the cache, keyed by its folder, its files' bytes and this module."""
     directory = Path(directory)
-    files = ["sources.yaml", "gpus.yaml", "models.yaml", "prices.yaml", "efficiency.yaml", "knowledge.yaml"]
+    files = ["sources.yaml", MODEL_SOURCES_FILE, "gpus.yaml", "models.yaml", *PRICE_FILES, PURCHASE_FILE, "efficiency.yaml",
+             "knowledge.yaml"]
     digest = hashlib.sha256()
     for f in files:
+        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE) and not (directory / f).is_file():
+            continue                   # optional files (a user's catalog folder may lack them)
         digest.update(f.encode())
         digest.update((directory / f).read_bytes())
     if cache.cache_dir() is None:
@@ -518,6 +623,8 @@ def _check_efficiency(path: Path, eff: dict) -> None:
 
 def _load(directory: Path, digest: str) -> Catalog:
     sources = dict(_mapping(directory / "sources.yaml", "sources"))
+    if (directory / MODEL_SOURCES_FILE).is_file():
+        sources.update(_mapping(directory / MODEL_SOURCES_FILE, "sources"))
     efficiency = _mapping(directory / "efficiency.yaml")
     _check_efficiency(directory / "efficiency.yaml", efficiency)
     sources.update(_mapping(directory / "efficiency.yaml", "sources"))
@@ -525,13 +632,17 @@ def _load(directory: Path, digest: str) -> Catalog:
     gpus = load_gpus(directory / "gpus.yaml", sources)
     models = load_models(directory / "models.yaml", sources)
     prices = load_prices(directory / "prices.yaml", gpus)
+    for extra in PRICE_FILES[1:]:
+        if (directory / extra).is_file():
+            prices += load_prices(directory / extra, gpus)
+    purchase = load_purchase(directory / PURCHASE_FILE, gpus) if (directory / PURCHASE_FILE).is_file() else {}
     free_cycles()                 # parsing YAML left some behind
-    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest)
+    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest, purchase)
 
 
 # --- the compiled-catalog cache (plain JSON; see advisor/cache.py) -----------------------------------
 
-COMPILED_VERSION = "catalog-3"
+COMPILED_VERSION = "catalog-4"
 
 
 def _enc_figures(figs: dict[str, Figure]) -> list:
@@ -547,8 +658,10 @@ def _compiled_put(name: str, cat: Catalog) -> None:
         "gpus": [[g.id, g.name, list(g.aliases), g.vendor, g.generation, g.gpu_class, g.status, _enc_figures(g.figures),
                   g.file, g.line] for g in cat.gpus.values()],
         "models": [[m.id, m.name, list(m.aliases), _enc_figures(m.figures), m.file, m.line] for m in cat.models.values()],
-        "prices": [[p.gpu, p.gpus_per_instance, p.usd_per_hour, p.provider, p.date, p.source, p.tier, p.file, p.line]
+        "prices": [[p.gpu, p.gpus_per_instance, p.usd_per_hour, p.provider, p.date, p.source, p.tier, p.file, p.line,
+                    p.kind, p.instance, list(p.regions), p.region_count, p.commit, p.usd_per_hour_median, p.note]
                    for p in cat.prices],
+        "purchase": cache.pack(cat.purchase),
         "efficiency": cache.pack(cat.efficiency), "sources": cache.pack(cat.sources),
         "knowledge": cache.pack(cat.knowledge), "digest": cat.digest,
     }
@@ -563,8 +676,9 @@ def _compiled_get(name: str) -> Catalog | None:
         gpus = {g[0]: GPU(g[0], g[1], tuple(g[2]), g[3], g[4], g[5], g[6], _dec_figures(g[7]), g[8], g[9])
                 for g in data["gpus"]}
         models = {m[0]: Model(m[0], m[1], tuple(m[2]), _dec_figures(m[3]), m[4], m[5]) for m in data["models"]}
-        prices = [Price(*p) for p in data["prices"]]
-        return Catalog(gpus, models, prices, data["efficiency"], data["sources"], data["knowledge"], data["digest"])
+        prices = [Price(*p[:11], tuple(p[11]), *p[12:]) for p in data["prices"]]
+        return Catalog(gpus, models, prices, data["efficiency"], data["sources"], data["knowledge"], data["digest"],
+                       data["purchase"])
     except (KeyError, TypeError, IndexError, ValueError):
         return None
 

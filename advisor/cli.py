@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from advisor.errors import InputError
+from advisor.errors import InputError, Problem
 
 EXIT_INPUT = 2
 EXIT_OUTPUT = 120     # the output could not be written (what Python itself exits with then)
@@ -365,6 +365,63 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+def cmd_prices(args) -> int:
+    """`prices import PATH...`: SkyPilot vms.csv files -> a price file; `prices list`: the known quotes."""
+    if args.action == "import":
+        from advisor import skypilot
+        from advisor.files import write_atomic
+        if not args.paths:
+            raise InputError(Problem("give a skypilot-catalog catalogs/v7 folder, ~/.sky/catalogs/v7 or a vms.csv", None, None, "PATH"))
+        text, rows, unmapped = skypilot.import_prices(args.paths, args.skip or (), args.date, args.commit)
+        if args.out:
+            write_atomic(args.out, text)
+        else:
+            sys.stdout.write(text)
+        gpus = len({r["gpu"] for r in rows})
+        print(f"{len(rows)} price rows for {gpus} catalog GPUs" + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
+        if unmapped:
+            print("not mapped to a catalog GPU (no row written): " + ", ".join(f"{k} ({v})" for k, v in sorted(unmapped.items())),
+                  file=sys.stderr)
+        return 0
+    cat = _catalog(args)
+    rows = cat.prices
+    if args.gpu:
+        want = {cat.gpu(g, "--gpu").id for g in args.gpu}
+        rows = [p for p in rows if p.gpu in want]
+    if args.kind:
+        rows = [p for p in rows if p.kind == args.kind]
+    rows = sorted(rows, key=lambda p: (p.gpu, p.kind, p.usd_per_hour / p.gpus_per_instance, p.provider, p.instance or ""))
+    if args.format == "json":
+        keys = ("gpu", "gpus_per_instance", "kind", "usd_per_hour", "usd_per_hour_median", "provider", "instance",
+                "regions", "region_count", "date", "commit", "source", "tier", "note")
+        out = [{k: (list(getattr(p, k)) if k == "regions" else getattr(p, k)) for k in keys} | {"file": p.file, "line": p.line}
+               for p in rows]
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{'gpu':<15} {'kind':<9} {'$/GPU-h':>8} {'GPUs':>4} {'$/h':>9}  provider / instance / date")
+    for p in rows:
+        when = p.date + (f" @{p.commit[:8]}" if p.commit else "")
+        print(f"{p.gpu:<15} {p.kind:<9} {p.usd_per_hour / p.gpus_per_instance:>8.2f} {p.gpus_per_instance:>4} {p.usd_per_hour:>9.2f}  "
+              f"{p.provider}{' ' + p.instance if p.instance else ''} ({when})")
+    print(f"{len(rows)} quotes for {len({p.gpu for p in rows})} GPUs; GPUs without any: "
+          + (", ".join(g for g in cat.gpus if not cat.prices_for(g)) or "none"))
+    return 0
+
+
+def _prices_args(pr) -> None:
+    pr.add_argument("action", choices=("list", "import"))
+    pr.add_argument("paths", nargs="*", metavar="PATH", help="import: skypilot-catalog catalogs/v7 folder, ~/.sky/catalogs/v7, a vms.csv")
+    pr.add_argument("--gpu", action="append", metavar="ID", help="list: only this GPU (repeatable)")
+    pr.add_argument("--kind", choices=("on-demand", "spot", "reserved", "endpoint"), help="list: only this kind")
+    pr.add_argument("--format", choices=("text", "json"), default="text")
+    pr.add_argument("--out", metavar="FILE", help="import: write the price file here (default: stdout); use it with --prices FILE")
+    pr.add_argument("--skip", action="append", metavar="CLOUD", help="import: leave out this cloud (repeatable)")
+    pr.add_argument("--date", help="import: the retrieval date to record (default: the source's, else today)")
+    pr.add_argument("--commit", help="import: the catalog commit to record (default: read from the checkout)")
+    _common(pr, rules=False, prices=True)
+    pr.set_defaults(func=cmd_prices)
+
+
 def _common(parser, rules: bool, prices: bool) -> None:
     """The options every command that decides shares, defined once."""
     if rules:
@@ -447,6 +504,7 @@ COMMANDS = {
     "replay": ("replay recorded dialogue transcripts; fail when questions or decision changed", _replay_args),
     "sweep": ("decide every combination of a grid of workloads (CSV, optional summary)", _sweep_args),
     "explain": ("explain a saved decision record", _explain_args),
+    "prices": ("list the known price quotes, or import SkyPilot's catalog (vms.csv) as a price file", _prices_args),
 }
 
 

@@ -277,7 +277,7 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
         rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
                                  "tp": c.tp, "pp": c.pp, "dp": c.dp, "usd_per_hour": c.usd_per_hour,
                                  "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
-                                 "price": c.price, "price_unknown": c.price_unknown}
+                                 "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco}
     else:
         rec["recommendation"] = None
         rec["no_candidate"] = {g: [e["rule"] for e in ex] for g, ex in d.excluded.items()}

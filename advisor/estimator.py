@@ -46,6 +46,7 @@ class Candidate:
     usd_per_job: float | None = None
     price: dict | None = None
     price_unknown: str | None = None
+    tco: dict | None = None            # on premises: rent versus buy (numbers.cost.own)
     reason: str | None = None
     ideal: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
@@ -55,7 +56,7 @@ class Candidate:
         for k in ("count", "nodes", "tp", "pp", "dp", "per_card_gb", "headroom_gb", "kv_headroom_gb", "fits",
                   "compute_precision", "prefill_ms", "decode_ms_per_token", "tokens_per_s", "tokens_per_s_per_user",
                   "max_concurrency", "max_context_tokens", "training_hours", "power_kw_per_node", "usd_per_hour",
-                  "usd_per_million_tokens", "usd_per_job", "price", "price_unknown", "reason", "ideal", "why"):
+                  "usd_per_million_tokens", "usd_per_job", "price", "price_unknown", "tco", "reason", "ideal", "why"):
             v = getattr(self, k)
             d[k] = _r(v) if not isinstance(v, dict) else {a: (_r(b) if not isinstance(b, dict) else b) for a, b in v.items()}
         d["memory_gb"] = self.gpu.memory_gb

@@ -37,7 +37,7 @@ TRAIN = ("training", "fine-tuning")
 FIELDS: dict[str, Spec] = {
     "name": Spec("str", "A short name for the workload, used in titles."),
     "mode": Spec("enum", "What the GPUs will do: serve a model, train one from scratch, or fine-tune one.", MODES),
-    "model": Spec("model", "A catalog model id or alias, or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
+    "model": Spec("model", "A catalog model id or alias, a Hugging Face config.json (path, folder, or hf:ORG/NAME), or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
     "precision": Spec("enum", "Precision of the weights; default: the model's shipped precision.", PRECISIONS),
     "kv_precision": Spec("enum", "Precision of the KV cache.", KV_PRECISIONS, default="bf16", modes=("inference",)),
     "method": Spec("enum", "Full training, LoRA adapters, or QLoRA (4-bit base weights + adapters).", ("full", "lora", "qlora"), default="full", modes=TRAIN),
@@ -67,6 +67,14 @@ CONSTRAINTS: dict[str, Spec] = {
     "max_gpus": Spec("int", "Most GPUs the team can use.", min=1, max=100_000, unit="GPUs"),
     "deadline_hours": Spec("float", "Training: hours by which the job must finish (adds data-parallel replicas).", min=0.01, max=1e6, unit="h"),
     "gpus": Spec("gpus", "Consider only these GPUs (ids or aliases)."),
+    "spot": Spec("bool", "Spot (interruptible) instances may be rented; training then needs checkpointing.", default=False),
+    "providers": Spec("names", "Rent only from these providers (e.g. AWS, Lambda, RunPod; case-insensitive)."),
+    "regions": Spec("names", "Rent only in these regions (offers whose regions are recorded)."),
+    "amortisation_years": Spec("float", "On premises: years over which the hardware is written off.", min=0.5, max=20, unit="years"),
+    "usd_per_kwh": Spec("float", "On premises: electricity price.", min=0.001, max=10, unit="USD/kWh"),
+    "pue": Spec("float", "On premises: power usage effectiveness of the data centre (facility / IT power).", min=1, max=5),
+    "hosting_usd_per_kw_month": Spec("float", "On premises: hosting (colocation) per kW of IT load per month, power excluded.", min=0, max=10_000, unit="USD/kW-month"),
+    "utilisation": Spec("float", "Share of hours the GPUs are busy (rent is paid only for those; owning costs run on).", min=0.01, max=1),
 }
 
 MODEL_FIELDS: dict[str, Spec] = {
@@ -102,6 +110,14 @@ class Constraints:
     max_gpus: int | None = None
     deadline_hours: float | None = None
     gpus: tuple[str, ...] = ()
+    spot: bool = False
+    providers: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+    amortisation_years: float | None = None
+    usd_per_kwh: float | None = None
+    pue: float | None = None
+    hosting_usd_per_kw_month: float | None = None
+    utilisation: float | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +280,16 @@ def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
     return Model("custom", name, (), figs, file, getattr(raw, "line", None))
 
 
+def _is_config(raw: str, file: str) -> bool:
+    """A model named by its Hugging Face config (hf:ORG/NAME, a .json file or a folder with config.json)."""
+    if raw.startswith("hf:") or raw.lower().endswith(".json"):
+        return True
+    for base in (Path(file).parent, Path(".")):
+        if (base / raw / "config.json").is_file():
+            return True
+    return False
+
+
 def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
     """Validate a parsed workload document; every problem is reported with its field and line."""
     col = Collector(file)
@@ -287,7 +313,11 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 values["model"] = _custom_model(raw, col, file)
             elif isinstance(raw, str):
                 try:
-                    values["model"] = catalog.model(raw, "model", file, line)
+                    if _is_config(raw, file):     # model: path/to/config.json, a folder holding one, or hf:ORG/NAME
+                        from advisor import hfconfig
+                        values["model"] = hfconfig.model_from(raw, Path(file).parent)
+                    else:
+                        values["model"] = catalog.model(raw, "model", file, line)
                 except InputError as exc:
                     col.problems.extend(exc.problems)
             else:
@@ -347,6 +377,14 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
                 except InputError as exc:
                     col.problems.extend(exc.problems)
             values["gpus"] = tuple(dict.fromkeys(ids))
+            continue
+        if spec.kind == "names":
+            if isinstance(v, str):
+                v = [v]
+            if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() and len(x) < 100 for x in v):
+                col.add("must be a list of names", line, f"constraints.{key}")
+                continue
+            values[key] = tuple(dict.fromkeys(x.strip() for x in v))
             continue
         checked = _check_value(spec, v, col, f"constraints.{key}", line)
         if checked is not None:

@@ -27,21 +27,23 @@ def test_json_keys_and_values(capsys):
     for key in ("gpu", "count", "nodes", "tp", "pp", "dp", "per_card_gb", "headroom_gb", "fits", "prefill_ms",
                 "decode_ms_per_token", "tokens_per_s", "power_kw_per_node", "usd_per_hour", "usd_per_million_tokens", "usd_per_job"):
         assert key in c
-    assert c["gpu"] == "h200-sxm" and c["count"] == 1 and c["usd_per_hour"] == 5.0
-    assert c["price"]["date"] == "2026-09" and c["price"]["source"] == "seed 000 (K17)"
+    # the cheapest single-H200 offer: Shadeform's datacrunch_H200 in SkyPilot's catalog (commit 54ce89bb)
+    assert c["gpu"] == "h200-sxm" and c["count"] == 1 and c["usd_per_hour"] == 2.45
+    assert c["price"]["provider"] == "Shadeform" and c["price"]["kind"] == "on-demand"
+    assert c["price"]["date"] == "2026-11-30" and c["price"]["commit"].startswith("54ce89bb")
     assert "10^9" in d["units"]
     assert "formula" in d["ledger_explained"]["weights_gb"]
 
 
 def test_text_has_ledger_and_unknown_prices(capsys):
-    code, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "l40s", "--gpu", "h200")
+    code, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "gaudi-3", "--gpu", "h200")
     assert code == 0
     assert "weights" in out and "65.18 GB" in out and "GB = 10^9 bytes" in out
-    assert "unknown" in out   # the L40S has no price in the catalog
+    assert "unknown" in out   # Gaudi 3 has no price in the catalog
 
 
 def test_unknown_price_is_null_with_reason(capsys):
-    _, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "l40s", "--format", "json")
+    _, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "gaudi-3", "--format", "json")
     c = json.loads(out)["candidates"][0]
     assert c["usd_per_hour"] is None and c["usd_per_million_tokens"] is None
     assert c["price_unknown"] == "no price known for this GPU"
@@ -49,8 +51,8 @@ def test_unknown_price_is_null_with_reason(capsys):
 
 def test_user_prices_add_quotes(capsys, tmp_path):
     f = tmp_path / "quotes.yaml"
-    f.write_text("prices:\n  - {gpu: L40S, gpus_per_instance: 4, usd_per_hour: 6.0, provider: Acme, date: 2026-11, source: 'email quote'}\n")
-    _, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "l40s", "--prices", str(f), "--format", "json")
+    f.write_text("prices:\n  - {gpu: Gaudi 3, gpus_per_instance: 4, usd_per_hour: 6.0, provider: Acme, date: 2026-11, source: 'email quote'}\n")
+    _, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "gaudi-3", "--prices", str(f), "--format", "json")
     c = json.loads(out)["candidates"][0]
     assert c["usd_per_hour"] == 6.0 and c["price"]["provider"] == "Acme"
 

@@ -74,11 +74,12 @@ def test_w07_kimi_k3_needs_more_than_one_h200_node(estimate_file, catalog):
 
 
 def test_w08_prices_of_the_seed(estimate_file):
-    one = estimate_file("gpt-oss-120b-one-user")
+    seed = {"providers": ["Hugging Face Inference Endpoints"]}       # the seed's quotes (K17)
+    one = estimate_file("gpt-oss-120b-one-user", constraints=seed)
     a100 = one.candidate("a100-80gb-sxm")
     assert a100.fits and a100.count == 1 and a100.usd_per_hour == 2.5
     assert close(a100.kv_headroom_gb, 15)
-    many = estimate_file("chat-assistant")
+    many = estimate_file("chat-assistant", constraints=seed)
     h200 = many.candidate("h200-sxm")
     assert h200.count == 1 and h200.usd_per_hour == 5.0
     assert many.candidate("a100-80gb-sxm").count > 1                  # many users outgrow one A100

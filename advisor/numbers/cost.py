@@ -1,11 +1,26 @@
-"""At what cost: power per node, the cheapest way to rent the plan's cards, cost per job."""
+"""At what cost: power per node, the offers that may price a plan, the cheapest way to rent its cards,
+the cost of owning them (rent versus buy), and the cost per job.
+
+Offers (`catalog/prices*.yaml`) have a kind: on-demand, spot, reserved, endpoint (managed inference),
+purchase (`catalog/purchase.yaml`). Which kinds may price a plan (`offers`):
+- training and multi-node plans are priced only from instances (on-demand, reserved; spot when
+  `constraints.spot: true`), never from an inference endpoint;
+- endpoints price serving on one node only;
+- `constraints.providers` and `constraints.regions` filter the offers;
+- on premises (`deployment: on-prem` or `air-gapped`) the plan is priced by owning it: amortised
+  purchase price + power x PUE + hosting, per hour, beside renting the same plan (`c.tco`).
+"""
 from __future__ import annotations
 
 import math
+import re
 
 from advisor.catalog import PRICE_TIERS, Price
 
 HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW
+HOURS_PER_MONTH = 730              # 8,760 h / 12
+INSTANCE_KINDS = ("on-demand", "reserved", "spot")
+ON_PREM = ("on-prem", "air-gapped")
 
 
 def pick_price(prices: list[Price], count: int, group: int):
@@ -15,7 +30,8 @@ def pick_price(prices: list[Price], count: int, group: int):
     for tier in PRICE_TIERS:
         offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group]
         if offers:
-            best = min(offers, key=lambda p: (math.ceil(count / p.gpus_per_instance) * p.usd_per_hour, -p.gpus_per_instance))
+            best = min(offers, key=lambda p: (math.ceil(count / p.gpus_per_instance) * p.usd_per_hour, -p.gpus_per_instance,
+                                              p.kind != "on-demand", p.provider, p.instance or ""))
             n = math.ceil(count / best.gpus_per_instance)
             return n * best.usd_per_hour, best, n
     return None
@@ -37,28 +53,239 @@ def power(c, gpu) -> None:
         c.why["power_kw_per_node"] = f"{cards_in_node} x {tdp:g} W x 1.25 host factor (C14)"
 
 
-def offers(gpu, catalog, w=None) -> list[Price]:
-    """The price rows that may price a plan of this GPU for workload `w` (all of the GPU's quotes today)."""
-    return catalog.prices_for(gpu.id)
+# --- which offers may price a plan ----------------------------------------------------------------
+
+def _name(s: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+def _provider_ok(p: Price, wanted: tuple[str, ...]) -> bool:
+    if not wanted:
+        return True
+    have = _name(p.provider)
+    return any(_name(x) and (_name(x) == have or have.startswith(_name(x))) for x in wanted)
+
+
+def _region_ok(p: Price, wanted: tuple[str, ...]) -> bool:
+    return not wanted or bool({r.lower() for r in p.regions} & {r.lower() for r in wanted})
+
+
+def offers(gpu, catalog, w=None, nodes: int | None = None) -> list[Price]:
+    """The quotes usable for this workload: its kinds (spot only when allowed; endpoints only for
+    serving, and only on one node when `nodes` is known), providers and regions."""
+    rows = catalog.prices_for(gpu.id)
+    if w is None:
+        return [p for p in rows if p.kind != "spot"]
+    c = w.constraints
+    kinds = set(INSTANCE_KINDS if c.spot else INSTANCE_KINDS[:2])
+    if not w.training and (nodes is None or nodes <= 1):
+        kinds.add("endpoint")
+    return [p for p in rows if p.kind in kinds and _provider_ok(p, c.providers) and _region_ok(p, c.regions)]
 
 
 def instance_sizes(gpu, catalog, w=None) -> list[int]:
-    """GPUs per instance of the offers usable for `w`, smallest first (the planner rents whole instances)."""
+    """GPUs per instance of the offers usable for `w`, smallest first (the planner rents whole instances).
+    On premises with a purchase price: the unit the GPU is bought in (a server of 8 SXM modules, a card)."""
+    if w is not None and w.constraints.deployment in ON_PREM:
+        unit = purchase_unit(gpu, catalog)
+        if unit:
+            return [unit]
     return sorted({p.gpus_per_instance for p in offers(gpu, catalog, w)})
 
 
+def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
+    everything = catalog.prices_for(gpu.id)
+    if not everything:
+        return "no price known for this GPU"
+    usable = offers(gpu, catalog, w, nodes)
+    if not usable:
+        kinds = sorted({p.kind for p in everything})
+        c = w.constraints if w is not None else None
+        if c is not None and (c.providers or c.regions):
+            where = (f" from {', '.join(c.providers)}" if c.providers else "") + (f" in {', '.join(c.regions)}" if c.regions else "")
+            return f"no usable quote{where} (quotes exist elsewhere: {', '.join(kinds)})"
+        if kinds == ["endpoint"]:
+            what = "training" if w is not None and w.training else f"a {nodes}-node plan"
+            return f"only inference-endpoint quotes, which do not price {what}"
+        if kinds == ["spot"] or set(kinds) <= {"spot", "endpoint"}:
+            return "only spot quotes (set constraints.spot: true to use them)"
+        return f"no usable quote (kinds quoted: {', '.join(kinds)})"
+    have = sorted({p.gpus_per_instance for p in usable})
+    return f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})"
+
+
+def _offer_dict(p: Price, n: int, count: int) -> dict:
+    return {"provider": p.provider, "instance": p.instance, "region": _region_text(p), "kind": p.kind,
+            "date": p.date, "commit": p.commit, "source": p.source, "tier": p.tier,
+            "instances": n, "gpus_per_instance": p.gpus_per_instance, "usd_per_instance_hour": p.usd_per_hour,
+            "usd_per_instance_hour_median": p.usd_per_hour_median, "idle_gpus": n * p.gpus_per_instance - count}
+
+
+def _region_text(p: Price) -> str | None:
+    if p.regions:
+        return p.regions[0] if len(p.regions) == 1 else f"cheapest of {len(p.regions)} regions ({', '.join(p.regions[:3])}{', ...' if len(p.regions) > 3 else ''})"
+    if p.region_count:
+        return "1 region" if p.region_count == 1 else f"cheapest of {p.region_count} regions"
+    return None
+
+
+def rent(c, gpu, catalog, group: int, w=None):
+    """(usd_per_hour, price row, instances) of the cheapest usable rental for the plan in `c`, or None."""
+    return pick_price(offers(gpu, catalog, w, c.nodes), c.count, group)
+
+
 def price(c, gpu, catalog, group: int, w=None) -> None:
-    """The hourly price of the plan in `c` from the offers usable for `w` (K13), or why it is unknown."""
+    """The hourly price of the plan in `c` from the offers usable for `w` (K13), or why it is unknown.
+    On premises: the hourly cost of owning the plan (kind 'purchase') and c.tco, rent versus buy."""
     count = c.count
-    found = pick_price(offers(gpu, catalog, w), count, group)
+    if w is not None and w.constraints.deployment in ON_PREM:
+        own(c, gpu, catalog, group, w)
+        return
+    found = rent(c, gpu, catalog, group, w)
     if found:
         c.usd_per_hour, p, n = found
-        c.price = {"provider": p.provider, "date": p.date, "source": p.source, "tier": p.tier,
-                   "instances": n, "gpus_per_instance": p.gpus_per_instance, "usd_per_instance_hour": p.usd_per_hour,
-                   "idle_gpus": n * p.gpus_per_instance - count}
-        c.why["usd_per_hour"] = (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}, {p.date})"
-                                 + (f"; {n * p.gpus_per_instance - count} of its GPUs idle" if n * p.gpus_per_instance > count else ""))
+        c.price = _offer_dict(p, n, count)
+        idle = n * p.gpus_per_instance - count
+        where = _region_text(p)
+        c.why["usd_per_hour"] = (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}"
+                                 + (f" {p.instance}" if p.instance else "") + f", {p.kind}" + (f", {where}" if where else "")
+                                 + f", {p.date}" + (f", catalog commit {p.commit[:8]}" if p.commit else "") + ")"
+                                 + (f"; {idle} of its GPUs idle" if idle > 0 else ""))
+        if p.kind == "spot" and w is not None and w.training:
+            c.why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
+                             "restart loses little work (constraints.spot: true)")
     else:
-        have = instance_sizes(gpu, catalog, w)
-        c.price_unknown = ("no price known for this GPU" if not have else
-                           f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})")
+        c.price_unknown = _why_unknown(gpu, catalog, w, group, c.nodes or 1)
+
+
+# --- rent versus buy ----------------------------------------------------------------------------
+
+#: workload override -> purchase.yaml site figure
+SITE_KEYS = {"amortisation_years": "amortisation_years", "usd_per_kwh": "usd_per_kwh", "pue": "pue",
+             "hosting_usd_per_kw_month": "hosting_usd_per_kw_month", "utilisation": "utilisation"}
+
+
+def purchase_unit(gpu, catalog) -> int | None:
+    e = catalog.purchase.get("gpus", {}).get(gpu.id) if catalog.purchase else None
+    return int(e.get("unit_gpus", 1)) if e else None
+
+
+def _site(catalog, w) -> dict:
+    """The data-centre figures: the workload's overrides, else purchase.yaml's sourced defaults."""
+    site = (catalog.purchase or {}).get("site", {})
+    out = {}
+    for key, fig_name in SITE_KEYS.items():
+        fig = site.get(fig_name, {})
+        mine = getattr(w.constraints, key, None)
+        out[key] = {"v": mine if mine is not None else fig.get("v"), "range": None if mine is not None else fig.get("range"),
+                    "source": "workload file" if mine is not None else f"{fig.get('src')} ({fig.get('date')})"}
+    for key in ("server_overhead", "maintenance_share_per_year"):
+        fig = site.get(key, {})
+        out[key] = {"v": fig.get("v"), "range": fig.get("range"), "source": f"{fig.get('src')} ({fig.get('date')})"}
+    return out
+
+
+def tco(count: int, usd_per_gpu: float, it_kw: float, rent_usd_per_hour: float | None, s: dict) -> dict:
+    """Rent versus buy for `count` GPUs bought at `usd_per_gpu` drawing `it_kw` of IT power:
+    capex = count x price x server overhead; opex per month = energy (kW x PUE x $/kWh x busy hours)
+    + hosting ($/kW-month x kW) + maintenance (share of capex per year / 12); rent per month = the
+    rental price x busy hours; break-even = capex / (rent - opex) months (None when renting is cheaper)."""
+    v = {k: x["v"] for k, x in s.items()}
+    busy_hours = HOURS_PER_MONTH * v["utilisation"]
+    capex = count * usd_per_gpu * v["server_overhead"]
+    energy = it_kw * v["pue"] * v["usd_per_kwh"] * busy_hours
+    hosting = it_kw * v["hosting_usd_per_kw_month"]
+    maintenance = capex * v["maintenance_share_per_year"] / 12
+    opex = energy + hosting + maintenance
+    rent_month = rent_usd_per_hour * busy_hours if rent_usd_per_hour is not None else None
+    saving = (rent_month - opex) if rent_month is not None else None
+    return {"capex_usd": capex, "opex_usd_per_month": opex, "rent_usd_per_month": rent_month,
+            "break_even_months": (capex / saving) if saving and saving > 0 else None,
+            "energy_usd_per_month": energy, "hosting_usd_per_month": hosting, "maintenance_usd_per_month": maintenance,
+            "owning_usd_per_hour": (capex / (v["amortisation_years"] * 12) + opex) / HOURS_PER_MONTH}
+
+
+def own(c, gpu, catalog, group: int, w) -> None:
+    """On premises: c.usd_per_hour = the hourly cost of owning the plan (kind 'purchase'), and c.tco:
+    buying against renting the same plan at the workload's utilisation, with the range the purchase
+    price's sources span."""
+    entry = (catalog.purchase or {}).get("gpus", {}).get(gpu.id)
+    count = c.count
+    if not entry:
+        c.price_unknown = "no purchase price known for this GPU (on premises it is bought, not rented)"
+        return
+    tdp = gpu.num("tdp_w")
+    if not tdp:
+        c.price_unknown = "no TDP known for this GPU: its power cost cannot be computed"
+        return
+    s = _site(catalog, w)
+    if any(x["v"] is None for x in s.values()):
+        missing = [k for k, x in s.items() if x["v"] is None]
+        c.price_unknown = f"no data-centre figure for {', '.join(missing)} (catalog/purchase.yaml or the workload)"
+        return
+    unit = int(entry.get("unit_gpus", 1))
+    bought = math.ceil(count / unit) * unit
+    it_kw = bought * tdp * HOST_POWER_FACTOR / 1000
+    fig = entry["usd_per_gpu"]
+    # renting the same plan: instances only (an endpoint does not stand in for owned hardware)
+    rented = pick_price([p for p in offers(gpu, catalog, _as_cloud(w), c.nodes) if p.kind in ("on-demand", "reserved")],
+                        count, group)
+    rent_h = rented[0] if rented else None
+    mid = tco(bought, fig["v"], it_kw, rent_h, s)
+    low = tco(bought, fig["range"][0], it_kw, rent_h, s)
+    high = tco(bought, fig["range"][1], it_kw, rent_h, s)
+    c.usd_per_hour = mid["owning_usd_per_hour"]
+    c.price = {"provider": "bought (on premises)", "instance": f"{bought // unit} x {unit}-GPU "
+               + ("server" if unit > 1 else "card"), "region": None, "kind": "purchase",
+               "date": fig.get("date", "unknown"), "commit": None, "source": "; ".join(fig.get("sources", [])),
+               "tier": "quote", "instances": bought // unit, "gpus_per_instance": unit,
+               "usd_per_instance_hour": c.usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
+               "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"])}
+    t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months")}
+    t.update({
+        "capex_usd_range": [low["capex_usd"], high["capex_usd"]],
+        "break_even_months_range": [low["break_even_months"], high["break_even_months"]],
+        "owning_usd_per_hour": mid["owning_usd_per_hour"],
+        "owning_usd_per_hour_range": [low["owning_usd_per_hour"], high["owning_usd_per_hour"]],
+        "energy_usd_per_month": mid["energy_usd_per_month"], "hosting_usd_per_month": mid["hosting_usd_per_month"],
+        "maintenance_usd_per_month": mid["maintenance_usd_per_month"],
+        "gpus_bought": bought, "it_kw": it_kw,
+        "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]), "usd_per_gpu_sources": list(fig.get("sources", [])),
+        "usd_per_gpu_date": fig.get("date"),
+        "rent_offer": _offer_dict(rented[1], rented[2], count) if rented else None,
+        "rent_usd_per_hour": rent_h,
+        "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()},
+    })
+    c.tco = t
+    c.why["usd_per_hour"] = (f"owning {bought} x {gpu.id} at ${fig['v']:,.0f} each x {s['server_overhead']['v']:g} server overhead "
+                             f"= ${t['capex_usd']:,.0f} written off over {s['amortisation_years']['v']:g} years, + ${t['opex_usd_per_month']:,.0f}"
+                             f"/month to run, per {HOURS_PER_MONTH} h")
+    c.why["rent_vs_buy"] = rent_vs_buy_text(t, s, gpu.id)
+
+
+def _months(x) -> str:
+    return "never (renting is cheaper)" if x is None else f"{x:,.1f} months"
+
+
+def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
+    """One paragraph for the memo: buying against renting the same plan, with the ranges of the sources."""
+    lo, hi = t["break_even_months_range"]
+    be = _months(t["break_even_months"])
+    span = "" if (lo, hi) == (t["break_even_months"],) * 2 else f" (purchase-price range: {_months(lo)} to {_months(hi)})"
+    text = (f"buy {t['gpus_bought']} x {gpu_id}: ${t['capex_usd']:,.0f} capex (${t['capex_usd_range'][0]:,.0f}-${t['capex_usd_range'][1]:,.0f}: "
+            f"${t['usd_per_gpu_range'][0]:,.0f}-${t['usd_per_gpu_range'][1]:,.0f} per GPU from {len(t['usd_per_gpu_sources'])} source(s), "
+            f"{t['usd_per_gpu_date']}) + ${t['opex_usd_per_month']:,.0f}/month to run (energy {t['it_kw']:.1f} kW x PUE {s['pue']['v']:g} x "
+            f"${s['usd_per_kwh']['v']:g}/kWh at {s['utilisation']['v']:.0%} busy: ${t['energy_usd_per_month']:,.0f}; hosting "
+            f"${s['hosting_usd_per_kw_month']['v']:g}/kW-month: ${t['hosting_usd_per_month']:,.0f}; maintenance "
+            f"{s['maintenance_share_per_year']['v']:.0%} of capex a year: ${t['maintenance_usd_per_month']:,.0f})")
+    o = t["rent_offer"]
+    if o is None:
+        return text + "; no rental quote for the same plan to compare with"
+    return (text + f"; renting the same plan ({o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']}) "
+            f"{s['utilisation']['v']:.0%} of the time: ${t['rent_usd_per_month']:,.0f}/month; break-even: {be}{span}")
+
+
+def _as_cloud(w):
+    """The workload as if rented (the offers on-premises hardware is compared with)."""
+    from dataclasses import replace
+    return replace(w, constraints=replace(w.constraints, deployment="cloud"))
