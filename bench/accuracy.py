@@ -112,7 +112,9 @@ def ratio_pairs(prepared: list[Prepared], figures: list[float]) -> list[dict]:
         for a in idx:
             for b in idx:
                 ra, rb = prepared[a].rec, prepared[b].rec
-                if ra["gpu"] >= rb["gpu"] or ra["gpu"] == rb["gpu"]:
+                ga, gb = prepared[a].gpu, prepared[b].gpu
+                # newer over older: the faster spec (bf16 TFLOPS, then bandwidth) is the numerator
+                if (ga.tflops("bf16"), ga.bandwidth_tb_s) <= (gb.tflops("bf16"), gb.bandwidth_tb_s):
                     continue
                 per = (lambda r: r["count"]) if ra["class"] == "throughput" else (lambda r: 1)
                 measured = (ra["measured"] / per(ra)) / (rb["measured"] / per(rb))
