@@ -17,7 +17,7 @@ MODEL = {"params_b": 8, "layers": 32, "hidden_size": 4096, "attention_heads": 32
 @pytest.fixture
 def cal(catalog):
     """A calibration with round factors, so the arithmetic below can be done by hand."""
-    return replace(speed.calibration(catalog), bw_share=0.6, compute_share=0.5, step_ms=1.0, allreduce_us=10.0,
+    return replace(speed.calibration(catalog), bw_share=0.6, compute_share=0.5, layer_us=31.25, allreduce_us=10.0,
                    moe_half_tokens=0.0, link_share=1.0, _links={})
 
 
@@ -39,7 +39,7 @@ def test_tpot_and_ttft_by_hand_for_one_plan(catalog, cal):
     R = 794.5e12 * 0.5
     weights = 8e9 * 2                                            # 8B x 2 B
     kv = 2 * 8 * 128 * 2 * 32 * 1500                             # K and V x heads x dim x 2 B x layers x (1000 + 1000/2)
-    step = (weights + kv) / bw + 1e-3                            # bandwidth-bound + 1 ms step overhead
+    step = (weights + kv) / bw + 32 * 31.25e-6                   # bandwidth-bound + 31.25 us x 32 layers = 1 ms
     prefill_flops = 1000 * 2 * 8e9 + 2 * 32 * 1000 ** 2 * 4096   # 2 x params per token + causal attention
     prefill = prefill_flops / R + 1e-3
     tpot = step + prefill_flops / R / 1000                       # one prompt's prefill spread over 1,000 outputs

@@ -76,7 +76,7 @@ class Calibration:
 
     bw_share: float
     compute_share: float
-    step_ms: float
+    layer_us: float
     allreduce_us: float
     moe_half_tokens: float
     engine_max_batch: int
@@ -90,6 +90,11 @@ class Calibration:
     train_spread: float               # the fit's residual spread (log ratio), for the stated uncertainty
     sources: dict                     # factor -> short source text
     _links: dict = field(default_factory=dict)
+
+    def serving_share(self, precision: str) -> float:
+        """Share of the achievable matmul rate serving reaches (one figure: a separate FP4 share was
+        tried and went to its bound, as B200's serving rows are bandwidth-bound)."""
+        return self.compute_share
 
     def link_bytes_s(self, gpu: GPU) -> tuple[float, str]:
         got = self._links.get(gpu.id)
@@ -130,7 +135,7 @@ def calibration(catalog: Catalog) -> Calibration:
     cal = Calibration(
         bw_share=float(_v(eff, "hbm_share", 0.6)),
         compute_share=float(_v(sv, "compute_share", 0.6)),
-        step_ms=float(_v(sv, "step_overhead_ms", 0.0)),
+        layer_us=float(_v(sv, "layer_overhead_us", 0.0)),
         allreduce_us=float(_v(sv, "allreduce_latency_us", 10.0)),
         moe_half_tokens=float(_v(sv, "moe_half_tokens", 0.0)),
         engine_max_batch=int(_v(sv, "engine_max_batch", 2048)),
@@ -230,14 +235,14 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
 
 
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1) -> Serving:
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, precision: str = "bf16") -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences."""
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share
-    R = rate_tflops * TFLOP * cal.compute_share
+    R = rate_tflops * TFLOP * cal.serving_share(precision)
     link, _ = cal.link_bytes_s(gpu)
     alpha = cal.allreduce_us * 1e-6
-    over = cal.step_ms * 1e-3
     L = sh.layers or 0
+    over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
     h = sh.hidden or 0.0
     d = sh.attn_dim or 0.0
     ctx = prompt + output / 2                      # average context of a sequence being decoded
@@ -305,7 +310,7 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
         b = math.ceil(total / c.dp)
     c.concurrency = total
     sv = serving_times(sh, kv_seq, gpu, cal, rate.value, c.tp, c.pp, b, w.prompt_tokens, w.output_tokens, rep,
-                       ep=getattr(c, "ep", None) or 1)
+                       ep=getattr(c, "ep", None) or 1, precision=c.compute_precision)
     c.prefill_ms = sv.prefill * 1e3
     c.ttft_ms = sv.ttft * 1e3
     c.tpot_ms = sv.tpot * 1e3
@@ -319,16 +324,16 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
         "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
                                    "formula": f"(dense weights {_gb(sh.dense_bytes)} + experts touched by {b} sequences + KV of {b} sequences) / "
                                               f"(TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}) (K06, K01)"},
-        "step_compute_ms": {"value": sv.step_cmp * 1e3, "factor": {"compute_share": cal.compute_share}, "source": src,
+        "step_compute_ms": {"value": sv.step_cmp * 1e3, "factor": {"compute_share": cal.serving_share(c.compute_precision)}, "source": src,
                             "formula": f"{b} x (2 x active + attention 4 x layers x context x heads x dim) FLOPs / "
-                                       f"(TP {c.tp} x PP {c.pp} x {rate.formula} x {cal.compute_share:g}) (K04)"},
+                                       f"(TP {c.tp} x PP {c.pp} x {rate.formula} x {cal.serving_share(c.compute_precision):g}) (K04)"},
         "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
                             "source": src, "formula": f"2 all-reduces per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"},
-        "step_overhead_ms": {"value": cal.step_ms, "factor": {"step_overhead_ms": cal.step_ms}, "source": src,
-                             "formula": "scheduler and kernel-launch time per decode step"},
+        "step_overhead_ms": {"value": cal.layer_us * (sh.layers or 64) / 1e3, "factor": {"layer_overhead_us": cal.layer_us}, "source": src,
+                             "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers per decode step"},
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
-        "ttft_ms": {"value": c.ttft_ms, "factor": {"compute_share": cal.compute_share}, "source": src,
+        "ttft_ms": {"value": c.ttft_ms, "factor": {"compute_share": cal.serving_share(c.compute_precision)}, "source": src,
                     "formula": f"prefill {c.prefill_ms:,.1f} ms ({w.prompt_tokens:,} tokens x FLOPs incl. attention / (TP {c.tp} x rate)) "
                                "+ half a decode step + queueing behind other prompts (M/D/1)"},
     }
@@ -338,9 +343,9 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
                                     "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
                                                f"prefill expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"}
     c.why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
-                           f"(TP {c.tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07)")
+                           f"(TP {c.tp} x {rate.formula} x {cal.serving_share(c.compute_precision):g} fitted serving share) (K04, K07)")
     c.why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
-                                    f"+ TP all-reduces + {cal.step_ms:g} ms step overhead + prefill interference, at {b} sequences "
+                                    f"+ TP all-reduces + {cal.layer_us:g} us per layer step overhead + prefill interference, at {b} sequences "
                                     "per replica (K06, K01; factors fitted, docs/accuracy.md)")
     if c.usd_per_hour:
         c.usd_per_million_tokens = c.usd_per_hour / (c.tokens_per_s * 3600) * 1e6
