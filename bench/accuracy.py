@@ -86,8 +86,10 @@ def evaluate(p: Prepared, cal) -> float:
         tr = speed.training_rate(p.w, p.led, p.gpu, cal, p.rate, tp, pp, dp, seq=r["seq"], micro_batch=mbs, microbatches=m,
                                  virtual_stages=r.get("virtual_stages") or 1, precision=cp)
         return tr.tokens_per_s_per_gpu
-    if r.get("max_batch"):
+    if r.get("max_batch"):      # the engine's own cap where the source sets it
         cal = replace(cal, engine_max_batch=int(r["max_batch"]))
+    if r.get("kv_fraction"):
+        cal = replace(cal, memory_utilisation=float(r["kv_fraction"]))
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
     c = Candidate(p.gpu, True, count=r["count"], nodes=1, tp=tp, pp=pp, dp=dp)
     speed.inference_speed(p.w, p.led, c, p.gpu, p.rate, cal.bw_share, cal=cal)

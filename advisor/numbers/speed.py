@@ -249,12 +249,12 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
 
     # decode step: pp micro-batches of batch/pp sequences pass the stages in turn
     mb = max(batch / pp, 1.0)
-    exp_bytes, _ = _touched_bytes(sh, mb)
+    exp_bytes, tpe = _touched_bytes(sh, mb)
     kv_read = batch * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
     t_mem = (sh.dense_bytes + exp_bytes + kv_read) / (tp * bw)
     attn_f = 4 * L * ctx * d
-    # decode's expert matmuls are bound by reading the touched experts (t_mem), not by their shape
-    flops = batch * (sh.dense_flops + attn_f + sh.expert_flops)
+    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
+    flops = batch * (sh.dense_flops + attn_f + sh.expert_flops / _moe_eff(tpe, cal.moe_half_tokens))
     t_cmp = flops / (tp * pp * R)
     t_comm = 2 * L * comm.allreduce_s(mb * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
     if ep > 1 and sh.expert_bytes:
@@ -341,7 +341,7 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
         c.speed_explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / c.pp, 1)),
                                     "factor": {"moe_half_tokens": cal.moe_half_tokens}, "source": src,
                                     "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
-                                               f"prefill expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"}
+                                               f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"}
     c.why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
                            f"(TP {c.tp} x {rate.formula} x {cal.serving_share(c.compute_precision):g} fitted serving share) (K04, K07)")
     c.why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
