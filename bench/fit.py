@@ -115,6 +115,7 @@ def fit_training(prepared, cal):
             c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
             gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
             share[gen][pr] *= gm
+    default["fp4"] = default["fp8"]    # no FP4 training record: FP4 training takes the FP8 share (said in the YAML)
     cal = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
     if len(moe) >= 2:
         gm = math.exp(statistics.fmean(-_log_err(p, cal) for p in moe))
@@ -147,7 +148,9 @@ def render(cal, serving, train, groups, moe) -> str:
              f'  fitted_on: "{ids(serving)}"',
              "training:",
              "  share_of_matmul:   # share of the achievable (MAMF) matmul rate reached by model FLOPs, per GPU generation and precision"]
-    lines.append("    default: {" + ", ".join(f"{p}: {{v: {v:.3f}, src: [CALIBRATION]}}" for p, v in sorted(cal.train_default.items())) + "}")
+    lines.append("    default: {" + ", ".join(f"{p}: {{v: {v:.3f}, src: [CALIBRATION]"
+                                         + (', note: "no FP4 training record: the FP8 figure"' if p == "fp4" else "") + "}"
+                                         for p, v in sorted(cal.train_default.items())) + "}")
     for gen, fam in sorted(cal.train_share.items()):
         parts = []
         for p, v in sorted(fam.items()):

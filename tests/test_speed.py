@@ -149,3 +149,30 @@ def test_estimate_json_carries_the_speed_fields(estimate_file):
     assert h200["ideal"]["decode_ms_per_token"] < h200["tpot_ms"]     # ideal (K06) beside expected
     train = estimate_file("llama-13b-full-finetune").as_dict()["candidates"][0]
     assert train["mfu"] and train["training_tokens_per_s"] and len(train["training_hours_range"] or [0, 0]) == 2
+
+
+def test_every_measurement_is_complete_and_evaluates(catalog):
+    """catalog/measurements.yaml: each record names its source, engine, version, hardware, precision,
+    lengths, concurrency and split, and the speed model gives it a finite figure (accuracy itself is
+    measured by bench/accuracy.py, not asserted here)."""
+    import sys
+    from advisor import yamlio
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "bench"))
+    import accuracy
+    data = yamlio.load(accuracy.MEASUREMENTS)
+    sources = data["sources"]
+    records = [dict(r) for r in data["records"]]
+    assert len(records) >= 139 and len({r["id"] for r in records}) == len(records)
+    for r in records:
+        assert r["source"] in sources and r["engine"] and "version" in r, r["id"]
+        assert r["gpu"] in catalog.gpus and r["split"] in ("fit", "check") and r["measured"] > 0, r["id"]
+        assert r["model"] in catalog.models or r["model"] in data["models"], r["id"]
+        if r["class"] == "training":
+            assert r["seq"] and r["count"] and r["precision"], r["id"]
+        else:
+            assert r["prompt"] and r["output"] and r["concurrency"], r["id"]
+    assert {r["split"] for r in records} == {"fit", "check"}
+    prepared = accuracy.prepare(records, dict(data["models"]), catalog)
+    cal = speed.calibration(catalog)
+    figures = [accuracy.evaluate(p, cal) for p in prepared]
+    assert all(math.isfinite(f) and f > 0 for f in figures)
