@@ -2,9 +2,9 @@
 
     python bench/fit.py [--dry-run]
 
-Serving: five factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
-matmul share reached by serving kernels, launch overhead per layer, all-reduce latency floor, MoE tokens per
-expert at half efficiency), fitted together by minimising the squared log ratio tool/measured, each
+Serving: six factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
+matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
+sequence, all-reduce latency floor, MoE tokens per expert at half efficiency), fitted together by minimising the squared log ratio tool/measured, each
 class (throughput, TTFT, TPOT) weighted equally. Training: the share of the achievable matmul rate per
 GPU generation and precision (a group of its own only with at least three fitted records, else the
 pooled figure of its precision), then one MoE factor. The factors, the records they were fitted on and
@@ -31,7 +31,7 @@ EFFICIENCY = accuracy.ROOT / "catalog" / "efficiency.yaml"
 BEGIN, END = "# --- fitted by bench/fit.py: begin ---", "# --- fitted by bench/fit.py: end ---"
 SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
     # a decode step cannot read HBM faster than a streaming copy does (efficiency.yaml hbm_stream_share, 0.92)
-    "bw_share": (0.3, 0.92), "compute_share": (0.2, 1.0), "layer_us": (0.0, 300.0),
+    "bw_share": (0.3, 0.92), "compute_share": (0.2, 1.0), "layer_us": (0.0, 300.0), "seq_us": (0.0, 200.0),
     # per-layer overhead and the all-reduce floor are both paid per layer: with few TP > 1 latency
     # records they trade off, so the floor is kept at or above 5 us (a small-message NCCL all-reduce
     # over NVLink is several microseconds; an assumption, not a measurement of ours)
@@ -141,6 +141,7 @@ def render(cal, serving, train, groups, moe) -> str:
              "serving:",
              f'  compute_share: {{v: {cal.compute_share:.3f}, src: [CALIBRATION], note: "share of the achievable (MAMF) matmul rate that prefill and batched decode reach, attention included"}}',
              f'  layer_overhead_us: {{v: {cal.layer_us:.2f}, src: [CALIBRATION], note: "launch and scheduling time per layer of a decode step"}}',
+             f'  sequence_overhead_us: {{v: {cal.seq_us:.2f}, src: [CALIBRATION], note: "sampling and bookkeeping time per sequence of a decode step"}}',
              f'  allreduce_latency_us: {{v: {cal.allreduce_us:.2f}, src: [CALIBRATION], note: "fixed cost of one tensor-parallel all-reduce (2 per layer per step), on top of ring bytes / link"}}',
              f'  moe_half_tokens: {{v: {cal.moe_half_tokens:.1f}, src: [CALIBRATION], note: "tokens per expert at which grouped expert matmuls run at half efficiency"}}',
              '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM max_num_seqs default; tried against the fit split: 256 gave the lowest ratio and TPOT errors, 512 the lowest loss)"}',

@@ -17,7 +17,7 @@ MODEL = {"params_b": 8, "layers": 32, "hidden_size": 4096, "attention_heads": 32
 @pytest.fixture
 def cal(catalog):
     """A calibration with round factors, so the arithmetic below can be done by hand."""
-    return replace(speed.calibration(catalog), bw_share=0.6, compute_share=0.5, layer_us=31.25, allreduce_us=10.0,
+    return replace(speed.calibration(catalog), bw_share=0.6, compute_share=0.5, layer_us=31.25, seq_us=0.0, allreduce_us=10.0,
                    moe_half_tokens=0.0, link_share=1.0, _links={})
 
 

@@ -77,6 +77,7 @@ class Calibration:
     bw_share: float
     compute_share: float
     layer_us: float
+    seq_us: float
     allreduce_us: float
     moe_half_tokens: float
     engine_max_batch: int
@@ -136,6 +137,7 @@ def calibration(catalog: Catalog) -> Calibration:
         bw_share=float(_v(eff, "hbm_share", 0.6)),
         compute_share=float(_v(sv, "compute_share", 0.6)),
         layer_us=float(_v(sv, "layer_overhead_us", 0.0)),
+        seq_us=float(_v(sv, "sequence_overhead_us", 0.0)),
         allreduce_us=float(_v(sv, "allreduce_latency_us", 10.0)),
         moe_half_tokens=float(_v(sv, "moe_half_tokens", 0.0)),
         engine_max_batch=int(_v(sv, "engine_max_batch", 2048)),
@@ -259,7 +261,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     t_comm = 2 * L * comm.allreduce_s(mb * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
     if ep > 1 and sh.expert_bytes:
         t_comm += 2 * L * comm.alltoall_s(mb * sh.k * h * ACT_BYTES, ep, link, alpha)
-    step = max(t_mem, t_cmp) + t_comm + over
+    step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
 
     # prefill of one prompt alone (compute-bound; the whole model's weights read once)
     exp_pf, tpe_pf = _touched_bytes(sh, prompt)
@@ -329,8 +331,10 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
                                        f"(TP {c.tp} x PP {c.pp} x {rate.formula} x {cal.serving_share(c.compute_precision):g}) (K04)"},
         "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
                             "source": src, "formula": f"2 all-reduces per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"},
-        "step_overhead_ms": {"value": cal.layer_us * (sh.layers or 64) / 1e3, "factor": {"layer_overhead_us": cal.layer_us}, "source": src,
-                             "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers per decode step"},
+        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / c.pp) / 1e3,
+                             "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
+                             "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
+                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / c.pp:g} sequences per decode step"},
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
         "ttft_ms": {"value": c.ttft_ms, "factor": {"compute_share": cal.serving_share(c.compute_precision)}, "source": src,
@@ -345,7 +349,7 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
     c.why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
                            f"(TP {c.tp} x {rate.formula} x {cal.serving_share(c.compute_precision):g} fitted serving share) (K04, K07)")
     c.why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
-                                    f"+ TP all-reduces + {cal.layer_us:g} us per layer step overhead + prefill interference, at {b} sequences "
+                                    f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
                                     "per replica (K06, K01; factors fitted, docs/accuracy.md)")
     if c.usd_per_hour:
         c.usd_per_million_tokens = c.usd_per_hour / (c.tokens_per_s * 3600) * 1e6
