@@ -168,6 +168,16 @@ def view(rec: dict, catalog: Catalog) -> dict:
             ("Load vs compute", f"reading weights takes {ideal['load_to_compute_ratio']:,.0f}x longer than the math",
              "K06: decode is bandwidth-bound"),
         ]
+        if c.get("tpot_ms") is not None:
+            v["divisions"].append(("Expected per token", f"{c['tpot_ms']:.2f} ms at {c.get('concurrency')} sequences "
+                                   f"(the ideal figure above, one card at its spec bandwidth: {ideal['decode_ms_per_token']:.2f} ms)",
+                                   "calibrated on published runs: docs/accuracy.md"))
+    elif r and cands[r["gpu"]].get("training_hours") is not None and cands[r["gpu"]]["ideal"].get("training_hours_at_peak"):
+        c = cands[r["gpu"]]
+        v["divisions"] = [("Hours at the peak matmul rate", f"{c['ideal']['training_hours_at_peak']:,.1f} h (ideal: every card at its "
+                           "measured peak, no stalls)", "K08"),
+                          ("Expected hours", f"{c['training_hours']:,.1f} h at {(c.get('mfu') or 0) * 100:.0f}% MFU",
+                           "calibrated on published runs: docs/accuracy.md")]
     else:
         v["divisions"] = []
     if r:
