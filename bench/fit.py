@@ -120,8 +120,11 @@ def fit_training(prepared, cal):
     if len(moe) >= 2:
         gm = math.exp(statistics.fmean(-_log_err(p, cal) for p in moe))
         cal = replace(cal, train_moe_share=gm)
-    errs = [_log_err(p, cal) for p in train]
-    cal = replace(cal, train_spread=statistics.pstdev(errs))
+    dense_errs = [_log_err(p, cal) for p in dense]
+    moe_errs = [_log_err(p, cal) for p in moe]
+    # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
+    moe_rms = math.sqrt(statistics.fmean(e * e for e in moe_errs)) if moe_errs else 0.0
+    cal = replace(cal, train_spread=statistics.pstdev(dense_errs), train_moe_spread=moe_rms)
     return cal, train, groups, moe
 
 
@@ -161,7 +164,9 @@ def render(cal, serving, train, groups, moe) -> str:
     lines.append(f'  moe_share: {{v: {cal.train_moe_share:.3f}, src: [CALIBRATION], fit: "{_resid(moe, cal) if moe else "no MoE record"}", '
                  'note: "MoE training reaches this share of a dense model (all-to-all, routing imbalance, small expert matmuls)"}')
     lines.append(f'  residual_spread: {{v: {cal.train_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / measured) over the '
-                 'fitted training records: training hours are stated as x exp(-+ this)"}')
+                 'fitted dense training records: training hours are stated as x exp(-+ this)"}')
+    lines.append(f'  moe_residual_spread: {{v: {cal.train_moe_spread:.3f}, src: [CALIBRATION], note: "root mean square of ln(tool / measured) over the '
+                 'fitted MoE training records: the stated range of a MoE job"}')
     lines.append(f'  fitted_on: "{ids(train)}"')
     lines.append(END)
     return "\n".join(lines)

@@ -117,7 +117,7 @@ def test_training_rate_mfu_and_stated_uncertainty(estimate_file, catalog):
     assert c.mfu == pytest.approx(per_gpu * model_flops / 989e12, rel=1e-6)
     assert c.training_hours == pytest.approx(1e9 / c.training_tokens_per_s / 3600)
     lo, hi = c.training_hours_range
-    assert lo < c.training_hours < hi and hi / c.training_hours == pytest.approx(math.exp(cal.train_spread))
+    assert lo < c.training_hours < hi and hi / c.training_hours == pytest.approx(math.exp(cal.train_spread))   # dense
     assert c.ideal["training_hours_at_peak"] < c.training_hours       # the seed's ideal figure is kept beside it
 
 
@@ -176,3 +176,27 @@ def test_every_measurement_is_complete_and_evaluates(catalog):
     cal = speed.calibration(catalog)
     figures = [accuracy.evaluate(p, cal) for p in prepared]
     assert all(math.isfinite(f) and f > 0 for f in figures)
+
+
+def test_moe_training_states_the_wider_moe_spread(estimate_file, catalog):
+    c = estimate_file("gpt-oss-120b-training").candidate("h100-sxm")
+    cal = speed.calibration(catalog)
+    assert cal.train_moe_spread > cal.train_spread
+    assert c.training_hours_range[1] / c.training_hours == pytest.approx(math.exp(cal.train_moe_spread))
+
+
+def test_expert_parallel_adds_all_to_all(catalog, cal):
+    w = workload.parse({"mode": "inference", "model": "mixtral-8x7b", "precision": "bf16", "prompt_tokens": 1000,
+                        "output_tokens": 1000, "concurrency": 8}, catalog)
+    led = inference_ledger(w)
+    g = catalog.gpus["h100-sxm"]
+    rate = speed.achievable_tflops(catalog, g, "bf16")
+    plain = Candidate(g, True, count=2, nodes=1, tp=2, pp=1, dp=1)
+    spread = Candidate(g, True, count=2, nodes=1, tp=2, pp=1, dp=1)
+    spread.ep = 2
+    speed.inference_speed(w, led, plain, g, rate, cal.bw_share, cal=cal)
+    speed.inference_speed(w, led, spread, g, rate, cal.bw_share, cal=cal)
+    h = w.model.num("hidden_size")
+    a2a = comm.alltoall_s(8 * 2 * h * 2, 2, 450e9, 10e-6)            # 8 tokens x k=2 experts x hidden x 2 B, dispatch and combine
+    extra = spread.speed_explained["tp_allreduce_ms"]["value"] - plain.speed_explained["tp_allreduce_ms"]["value"]
+    assert extra == pytest.approx(2 * 32 * a2a * 1e3, rel=1e-6)

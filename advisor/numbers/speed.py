@@ -89,6 +89,7 @@ class Calibration:
     train_default: dict               # {precision: share}
     train_moe_share: float
     train_spread: float               # the fit's residual spread (log ratio), for the stated uncertainty
+    train_moe_spread: float           # the same over the MoE records (wider: one factor over few runs)
     sources: dict                     # factor -> short source text
     _links: dict = field(default_factory=dict)
 
@@ -150,6 +151,7 @@ def calibration(catalog: Catalog) -> Calibration:
         train_default=default or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
         train_moe_share=float(_v(tr, "moe_share", 1.0)),
         train_spread=float(_v(tr, "residual_spread", 0.0)),
+        train_moe_spread=float(_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0))),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
     )
     _CAL[id(eff)] = (eff, cal)
@@ -474,7 +476,8 @@ def training_time(w: Workload, led: Ledger, c, rate: Term, cal: Calibration | No
         return
     hours = w.training_tokens / c.training_tokens_per_s / 3600
     c.training_hours = hours
-    spread = math.exp(cal.train_spread) if cal.train_spread else 1.0
+    sigma = max(cal.train_spread, cal.train_moe_spread) if led.sized.experts else cal.train_spread
+    spread = math.exp(sigma) if sigma else 1.0
     c.training_hours_range = [hours / spread, hours * spread]
     c.why["training_hours"] = (f"{w.training_tokens:.3g} tokens / ({c.count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
                                f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x active"
