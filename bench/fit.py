@@ -35,7 +35,7 @@ SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
     # per-layer overhead and the all-reduce floor are both paid per layer: with few TP > 1 latency
     # records they trade off, so the floor is kept at or above 5 us (a small-message NCCL all-reduce
     # over NVLink is several microseconds; an assumption, not a measurement of ours)
-    "allreduce_us": (5.0, 100.0), "moe_half_tokens": (0.0, 512.0),
+    "allreduce_us": (5.0, 100.0), "moe_half_tokens": (0.0, 512.0), "maturing_share": (0.3, 1.0),
 }
 
 
@@ -147,6 +147,7 @@ def render(cal, serving, train, groups, moe) -> str:
              f'  sequence_overhead_us: {{v: {cal.seq_us:.2f}, src: [CALIBRATION], note: "sampling and bookkeeping time per sequence of a decode step"}}',
              f'  allreduce_latency_us: {{v: {cal.allreduce_us:.2f}, src: [CALIBRATION], note: "fixed cost of one tensor-parallel all-reduce (2 per layer per step), on top of ring bytes / link"}}',
              f'  moe_half_tokens: {{v: {cal.moe_half_tokens:.1f}, src: [CALIBRATION], note: "tokens per expert at which grouped expert matmuls run at half efficiency"}}',
+             f'  maturing_software_share: {{v: {cal.maturing_share:.3f}, src: [CALIBRATION, K12, K18], note: "bandwidth and matmul shares are scaled by this on GPUs whose software the catalog calls maturing, limited or new (B200, MI300X, Gaudi ...)"}}',
              '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM max_num_seqs default; tried against the fit split: 256 gave the lowest ratio and TPOT errors, 512 the lowest loss)"}',
              '  memory_utilisation: {v: 0.9, src: [VLLM_ENGINE_ARGS], note: "share of card memory an engine gives weights + KV cache (vLLM gpu_memory_utilization default)"}',
              f'  fitted_on: "{ids(serving)}"',

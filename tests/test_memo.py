@@ -155,7 +155,7 @@ def test_user_template(capsys, tmp_path):
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--template", str(t)]) == 0
     assert capsys.readouterr().out == ("Buy: Use 1 x NVIDIA H200 SXM 141GB (1 node, TP 1 x PP 1 x DP 1): $5.00 per hour "
                                        "(Hugging Face Inference Endpoints (AWS), 2026-09, 1 x 1-GPU instance), "
-                                       "$0.51 per million output tokens.\nDecided by new-generation-caution (K12, K11)\n")
+                                       "$0.50 per million output tokens.\nDecided by new-generation-caution (K12, K11)\n")
 
 
 @pytest.mark.parametrize("source, expected", [

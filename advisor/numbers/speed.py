@@ -80,6 +80,7 @@ class Calibration:
     seq_us: float
     allreduce_us: float
     moe_half_tokens: float
+    maturing_share: float             # serving rates reached on a software stack the catalog calls maturing or limited (K12, K18)
     engine_max_batch: int
     memory_utilisation: float
     link_share: float
@@ -92,6 +93,11 @@ class Calibration:
     train_moe_spread: float           # the same over the MoE records (wider: one factor over few runs)
     sources: dict                     # factor -> short source text
     _links: dict = field(default_factory=dict)
+
+    def maturity(self, gpu: GPU) -> float:
+        """K12/K18: kernels for a new or non-CUDA stack reach less of the hardware for a while."""
+        m = (gpu.fig("software").extra or {}).get("maturity")
+        return self.maturing_share if m in ("maturing", "limited", "new") else 1.0
 
     def serving_share(self, precision: str) -> float:
         """Share of the achievable matmul rate serving reaches (one figure: a separate FP4 share was
@@ -141,6 +147,7 @@ def calibration(catalog: Catalog) -> Calibration:
         seq_us=float(_v(sv, "sequence_overhead_us", 0.0)),
         allreduce_us=float(_v(sv, "allreduce_latency_us", 10.0)),
         moe_half_tokens=float(_v(sv, "moe_half_tokens", 0.0)),
+        maturing_share=float(_v(sv, "maturing_software_share", 1.0)),
         engine_max_batch=int(_v(sv, "engine_max_batch", 2048)),
         memory_utilisation=float(_v(sv, "memory_utilisation", 0.9)),
         link_share=float(_v(eff, "link_share", 0.88)),
@@ -241,8 +248,9 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
                   batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, precision: str = "bf16") -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences."""
-    bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share
-    R = rate_tflops * TFLOP * cal.serving_share(precision)
+    mat = cal.maturity(gpu)
+    bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
+    R = rate_tflops * TFLOP * cal.serving_share(precision) * mat
     link, _ = cal.link_bytes_s(gpu)
     alpha = cal.allreduce_us * 1e-6
     L = sh.layers or 0
