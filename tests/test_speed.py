@@ -200,3 +200,12 @@ def test_expert_parallel_adds_all_to_all(catalog, cal):
     a2a = comm.alltoall_s(8 * 2 * h * 2, 2, 450e9, 10e-6)            # 8 tokens x k=2 experts x hidden x 2 B, dispatch and combine
     extra = spread.speed_explained["tp_allreduce_ms"]["value"] - plain.speed_explained["tp_allreduce_ms"]["value"]
     assert extra == pytest.approx(2 * 32 * a2a * 1e3, rel=1e-6)
+
+
+def test_a_bad_efficiency_factor_is_a_one_line_error(catalog):
+    import dataclasses
+    eff = {**catalog.efficiency, "serving": {**catalog.efficiency["serving"], "compute_share": {"v": "fast"}}}
+    bad = dataclasses.replace(catalog, efficiency=eff)
+    with pytest.raises(errors.InputError) as exc:
+        speed.calibration(bad)
+    assert str(exc.value) == "catalog/efficiency.yaml: serving.compute_share: must be a non-negative number (got 'fast')"

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.catalog import GPU, Catalog
+from advisor.errors import InputError, Problem
 from advisor.numbers import comm
 from advisor.numbers.ledger import Ledger, Sized, training_precision
 from advisor.numbers.plan import MAX_GPUS
@@ -122,11 +123,17 @@ class Calibration:
 _CAL: dict[int, tuple[object, Calibration]] = {}
 
 
-def _v(d: dict, key: str, default=None):
-    e = d.get(key)
-    if isinstance(e, dict):
-        return e.get("v", default)
-    return default if e is None else e
+def _v(d, key: str, default=None, where: str = ""):
+    """A factor of efficiency.yaml (`key: {v: 0.7, ...}` or `key: 0.7`) as a number; a bad one is an
+    InputError naming it (a hand-edited catalog must not end in a traceback)."""
+    e = d.get(key) if isinstance(d, dict) else None
+    v = e.get("v", default) if isinstance(e, dict) else (default if e is None else e)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")) or v < 0:
+        raise InputError(Problem(f"must be a non-negative number (got {v!r})", "catalog/efficiency.yaml",
+                                 field=f"{where}{key}"))
+    return float(v)
 
 
 def calibration(catalog: Catalog) -> Calibration:
@@ -136,29 +143,35 @@ def calibration(catalog: Catalog) -> Calibration:
     if hit and hit[0] is eff:
         return hit[1]
     sv, tr = eff.get("serving") or {}, eff.get("training") or {}
-    share = {gen: {p: float(_v(fam, p)) for p in fam if _v(fam, p) is not None}
-             for gen, fam in (tr.get("share_of_matmul") or {}).items() if gen != "default"}
-    default = {p: float(_v(tr.get("share_of_matmul", {}).get("default", {}), p))
-               for p in (tr.get("share_of_matmul", {}).get("default") or {})}
+    if not isinstance(sv, dict) or not isinstance(tr, dict):
+        raise InputError(Problem("serving and training must be mappings of factors", "catalog/efficiency.yaml"))
+    fams = tr.get("share_of_matmul") or {}
+    fams = fams if isinstance(fams, dict) else {}
+    share = {gen: {p: _v(fam, p, where=f"training.share_of_matmul.{gen}.") for p in fam if p not in ("src", "note")}
+             for gen, fam in fams.items() if gen != "default" and isinstance(fam, dict)}
+    default = {p: _v(fams.get("default") or {}, p, where="training.share_of_matmul.default.")
+               for p in (fams.get("default") or {}) if p not in ("src", "note")}
+    S, T = "serving.", "training."
     cal = Calibration(
-        bw_share=float(_v(eff, "hbm_share", 0.6)),
-        compute_share=float(_v(sv, "compute_share", 0.6)),
-        layer_us=float(_v(sv, "layer_overhead_us", 0.0)),
-        seq_us=float(_v(sv, "sequence_overhead_us", 0.0)),
-        allreduce_us=float(_v(sv, "allreduce_latency_us", 10.0)),
-        moe_half_tokens=float(_v(sv, "moe_half_tokens", 0.0)),
-        maturing_share=float(_v(sv, "maturing_software_share", 1.0)),
-        engine_max_batch=int(_v(sv, "engine_max_batch", 2048)),
-        memory_utilisation=float(_v(sv, "memory_utilisation", 0.9)),
-        link_share=float(_v(eff, "link_share", 0.88)),
-        scale_out_gb_s=float(_v(eff, "scale_out_gb_s_per_gpu", 50.0)),
-        pcie={"gen3": 16.0, "gen4": 32.0, "gen5": 64.0, **{k: float(v) for k, v in (eff.get("pcie_gb_s") or {}).items()
-                                                             if isinstance(v, (int, float))}},
-        train_share=share,
-        train_default=default or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
-        train_moe_share=float(_v(tr, "moe_share", 1.0)),
-        train_spread=float(_v(tr, "residual_spread", 0.0)),
-        train_moe_spread=float(_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0))),
+        # the unfitted fallbacks below are only for a catalog without the fitted block (docs/accuracy.md)
+        bw_share=_v(eff, "hbm_share", 0.6),
+        compute_share=_v(sv, "compute_share", 0.6, S),
+        layer_us=_v(sv, "layer_overhead_us", 0.0, S),
+        seq_us=_v(sv, "sequence_overhead_us", 0.0, S),
+        allreduce_us=_v(sv, "allreduce_latency_us", 10.0, S),
+        moe_half_tokens=_v(sv, "moe_half_tokens", 0.0, S),
+        maturing_share=_v(sv, "maturing_software_share", 1.0, S),
+        engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
+        memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),
+        link_share=_v(eff, "link_share", 0.88),
+        scale_out_gb_s=_v(eff, "scale_out_gb_s_per_gpu", 50.0),
+        pcie={"gen3": 16.0, "gen4": 32.0, "gen5": 64.0, **{k: _v(eff["pcie_gb_s"], k, where="pcie_gb_s.")
+                                                             for k in (eff.get("pcie_gb_s") or {}) if k.startswith("gen")}},
+        train_share={g: f for g, f in share.items() if f},
+        train_default={k: v for k, v in default.items() if v} or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
+        train_moe_share=_v(tr, "moe_share", 1.0, T),
+        train_spread=_v(tr, "residual_spread", 0.0, T),
+        train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
     )
     _CAL[id(eff)] = (eff, cal)
