@@ -68,8 +68,12 @@ def golden(f, lo: float, hi: float, iters: int = 28) -> float:
     return (a + b) / 2
 
 
-STARTS = ({"bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0}, {"bw_share": 0.6, "layer_us": 20.0, "allreduce_us": 20.0},
-          {"bw_share": 0.85, "layer_us": 100.0, "allreduce_us": 6.0})
+# fixed starting points (never the factors already in the file), so that a refit on the same records
+# writes the same factors
+BASE = {"compute_share": 0.6, "seq_us": 0.0, "moe_half_tokens": 0.0, "maturing_share": 1.0}
+STARTS = ({**BASE, "bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0},
+          {**BASE, "bw_share": 0.6, "layer_us": 20.0, "allreduce_us": 20.0},
+          {**BASE, "bw_share": 0.85, "layer_us": 100.0, "allreduce_us": 6.0})
 
 
 def fit_serving(prepared, cal):
@@ -99,8 +103,8 @@ def fit_training(prepared, cal):
     groups: dict[tuple, list] = {}
     for p in dense:
         groups.setdefault((p.gpu.generation, prec(p)), []).append(p)
-    share = {g: dict(v) for g, v in cal.train_share.items()}
-    default = dict(cal.train_default)
+    share: dict = {}                               # fixed start, as for serving
+    default = {"bf16": 0.5, "fp8": 0.5}
     for _ in range(4):    # the rate is proportional to the share except where communication binds: iterate
         for pr in ("bf16", "fp8"):
             sel = [p for p in dense if prec(p) == pr]
