@@ -59,6 +59,8 @@ def prepare(records: list[dict], models: dict, cat) -> list[Prepared]:
         if r.get("precision"):
             doc["precision"] = r["precision"]
         if r["class"] == "training":
+            if r.get("method"):
+                doc["method"] = r["method"]
             doc.update(context_tokens=r["seq"], concurrency=r.get("micro_batch") or 1, zero_stage=r.get("zero") or 0,
                        activation_checkpointing=bool(r.get("checkpointing")))
         else:
