@@ -152,7 +152,7 @@ def render(cal, serving, train, groups, moe) -> str:
              f'  allreduce_latency_us: {{v: {cal.allreduce_us:.2f}, src: [CALIBRATION], note: "fixed cost of one tensor-parallel all-reduce (2 per layer per step), on top of ring bytes / link"}}',
              f'  moe_half_tokens: {{v: {cal.moe_half_tokens:.1f}, src: [CALIBRATION], note: "tokens per expert at which grouped expert matmuls run at half efficiency"}}',
              f'  maturing_software_share: {{v: {cal.maturing_share:.3f}, src: [CALIBRATION, K12, K18], note: "bandwidth and matmul shares are scaled by this on GPUs whose software the catalog calls maturing, limited or new (B200, MI300X, Gaudi ...)"}}',
-             '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM max_num_seqs default; tried against the fit split: 256 gave the lowest ratio and TPOT errors, 512 the lowest loss)"}',
+             '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM\'s documented max_num_seqs default)"}',
              '  memory_utilisation: {v: 0.9, src: [VLLM_ENGINE_ARGS], note: "share of card memory an engine gives weights + KV cache (vLLM gpu_memory_utilization default)"}',
              f'  fitted_on: "{ids(serving)}"',
              "training:",
