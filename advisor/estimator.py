@@ -48,6 +48,14 @@ class Candidate:
     price_unknown: str | None = None
     tco: dict | None = None            # on premises: rent versus buy (numbers.cost.own)
     reason: str | None = None
+    concurrency: int | None = None             # sequences served at once (resolved when `max`)
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    tokens_per_s_per_gpu: float | None = None
+    training_tokens_per_s: float | None = None
+    mfu: float | None = None
+    training_hours_range: list | None = None   # the fit's residual spread around training_hours
+    speed_explained: dict = field(default_factory=dict)
     ideal: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
 
@@ -56,9 +64,16 @@ class Candidate:
         for k in ("count", "nodes", "tp", "pp", "dp", "per_card_gb", "headroom_gb", "kv_headroom_gb", "fits",
                   "compute_precision", "prefill_ms", "decode_ms_per_token", "tokens_per_s", "tokens_per_s_per_user",
                   "max_concurrency", "max_context_tokens", "training_hours", "power_kw_per_node", "usd_per_hour",
-                  "usd_per_million_tokens", "usd_per_job", "price", "price_unknown", "tco", "reason", "ideal", "why"):
+                  "usd_per_million_tokens", "usd_per_job", "price", "price_unknown", "tco", "reason", "ideal", "why",
+                  "concurrency", "ttft_ms", "tpot_ms", "tokens_per_s_per_gpu", "training_tokens_per_s", "mfu",
+                  "training_hours_range", "speed_explained"):
             v = getattr(self, k)
-            d[k] = _r(v) if not isinstance(v, dict) else {a: (_r(b) if not isinstance(b, dict) else b) for a, b in v.items()}
+            if isinstance(v, list):
+                d[k] = [_r(x) for x in v]
+            elif isinstance(v, dict):
+                d[k] = {a: (_r(b) if not isinstance(b, dict) else {x: _r(y) for x, y in b.items()}) for a, b in v.items()}
+            else:
+                d[k] = _r(v)
         d["memory_gb"] = self.gpu.memory_gb
         return d
 
@@ -70,6 +85,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog) -> Cand
     s = led.sized
     cp = speed.compute_precision(w, gpu, s)
     rate = speed.achievable_tflops(catalog, gpu, cp)
+    cal = speed.calibration(catalog)
     c = Candidate(gpu, fits=best is not None, compute_precision=cp)
     speed.ideal_figures(c, s, gpu, cp)
     if best is None:
@@ -79,7 +95,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog) -> Cand
         return c
     count, _, tp, pp, dp, per_card, rep = best
     if w.training:
-        factor = speed.deadline_factor(w, led, count, rate)
+        factor = speed.deadline_factor(w, led, count, rate, gpu=gpu, cal=cal)
         if factor > 1:
             dp, count = dp * factor, count * factor
             c.why["dp"] = f"x{factor} data-parallel replicas to finish within {w.constraints.deadline_hours:g} h"
@@ -93,9 +109,9 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog) -> Cand
     cost.power(c, gpu)
     cost.price(c, gpu, catalog, group=min(tp * pp, gpu.gpus_per_node), w=w)
     if w.training:
-        speed.training_time(w, led, c, rate)
+        speed.training_time(w, led, c, rate, cal=cal)
     else:
-        speed.inference_speed(w, led, c, gpu, rate, catalog.efficiency["hbm_share"]["v"])
+        speed.inference_speed(w, led, c, gpu, rate, catalog.efficiency["hbm_share"]["v"], cal=cal)
     return c
 
 

@@ -201,11 +201,14 @@ def view(rec: dict, catalog: Catalog) -> dict:
                       ("Memory per card", f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB ({_gb(c['headroom_gb'])} free)"),
                       ("Cost", _cost_sentence(mode, c, cites))]
         if mode == "inference":
-            v["facts"].append(("Speed", f"prefill {_num(c['prefill_ms'])} ms per {inputs.get('prompt_tokens', 0):,}-token prompt; "
-                                        f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"))
+            v["facts"].append(("Speed", f"first token in {_num(c.get('ttft_ms', c['prefill_ms']))} ms for a {inputs.get('prompt_tokens', 0):,}-token prompt; "
+                                        f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"
+                                        f" at {c.get('concurrency') or inputs.get('concurrency')} sequences (expected, calibrated: docs/accuracy.md)"))
         elif c.get("training_hours") is not None:
-            v["facts"].append(("Time", f"at least {_num(c['training_hours'])} hours for {_count(inputs.get('training_tokens', 0))} "
-                                       "tokens (every card at its measured peak matmul rate)"))
+            rng = c.get("training_hours_range") or [c["training_hours"], c["training_hours"]]
+            v["facts"].append(("Time", f"about {_num(c['training_hours'])} hours ({_num(rng[0])}-{_num(rng[1])}) for "
+                                       f"{_count(inputs.get('training_tokens', 0))} tokens at {_num((c.get('mfu') or 0) * 100, 0)}% MFU "
+                                       "(calibrated on published runs: docs/accuracy.md)"))
         if c.get("power_kw_per_node") is not None:
             v["facts"].append(("Power", f"about {_num(c['power_kw_per_node'])} kW per node ({cites.prose(c['why'].get('power_kw_per_node', ''))})"))
     else:
@@ -270,6 +273,16 @@ def view(rec: dict, catalog: Catalog) -> dict:
             ("Load vs compute", f"reading weights takes {ideal['load_to_compute_ratio']:,.0f}x longer than the math",
              f"decode is bandwidth-bound ({cites.title('K06')})"),
         ]
+        if c.get("tpot_ms") is not None:
+            v["divisions"].append(("Expected per token", f"{c['tpot_ms']:.2f} ms at {c.get('concurrency')} sequences "
+                                   f"(the ideal figure above, one card at its spec bandwidth: {ideal['decode_ms_per_token']:.2f} ms)",
+                                   "calibrated on published runs: docs/accuracy.md"))
+    elif r and cands[r["gpu"]].get("training_hours") is not None and cands[r["gpu"]]["ideal"].get("training_hours_at_peak"):
+        c = cands[r["gpu"]]
+        v["divisions"] = [("Hours at the peak matmul rate", f"{c['ideal']['training_hours_at_peak']:,.1f} h (ideal: every card at its "
+                           "measured peak, no stalls)", cites.title("K08")),
+                          ("Expected hours", f"{c['training_hours']:,.1f} h at {(c.get('mfu') or 0) * 100:.0f}% MFU",
+                           "calibrated on published runs: docs/accuracy.md")]
     else:
         v["divisions"] = []
     if r:

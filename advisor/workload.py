@@ -13,7 +13,7 @@ from advisor.catalog import Catalog, Figure, Model
 from advisor.errors import Collector, InputError
 
 MODES = ("inference", "training", "fine-tuning")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "fp4", "int4")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
@@ -49,7 +49,7 @@ FIELDS: dict[str, Spec] = {
     "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens"),
     "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
-    "concurrency": Spec("int", "Inference: sequences served at once. Training: micro-batch per GPU.", min=1, max=1_000_000, default=1, unit="sequences"),
+    "concurrency": Spec("int", "Inference: sequences served at once, or 'max' for offline throughput at the largest batch that fits. Training: micro-batch per GPU.", min=1, max=1_000_000, default=1, unit="sequences"),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06).", ("interactive", "batch"), default="interactive"),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
@@ -139,6 +139,7 @@ class Workload:
     prompt_tokens: int = 1000
     output_tokens: int = 1000
     concurrency: int = 1
+    concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits
     training_tokens: float | None = None
     latency: str = "interactive"
     task: str = "llm"
@@ -167,7 +168,7 @@ class Workload:
             if k in ("name", "mode", "model", "constraints"):
                 continue
             if self.mode in FIELDS[k].modes:
-                out[k] = getattr(self, k)
+                out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
         return {k: v for k, v in out.items() if v is not None}
@@ -327,6 +328,8 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 col.add("must be a mapping", line, "constraints")
                 continue
             values["constraints"] = _constraints(raw, catalog, col, file)
+        elif key == "concurrency" and raw == "max":
+            values["concurrency_max"] = True
         else:
             checked = _check_value(spec, raw, col, key, line)
             if checked is not None:
@@ -337,6 +340,8 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         elif data[required] is None:
             col.add("required field is empty", yamlio.line_of(data, required), required)
     mode = values.get("mode")
+    if values.get("concurrency_max") and mode != "inference":
+        col.add("'max' applies to inference only; training takes a micro-batch per GPU", yamlio.line_of(data, "concurrency"), "concurrency")
     if mode == "inference" and values.get("method") in ("lora", "qlora"):
         col.add(f"'{values['method']}' is a training method; it does not apply to inference",
                 yamlio.line_of(data, "method"), "method")

@@ -10,9 +10,10 @@ from advisor.numbers.terms import GB, Term, _gb
 from advisor.workload import Workload
 
 #: bytes per parameter (K16: 2X GB for X B params in bf16, half at 8 bits, a quarter at 4 bits;
-#: MXFP4 stores 4.25 bits per parameter including its block scales, LEPHONGPHU_GPTOSS).
+#: MXFP4 stores 4.25 bits per parameter including its block scales, LEPHONGPHU_GPTOSS; NVFP4 4.5 bits:
+#: an FP8 scale per 16 values, NVIDIA_NVFP4).
 BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
-                   "mxfp4": 4.25 / 8, "fp4": 0.5, "int4": 0.5}
+                   "mxfp4": 4.25 / 8, "nvfp4": 4.5 / 8, "fp4": 0.5, "int4": 0.5}
 SIXTEEN_BIT = ("bf16", "fp16")
 
 INFERENCE_OVERHEAD = 0.20          # K16: +20% of the weights (Hugging Face Accelerate)

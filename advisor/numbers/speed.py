@@ -1,15 +1,29 @@
-"""How fast: the matmul rate a GPU reaches, prefill and decode time for serving, hours for training."""
+"""How fast: the matmul rate a GPU reaches, time to first token, time per output token and
+throughput for serving, tokens per second and hours for training.
+
+Two kinds of figures: the seed's ideal ones (spec peaks, one user; `ideal_figures`, K06/K19) and the
+expected ones, from a small model whose efficiency factors were fitted on published measurements
+(catalog/efficiency.yaml, fitted by bench/fit.py on catalog/measurements.yaml; its error is printed
+by bench/accuracy.py and kept in docs/accuracy.md). The functions evaluate the layout they are given
+(c.tp, c.pp, c.dp, c.count) and never choose one; they read no file (the calibration is read once per
+catalog and the per-GPU figures once per GPU), so a planner may call them for every layout it tries.
+"""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from advisor.catalog import GPU, Catalog
+from advisor.errors import InputError, Problem
+from advisor.numbers import comm
 from advisor.numbers.ledger import Ledger, Sized, training_precision
 from advisor.numbers.plan import MAX_GPUS
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
 from advisor.workload import Workload
 
 CHECKPOINTING_COMPUTE = 1.30       # C06: activation checkpointing costs ~30% more compute
+ACT_BYTES = 2                      # activations travel between GPUs in 16 bits
+FP4_NAMES = ("fp4", "nvfp4", "mxfp4")
 
 
 def compute_precision(w: Workload, gpu: GPU, sized: Sized) -> str:
@@ -18,7 +32,7 @@ def compute_precision(w: Workload, gpu: GPU, sized: Sized) -> str:
     native = gpu.native_precisions
     if want == "fp8" and "fp8" in native and gpu.tflops("fp8"):
         return "fp8"
-    if want in ("fp4", "mxfp4") and "fp4" in native and gpu.tflops("fp4"):
+    if want in FP4_NAMES and "fp4" in native and gpu.tflops("fp4"):
         return "fp4"
     return "bf16"
 
@@ -28,8 +42,13 @@ def achievable_tflops(catalog: Catalog, gpu: GPU, precision: str) -> Term:
     measured = (eff.get("measured_tflops", {}).get(gpu.id) or {}).get(precision)
     if measured:
         return Term(float(measured["v"]), f"measured MAMF {measured['v']:g} TFLOPS {precision}", tuple(measured.get("src", ())))
-    share = eff["default_share"][precision]
     spec = gpu.tflops(precision)
+    for other, m in (eff.get("measured_tflops", {}).get(gpu.id) or {}).items():
+        if gpu.tflops(other):    # the GPU's own measured share in another precision beats the median of others
+            sh = float(m["v"]) / gpu.tflops(other)
+            return Term(spec * sh, f"{spec:g} TFLOPS spec x {sh:.3f} (this GPU's measured {other} MAMF share)",
+                        tuple(gpu.fig(f"{precision}_tflops").sources) + tuple(m.get("src", ())))
+    share = eff["default_share"][precision]
     return Term(spec * share["v"], f"{spec:g} TFLOPS spec x {share['v']:g} typical achievable share",
                 tuple(gpu.fig(f"{precision}_tflops").sources) + tuple(share.get("src", ())))
 
@@ -50,35 +69,311 @@ def ideal_figures(c, s: Sized, gpu: GPU, cp: str) -> None:
                       f"2 x {s.active / 1e9:,.2f}B active / {gpu.tflops(cp):g} TFLOPS {cp} (K06, K19, K04)")
 
 
-def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: float) -> None:
-    """Prefill (compute-bound) and decode (bandwidth-bound, max'd with compute) for the plan in `c`."""
-    bw = gpu.bandwidth_tb_s * 1e12
+# --- the calibration: fitted factors, read once per catalog ---------------------------------------
+
+@dataclass
+class Calibration:
+    """The fitted efficiency factors of catalog/efficiency.yaml, with per-GPU figures cached."""
+
+    bw_share: float
+    compute_share: float
+    layer_us: float
+    seq_us: float
+    allreduce_us: float
+    moe_half_tokens: float
+    maturing_share: float             # serving rates reached on a software stack the catalog calls maturing or limited (K12, K18)
+    engine_max_batch: int
+    memory_utilisation: float
+    link_share: float
+    scale_out_gb_s: float
+    pcie: dict
+    train_share: dict                 # {generation: {precision: share of achievable matmul rate}}
+    train_default: dict               # {precision: share}
+    train_moe_share: float
+    train_spread: float               # the fit's residual spread (log ratio), for the stated uncertainty
+    train_moe_spread: float           # the same over the MoE records (wider: one factor over few runs)
+    sources: dict                     # factor -> short source text
+    _links: dict = field(default_factory=dict)
+
+    def maturity(self, gpu: GPU) -> float:
+        """K12/K18: kernels for a new or non-CUDA stack reach less of the hardware for a while."""
+        m = (gpu.fig("software").extra or {}).get("maturity")
+        return self.maturing_share if m in ("maturing", "limited", "new") else 1.0
+
+    def serving_share(self, precision: str) -> float:
+        """Share of the achievable matmul rate serving reaches (one figure: a separate FP4 share was
+        tried and went to its bound, as B200's serving rows are bandwidth-bound)."""
+        return self.compute_share
+
+    def link_bytes_s(self, gpu: GPU) -> tuple[float, str]:
+        got = self._links.get(gpu.id)
+        if got is None:
+            gb_s, how = comm.link_gb_s(gpu, self.pcie)
+            got = self._links[gpu.id] = (gb_s * 1e9 * self.link_share, f"{how} x {self.link_share:g} achieved")
+        return got
+
+    def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:
+        fam = self.train_share.get(gpu.generation) or {}
+        if precision in fam:
+            return fam[precision], f"fitted for {gpu.generation} {precision}"
+        p = precision if precision in self.train_default else "bf16"
+        return self.train_default[p], f"fitted over all GPUs, {p} (no {gpu.generation} {precision} measurement)"
+
+
+_CAL: dict[int, tuple[object, Calibration]] = {}
+
+
+def _v(d, key: str, default=None, where: str = ""):
+    """A factor of efficiency.yaml (`key: {v: 0.7, ...}` or `key: 0.7`) as a number; a bad one is an
+    InputError naming it (a hand-edited catalog must not end in a traceback)."""
+    e = d.get(key) if isinstance(d, dict) else None
+    v = e.get("v", default) if isinstance(e, dict) else (default if e is None else e)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")) or v < 0:
+        raise InputError(Problem(f"must be a non-negative number (got {v!r})", "catalog/efficiency.yaml",
+                                 field=f"{where}{key}"))
+    return float(v)
+
+
+def calibration(catalog: Catalog) -> Calibration:
+    """The calibration of a catalog, built once (the planner's loops call the speed functions often)."""
+    eff = catalog.efficiency
+    hit = _CAL.get(id(eff))
+    if hit and hit[0] is eff:
+        return hit[1]
+    sv, tr = eff.get("serving") or {}, eff.get("training") or {}
+    if not isinstance(sv, dict) or not isinstance(tr, dict):
+        raise InputError(Problem("serving and training must be mappings of factors", "catalog/efficiency.yaml"))
+    fams = tr.get("share_of_matmul") or {}
+    fams = fams if isinstance(fams, dict) else {}
+    share = {gen: {p: _v(fam, p, where=f"training.share_of_matmul.{gen}.") for p in fam if p not in ("src", "note")}
+             for gen, fam in fams.items() if gen != "default" and isinstance(fam, dict)}
+    default = {p: _v(fams.get("default") or {}, p, where="training.share_of_matmul.default.")
+               for p in (fams.get("default") or {}) if p not in ("src", "note")}
+    S, T = "serving.", "training."
+    cal = Calibration(
+        # the unfitted fallbacks below are only for a catalog without the fitted block (docs/accuracy.md)
+        bw_share=_v(eff, "hbm_share", 0.6),
+        compute_share=_v(sv, "compute_share", 0.6, S),
+        layer_us=_v(sv, "layer_overhead_us", 0.0, S),
+        seq_us=_v(sv, "sequence_overhead_us", 0.0, S),
+        allreduce_us=_v(sv, "allreduce_latency_us", 10.0, S),
+        moe_half_tokens=_v(sv, "moe_half_tokens", 0.0, S),
+        maturing_share=_v(sv, "maturing_software_share", 1.0, S),
+        engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
+        memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),
+        link_share=_v(eff, "link_share", 0.88),
+        scale_out_gb_s=_v(eff, "scale_out_gb_s_per_gpu", 50.0),
+        pcie={"gen3": 16.0, "gen4": 32.0, "gen5": 64.0, **{k: _v(eff["pcie_gb_s"], k, where="pcie_gb_s.")
+                                                             for k in (eff.get("pcie_gb_s") or {}) if k.startswith("gen")}},
+        train_share={g: f for g, f in share.items() if f},
+        train_default={k: v for k, v in default.items() if v} or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
+        train_moe_share=_v(tr, "moe_share", 1.0, T),
+        train_spread=_v(tr, "residual_spread", 0.0, T),
+        train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),
+        sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
+    )
+    _CAL[id(eff)] = (eff, cal)
+    return cal
+
+
+def _default_calibration() -> Calibration:
+    from advisor import catalog as catalog_mod
+    return calibration(catalog_mod.default())
+
+
+# --- the model's shape, as the speed model needs it -------------------------------------------------
+
+@dataclass(frozen=True)
+class Shape:
+    """Per-token bytes and FLOPs of one model, split into the dense part and the routed experts."""
+
+    dense_bytes: float          # weights every token reads (non-expert parts, active)
+    expert_bytes: float         # all routed experts' weights (a batch touches a share of them)
+    dense_flops: float          # 2 x active non-expert parameters
+    expert_flops: float         # 2 x active expert parameters
+    experts: int | None
+    k: int | None
+    layers: int | None
+    hidden: float | None
+    attn_dim: float | None      # query heads x head size
+
+
+def shape(w: Workload, led: Ledger) -> Shape:
     s = led.sized
     m = w.model
-    flops_token = 2 * s.active
-    c.prefill_ms = w.prompt_tokens * flops_token / (c.tp * rate.value * TFLOP) * 1e3
-    c.why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x {flops_token / 1e9:,.1f} GFLOP / "
-                           f"(TP {c.tp} x {rate.formula}) (K04, K07)")
-    batch = math.ceil(w.concurrency / c.dp)
-    weight_bytes = 0.0
+    raw = sum(pt.params * pt.bpp for pt in s.parts)
+    scale = s.weights_bytes / raw if raw else 1.0      # a shipped checkpoint's own size (Kimi K3)
+    dense_b = exp_b = dense_f = exp_f = 0.0
     for pt in s.parts:
         if pt.name == "experts" and s.experts and s.experts_per_token:
-            touched = 1 - (1 - s.experts_per_token / s.experts) ** batch
-            weight_bytes += pt.params * pt.bpp * touched
+            exp_b += pt.params * pt.bpp * scale
+            exp_f += 2 * pt.active_params
         else:
-            weight_bytes += pt.active_params * pt.bpp
-    if len(s.parts) == 1 and s.active_bytes != s.parts[0].active_params * s.parts[0].bpp:
-        weight_bytes = s.active_bytes   # checkpoint-sized model: effective bytes per parameter
-    avg_tokens = min(w.context_tokens, w.prompt_tokens + w.output_tokens / 2)
-    kv_read = batch * led.kv.bytes_per_sequence(int(avg_tokens)) if led.kv else 0.0
-    t_mem = (weight_bytes + kv_read) / (c.tp * bw * hbm)
-    t_cmp = batch * flops_token / (c.tp * rate.value * TFLOP)
-    c.decode_ms_per_token = max(t_mem, t_cmp) * 1e3
-    c.why["decode_ms_per_token"] = (f"max(({_gb(weight_bytes)} weights read + {_gb(kv_read)} KV read for {batch} sequences) / "
-                                    f"(TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {hbm:g}), "
-                                    f"{batch} x {flops_token / 1e9:,.1f} GFLOP / (TP {c.tp} x {rate.value:,.0f} TFLOPS)) (K06, K01)")
-    c.tokens_per_s_per_user = 1e3 / c.decode_ms_per_token
-    c.tokens_per_s = c.tokens_per_s_per_user * w.concurrency
+            dense_b += pt.active_params * pt.bpp * scale
+            dense_f += 2 * pt.active_params
+    heads, hd, hidden = m.num("attention_heads"), m.num("head_dim"), m.num("hidden_size")
+    attn = heads * hd if heads and hd else hidden
+    layers = m.num("layers")
+    return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
+                 int(layers) if layers else None, hidden, attn)
+
+
+def experts_touched(n: int, k: int, tokens: float) -> float:
+    """Expected distinct experts (of n, k per token) that `tokens` tokens route to, per layer (K01)."""
+    if tokens <= 0:
+        return 0.0
+    return n * (1 - (1 - k / n) ** tokens)
+
+
+def _moe_eff(tokens_per_expert: float, half: float) -> float:
+    """Grouped-GEMM efficiency of the experts: falls when each expert gets few tokens."""
+    return tokens_per_expert / (tokens_per_expert + half) if half > 0 else 1.0
+
+
+# --- serving ---------------------------------------------------------------------------------------
+
+@dataclass
+class Serving:
+    """The pieces of one serving evaluation (times in seconds), kept for speed_explained and tests."""
+
+    batch: int
+    ttft: float
+    prefill: float
+    tpot: float
+    step: float
+    step_mem: float
+    step_cmp: float
+    step_comm: float
+    interference: float
+    tokens_per_s: float
+
+
+def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
+    """Expert bytes a step of `tokens` tokens reads and the tokens each touched expert gets."""
+    if not sh.expert_bytes or not sh.experts:
+        return 0.0, tokens
+    t = experts_touched(sh.experts, sh.k, tokens)
+    return sh.expert_bytes * t / sh.experts, tokens * sh.k / t
+
+
+def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, precision: str = "bf16") -> Serving:
+    """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences."""
+    mat = cal.maturity(gpu)
+    bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
+    R = rate_tflops * TFLOP * cal.serving_share(precision) * mat
+    link, _ = cal.link_bytes_s(gpu)
+    alpha = cal.allreduce_us * 1e-6
+    L = sh.layers or 0
+    over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
+    h = sh.hidden or 0.0
+    d = sh.attn_dim or 0.0
+    ctx = prompt + output / 2                      # average context of a sequence being decoded
+
+    # decode step: pp micro-batches of batch/pp sequences pass the stages in turn
+    mb = max(batch / pp, 1.0)
+    exp_bytes, tpe = _touched_bytes(sh, mb)
+    kv_read = batch * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
+    t_mem = (sh.dense_bytes + exp_bytes + kv_read) / (tp * bw)
+    attn_f = 4 * L * ctx * d
+    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
+    flops = batch * (sh.dense_flops + attn_f + sh.expert_flops / _moe_eff(tpe, cal.moe_half_tokens))
+    t_cmp = flops / (tp * pp * R)
+    t_comm = 2 * L * comm.allreduce_s(mb * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
+    if ep > 1 and sh.expert_bytes:
+        t_comm += 2 * L * comm.alltoall_s(mb * sh.k * h * ACT_BYTES, ep, link, alpha)
+    step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
+
+    # prefill of one prompt alone (compute-bound; the whole model's weights read once)
+    exp_pf, tpe_pf = _touched_bytes(sh, prompt)
+    f_pf = prompt * (sh.dense_flops + sh.expert_flops / _moe_eff(tpe_pf, cal.moe_half_tokens)) + 2 * L * prompt ** 2 * d
+    pf_cmp = f_pf / (tp * R)
+    pf_comm = 2 * L * comm.allreduce_s(prompt * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
+    prefill = max(pf_cmp, (sh.dense_bytes + exp_pf) / (tp * bw)) + pf_comm + over
+    # inside a running batch the prompt's compute is shared out over the pipeline
+    pf_batched = f_pf / (tp * pp * R) + pf_comm / pp
+
+    interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
+    tpot = step + interference
+    rho = min(0.95, batch * pf_batched / (output * tpot))
+    ttft = prefill + (step / 2 if batch > 1 else 0.0) + (rho / (2 * (1 - rho)) * pf_batched if batch > 1 else 0.0)
+    return Serving(batch, ttft, prefill, tpot, step, t_mem, t_cmp, t_comm, interference, batch / tpot)
+
+
+def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp: int, prompt: int, output: int,
+              kv_rep: float) -> tuple[int, str]:
+    """Largest batch of one replica whose KV cache fits (each sequence holds prompt + output tokens),
+    capped by the engine's batch limit."""
+    budget = tp * pp * gpu.memory_gb * GB * cal.memory_utilisation - led.bytes("weights_gb") - led.bytes("activations_gb")
+    per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
+    if per_seq <= 0 or led.kv_fallback:
+        return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV size unknown)"
+    fit = max(1, int(budget // per_seq)) if budget > 0 else 1
+    if fit >= cal.engine_max_batch:
+        return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV room for {fit:,})"
+    return fit, (f"({tp * pp} x {gpu.memory_gb:g} GB x {cal.memory_utilisation:g} - weights - activations) / "
+                 f"{per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence")
+
+
+def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: float, cal: Calibration | None = None) -> None:
+    """TTFT, TPOT and throughput of the plan in `c` at the workload's concurrency (or the largest
+    batch that fits, for `concurrency: max`), with each term's factor and source in c.speed_explained."""
+    cal = cal or _default_calibration()
+    s = led.sized
+    m = w.model
+    sh = shape(w, led)
+    rep = max(1.0, c.tp / led.kv.kv_heads) if led.kv else 1.0
+    kv_seq = led.kv.bytes_per_sequence if led.kv else None
+    if getattr(w, "concurrency_max", False):
+        b, how = max_batch(w, led, gpu, cal, c.tp, c.pp, w.prompt_tokens, w.output_tokens, rep)
+        total = b * c.dp
+        c.why["concurrency"] = f"concurrency: max = {b:,} sequences per replica x DP {c.dp}: {how}"
+    else:
+        total = w.concurrency
+        b = math.ceil(total / c.dp)
+    c.concurrency = total
+    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, c.tp, c.pp, b, w.prompt_tokens, w.output_tokens, rep,
+                       ep=getattr(c, "ep", None) or 1, precision=c.compute_precision)
+    c.prefill_ms = sv.prefill * 1e3
+    c.ttft_ms = sv.ttft * 1e3
+    c.tpot_ms = sv.tpot * 1e3
+    c.decode_ms_per_token = c.tpot_ms
+    c.tokens_per_s_per_user = 1e3 / c.tpot_ms
+    c.tokens_per_s = total / sv.tpot
+    c.tokens_per_s_per_gpu = c.tokens_per_s / c.count
+    link, link_how = cal.link_bytes_s(gpu)
+    src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
+    c.speed_explained = {
+        "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
+                                   "formula": f"(dense weights {_gb(sh.dense_bytes)} + experts touched by {b} sequences + KV of {b} sequences) / "
+                                              f"(TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}) (K06, K01)"},
+        "step_compute_ms": {"value": sv.step_cmp * 1e3, "factor": {"compute_share": cal.serving_share(c.compute_precision)}, "source": src,
+                            "formula": f"{b} x (2 x active + attention 4 x layers x context x heads x dim) FLOPs / "
+                                       f"(TP {c.tp} x PP {c.pp} x {rate.formula} x {cal.serving_share(c.compute_precision):g}) (K04)"},
+        "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
+                            "source": src, "formula": f"2 all-reduces per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"},
+        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / c.pp) / 1e3,
+                             "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
+                             "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
+                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / c.pp:g} sequences per decode step"},
+        "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
+                                    "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
+        "ttft_ms": {"value": c.ttft_ms, "factor": {"compute_share": cal.serving_share(c.compute_precision)}, "source": src,
+                    "formula": f"prefill {c.prefill_ms:,.1f} ms ({w.prompt_tokens:,} tokens x FLOPs incl. attention / (TP {c.tp} x rate)) "
+                               "+ half a decode step + queueing behind other prompts (M/D/1)"},
+    }
+    if s.experts and s.experts_per_token:
+        c.speed_explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / c.pp, 1)),
+                                    "factor": {"moe_half_tokens": cal.moe_half_tokens}, "source": src,
+                                    "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
+                                               f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"}
+    c.why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
+                           f"(TP {c.tp} x {rate.formula} x {cal.serving_share(c.compute_precision):g} fitted serving share) (K04, K07)")
+    c.why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
+                                    f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
+                                    "per replica (K06, K01; factors fitted, docs/accuracy.md)")
     if c.usd_per_hour:
         c.usd_per_million_tokens = c.usd_per_hour / (c.tokens_per_s * 3600) * 1e6
         c.why["usd_per_million_tokens"] = f"${c.usd_per_hour:,.2f}/h / ({c.tokens_per_s:,.0f} tokens/s x 3600) x 10^6 (T07)"
@@ -86,15 +381,16 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
     c.kv_headroom_gb = (replica - s.weights_bytes) / GB
     c.why["kv_headroom_gb"] = f"TP {c.tp} x PP {c.pp} x {gpu.memory_gb:g} GB - weights {_gb(s.weights_bytes)} (K05, W06)"
     if led.kv and not led.kv_fallback:
-        rep = max(1.0, c.tp / led.kv.kv_heads)
         fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) + led.bytes("activations_gb") * c.pp
         free = c.count * gpu.memory_gb * GB - fixed * c.dp
         per_seq = led.kv.bytes_per_sequence(w.context_tokens) * rep
         c.max_concurrency = max(0.0, math.floor(free / per_seq)) if per_seq else None
-        longest = led.kv.max_tokens(free / w.concurrency / rep)
+        longest = led.kv.max_tokens(free / max(total, 1) / rep)
         limit = m.num("max_context")
         c.max_context_tokens = min(longest, limit) if limit else (None if math.isinf(longest) else math.floor(longest))
 
+
+# --- training --------------------------------------------------------------------------------------
 
 def train_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
     per_param = 4 if w.method in ("lora", "qlora") else 6   # LoRA: no weight gradients for the frozen base
@@ -102,28 +398,114 @@ def train_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
     return flops * (2 if w.task == "rlhf" else 1), per_param
 
 
-def deadline_factor(w: Workload, led: Ledger, count: int, rate: Term) -> int:
+def attention_train_flops(w: Workload, seq: int) -> float:
+    """Causal attention per token, forward and backward: 3 x 2 x 2 x layers x seq/2 x heads x dim."""
+    m = w.model
+    L = m.num("layers")
+    heads, hd = m.num("attention_heads"), m.num("head_dim")
+    d = heads * hd if heads and hd else m.num("hidden_size")
+    return 6 * L * seq * d if L and d else 0.0
+
+
+@dataclass
+class Training:
+    tokens_per_s_per_gpu: float
+    mfu: float
+    share: float
+    bubble: float
+    comm_s: float
+    compute_s: float
+
+
+def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, dp: int,
+                  seq: int | None = None, micro_batch: int | None = None, microbatches: int | None = None,
+                  virtual_stages: int = 1, precision: str | None = None) -> Training:
+    """Tokens per second per GPU of one training layout: model FLOPs at the fitted share of the
+    achievable matmul rate, pipeline bubbles, and data-parallel gradient traffic overlapped with compute."""
+    seq = seq or w.context_tokens
+    mbs = micro_batch or w.concurrency
+    p = precision or training_precision(w)
+    p = p if p in ("fp8", "fp4") else "bf16"
+    share, _ = cal.train_share_for(gpu, p)
+    if led.sized.experts and led.sized.experts_per_token:
+        share *= cal.train_moe_share
+    flops, _ = train_flops_per_token(w, led)
+    flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
+    R = rate.value * TFLOP * share
+    m = microbatches or max(1, 4 * pp)             # assumption when unknown: 4 micro-batches per stage
+    bubble = (pp - 1) / (m * virtual_stages) if pp > 1 else 0.0
+    tokens_step = m * mbs * seq                     # per replica per optimizer step
+    compute = tokens_step * flops / (tp * pp * R)
+    # data-parallel gradient traffic: all-reduce of the 16-bit gradients (ZeRO-3/FSDP: gathers too)
+    trainable = led.bytes("gradients_gb") / 2 * ACT_BYTES if led.bytes("gradients_gb") else led.sized.params * ACT_BYTES
+    per_gpu = trainable / (tp * pp)
+    if tp * pp * dp <= gpu.gpus_per_node:
+        link, _ = cal.link_bytes_s(gpu)
+    else:
+        link = cal.scale_out_gb_s * 1e9
+    passes = 1.5 * m if w.zero_stage >= 3 else 1     # FSDP gathers weights for every micro-batch
+    comm_s = passes * comm.allreduce_bytes(per_gpu, dp) / link
+    step = max(compute, comm_s) * (1 + bubble)
+    tps = tokens_step / step / (tp * pp)
+    model_flops = 6 * led.sized.active + attention_train_flops(w, seq)
+    spec = gpu.tflops(p) or gpu.tflops("bf16")
+    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute)
+
+
+def deadline_factor(w: Workload, led: Ledger, count: int, rate: Term, gpu: GPU | None = None,
+                    cal: Calibration | None = None) -> int:
     """Data-parallel multiple needed to finish within constraints.deadline_hours (1 when none is set)."""
     deadline = w.constraints.deadline_hours
     if not (deadline and w.training_tokens):
         return 1
+    cal = cal or _default_calibration()
     flops, _ = train_flops_per_token(w, led)
-    hours = w.training_tokens * flops / (count * rate.value * TFLOP) / 3600
+    p = training_precision(w)
+    share = cal.train_share_for(gpu, p if p in ("fp8", "fp4") else "bf16")[0] if gpu else cal.train_default.get("bf16", 0.5)
+    hours = w.training_tokens * flops / (count * rate.value * TFLOP * share) / 3600
     factor = max(1, math.ceil(hours / deadline - 1e-9))
     return factor if count * factor <= (w.constraints.max_gpus or MAX_GPUS) else 1
 
 
-def training_time(w: Workload, led: Ledger, c, rate: Term) -> None:
+def training_time(w: Workload, led: Ledger, c, rate: Term, cal: Calibration | None = None) -> None:
+    """Expected tokens/s, MFU and hours of the plan in `c`, with the fit's spread as the uncertainty."""
+    cal = cal or _default_calibration()
+    gpu = c.gpu
+    tr = training_rate(w, led, gpu, cal, rate, c.tp, c.pp, c.dp)
+    c.training_tokens_per_s = tr.tokens_per_s_per_gpu * c.count
+    c.mfu = tr.mfu
     flops_token, per_param = train_flops_per_token(w, led)
+    c.ideal["training_hours_at_peak"] = (w.training_tokens * flops_token / (c.count * rate.value * TFLOP) / 3600
+                                         if w.training_tokens else None)
+    p = training_precision(w)
+    _, share_how = cal.train_share_for(gpu, p if p in ("fp8", "fp4") else "bf16")
+    src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
+    c.speed_explained = {
+        "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
+                         "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
+                                    + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "") + ")"},
+        "pipeline_bubble": {"value": tr.bubble, "factor": {}, "source": "formula",
+                            "formula": f"(PP {c.pp} - 1) / micro-batches (4 x PP assumed)" if c.pp > 1 else "no pipeline"},
+        "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if c.count <= gpu.gpus_per_node
+                                                         else f"{cal.scale_out_gb_s:g} GB/s per GPU between nodes"},
+                          "source": src, "formula": "ring all-reduce of 16-bit gradients over DP, overlapped with compute "
+                                                    "(ZeRO-3: weight gathers every micro-batch)"},
+        "compute_s_per_step": {"value": tr.compute_s, "factor": {}, "source": "formula",
+                               "formula": "micro-batches x micro-batch x sequence x FLOPs per token (incl. causal attention) / rate"},
+    }
     if not w.training_tokens:
         return
-    hours = w.training_tokens * flops_token / (c.count * rate.value * TFLOP) / 3600
+    hours = w.training_tokens / c.training_tokens_per_s / 3600
     c.training_hours = hours
-    c.why["training_hours"] = (f"{w.training_tokens:.3g} tokens x {flops_token / 1e9:,.1f} GFLOP/token "
-                               f"({per_param} x active{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) / "
-                               f"({c.count} GPUs x {rate.formula}) (K08): a lower bound, every card at the measured "
-                               "peak matmul rate with no pipeline bubbles or communication stalls")
+    sigma = max(cal.train_spread, cal.train_moe_spread) if led.sized.experts else cal.train_spread
+    spread = math.exp(sigma) if sigma else 1.0
+    c.training_hours_range = [hours / spread, hours * spread]
+    c.why["training_hours"] = (f"{w.training_tokens:.3g} tokens / ({c.count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
+                               f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x active"
+                               f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
+                               f"{rate.formula} x {tr.share:.2f} fitted share (MFU {tr.mfu:.0%}); expected within "
+                               f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fit's residual spread); "
+                               f"at the peak matmul rate it would be {c.ideal['training_hours_at_peak']:,.1f} h (K08)")
     if c.usd_per_hour:
         c.usd_per_job = hours * c.usd_per_hour
         c.why["usd_per_job"] = f"{hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
-

@@ -1,0 +1,51 @@
+"""GPU-to-GPU communication: the time of an all-reduce or an all-to-all over a link.
+
+Ring algorithms (the NCCL/RCCL default for large messages): an all-reduce over n GPUs moves
+2 (n - 1) / n of the message through each GPU's link, an all-to-all (n - 1) / n of it. Each
+collective also pays a fixed latency (the floor that dominates small decode-step messages),
+a fitted factor in catalog/efficiency.yaml (serving.allreduce_latency_us).
+"""
+from __future__ import annotations
+
+
+def allreduce_bytes(message_bytes: float, n: int) -> float:
+    """Bytes each GPU sends (and receives) in a ring all-reduce of `message_bytes` over n GPUs."""
+    return 2 * (n - 1) / n * message_bytes if n > 1 else 0.0
+
+
+def alltoall_bytes(bytes_per_gpu: float, n: int) -> float:
+    """Bytes each GPU sends in an all-to-all that spreads `bytes_per_gpu` evenly over n GPUs."""
+    return (n - 1) / n * bytes_per_gpu if n > 1 else 0.0
+
+
+def allreduce_s(message_bytes: float, n: int, link_bytes_s: float, latency_s: float) -> float:
+    """Seconds for one all-reduce: the latency floor plus the ring's bytes over the link."""
+    if n <= 1:
+        return 0.0
+    return latency_s + allreduce_bytes(message_bytes, n) / link_bytes_s
+
+
+def alltoall_s(bytes_per_gpu: float, n: int, link_bytes_s: float, latency_s: float) -> float:
+    """Seconds for one all-to-all (expert-parallel dispatch or combine)."""
+    if n <= 1:
+        return 0.0
+    return latency_s + alltoall_bytes(bytes_per_gpu, n) / link_bytes_s
+
+
+def link_gb_s(gpu, pcie: dict) -> tuple[float, str]:
+    """Unidirectional GPU-to-GPU bandwidth per GPU (GB/s) inside a node and where it comes from.
+
+    NVIDIA quotes NVLink bidirectional (halved here); AMD and Gaudi figures in the catalog are
+    already unidirectional (their notes say so). Cards without a scale-up link talk over PCIe."""
+    f = gpu.fig("interconnect")
+    kind, gb_s = f.value, (f.extra or {}).get("gb_s")
+    if isinstance(gb_s, (int, float)) and gb_s > 0:
+        if str(kind).startswith("nvlink") and kind != "nvlink-bridge":
+            return gb_s / 2, f"{kind} {gb_s:g} GB/s bidirectional / 2"
+        if kind == "nvlink-bridge":
+            # a bridge joins pairs only; beyond two cards the traffic crosses PCIe
+            return pcie["gen4"], f"NVLink bridge pairs only: PCIe {pcie['gen4']:g} GB/s between more cards"
+        return float(gb_s), f"{kind} {gb_s:g} GB/s unidirectional"
+    note = (f.note or "") + " " + str(gpu.fig("form_factor").note or "")
+    gen = "gen5" if "Gen5" in note or "gen5" in note else ("gen3" if "Gen3" in note else "gen4")
+    return pcie[gen], f"PCIe {gen} x16 {pcie[gen]:g} GB/s (no scale-up link)"

@@ -1,0 +1,200 @@
+"""How close the speed model comes to published measurements.
+
+    python bench/accuracy.py [--markdown FILE]
+
+Evaluates every record of catalog/measurements.yaml with the advisor's own speed functions (the
+layout, precision, lengths and concurrency of the record) and prints, per record, the tool's figure,
+the measured one and their ratio; then per class (serving throughput, TTFT, TPOT, training tokens/s
+per GPU, GPU-to-GPU ratios) the median absolute error and the worst ratio, on the records the factors
+were fitted on (split: fit) and on those kept out of the fit (split: check). `--markdown` also writes
+the tables for docs/accuracy.md. bench/fit.py imports `prepare` and `evaluate` from here.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from advisor import catalog as catalog_mod, yamlio  # noqa: E402
+from advisor.estimator import Candidate  # noqa: E402
+from advisor.numbers import speed  # noqa: E402
+from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E402
+from advisor.workload import parse  # noqa: E402
+
+MEASUREMENTS = ROOT / "catalog" / "measurements.yaml"
+CLASSES = ("throughput", "ttft", "tpot", "training", "ratio")
+TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "tpot": "TPOT", "training": "training tokens/s per GPU",
+          "ratio": "GPU-to-GPU ratios"}
+
+
+@dataclass
+class Prepared:
+    rec: dict
+    w: object
+    led: object
+    gpu: object
+    rate: object
+
+
+def load_records(path: Path = MEASUREMENTS) -> tuple[list[dict], dict]:
+    data = yamlio.load(path)
+    return [dict(r) for r in data["records"]], dict(data.get("models") or {})
+
+
+def prepare(records: list[dict], models: dict, cat) -> list[Prepared]:
+    """Build each record's workload, ledger and matmul rate once (fitting re-evaluates them often)."""
+    out = []
+    for r in records:
+        model = r["model"]
+        if model in models:
+            model = {k: v for k, v in models[model].items() if k != "src"}
+        doc = {"model": model, "mode": "training" if r["class"] == "training" else "inference"}
+        if r.get("precision"):
+            doc["precision"] = r["precision"]
+        if r["class"] == "training":
+            if r.get("method"):
+                doc["method"] = r["method"]
+            doc.update(context_tokens=r["seq"], concurrency=r.get("micro_batch") or 1, zero_stage=r.get("zero") or 0,
+                       activation_checkpointing=bool(r.get("checkpointing")))
+        else:
+            doc.update(prompt_tokens=r["prompt"], output_tokens=r["output"], context_tokens=r["prompt"] + r["output"],
+                       kv_precision={"fp16": "fp16"}.get(r.get("kv_precision"), r.get("kv_precision") or "bf16"),
+                       concurrency=r["concurrency"] if r["concurrency"] != "max" else "max")
+        w = parse(doc, cat, f"{MEASUREMENTS.name}:{r['id']}")
+        led = training_ledger(w) if w.training else inference_ledger(w)
+        gpu = cat.gpus[r["gpu"]]
+        cp = speed.compute_precision(w, gpu, led.sized)
+        out.append(Prepared(r, w, led, gpu, speed.achievable_tflops(cat, gpu, cp)))
+    return out
+
+
+def evaluate(p: Prepared, cal) -> float:
+    """The tool's figure for a record, in the record's unit."""
+    r = p.rec
+    tp, pp = r.get("tp") or 1, r.get("pp") or 1
+    if r["class"] == "training":
+        dp = r.get("dp") or max(1, r["count"] // (tp * pp))
+        gbs = r.get("global_batch")
+        mbs = r.get("micro_batch") or 1
+        m = max(1, round(gbs / (dp * mbs))) if gbs else None
+        cp = speed.compute_precision(p.w, p.gpu, p.led.sized)
+        tr = speed.training_rate(p.w, p.led, p.gpu, cal, p.rate, tp, pp, dp, seq=r["seq"], micro_batch=mbs, microbatches=m,
+                                 virtual_stages=r.get("virtual_stages") or 1, precision=cp)
+        return tr.tokens_per_s_per_gpu
+    if r.get("max_batch"):      # the engine's own cap where the source sets it
+        cal = replace(cal, engine_max_batch=int(r["max_batch"]))
+    if r.get("kv_fraction"):
+        cal = replace(cal, memory_utilisation=float(r["kv_fraction"]))
+    dp = r.get("dp") or max(1, r["count"] // (tp * pp))
+    c = Candidate(p.gpu, True, count=r["count"], nodes=1, tp=tp, pp=pp, dp=dp)
+    speed.inference_speed(p.w, p.led, c, p.gpu, p.rate, cal.bw_share, cal=cal)
+    return {"throughput": c.tokens_per_s, "ttft": c.ttft_ms, "tpot": c.tpot_ms}[r["class"]]
+
+
+def ratio_pairs(prepared: list[Prepared], figures: list[float]) -> list[dict]:
+    """Same source, model, lengths and concurrency on two GPUs: the measured and the modelled ratio per GPU."""
+    groups: dict[tuple, list[int]] = {}
+    for i, p in enumerate(prepared):
+        r = p.rec
+        if r["class"] not in ("throughput", "training"):
+            continue
+        key = (r["source"], r["class"], r["model"], r.get("prompt"), r.get("output"), str(r.get("concurrency")),
+               r.get("seq"), r.get("precision") if r["class"] == "training" else None)
+        groups.setdefault(key, []).append(i)
+    out = []
+    for idx in groups.values():
+        gpus = {prepared[i].rec["gpu"] for i in idx}
+        if len(gpus) < 2:
+            continue
+        for a in idx:
+            for b in idx:
+                ra, rb = prepared[a].rec, prepared[b].rec
+                ga, gb = prepared[a].gpu, prepared[b].gpu
+                # newer over older: the faster spec (bf16 TFLOPS, then bandwidth) is the numerator
+                if (ga.tflops("bf16"), ga.bandwidth_tb_s) <= (gb.tflops("bf16"), gb.bandwidth_tb_s):
+                    continue
+                per = (lambda r: r["count"]) if ra["class"] == "throughput" else (lambda r: 1)
+                measured = (ra["measured"] / per(ra)) / (rb["measured"] / per(rb))
+                tool = (figures[a] / per(ra)) / (figures[b] / per(rb))
+                split = "fit" if ra["split"] == rb["split"] == "fit" else "check"
+                out.append({"id": f"{ra['id']} / {rb['gpu']}", "class": "ratio", "split": split, "tool": tool,
+                            "measured": measured, "pair": f"{ra['gpu']}/{rb['gpu']}"})
+    return out
+
+
+def rows(prepared: list[Prepared], cal) -> list[dict]:
+    figs = [evaluate(p, cal) for p in prepared]
+    out = [{"id": p.rec["id"], "class": p.rec["class"], "split": p.rec["split"], "tool": f, "measured": p.rec["measured"],
+            "gpu": p.rec["gpu"], "model": p.rec["model"]} for p, f in zip(prepared, figs)]
+    return out + ratio_pairs(prepared, figs)
+
+
+def summary(table: list[dict]) -> list[dict]:
+    out = []
+    for cls in CLASSES:
+        for split in ("fit", "check"):
+            sel = [r for r in table if r["class"] == cls and r["split"] == split]
+            if not sel:
+                continue
+            ratios = [r["tool"] / r["measured"] for r in sel]
+            errs = [abs(x - 1) for x in ratios]
+            worst = max(ratios, key=lambda x: abs(math.log(x)))
+            out.append({"class": cls, "split": split, "n": len(sel), "median_abs_error": statistics.median(errs),
+                        "worst_ratio": worst, "within_2x": sum(1 for x in ratios if 0.5 <= x <= 2) / len(ratios)})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--markdown", help="also write the tables as Markdown to this file")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    cat = catalog_mod.load(ROOT / "catalog")
+    cal = speed.calibration(cat)
+    records, models = load_records()
+    prepared = prepare(records, models, cat)
+    table = rows(prepared, cal)
+    lines = [f"{'record':<62} {'split':<5} {'tool':>10} {'measured':>10} {'ratio':>6}"]
+    for cls in CLASSES:
+        lines.append(f"-- {TITLES[cls]}")
+        for r in (x for x in table if x["class"] == cls):
+            lines.append(f"{r['id'][:62]:<62} {r['split']:<5} {r['tool']:>10,.3g} {r['measured']:>10,.3g} {r['tool'] / r['measured']:>6.2f}")
+    lines.append("")
+    lines.append(f"{'class':<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 2x':>10}")
+    summ = summary(table)
+    for s in summ:
+        lines.append(f"{TITLES[s['class']]:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
+                     f"{s['worst_ratio']:>12.2f} {s['within_2x']:>10.0%}")
+    pairs = {}
+    for r in table:
+        if r["class"] == "ratio":
+            pairs.setdefault((r["pair"], r["split"]), []).append(abs(r["tool"] / r["measured"] - 1))
+    lines.append("")
+    lines.append("GPU-to-GPU ratio errors by pair (median |error|, n):")
+    for (pair, split), errs in sorted(pairs.items()):
+        lines.append(f"  {pair:<28} {split:<5} {statistics.median(errs):>6.1%}  n={len(errs)}")
+    lines.append(f"\n{len(records)} records evaluated in {time.perf_counter() - t0:.2f} s")
+    print("\n".join(lines))
+    if args.markdown:
+        md = ["| class | split | n | median abs. error | worst ratio | within 2x |", "|---|---|---|---|---|---|"]
+        for s in summ:
+            md.append(f"| {TITLES[s['class']]} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_2x']:.0%} |")
+        md += ["", "| GPU pair | split | median abs. error | n |", "|---|---|---|---|"]
+        for (pair, split), errs in sorted(pairs.items()):
+            md.append(f"| {pair} | {split} | {statistics.median(errs):.1%} | {len(errs)} |")
+        md += ["", "| record | class | split | tool | measured | ratio |", "|---|---|---|---|---|---|"]
+        for r in table:
+            md.append(f"| {r['id']} | {r['class']} | {r['split']} | {r['tool']:,.4g} | {r['measured']:,.4g} | {r['tool'] / r['measured']:.2f} |")
+        Path(args.markdown).write_text("\n".join(md) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

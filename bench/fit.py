@@ -1,0 +1,201 @@
+"""Fit the speed model's efficiency factors on the `fit` split of catalog/measurements.yaml.
+
+    python bench/fit.py [--dry-run]
+
+Serving: six factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
+matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
+sequence, all-reduce latency floor, MoE tokens per expert at half efficiency), fitted together by minimising the squared log ratio tool/measured, each
+class (throughput, TTFT, TPOT) weighted equally. Training: the share of the achievable matmul rate per
+GPU generation and precision (a group of its own only with at least three fitted records, else the
+pooled figure of its precision), then one MoE factor. The factors, the records they were fitted on and
+the fit's residuals are written between the markers of catalog/efficiency.yaml; `--dry-run` prints
+them only. Check-split records never enter the fit: bench/accuracy.py reports both splits.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import accuracy  # noqa: E402
+
+from advisor import catalog as catalog_mod  # noqa: E402
+from advisor.numbers import speed  # noqa: E402
+
+EFFICIENCY = accuracy.ROOT / "catalog" / "efficiency.yaml"
+BEGIN, END = "# --- fitted by bench/fit.py: begin ---", "# --- fitted by bench/fit.py: end ---"
+SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
+    # a decode step cannot read HBM faster than a streaming copy does (efficiency.yaml hbm_stream_share, 0.92)
+    "bw_share": (0.3, 0.92), "compute_share": (0.2, 1.0), "layer_us": (0.0, 300.0), "seq_us": (0.0, 200.0),
+    # per-layer overhead and the all-reduce floor are both paid per layer: with few TP > 1 latency
+    # records they trade off, so the floor is kept at or above 5 us (a small-message NCCL all-reduce
+    # over NVLink is several microseconds; an assumption, not a measurement of ours)
+    "allreduce_us": (5.0, 100.0), "moe_half_tokens": (0.0, 512.0), "maturing_share": (0.3, 1.0),
+}
+
+
+def _log_err(p, cal) -> float:
+    f = accuracy.evaluate(p, cal)
+    return math.log(f / p.rec["measured"]) if f and f > 0 else 5.0
+
+
+def serving_loss(prepared, cal) -> float:
+    per_class: dict[str, list[float]] = {}
+    for p in prepared:
+        per_class.setdefault(p.rec["class"], []).append(_log_err(p, cal) ** 2)
+    return sum(statistics.fmean(v) for v in per_class.values())
+
+
+def golden(f, lo: float, hi: float, iters: int = 28) -> float:
+    g = (math.sqrt(5) - 1) / 2
+    a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iters):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+# fixed starting points (never the factors already in the file), so that a refit on the same records
+# writes the same factors
+BASE = {"compute_share": 0.6, "seq_us": 0.0, "moe_half_tokens": 0.0, "maturing_share": 1.0}
+STARTS = ({**BASE, "bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0},
+          {**BASE, "bw_share": 0.6, "layer_us": 20.0, "allreduce_us": 20.0},
+          {**BASE, "bw_share": 0.85, "layer_us": 100.0, "allreduce_us": 6.0})
+
+
+def fit_serving(prepared, cal):
+    cal = replace(cal, engine_max_batch=256)      # the sourced cap written below (VLLM_ENGINE_ARGS)
+    serving = [p for p in prepared if p.rec["class"] != "training" and p.rec["split"] == "fit"]
+    best_cal, best_loss = None, math.inf
+    for start in STARTS:   # coordinate descent from a few starting points; the lowest loss wins
+        c = replace(cal, **start)
+        for _ in range(6):     # each factor by golden-section search, a few sweeps
+            for name, (lo, hi) in SERVING.items():
+                v = golden(lambda x: serving_loss(serving, replace(c, **{name: x})), lo, hi)
+                c = replace(c, **{name: v})
+        loss = serving_loss(serving, c)
+        if loss < best_loss:
+            best_cal, best_loss = c, loss
+    return best_cal, serving
+
+
+def fit_training(prepared, cal):
+    train = [p for p in prepared if p.rec["class"] == "training" and p.rec["split"] == "fit"]
+    dense = [p for p in train if not p.led.sized.experts]
+    moe = [p for p in train if p.led.sized.experts]
+
+    def prec(p):
+        return speed.compute_precision(p.w, p.gpu, p.led.sized)
+
+    groups: dict[tuple, list] = {}
+    for p in dense:
+        groups.setdefault((p.gpu.generation, prec(p)), []).append(p)
+    share: dict = {}                               # fixed start, as for serving
+    default = {"bf16": 0.5, "fp8": 0.5}
+    for _ in range(4):    # the rate is proportional to the share except where communication binds: iterate
+        for pr in ("bf16", "fp8"):
+            sel = [p for p in dense if prec(p) == pr]
+            if sel:
+                c = replace(cal, train_share={}, train_default=default, train_moe_share=1.0)
+                gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
+                default[pr] = default.get(pr, 0.5) * gm
+        for (gen, pr), sel in groups.items():
+            if len(sel) < 3:
+                continue
+            share.setdefault(gen, {}).setdefault(pr, default[pr])
+            c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
+            gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
+            share[gen][pr] *= gm
+    default["fp4"] = default["fp8"]    # no FP4 training record: FP4 training takes the FP8 share (said in the YAML)
+    cal = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
+    if len(moe) >= 2:
+        gm = math.exp(statistics.fmean(-_log_err(p, cal) for p in moe))
+        cal = replace(cal, train_moe_share=gm)
+    dense_errs = [_log_err(p, cal) for p in dense]
+    moe_errs = [_log_err(p, cal) for p in moe]
+    # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
+    moe_rms = math.sqrt(statistics.fmean(e * e for e in moe_errs)) if moe_errs else 0.0
+    cal = replace(cal, train_spread=statistics.pstdev(dense_errs), train_moe_spread=moe_rms)
+    return cal, train, groups, moe
+
+
+def _resid(prepared, cal) -> str:
+    errs = [abs(math.exp(_log_err(p, cal)) - 1) for p in prepared]
+    return f"median |error| {statistics.median(errs):.1%} over {len(errs)} fit records"
+
+
+def render(cal, serving, train, groups, moe) -> str:
+    today = date.today().isoformat()
+    ids = lambda ps: ", ".join(p.rec["id"] for p in ps)  # noqa: E731
+    srv_res = _resid(serving, cal)
+    lines = [BEGIN,
+             f"# Fitted {today} on {len(serving)} serving and {len(train)} training records (split: fit). Serving factors "
+             f"are shared by all GPUs and models; {srv_res}.",
+             f'hbm_share: {{v: {cal.bw_share:.3f}, src: [CALIBRATION], fit: "{srv_res}", note: "HBM bandwidth a decode step reaches (weights + KV reads); the ideal figures (K06) use the spec bandwidth"}}',
+             "serving:",
+             f'  compute_share: {{v: {cal.compute_share:.3f}, src: [CALIBRATION], note: "share of the achievable (MAMF) matmul rate that prefill and batched decode reach, attention included"}}',
+             f'  layer_overhead_us: {{v: {cal.layer_us:.2f}, src: [CALIBRATION], note: "launch and scheduling time per layer of a decode step"}}',
+             f'  sequence_overhead_us: {{v: {cal.seq_us:.2f}, src: [CALIBRATION], note: "sampling and bookkeeping time per sequence of a decode step"}}',
+             f'  allreduce_latency_us: {{v: {cal.allreduce_us:.2f}, src: [CALIBRATION], note: "fixed cost of one tensor-parallel all-reduce (2 per layer per step), on top of ring bytes / link"}}',
+             f'  moe_half_tokens: {{v: {cal.moe_half_tokens:.1f}, src: [CALIBRATION], note: "tokens per expert at which grouped expert matmuls run at half efficiency"}}',
+             f'  maturing_software_share: {{v: {cal.maturing_share:.3f}, src: [CALIBRATION, K12, K18], note: "bandwidth and matmul shares are scaled by this on GPUs whose software the catalog calls maturing, limited or new (B200, MI300X, Gaudi ...)"}}',
+             '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM\'s documented max_num_seqs default)"}',
+             '  memory_utilisation: {v: 0.9, src: [VLLM_ENGINE_ARGS], note: "share of card memory an engine gives weights + KV cache (vLLM gpu_memory_utilization default)"}',
+             f'  fitted_on: "{ids(serving)}"',
+             "training:",
+             "  share_of_matmul:   # share of the achievable (MAMF) matmul rate reached by model FLOPs, per GPU generation and precision"]
+    lines.append("    default: {" + ", ".join(f"{p}: {{v: {v:.3f}, src: [CALIBRATION]"
+                                         + (', note: "no FP4 training record: the FP8 figure"' if p == "fp4" else "") + "}"
+                                         for p, v in sorted(cal.train_default.items())) + "}")
+    for gen, fam in sorted(cal.train_share.items()):
+        parts = []
+        for p, v in sorted(fam.items()):
+            sel = groups.get((gen, p), [])
+            parts.append(f'{p}: {{v: {v:.3f}, src: [CALIBRATION], fit: "{_resid(sel, cal)}"}}')
+        lines.append(f"    {gen}: {{" + ", ".join(parts) + "}")
+    lines.append(f'  moe_share: {{v: {cal.train_moe_share:.3f}, src: [CALIBRATION], fit: "{_resid(moe, cal) if moe else "no MoE record"}", '
+                 'note: "MoE training reaches this share of a dense model (all-to-all, routing imbalance, small expert matmuls)"}')
+    lines.append(f'  residual_spread: {{v: {cal.train_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / measured) over the '
+                 'fitted dense training records: training hours are stated as x exp(-+ this)"}')
+    lines.append(f'  moe_residual_spread: {{v: {cal.train_moe_spread:.3f}, src: [CALIBRATION], note: "root mean square of ln(tool / measured) over the '
+                 'fitted MoE training records: the stated range of a MoE job"}')
+    lines.append(f'  fitted_on: "{ids(train)}"')
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args(argv)
+    cat = catalog_mod.load(accuracy.ROOT / "catalog")
+    cal = speed.calibration(cat)
+    records, models = accuracy.load_records()
+    prepared = accuracy.prepare(records, models, cat)
+    cal, serving = fit_serving(prepared, cal)
+    cal, train, groups, moe = fit_training(prepared, cal)
+    block = render(cal, serving, train, groups, moe)
+    print(block)
+    if not args.dry_run:
+        text = EFFICIENCY.read_text()
+        a, b = text.index(BEGIN), text.index(END) + len(END)
+        EFFICIENCY.write_text(text[:a] + block + text[b:])
+        print(f"\nwrote {EFFICIENCY.relative_to(accuracy.ROOT)}; run bench/accuracy.py for the error per class and split")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,211 @@
+"""The calibrated speed model (advisor/numbers/speed.py, comm.py): its formulas pinned by hand-computed
+figures with a calibration fixed in the test (the shipped, fitted factors are measured by
+bench/accuracy.py, never asserted here)."""
+import math
+from dataclasses import replace
+
+import pytest
+
+from advisor import errors, workload
+from advisor.estimator import Candidate
+from advisor.numbers import comm, speed
+from advisor.numbers.ledger import BYTES_PER_PARAM, inference_ledger, training_ledger
+
+MODEL = {"params_b": 8, "layers": 32, "hidden_size": 4096, "attention_heads": 32, "kv_heads": 8, "head_dim": 128}
+
+
+@pytest.fixture
+def cal(catalog):
+    """A calibration with round factors, so the arithmetic below can be done by hand."""
+    return replace(speed.calibration(catalog), bw_share=0.6, compute_share=0.5, layer_us=31.25, seq_us=0.0, allreduce_us=10.0,
+                   moe_half_tokens=0.0, link_share=1.0, _links={})
+
+
+def serve(catalog, cal, gpu="h100-sxm", tp=1, **doc):
+    w = workload.parse({"mode": "inference", "model": MODEL, "precision": "bf16", "prompt_tokens": 1000,
+                        "output_tokens": 1000, "concurrency": 1, **doc}, catalog)
+    led = inference_ledger(w)
+    g = catalog.gpus[gpu]
+    rate = speed.achievable_tflops(catalog, g, speed.compute_precision(w, g, led.sized))
+    c = Candidate(g, True, count=tp, nodes=1, tp=tp, pp=1, dp=1)
+    speed.inference_speed(w, led, c, g, rate, cal.bw_share, cal=cal)
+    return c, rate
+
+
+def test_tpot_and_ttft_by_hand_for_one_plan(catalog, cal):
+    c, rate = serve(catalog, cal)
+    assert rate.value == 794.5                                   # H100 bf16 MAMF (catalog/efficiency.yaml)
+    bw = 3.35e12 * 0.6
+    R = 794.5e12 * 0.5
+    weights = 8e9 * 2                                            # 8B x 2 B
+    kv = 2 * 8 * 128 * 2 * 32 * 1500                             # K and V x heads x dim x 2 B x layers x (1000 + 1000/2)
+    step = (weights + kv) / bw + 32 * 31.25e-6                   # bandwidth-bound + 31.25 us x 32 layers = 1 ms
+    prefill_flops = 1000 * 2 * 8e9 + 2 * 32 * 1000 ** 2 * 4096   # 2 x params per token + causal attention
+    prefill = prefill_flops / R + 1e-3
+    tpot = step + prefill_flops / R / 1000                       # one prompt's prefill spread over 1,000 outputs
+    assert c.tpot_ms == pytest.approx(tpot * 1e3, rel=1e-3)
+    assert c.tpot_ms == pytest.approx(9.10, abs=0.01)
+    assert c.ttft_ms == pytest.approx(prefill * 1e3, rel=1e-3) == pytest.approx(41.94, abs=0.01)
+    assert c.decode_ms_per_token == c.tpot_ms and c.prefill_ms == pytest.approx(c.ttft_ms)
+    assert c.tokens_per_s == pytest.approx(1e3 / c.tpot_ms) and c.tokens_per_s_per_gpu == c.tokens_per_s
+
+
+def test_tensor_parallel_adds_two_all_reduces_per_layer(catalog, cal):
+    one, _ = serve(catalog, cal, tp=1)
+    two, _ = serve(catalog, cal, tp=2)
+    ar = comm.allreduce_s(1 * 4096 * 2, 2, 450e9, 10e-6)          # one token's 16-bit hidden state over NVLink 4
+    assert two.speed_explained["tp_allreduce_ms"]["value"] == pytest.approx(2 * 32 * ar * 1e3, rel=1e-6)
+    assert 2 * 32 * ar * 1e3 == pytest.approx(0.64, abs=0.01)    # the 10 us latency floor dominates
+    assert two.tpot_ms < one.tpot_ms                             # half the bytes per card outweighs the all-reduces
+
+
+def test_all_reduce_and_all_to_all_bytes():
+    assert comm.allreduce_bytes(1e6, 8) == pytest.approx(1.75e6)      # 2 x 7/8 of the message
+    assert comm.allreduce_bytes(1e6, 1) == 0
+    assert comm.alltoall_bytes(8e6, 8) == pytest.approx(7e6)
+    assert comm.allreduce_s(1e6, 8, 1e9, 1e-5) == pytest.approx(1e-5 + 1.75e-3)
+
+
+def test_moe_experts_touched_by_a_batch():
+    assert speed.experts_touched(128, 4, 1) == pytest.approx(4)
+    assert speed.experts_touched(128, 4, 64) == pytest.approx(128 * (1 - (124 / 128) ** 64)) == pytest.approx(111.2, abs=0.1)
+    assert speed.experts_touched(128, 4, 10_000) == pytest.approx(128)
+
+
+def test_moe_decode_reads_only_the_touched_experts(estimate_file):
+    one = estimate_file("gpt-oss-120b-one-user", concurrency=1).candidate("h200-sxm")
+    many = estimate_file("gpt-oss-120b-one-user", concurrency=64).candidate("h200-sxm")
+    read1 = one.speed_explained["weights_and_kv_read_ms"]["value"]
+    read64 = many.speed_explained["weights_and_kv_read_ms"]["value"]
+    assert many.speed_explained["moe"]["value"] == pytest.approx(111.2, abs=0.1)
+    assert 1 < read64 / read1 < 128 / 4                          # more experts touched, never all per token
+
+
+def test_concurrency_max_resolves_to_the_largest_batch_that_fits(estimate_file, catalog):
+    est = estimate_file("llama-70b-fp16-serving", concurrency="max", prompt_tokens=1000, output_tokens=1000, context_tokens=2000)
+    c = est.candidate("h200-sxm")
+    cal = speed.calibration(catalog)
+    per_seq = est.ledger.kv.bytes_per_sequence(2000)
+    budget = c.tp * c.pp * 141e9 * cal.memory_utilisation - est.ledger.bytes("weights_gb") - est.ledger.bytes("activations_gb")
+    assert c.concurrency == min(cal.engine_max_batch, int(budget // per_seq)) * c.dp
+    assert est.as_dict()["workload"]["concurrency"] == "max"
+    assert "concurrency: max" in c.why["concurrency"]
+
+
+def test_concurrency_max_is_for_inference_only(catalog):
+    with pytest.raises(errors.InputError) as exc:
+        workload.parse({"mode": "training", "model": "llama-3.1-8b", "concurrency": "max"}, catalog, "w.yaml")
+    assert "concurrency" in str(exc.value)
+
+
+def test_fp4_precisions_and_fp8_kv(catalog):
+    assert BYTES_PER_PARAM["nvfp4"] == 4.5 / 8 and BYTES_PER_PARAM["mxfp4"] == 4.25 / 8
+    w = workload.parse({"mode": "inference", "model": "llama-3.1-70b", "precision": "nvfp4", "kv_precision": "fp8"}, catalog)
+    led = inference_ledger(w)
+    assert speed.compute_precision(w, catalog.gpus["b200"], led.sized) == "fp4"      # Blackwell computes FP4
+    assert speed.compute_precision(w, catalog.gpus["h100-sxm"], led.sized) == "bf16"  # Hopper upcasts (K10)
+    assert led.kv.bytes_per_sequence(1) == 2 * 8 * 128 * 1 * 80                      # 1 byte per fp8 KV element
+
+
+def test_training_rate_mfu_and_stated_uncertainty(estimate_file, catalog):
+    est = estimate_file("llama-13b-full-finetune", training_tokens=1e9)
+    c = est.candidate("h100-sxm")
+    cal = speed.calibration(catalog)
+    assert c.training_tokens_per_s > 0 and 0 < c.mfu < 1
+    per_gpu = c.training_tokens_per_s / c.count
+    model_flops = 6 * est.ledger.sized.active + speed.attention_train_flops(est.workload, est.workload.context_tokens)
+    assert c.mfu == pytest.approx(per_gpu * model_flops / 989e12, rel=1e-6)
+    assert c.training_hours == pytest.approx(1e9 / c.training_tokens_per_s / 3600)
+    lo, hi = c.training_hours_range
+    assert lo < c.training_hours < hi and hi / c.training_hours == pytest.approx(math.exp(cal.train_spread))   # dense
+    assert c.ideal["training_hours_at_peak"] < c.training_hours       # the seed's ideal figure is kept beside it
+
+
+def test_pipeline_bubble_and_data_parallel_traffic(catalog, cal):
+    w = workload.parse({"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 4096}, catalog)
+    led = training_ledger(w)
+    g = catalog.gpus["h100-sxm"]
+    rate = speed.achievable_tflops(catalog, g, "bf16")
+    flat = speed.training_rate(w, led, g, cal, rate, 8, 1, 8, microbatches=16)
+    piped = speed.training_rate(w, led, g, cal, rate, 8, 4, 2, microbatches=16)
+    assert piped.bubble == pytest.approx(3 / 16)                    # (PP - 1) / micro-batches
+    assert piped.tokens_per_s_per_gpu == pytest.approx(flat.tokens_per_s_per_gpu / (1 + 3 / 16), rel=1e-6)
+    grads = led.sized.params * 2 / 8                                 # 16-bit gradients of one TP shard
+    assert flat.comm_s == pytest.approx(comm.allreduce_bytes(grads, 8) / (cal.scale_out_gb_s * 1e9))
+
+
+def test_calibration_is_read_once_per_catalog(catalog):
+    assert speed.calibration(catalog) is speed.calibration(catalog)
+
+
+def test_estimate_json_carries_the_speed_fields(estimate_file):
+    d = estimate_file("chat-assistant").as_dict()
+    h200 = next(c for c in d["candidates"] if c["gpu"] == "h200-sxm")
+    for k in ("concurrency", "ttft_ms", "tpot_ms", "tokens_per_s", "tokens_per_s_per_gpu", "speed_explained",
+              "prefill_ms", "decode_ms_per_token"):
+        assert h200[k] is not None, k
+    assert h200["concurrency"] == 64
+    assert h200["speed_explained"]["weights_and_kv_read_ms"]["factor"]["hbm_share"] > 0
+    assert h200["ideal"]["decode_ms_per_token"] < h200["tpot_ms"]     # ideal (K06) beside expected
+    train = estimate_file("llama-13b-full-finetune").as_dict()["candidates"][0]
+    assert train["mfu"] and train["training_tokens_per_s"] and len(train["training_hours_range"] or [0, 0]) == 2
+
+
+def test_every_measurement_is_complete_and_evaluates(catalog):
+    """catalog/measurements.yaml: each record names its source, engine, version, hardware, precision,
+    lengths, concurrency and split, and the speed model gives it a finite figure (accuracy itself is
+    measured by bench/accuracy.py, not asserted here)."""
+    import sys
+    from advisor import yamlio
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "bench"))
+    import accuracy
+    data = yamlio.load(accuracy.MEASUREMENTS)
+    sources = data["sources"]
+    records = [dict(r) for r in data["records"]]
+    assert len(records) >= 139 and len({r["id"] for r in records}) == len(records)
+    for r in records:
+        assert r["source"] in sources and r["engine"] and "version" in r, r["id"]
+        assert r["gpu"] in catalog.gpus and r["split"] in ("fit", "check") and r["measured"] > 0, r["id"]
+        assert r["model"] in catalog.models or r["model"] in data["models"], r["id"]
+        if r["class"] == "training":
+            assert r["seq"] and r["count"] and r["precision"], r["id"]
+        else:
+            assert r["prompt"] and r["output"] and r["concurrency"], r["id"]
+    assert {r["split"] for r in records} == {"fit", "check"}
+    prepared = accuracy.prepare(records, dict(data["models"]), catalog)
+    cal = speed.calibration(catalog)
+    figures = [accuracy.evaluate(p, cal) for p in prepared]
+    assert all(math.isfinite(f) and f > 0 for f in figures)
+
+
+def test_moe_training_states_the_wider_moe_spread(estimate_file, catalog):
+    c = estimate_file("gpt-oss-120b-training").candidate("h100-sxm")
+    cal = speed.calibration(catalog)
+    assert cal.train_moe_spread > cal.train_spread
+    assert c.training_hours_range[1] / c.training_hours == pytest.approx(math.exp(cal.train_moe_spread))
+
+
+def test_expert_parallel_adds_all_to_all(catalog, cal):
+    w = workload.parse({"mode": "inference", "model": "mixtral-8x7b", "precision": "bf16", "prompt_tokens": 1000,
+                        "output_tokens": 1000, "concurrency": 8}, catalog)
+    led = inference_ledger(w)
+    g = catalog.gpus["h100-sxm"]
+    rate = speed.achievable_tflops(catalog, g, "bf16")
+    plain = Candidate(g, True, count=2, nodes=1, tp=2, pp=1, dp=1)
+    spread = Candidate(g, True, count=2, nodes=1, tp=2, pp=1, dp=1)
+    spread.ep = 2
+    speed.inference_speed(w, led, plain, g, rate, cal.bw_share, cal=cal)
+    speed.inference_speed(w, led, spread, g, rate, cal.bw_share, cal=cal)
+    h = w.model.num("hidden_size")
+    a2a = comm.alltoall_s(8 * 2 * h * 2, 2, 450e9, 10e-6)            # 8 tokens x k=2 experts x hidden x 2 B, dispatch and combine
+    extra = spread.speed_explained["tp_allreduce_ms"]["value"] - plain.speed_explained["tp_allreduce_ms"]["value"]
+    assert extra == pytest.approx(2 * 32 * a2a * 1e3, rel=1e-6)
+
+
+def test_a_bad_efficiency_factor_is_a_one_line_error(catalog):
+    import dataclasses
+    eff = {**catalog.efficiency, "serving": {**catalog.efficiency["serving"], "compute_share": {"v": "fast"}}}
+    bad = dataclasses.replace(catalog, efficiency=eff)
+    with pytest.raises(errors.InputError) as exc:
+        speed.calibration(bad)
+    assert str(exc.value) == "catalog/efficiency.yaml: serving.compute_share: must be a non-negative number (got 'fast')"
