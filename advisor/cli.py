@@ -53,29 +53,6 @@ def _decide(args):
     return decision.decide(est, kb, cat)
 
 
-def summary_text(rec: dict) -> str:
-    """A few lines: the recommendation, the decisive rule, the runner-up and the warnings."""
-    r = rec["recommendation"]
-    lines = []
-    if not r:
-        lines.append("No GPU can be recommended: every candidate was excluded.")
-        for gpu, rules in rec["no_candidate"].items():
-            lines.append(f"  {gpu}: excluded by {', '.join(rules)}")
-        return "\n".join(lines) + "\n"
-    cost = (f"${r['usd_per_hour']:,.2f}/h ({r['price']['provider']}, {r['price']['date']})"
-            if r["usd_per_hour"] is not None else f"price unknown ({r['price_unknown']})")
-    lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']}, {cost}")
-    d = rec["decisive_rule"]
-    lines.append(f"Decisive rule: {d['id']} ({', '.join(d['source'])}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
-    lines.append(f"  {d['because']}")
-    if rec["runner_up"]:
-        lines.append(f"Runner-up: {rec['runner_up']['count']} x {rec['runner_up']['gpu']}: {rec['runner_up']['why']}")
-    for w in rec["warnings"]:
-        lines.append(f"{w['kind'].capitalize()} [{w['severity']}] ({w['rule']}, {', '.join(w['source'])}): {w['text']}")
-    lines.append("Use --format json for the full decision record.")
-    return "\n".join(lines) + "\n"
-
-
 def cmd_recommend(args) -> int:
     from advisor.files import write_atomic
     d = _decide(args)
@@ -83,6 +60,7 @@ def cmd_recommend(args) -> int:
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
     elif args.format == "summary":
+        from advisor.report import summary_text
         text = summary_text(rec)
     else:
         from advisor import memo
