@@ -9,7 +9,7 @@ GB means 10^9 bytes throughout.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor.catalog import GPU, Catalog
 from advisor.numbers import cost, plan, speed
@@ -47,6 +47,11 @@ class Candidate:
     price: dict | None = None
     price_unknown: str | None = None
     reason: str | None = None
+    zero_stage: int | None = None                 # training: the ZeRO stage of the layout (3 = FSDP)
+    activation_checkpointing: bool | None = None  # training: activations recomputed in this plan
+    min_count: int | None = None                  # the fewest cards any layout needs (the seeds' figure)
+    layouts_considered: int | None = None
+    misses: str | None = None                     # the stated deadline or service level it misses, with the figure
     ideal: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
 
@@ -55,46 +60,235 @@ class Candidate:
         for k in ("count", "nodes", "tp", "pp", "dp", "per_card_gb", "headroom_gb", "kv_headroom_gb", "fits",
                   "compute_precision", "prefill_ms", "decode_ms_per_token", "tokens_per_s", "tokens_per_s_per_user",
                   "max_concurrency", "max_context_tokens", "training_hours", "power_kw_per_node", "usd_per_hour",
-                  "usd_per_million_tokens", "usd_per_job", "price", "price_unknown", "reason", "ideal", "why"):
+                  "usd_per_million_tokens", "usd_per_job", "price", "price_unknown", "reason", "zero_stage",
+                  "activation_checkpointing", "min_count", "layouts_considered", "misses", "ideal", "why"):
             v = getattr(self, k)
             d[k] = _r(v) if not isinstance(v, dict) else {a: (_r(b) if not isinstance(b, dict) else b) for a, b in v.items()}
         d["memory_gb"] = self.gpu.memory_gb
         return d
 
 
-def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog) -> Candidate:
-    """Size one GPU for the workload: its layout (plan), power and price (cost), speed (speed)."""
-    max_gpus = w.constraints.max_gpus or plan.MAX_GPUS
-    best = (plan.plan_training if w.training else plan.plan_inference)(w, led, gpu, max_gpus)
-    s = led.sized
-    cp = speed.compute_precision(w, gpu, s)
-    rate = speed.achievable_tflops(catalog, gpu, cp)
-    c = Candidate(gpu, fits=best is not None, compute_precision=cp)
-    speed.ideal_figures(c, s, gpu, cp)
-    if best is None:
-        need = led.bytes("total_gb")
-        c.reason = (f"needs {_gb(need)} and no layout of at most {max_gpus} x {gpu.memory_gb:g} GB "
-                    f"(TP <= {gpu.gpus_per_node} per node) holds it")
-        return c
-    count, _, tp, pp, dp, per_card, rep = best
+def unit_of_work(w: Workload) -> str:
+    """What the cost is counted per: the training job (C16), a million output tokens for batch
+    serving (T07), else the hour of serving the workload (every plan serves the same users)."""
     if w.training:
-        factor = speed.deadline_factor(w, led, count, rate)
-        if factor > 1:
-            dp, count = dp * factor, count * factor
-            c.why["dp"] = f"x{factor} data-parallel replicas to finish within {w.constraints.deadline_hours:g} h"
-    c.count, c.tp, c.pp, c.dp = count, tp, pp, dp
-    c.nodes = math.ceil(count / gpu.gpus_per_node)
-    c.per_card_gb = per_card / GB
+        return "job" if w.training_tokens else "hour"
+    return "million_tokens" if w.latency == "batch" else "hour"
+
+
+UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
+
+
+def unit_cost(c: Candidate, unit: str) -> float | None:
+    return getattr(c, UNIT_FIELD[unit])
+
+
+def knob_variants(w: Workload, led: Ledger) -> list[tuple[Workload, Ledger]]:
+    """The workload as given, and with activation checkpointing on when the user left it to the
+    planner (C06: most activation memory saved for ~30% more compute)."""
+    out = [(w, led)]
+    if w.training and "activation_checkpointing" in w.defaults and not w.activation_checkpointing:
+        wc = replace(w, activation_checkpointing=True)
+        out.append((wc, training_ledger(wc)))
+    return out
+
+
+def _misses(w: Workload, c: Candidate) -> str | None:
+    """The stated deadline or service level this plan misses, with the figure that missed."""
+    if w.training:
+        dl = w.constraints.deadline_hours
+        if dl and c.training_hours is not None and c.training_hours > dl * (1 + 1e-9):
+            return f"{c.training_hours:,.1f} h, over the {dl:g} h deadline"
+        return None
+    ttft = getattr(c, "ttft_ms", None) or c.prefill_ms
+    tpot = getattr(c, "tpot_ms", None) or c.decode_ms_per_token
+    if w.ttft_ms and ttft is not None and ttft > w.ttft_ms * (1 + 1e-9):
+        return f"time to first token {ttft:,.0f} ms, over the {w.ttft_ms:g} ms target"
+    if w.tpot_ms and tpot is not None and tpot > w.tpot_ms * (1 + 1e-9):
+        return f"time per output token {tpot:,.1f} ms, over the {w.tpot_ms:g} ms target"
+    return None
+
+
+def _evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: plan.Layout, cp: str, rate: Term) -> Candidate:
+    """One layout priced and timed: power and price (cost), speed (speed)."""
+    c = Candidate(gpu, fits=True, compute_precision=cp)
+    c.count, c.tp, c.pp, c.dp = lay.count, lay.tp, lay.pp, lay.dp
+    c.nodes = lay.nodes(gpu)
+    c.zero_stage = lay.zero_stage
+    c.activation_checkpointing = w.activation_checkpointing if w.training else None
+    c.per_card_gb = lay.per_card_bytes / GB
     c.headroom_gb = gpu.memory_gb - c.per_card_gb
-    c.why["per_card_gb"] = (f"ledger split over TP {tp} x PP {pp}" + (f" with KV heads replicated x{rep:g}" if rep > 1 else "")
-                            + (f", sequences over DP {dp}" if dp > 1 and not w.training else "")
-                            + (f", ZeRO-{w.zero_stage} shards over DP {dp}" if w.training and w.zero_stage else ""))
+    gpn = gpu.gpus_per_node
     cost.power(c, gpu)
-    cost.price(c, gpu, catalog, group=min(tp * pp, gpu.gpus_per_node), w=w)
+    # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
+    # and gradient traffic on NVLink) and span whole nodes beyond it
+    group = min(c.count, gpn) if w.training else min(lay.tp * lay.pp, gpn)
+    cost.price(c, gpu, catalog, group=group, w=w)
     if w.training:
         speed.training_time(w, led, c, rate)
     else:
         speed.inference_speed(w, led, c, gpu, rate, catalog.efficiency["hbm_share"]["v"])
+    c.misses = _misses(w, c)
+    return c
+
+
+def _money(c: Candidate, unit: str, rate_per_gpu_hour: float | None):
+    """(cost per unit of work, priced?): the plan's own price, or, to compare one GPU's layouts only,
+    its cards at the cheapest per-GPU rate of the GPU's own quotes (never shown as a price)."""
+    v = unit_cost(c, unit)
+    if v is not None or rate_per_gpu_hour is None:
+        return v, v is not None
+    per_hour = rate_per_gpu_hour * c.count
+    if unit == "hour":
+        return per_hour, False
+    if unit == "job":
+        return (per_hour * c.training_hours if c.training_hours is not None else None), False
+    return (per_hour / (c.tokens_per_s * 3600) * 1e6 if c.tokens_per_s else None), False
+
+
+def _key(w: Workload, c: Candidate, lay: plan.Layout, unit: str, rate: float | None):
+    """How the planner orders one GPU's layouts by the objective: a plan that misses a stated target
+    last, then the objective, a priced plan before an unpriced one, no idle rented GPUs, fewer cards,
+    the least model parallelism (pipeline bubbles, TP traffic), the lowest ZeRO stage (C12)."""
+    money, priced = _money(c, unit, rate)
+    idle = (c.price or {}).get("idle_gpus") or 0
+    inf = math.inf
+    if w.objective == "time":
+        t = c.training_hours if w.training else (getattr(c, "tpot_ms", None) or c.decode_ms_per_token)
+        first = (t if t is not None else inf, money if money is not None else inf)
+    elif w.objective == "cards":
+        first = (c.count, money if money is not None else inf)
+    else:
+        first = (money if money is not None else inf,)
+    return (c.misses is not None,) + first + (not priced, idle, c.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
+
+
+MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline needs more
+
+
+def _deadline_cards(tried) -> int:
+    """The fewest cards of the plans that meet the deadline (all cards when none does)."""
+    ok = [t[2].count for t in tried if not t[2].misses]
+    return min(ok) * MAX_CARD_FACTOR if ok else max(t[2].count for t in tried)
+
+
+def _dp_options(w: Workload, gpu: GPU, base: plan.Layout, sizes: list[int], max_gpus: int) -> list[int]:
+    """Replica counts worth trying for a base layout: the fewest memory allows, enough to fill the
+    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows."""
+    m = base.tp * base.pp
+    out = {base.min_dp}
+    gpn = gpu.gpus_per_node
+    for s in sizes:
+        group = min(base.count, gpn) if w.training else min(m, gpn)
+        if s < group:
+            continue
+        if m > s and m % s:          # a replica spanning instances uses whole ones only
+            continue
+        rented = math.ceil(base.count / s) * s
+        out.add(max(base.min_dp, rented // m))
+    if w.objective == "time" and w.constraints.max_gpus:
+        out.add(max(base.min_dp, w.constraints.max_gpus // m))
+    cap = max_gpus // m
+    if not w.training:
+        cap = min(cap, max(base.min_dp, w.concurrency))
+    return sorted(d for d in out if d <= cap) or [base.min_dp]
+
+
+def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants=None) -> Candidate:
+    """Size one GPU for the workload: every layout the planner offers (plan), each priced (cost) and
+    timed (speed), the best by the workload's objective kept, with why."""
+    max_gpus = w.constraints.max_gpus or plan.MAX_GPUS
+    s = led.sized
+    cp = speed.compute_precision(w, gpu, s)
+    rate = speed.achievable_tflops(catalog, gpu, cp)
+    stages = plan.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
+    sizes = cost.instance_sizes(gpu, catalog, w)
+    quotes = cost.offers(gpu, catalog, w)
+    gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in quotes), default=None)
+    unit = unit_of_work(w)
+    tried: list[tuple] = []
+    fewest = None
+    for wv, lv in variants or knob_variants(w, led):
+        if w.layout:
+            one = plan.given_layout(wv, lv, gpu, stages)
+            bases = [one] if one else []
+        elif w.training:
+            bases = plan.training_layouts(wv, lv, gpu, max_gpus, stages)
+        else:
+            bases = plan.inference_layouts(wv, lv, gpu, max_gpus)
+        n = plan.min_cards(bases)
+        fewest = n if fewest is None or (n is not None and n < fewest) else fewest
+        seen = set()
+        for base in bases:
+            dps = [base.dp] if w.layout else _dp_options(wv, gpu, base, sizes, max_gpus)
+            for dp in dps:
+                lay = base if dp == base.dp else plan.with_replicas(wv, lv, gpu, base, dp)
+                if lay.per_card_bytes > gpu.memory_gb * GB:
+                    continue
+                sig = (lay.count, lay.tp, lay.pp, lay.zero_stage)
+                if sig in seen:
+                    continue
+                seen.add(sig)
+                c = _evaluate(wv, lv, gpu, catalog, lay, cp, rate)
+                tried.append((_key(wv, c, lay, unit, gpu_rate), len(tried), c, lay, wv, lv))
+                if w.training and c.misses and c.training_hours and not w.layout:
+                    # a deadline sets the card count by compute: the replicas that finish in time
+                    need = math.ceil(c.count * c.training_hours / w.constraints.deadline_hours / (lay.tp * lay.pp) - 1e-9)
+                    for extra in range(4):      # a speed model that does not scale linearly may need a few more
+                        d2 = need + extra
+                        if d2 * lay.tp * lay.pp > max_gpus:
+                            break
+                        l2 = plan.with_replicas(wv, lv, gpu, base, d2)
+                        c2 = _evaluate(wv, lv, gpu, catalog, l2, cp, rate)
+                        tried.append((_key(wv, c2, l2, unit, gpu_rate), len(tried), c2, l2, wv, lv))
+                        sig2 = (l2.count, l2.tp, l2.pp, l2.zero_stage)
+                        seen.add(sig2)
+                        if not c2.misses:
+                            for d3 in _dp_options(wv, gpu, l2, sizes, max_gpus):   # and the instances they fill
+                                if d3 > d2:
+                                    l3 = plan.with_replicas(wv, lv, gpu, base, d3)
+                                    c3 = _evaluate(wv, lv, gpu, catalog, l3, cp, rate)
+                                    tried.append((_key(wv, c3, l3, unit, gpu_rate), len(tried), c3, l3, wv, lv))
+                            break
+    if tried and fewest and not (w.layout or w.objective == "time"):
+        # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
+        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a deadline adds cards
+        limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
+        kept = [t for t in tried if t[2].count <= limit or (w.constraints.deadline_hours and t[2].count <= _deadline_cards(tried))]
+        tried = kept or tried
+    if not tried:
+        c = Candidate(gpu, fits=False, compute_precision=cp)
+        speed.ideal_figures(c, s, gpu, cp)
+        need = led.bytes("total_gb")
+        c.reason = (f"needs {_gb(need)} and no layout of {'TP {} x PP {} x DP {}'.format(*w.layout) if w.layout else f'at most {max_gpus}'}"
+                    f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
+        return c
+    tried.sort(key=lambda t: (t[0], t[1]))
+    _, _, c, lay, wv, lv = tried[0]
+    speed.ideal_figures(c, s, gpu, cp)
+    c.min_count = fewest
+    c.layouts_considered = len(tried)
+    c.why["per_card_gb"] = (f"ledger split over TP {lay.tp} x PP {lay.pp}" + (f" with KV heads replicated x{lay.rep:g}" if lay.rep > 1 else "")
+                            + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
+                            + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
+                            + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
+    objective = {"cost": f"the lowest cost per {unit.replace('_', ' ')}", "time": "the shortest time", "cards": "the fewest cards"}[w.objective]
+    c.why["layout"] = (f"{'the layout given in the workload' if w.layout else f'{objective} of {len(tried)} layouts tried'}: "
+                       f"TP {lay.tp} inside a node (K14, C12)" + (f", PP {lay.pp} across nodes" if lay.pp > 1 else "")
+                       + (f", DP {lay.dp} ({lay.min_dp} for memory" + (f", {lay.dp - lay.min_dp} more" if lay.dp > lay.min_dp else "") + ")"
+                          if lay.dp > 1 else ""))
+    if w.training and "zero_stage" in w.defaults and lay.zero_stage is not None:
+        c.why["zero_stage"] = (f"ZeRO-{lay.zero_stage} chosen by the planner: the lowest stage that fits this layout"
+                               + (" (3 = FSDP full sharding)" if lay.zero_stage == 3 else ""))
+    if w.training and "activation_checkpointing" in w.defaults:
+        c.why["activation_checkpointing"] = ("on, chosen by the planner: it saves most activation memory for ~30% more compute (C06)"
+                                             if wv.activation_checkpointing else "off: the plan fits without recomputing activations")
+    idle = (c.price or {}).get("idle_gpus") or 0
+    if idle:
+        c.why["idle_gpus"] = (f"{idle} rented GPU(s) idle: a replica of TP {lay.tp} x PP {lay.pp} = {lay.tp * lay.pp} cards does not fill "
+                              f"the {c.price['gpus_per_instance']}-GPU instances, and every smaller or fuller plan costs more (K13)")
+    if c.misses:
+        c.why["misses"] = f"no layout meets the target: the best misses it ({c.misses})"
     return c
 
 
@@ -155,7 +349,8 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
     kv_per_token = None
     if led.kv:
         kv_per_token = led.kv.bytes_per_sequence(w.context_tokens) / w.context_tokens
-    cands = [plan_candidate(w, led, g, catalog) for g in candidate_gpus(w, catalog, only)]
+    variants = knob_variants(w, led)
+    cands = [plan_candidate(w, led, g, catalog, variants) for g in candidate_gpus(w, catalog, only)]
     return Estimate(w, led, cands, compute, kv_per_token, list(led.notes))
 
 
