@@ -9,7 +9,7 @@ from advisor import __version__
 from advisor.catalog import Catalog, _norm
 from advisor.engine import runner
 from advisor.errors import InputError, Problem
-from advisor import ranking
+from advisor import estimator, ranking
 from advisor.estimator import Candidate, Estimate, _r, unit_cost, unit_of_work
 from advisor.facts import facts_for, prop
 from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, compiled_template
@@ -153,9 +153,11 @@ def _option(c: Candidate, score: float, unit: str, w) -> ranking.Option:
     elif unit == "job":
         hours = c.training_hours
     else:
-        hours = 1e6 / (c.tokens_per_s * 3600) if c.tokens_per_s else None
+        hours = c.hours_per_million_tokens
     t = c.training_hours if w.training else (getattr(c, "tpot_ms", None) or c.decode_ms_per_token)
-    return ranking.Option(c.gpu.id, c.count or 0, score, unit_cost(c, unit), hours, t)
+    # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
+    listed = bool(c.price) and c.price.get("tier") == "listing"
+    return ranking.Option(c.gpu.id, c.count or 0, score, None if listed else unit_cost(c, unit), hours, t)
 
 
 def _entry(rule: Rule, because: str) -> dict:
@@ -319,6 +321,34 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                     warnings, cand_warn, catalog, cfs, ranked)
 
 
+def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
+    """Settings the user fixed that make the plan at least 25% dearer than with the knob turned, each
+    with the cheapest priced plan over the candidates no rule excluded (a what-if, ranked on cost)."""
+    if not d.winner or not d.ranked or d.ranked.basis != "cost":
+        return []
+    w = d.estimate.workload
+    unit = d.ranked.unit
+    now = d.ranked.options[d.winner].cost
+    if now is None:
+        return []
+    alive = [g for g in d.ranking]
+    out = []
+    for change, w2 in estimator.knob_alternatives(w):
+        c = estimator.best_plan(w2, catalog, alive)
+        if c is None:
+            continue
+        v = unit_cost(c, unit)
+        if v is not None and v <= now * (1 - estimator.SUGGEST_SAVING):
+            out.append({"change": change,
+                        "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
+                                 "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
+                                 "usd_per_hour": _r(c.usd_per_hour), "unit_cost": _r(v), "unit": unit},
+                        "saving": round(1 - v / now, 4),
+                        "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(v)} {ranking.UNIT_NAMES[unit]} "
+                                 f"instead of {ranking.money(now)} ({1 - v / now:.0%} less).")})
+    return out
+
+
 def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
     d.excluded, d.warnings, d.candidate_warnings      # every rule text the record shows, rendered now
     est = d.estimate
@@ -358,7 +388,7 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
                          for g in sorted(d.scores, key=lambda g: (g not in d.ranking, d.ranking.index(g) if g in d.ranking else 0, g))]
     rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": _r(d.ranked.break_even.get(g))}
                         for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
-    rec["suggestions"] = list(d.suggestions)
+    rec["suggestions"] = _suggestions(d, catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,

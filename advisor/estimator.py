@@ -8,6 +8,7 @@ GB means 10^9 bytes throughout.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, replace
 
@@ -52,6 +53,7 @@ class Candidate:
     min_count: int | None = None                  # the fewest cards any layout needs (the seeds' figure)
     layouts_considered: int | None = None
     misses: str | None = None                     # the stated deadline or service level it misses, with the figure
+    hours_per_million_tokens: float | None = None  # hours the plan takes per million tokens (trained or generated)
     ideal: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
 
@@ -61,7 +63,8 @@ class Candidate:
                   "compute_precision", "prefill_ms", "decode_ms_per_token", "tokens_per_s", "tokens_per_s_per_user",
                   "max_concurrency", "max_context_tokens", "training_hours", "power_kw_per_node", "usd_per_hour",
                   "usd_per_million_tokens", "usd_per_job", "price", "price_unknown", "reason", "zero_stage",
-                  "activation_checkpointing", "min_count", "layouts_considered", "misses", "ideal", "why"):
+                  "activation_checkpointing", "min_count", "layouts_considered", "misses", "hours_per_million_tokens",
+                  "ideal", "why"):
             v = getattr(self, k)
             d[k] = _r(v) if not isinstance(v, dict) else {a: (_r(b) if not isinstance(b, dict) else b) for a, b in v.items()}
         d["memory_gb"] = self.gpu.memory_gb
@@ -71,12 +74,13 @@ class Candidate:
 def unit_of_work(w: Workload) -> str:
     """What the cost is counted per: the training job (C16), a million output tokens for batch
     serving (T07), else the hour of serving the workload (every plan serves the same users)."""
-    if w.training:
-        return "job" if w.training_tokens else "hour"
+    if w.training:   # without a token budget, per million training tokens orders plans as per job would
+        return "job" if w.training_tokens else "million_training_tokens"
     return "million_tokens" if w.latency == "batch" else "hour"
 
 
-UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
+UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
+              "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
 
 
 def unit_cost(c: Candidate, unit: str) -> float | None:
@@ -126,8 +130,16 @@ def _evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: plan.La
     cost.price(c, gpu, catalog, group=group, w=w)
     if w.training:
         speed.training_time(w, led, c, rate)
+        probe = copy.copy(c)            # the same plan timed on one million tokens: hours and cost per million
+        probe.why = {}
+        speed.training_time(replace(w, training_tokens=1e6), led, probe, rate)
+        c.hours_per_million_tokens = probe.training_hours
+        if not w.training_tokens and probe.usd_per_job is not None:
+            c.usd_per_million_tokens = probe.usd_per_job
+            c.why["usd_per_million_tokens"] = f"{probe.training_hours:,.3g} h per million training tokens x ${c.usd_per_hour:,.2f}/h (C16)"
     else:
         speed.inference_speed(w, led, c, gpu, rate, catalog.efficiency["hbm_share"]["v"])
+        c.hours_per_million_tokens = 1e6 / (c.tokens_per_s * 3600) if c.tokens_per_s else None
     c.misses = _misses(w, c)
     return c
 
@@ -143,13 +155,14 @@ def _money(c: Candidate, unit: str, rate_per_gpu_hour: float | None):
         return per_hour, False
     if unit == "job":
         return (per_hour * c.training_hours if c.training_hours is not None else None), False
-    return (per_hour / (c.tokens_per_s * 3600) * 1e6 if c.tokens_per_s else None), False
+    return (per_hour * c.hours_per_million_tokens if c.hours_per_million_tokens else None), False
 
 
 def _key(w: Workload, c: Candidate, lay: plan.Layout, unit: str, rate: float | None):
     """How the planner orders one GPU's layouts by the objective: a plan that misses a stated target
-    last, then the objective, a priced plan before an unpriced one, no idle rented GPUs, fewer cards,
-    the least model parallelism (pipeline bubbles, TP traffic), the lowest ZeRO stage (C12)."""
+    last, then the objective (cost: the fewest GPUs rented, then the cost per unit of work), a priced
+    plan before an unpriced one, no idle rented GPUs, fewer cards, the least model parallelism
+    (pipeline bubbles, TP traffic), the lowest ZeRO stage (C12)."""
     money, priced = _money(c, unit, rate)
     idle = (c.price or {}).get("idle_gpus") or 0
     inf = math.inf
@@ -159,7 +172,10 @@ def _key(w: Workload, c: Candidate, lay: plan.Layout, unit: str, rate: float | N
     elif w.objective == "cards":
         first = (c.count, money if money is not None else inf)
     else:
-        first = (money if money is not None else inf,)
+        # the smallest rental that holds the job first: more replicas only pay under perfect scaling,
+        # which experts do not count on (T03, C18); a deadline or service level adds them
+        rented = c.count + idle
+        first = (rented, money if money is not None else inf)
     return (c.misses is not None,) + first + (not priced, idle, c.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
 
 
@@ -263,8 +279,15 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         c.reason = (f"needs {_gb(need)} and no layout of {'TP {} x PP {} x DP {}'.format(*w.layout) if w.layout else f'at most {max_gpus}'}"
                     f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
         return c
+    # the best plan of each knob setting (checkpointing on or off), then the cheaper of those: a
+    # setting that saves cards but costs more per unit of work (C06: ~30% recompute) must pay for itself
+    best: dict[bool, tuple] = {}
+    for t in sorted(tried, key=lambda t: (t[0], t[1])):
+        best.setdefault(t[4].activation_checkpointing, t)
     tried.sort(key=lambda t: (t[0], t[1]))
-    _, _, c, lay, wv, lv = tried[0]
+    finals = sorted(best.values(), key=lambda t: (t[0][0], _money(t[2], unit, gpu_rate)[0] if _money(t[2], unit, gpu_rate)[0] is not None
+                                                 else math.inf, t[0], t[1]))
+    _, _, c, lay, wv, lv = finals[0] if w.objective == "cost" else tried[0]
     speed.ideal_figures(c, s, gpu, cp)
     c.min_count = fewest
     c.layouts_considered = len(tried)
@@ -290,6 +313,48 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if c.misses:
         c.why["misses"] = f"no layout meets the target: the best misses it ({c.misses})"
     return c
+
+
+SUGGEST_SAVING = 0.25   # a fixed knob is named when the plan is at least 25% dearer than with it turned
+
+
+def knob_alternatives(w: Workload) -> list[tuple[str, Workload]]:
+    """The settings the user fixed that an expert would try turning, each with the workload turned:
+    activation checkpointing off (C06), a micro-batch above 1 (C06, C13), 16-bit training on a card
+    with native FP8 (T02, K10), a fixed ZeRO stage (the planner chooses one)."""
+    if not w.training:
+        return []
+    out = []
+    if "activation_checkpointing" not in w.defaults and not w.activation_checkpointing:
+        out.append(("activation_checkpointing: true", replace(w, activation_checkpointing=True)))
+    if "concurrency" not in w.defaults and w.concurrency > 1:
+        out.append((f"micro-batch (concurrency) 1 instead of {w.concurrency}, with gradient accumulation",
+                    replace(w, concurrency=1)))
+    if "zero_stage" not in w.defaults:
+        out.append((f"zero_stage chosen by the planner instead of {w.zero_stage}",
+                    replace(w, defaults=tuple(w.defaults) + ("zero_stage",))))
+    if w.method == "full" and training_ledger_precision(w) in ("bf16", "fp16"):
+        out.append(("precision: fp8 (on a card with native FP8)", replace(w, precision="fp8")))
+    return out
+
+
+def training_ledger_precision(w: Workload) -> str:
+    from advisor.numbers.ledger import training_precision
+    return training_precision(w)
+
+
+def best_plan(w: Workload, catalog: Catalog, gpu_ids: list[str]) -> Candidate | None:
+    """The cheapest priced plan per unit of work for `w` over these GPUs (for a suggestion)."""
+    led = training_ledger(w) if w.training else inference_ledger(w)
+    variants = knob_variants(w, led)
+    unit = unit_of_work(w)
+    best = None
+    for g in gpu_ids:
+        c = plan_candidate(w, led, catalog.gpus[g], catalog, variants)
+        v = unit_cost(c, unit) if c.fits and not c.misses and not (c.price and c.price.get("tier") == "listing") else None
+        if v is not None and (best is None or v < unit_cost(best, unit)):
+            best = c
+    return best
 
 
 # --- the whole estimate -----------------------------------------------------------------------------

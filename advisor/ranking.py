@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass, field
 
 PREMIUM_PER_WEIGHT = 0.01          # a rule weight of 30 is a 30% premium
-UNIT_NAMES = {"job": "per job", "million_tokens": "per million output tokens", "hour": "per hour"}
+UNIT_NAMES = {"job": "per job", "million_tokens": "per million output tokens",
+              "million_training_tokens": "per million training tokens", "hour": "per hour"}
 
 
 def premium(score: float) -> float:
@@ -117,4 +118,7 @@ def pct(a: float, b: float) -> float:
 
 
 def money(v: float) -> str:
-    return f"${v:,.2f}" if v < 1000 else f"${v:,.0f}"
+    """Dollars with the digits that separate candidates: $1,234; $12.34; $0.0412."""
+    if v >= 1000:
+        return f"${v:,.0f}"
+    return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"

@@ -71,6 +71,12 @@ def summary_text(rec: dict) -> str:
     lines.append(f"  {d['because']}")
     if rec["runner_up"]:
         lines.append(f"Runner-up: {rec['runner_up']['count']} x {rec['runner_up']['gpu']}: {rec['runner_up']['why']}")
+    for u in rec.get("unpriced") or []:
+        if u.get("break_even_usd_per_gpu_hour") is not None:
+            lines.append(f"Unpriced: {u['count']} x {u['gpu']} would win below ${u['break_even_usd_per_gpu_hour']:,.2f} per GPU-hour")
+            break
+    for sug in rec.get("suggestions") or []:
+        lines.append(f"Suggestion: {sug['text']}")
     for w in rec["warnings"]:
         lines.append(f"{w['kind'].capitalize()} [{w['severity']}] ({w['rule']}, {', '.join(w['source'])}): {w['text']}")
     lines.append("Use --format json for the full decision record.")
