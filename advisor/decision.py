@@ -181,7 +181,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
     W = options[winner]
     unit = ranking.UNIT_NAMES[r.unit]
     would_win = sorted((o for g, o in options.items() if excluded[g] and (o.cost is not None or r.basis == "preference")
-                        and r.key(o) < r.key(W)), key=r.key)
+                        and r.key(o)[:-1] <= r.key(W)[:-1]), key=r.key)   # a tie broken only by the id counts
     if would_win:
         g = would_win[0].gpu
         ex = excluded[g][0].exclusion()

@@ -130,16 +130,23 @@ def _evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: plan.La
     cost.price(c, gpu, catalog, group=group, w=w)
     if w.training:
         speed.training_time(w, led, c, rate)
+        if w.training_tokens and c.training_hours is not None:
+            c.hours_per_million_tokens = c.training_hours * 1e6 / w.training_tokens
+            return _done(w, c)
         probe = copy.copy(c)            # the same plan timed on one million tokens: hours and cost per million
         probe.why = {}
         speed.training_time(replace(w, training_tokens=1e6), led, probe, rate)
         c.hours_per_million_tokens = probe.training_hours
-        if not w.training_tokens and probe.usd_per_job is not None:
+        if probe.usd_per_job is not None:
             c.usd_per_million_tokens = probe.usd_per_job
             c.why["usd_per_million_tokens"] = f"{probe.training_hours:,.3g} h per million training tokens x ${c.usd_per_hour:,.2f}/h (C16)"
     else:
         speed.inference_speed(w, led, c, gpu, rate, catalog.efficiency["hbm_share"]["v"])
         c.hours_per_million_tokens = 1e6 / (c.tokens_per_s * 3600) if c.tokens_per_s else None
+    return _done(w, c)
+
+
+def _done(w: Workload, c: Candidate) -> Candidate:
     c.misses = _misses(w, c)
     return c
 
@@ -164,7 +171,12 @@ def _key(w: Workload, c: Candidate, lay: plan.Layout, unit: str, rate: float | N
     plan before an unpriced one, no idle rented GPUs, fewer cards, the least model parallelism
     (pipeline bubbles, TP traffic), the lowest ZeRO stage (C12)."""
     money, priced = _money(c, unit, rate)
+    if money is not None:
+        money = float(f"{money:.9g}")   # equal costs compare equal whatever the float rounding
     idle = (c.price or {}).get("idle_gpus") or 0
+    gpn = c.gpu.gpus_per_node
+    if c.price is None and w.training and c.count > gpn:
+        idle = -c.count % gpn        # unpriced: a multi-node job still takes whole nodes (K14)
     inf = math.inf
     if w.objective == "time":
         t = c.training_hours if w.training else (getattr(c, "tpot_ms", None) or c.decode_ms_per_token)
@@ -194,10 +206,11 @@ def _dp_options(w: Workload, gpu: GPU, base: plan.Layout, sizes: list[int], max_
     m = base.tp * base.pp
     out = {base.min_dp}
     gpn = gpu.gpus_per_node
-    for s in sizes:
-        group = min(base.count, gpn) if w.training else min(m, gpn)
-        if s < group:
-            continue
+    group = min(base.count, gpn) if w.training else min(m, gpn)
+    usable = [s for s in sizes if s >= group]
+    if not usable and w.training and base.count > gpn:
+        usable = [gpn]               # no instance prices it: a job beyond one node still takes whole nodes (K14)
+    for s in usable:
         if m > s and m % s:          # a replica spanning instances uses whole ones only
             continue
         rented = math.ceil(base.count / s) * s
@@ -241,7 +254,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
                 lay = base if dp == base.dp else plan.with_replicas(wv, lv, gpu, base, dp)
                 if lay.per_card_bytes > gpu.memory_gb * GB:
                     continue
-                sig = (lay.count, lay.tp, lay.pp, lay.zero_stage)
+                sig = (lay.count, lay.tp, lay.pp)     # the lowest ZeRO stage that fits this count is tried first
                 if sig in seen:
                     continue
                 seen.add(sig)
@@ -255,13 +268,16 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
                         if d2 * lay.tp * lay.pp > max_gpus:
                             break
                         l2 = plan.with_replicas(wv, lv, gpu, base, d2)
+                        sig2 = (l2.count, l2.tp, l2.pp)
+                        if sig2 in seen:
+                            break
+                        seen.add(sig2)
                         c2 = _evaluate(wv, lv, gpu, catalog, l2, cp, rate)
                         tried.append((_key(wv, c2, l2, unit, gpu_rate), len(tried), c2, l2, wv, lv))
-                        sig2 = (l2.count, l2.tp, l2.pp, l2.zero_stage)
-                        seen.add(sig2)
                         if not c2.misses:
                             for d3 in _dp_options(wv, gpu, l2, sizes, max_gpus):   # and the instances they fill
-                                if d3 > d2:
+                                if d3 > d2 and (l2.tp * l2.pp * d3, l2.tp, l2.pp) not in seen:
+                                    seen.add((l2.tp * l2.pp * d3, l2.tp, l2.pp))
                                     l3 = plan.with_replicas(wv, lv, gpu, base, d3)
                                     c3 = _evaluate(wv, lv, gpu, catalog, l3, cp, rate)
                                     tried.append((_key(wv, c3, l3, unit, gpu_rate), len(tried), c3, l3, wv, lv))
