@@ -199,7 +199,8 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
         if r.basis == "cost":
             return {**COST_RULE, "because": f"{winner} is the only priced candidate no rule excluded "
                                             f"({ranking.money(W.cost)} {unit}).{unpriced_note}"}
-        return {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded."}
+        return {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded"
+                                        + (" (no price known)." if W.cost is None else ".")}
     R = options[rest[0]]
 
     def rule_entry(prefix: str) -> dict | None:
@@ -225,7 +226,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
         return {**OBJECTIVE_RULE, "because": f"Objective {r.objective}: {winner} {what} for {R.gpu}; "
                                              f"{ranking.money(W.cost)} vs {ranking.money(R.cost)} {unit}.{unpriced_note}"}
     gap = ranking.pct(W.cost, R.cost)
-    worth = (W.premium - R.premium) * 100
+    worth = (ranking.factor(W.premium) / ranking.factor(R.premium) - 1) * 100   # what W may cost more and still win
     if W.cost > R.cost * (1 + 1e-9):
         e = rule_entry(f"{winner} costs {gap:.0f}% more {unit} than {R.gpu} ({ranking.money(W.cost)} vs "
                        f"{ranking.money(R.cost)}); the rules in its favour are worth {worth:.0f}%: {winner} wins. ")
@@ -236,10 +237,11 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
         if e:
             return e
     saving = -ranking.pct(W.cost, R.cost)
-    because = (f"Cost decides: {winner} costs {ranking.money(W.cost)} {unit}, {R.gpu} {ranking.money(R.cost)} "
-               f"({saving:.0f}% less)")
+    because = (f"Cost decides: {winner} costs {ranking.money(W.cost)} {unit}, {R.gpu} {ranking.money(R.cost)}: "
+               f"{winner} is {saving:.0f}% cheaper")
     if R.score > W.score:
-        because += f"; the rules prefer {R.gpu} by {-worth:.0f}%, less than the saving"
+        because += (f"; the rules prefer {R.gpu} by {(ranking.factor(R.premium) / ranking.factor(W.premium) - 1) * 100:.0f}%, "
+                    "less than the saving")
     elif W.score > R.score:
         because += f", and the rules also favour {winner} by {worth:.0f}%"
     return {**COST_RULE, "because": because + "." + unpriced_note}

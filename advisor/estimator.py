@@ -8,7 +8,6 @@ GB means 10^9 bytes throughout.
 """
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field, replace
 
@@ -74,13 +73,12 @@ class Candidate:
 def unit_of_work(w: Workload) -> str:
     """What the cost is counted per: the training job (C16), a million output tokens for batch
     serving (T07), else the hour of serving the workload (every plan serves the same users)."""
-    if w.training:   # without a token budget, per million training tokens orders plans as per job would
-        return "job" if w.training_tokens else "million_training_tokens"
+    if w.training:   # without a token budget the job's size is unknown: the hour of the plan is what it commits to
+        return "job" if w.training_tokens else "hour"
     return "million_tokens" if w.latency == "batch" else "hour"
 
 
-UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
-              "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
+UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
 
 
 def unit_cost(c: Candidate, unit: str) -> float | None:
@@ -132,14 +130,6 @@ def _evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: plan.La
         speed.training_time(w, led, c, rate)
         if w.training_tokens and c.training_hours is not None:
             c.hours_per_million_tokens = c.training_hours * 1e6 / w.training_tokens
-            return _done(w, c)
-        probe = copy.copy(c)            # the same plan timed on one million tokens: hours and cost per million
-        probe.why = {}
-        speed.training_time(replace(w, training_tokens=1e6), led, probe, rate)
-        c.hours_per_million_tokens = probe.training_hours
-        if probe.usd_per_job is not None:
-            c.usd_per_million_tokens = probe.usd_per_job
-            c.why["usd_per_million_tokens"] = f"{probe.training_hours:,.3g} h per million training tokens x ${c.usd_per_hour:,.2f}/h (C16)"
     else:
         speed.inference_speed(w, led, c, gpu, rate, catalog.efficiency["hbm_share"]["v"])
         c.hours_per_million_tokens = 1e6 / (c.tokens_per_s * 3600) if c.tokens_per_s else None
@@ -191,11 +181,11 @@ def _key(w: Workload, c: Candidate, lay: plan.Layout, unit: str, rate: float | N
     return (c.misses is not None,) + first + (not priced, idle, c.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
 
 
-MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline needs more
+MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline or service level needs more
 
 
 def _deadline_cards(tried) -> int:
-    """The fewest cards of the plans that meet the deadline (all cards when none does)."""
+    """Twice the fewest cards of the plans that meet the deadline or service level (all when none does)."""
     ok = [t[2].count for t in tried if not t[2].misses]
     return min(ok) * MAX_CARD_FACTOR if ok else max(t[2].count for t in tried)
 
@@ -260,6 +250,22 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
                 seen.add(sig)
                 c = _evaluate(wv, lv, gpu, catalog, lay, cp, rate)
                 tried.append((_key(wv, c, lay, unit, gpu_rate), len(tried), c, lay, wv, lv))
+                if not w.training and c.misses and not w.layout:
+                    # a service level: more replicas, each serving fewer of the users (T06)
+                    d2 = lay.dp
+                    while d2 < w.concurrency:
+                        d2 = min(w.concurrency, d2 * 2)
+                        if d2 * lay.tp * lay.pp > max_gpus:
+                            break
+                        l2 = plan.with_replicas(wv, lv, gpu, base, d2)
+                        sig2 = (l2.count, l2.tp, l2.pp)
+                        if sig2 in seen:
+                            continue
+                        seen.add(sig2)
+                        c2 = _evaluate(wv, lv, gpu, catalog, l2, cp, rate)
+                        tried.append((_key(wv, c2, l2, unit, gpu_rate), len(tried), c2, l2, wv, lv))
+                        if not c2.misses:
+                            break
                 if w.training and c.misses and c.training_hours and not w.layout:
                     # a deadline sets the card count by compute: the replicas that finish in time
                     need = math.ceil(c.count * c.training_hours / w.constraints.deadline_hours / (lay.tp * lay.pp) - 1e-9)
@@ -286,7 +292,8 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
         # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a deadline adds cards
         limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
-        kept = [t for t in tried if t[2].count <= limit or (w.constraints.deadline_hours and t[2].count <= _deadline_cards(tried))]
+        targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
+        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
         tried = kept or tried
     if not tried:
         c = Candidate(gpu, fits=False, compute_precision=cp)

@@ -39,15 +39,19 @@ def test_c08_80_to_141_gb_training_goes_to_h200_when_prices_are_comparable(catal
     assert 80 <= need <= 141
     r = d.record["recommendation"]
     assert r["gpu"] == "h200-sxm" and r["count"] == 1
-    assert d.record["decisive_rule"]["id"] == "h200-memory-sweet-spot"
-    assert "costs 19% more" in d.record["decisive_rule"]["because"] and "worth 25%" in d.record["decisive_rule"]["because"]
+    assert "h200-memory-sweet-spot" in [c["rule"] for c in d.contributions["h200-sxm"]]
+    # per job, the H200 costs about its 19% higher rate, within the sweet spot's 30% premium (C16)
+    d = decide(catalog, kb, prices="comparable-h100-h200.yaml", mode="fine-tuning", training_tokens=1e9,
+               model={"params_b": 6, "layers": 32, "hidden_size": 4096}, precision="bf16", context_tokens=4096, concurrency=1)
+    assert rec_gpu(d) == "h200-sxm" and d.record["decisive_rule"]["id"] == "h200-memory-sweet-spot"
+    assert "costs 19% more per job" in d.record["decisive_rule"]["because"] and "worth 24%" in d.record["decisive_rule"]["because"]
 
 
 def test_c08_verdict_yields_to_a_much_cheaper_plan(catalog, kb):
     # with the shipped prices the H200 ($5/h, an inference endpoint) costs ~70% more per token than a node
     # of H100 ($2.99 per GPU-hour): its 30% premium (C16) does not cover that, so the cheaper plan wins
     d = decide(catalog, kb, mode="fine-tuning", model={"params_b": 6, "layers": 32, "hidden_size": 4096},
-               precision="bf16", context_tokens=4096, concurrency=1)
+               precision="bf16", context_tokens=4096, concurrency=1, training_tokens=1e9)
     cands = {c["gpu"]: c for c in d.record["candidates"]}
     assert rec_gpu(d) != "h200-sxm" and cands["h200-sxm"]["premium"] == 0.30
     assert cands[rec_gpu(d)]["effective_cost"] < cands["h200-sxm"]["effective_cost"]
@@ -80,7 +84,7 @@ def test_c10_7b_lora_without_prices_for_small_cards_lists_them_with_break_even(c
         assert u["count"] == 1 and u["break_even_usd_per_gpu_hour"] > 0
         c = d.estimate.candidate(g)
         # at its break-even price its effective cost equals the winner's
-        cost = u["break_even_usd_per_gpu_hour"] * c.count * c.hours_per_million_tokens
+        cost = u["break_even_usd_per_gpu_hour"] * c.count          # ranked per hour: no token budget given
         prem = next(x for x in d.record["candidates"] if x["gpu"] == g)["premium"]
         assert cost / (1 + prem) == pytest.approx(winner["effective_cost"], rel=1e-3)
 
