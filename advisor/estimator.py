@@ -8,6 +8,7 @@ GB means 10^9 bytes throughout.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, replace
 
@@ -73,12 +74,13 @@ class Candidate:
 def unit_of_work(w: Workload) -> str:
     """What the cost is counted per: the training job (C16), a million output tokens for batch
     serving (T07), else the hour of serving the workload (every plan serves the same users)."""
-    if w.training:   # without a token budget the job's size is unknown: the hour of the plan is what it commits to
-        return "job" if w.training_tokens else "hour"
+    if w.training:   # without a token budget, per million training tokens: what the job costs whatever its size
+        return "job" if w.training_tokens else "million_training_tokens"
     return "million_tokens" if w.latency == "batch" else "hour"
 
 
-UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
+UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
+              "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
 
 
 def unit_cost(c: Candidate, unit: str) -> float | None:
@@ -130,6 +132,15 @@ def _evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: plan.La
         speed.training_time(w, led, c, rate)
         if w.training_tokens and c.training_hours is not None:
             c.hours_per_million_tokens = c.training_hours * 1e6 / w.training_tokens
+        elif not w.training_tokens:
+            probe = copy.copy(c)        # the same plan timed on one million tokens: hours and cost per million
+            probe.why = {}
+            speed.training_time(replace(w, training_tokens=1e6), led, probe, rate)
+            c.hours_per_million_tokens = probe.training_hours
+            if probe.usd_per_job is not None:
+                c.usd_per_million_tokens = probe.usd_per_job
+                c.why["usd_per_million_tokens"] = (f"{probe.training_hours:,.3g} h per million training tokens x "
+                                                   f"${c.usd_per_hour:,.2f}/h (C16)")
     else:
         speed.inference_speed(w, led, c, gpu, rate, catalog.efficiency["hbm_share"]["v"])
         c.hours_per_million_tokens = 1e6 / (c.tokens_per_s * 3600) if c.tokens_per_s else None
@@ -310,7 +321,8 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     tried.sort(key=lambda t: (t[0], t[1]))
     finals = sorted(best.values(), key=lambda t: (t[0][0], _money(t[2], unit, gpu_rate)[0] if _money(t[2], unit, gpu_rate)[0] is not None
                                                  else math.inf, t[0], t[1]))
-    _, _, c, lay, wv, lv = finals[0] if w.objective == "cost" else tried[0]
+    # a job of unknown size gets the smallest rental that holds it, whatever the knobs (T03, C18)
+    _, _, c, lay, wv, lv = finals[0] if w.objective == "cost" and unit != "million_training_tokens" else tried[0]
     speed.ideal_figures(c, s, gpu, cp)
     c.min_count = fewest
     c.layouts_considered = len(tried)

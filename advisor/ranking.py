@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass, field
 
 PREMIUM_PER_WEIGHT = 0.01          # a rule weight of 30 is a 30% premium
-UNIT_NAMES = {"job": "per job", "million_tokens": "per million output tokens", "hour": "per hour"}
+UNIT_NAMES = {"job": "per job", "million_tokens": "per million output tokens",
+              "million_training_tokens": "per million training tokens", "hour": "per hour"}
 
 
 def premium(score: float) -> float:

@@ -84,7 +84,7 @@ def test_c10_7b_lora_without_prices_for_small_cards_lists_them_with_break_even(c
         assert u["count"] == 1 and u["break_even_usd_per_gpu_hour"] > 0
         c = d.estimate.candidate(g)
         # at its break-even price its effective cost equals the winner's
-        cost = u["break_even_usd_per_gpu_hour"] * c.count          # ranked per hour: no token budget given
+        cost = u["break_even_usd_per_gpu_hour"] * c.count * c.hours_per_million_tokens   # no token budget: per million
         prem = next(x for x in d.record["candidates"] if x["gpu"] == g)["premium"]
         assert cost / (1 + prem) == pytest.approx(winner["effective_cost"], rel=1e-3)
 
