@@ -246,6 +246,12 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             bases = plan.training_layouts(wv, lv, gpu, max_gpus, stages)
         else:
             bases = plan.inference_layouts(wv, lv, gpu, max_gpus)
+            if bases and w.objective == "cost" and not (w.ttft_ms or w.tpot_ms):
+                # tensor parallelism to hold the model in the fewest cards, replicas to serve the users (C12,
+                # K14): a wider TP is tried only for a service level or `objective: time` (its all-reduce
+                # traffic, which the speed model does not charge, is not free)
+                least = min((b.count, b.tp) for b in bases)
+                bases = [b for b in bases if (b.count, b.tp) == least]
         n = plan.min_cards(bases)
         fewest = n if fewest is None or (n is not None and n < fewest) else fewest
         seen = set()
