@@ -157,7 +157,9 @@ def _option(c: Candidate, score: float, unit: str, w) -> ranking.Option:
     t = c.training_hours if w.training else (getattr(c, "tpot_ms", None) or c.decode_ms_per_token)
     # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
     listed = bool(c.price) and c.price.get("tier") == "listing"
-    return ranking.Option(c.gpu.id, c.count or 0, score, None if listed else unit_cost(c, unit), hours, t)
+    # on premises a rental quote is not what the hardware costs: only an owning cost (kind purchase) ranks
+    rental_on_prem = w.constraints.deployment != "cloud" and bool(c.price) and c.price.get("kind") != "purchase"
+    return ranking.Option(c.gpu.id, c.count or 0, score, None if listed or rental_on_prem else unit_cost(c, unit), hours, t)
 
 
 def _entry(rule: Rule, because: str) -> dict:
@@ -175,18 +177,23 @@ def _separating(a: str, b: str | None, contributions, positive=True) -> dict[str
     return {r: d for r, d in diff.items() if (d > 0 if positive else d < 0)}
 
 
-def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb, rule_index, winner) -> dict:
+def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb, rule_index, winner,
+              on_prem: bool = False) -> dict:
     """The rule (or the cost) that separates the winner from the runner-up on this ranking, or the
     exclusion that removed an option that would otherwise have won."""
     W = options[winner]
     unit = ranking.UNIT_NAMES[r.unit]
     would_win = sorted((o for g, o in options.items() if excluded[g] and (o.cost is not None or r.basis == "preference")
                         and r.key(o)[:-1] <= r.key(W)[:-1]), key=r.key)   # a tie broken only by the id counts
+    basis = ""
+    if r.basis == "preference":
+        basis = (("On premises without purchase prices (rental quotes are not what owned hardware costs): "
+                  if on_prem else "No candidate has a known price: ") + "ranked on the rules' preferences, then card count. ")
     if would_win:
         g = would_win[0].gpu
         ex = excluded[g][0].exclusion()
         return {"id": ex["rule"], "title": kb.rule(ex["rule"]).title, "file": ex["file"], "line": ex["line"], "source": ex["source"],
-                "because": f"{g} would rank first but is excluded: {ex['reason']}"}
+                "because": f"{basis}{g} would rank first but is excluded: {ex['reason']}"}
     pool = r.priced if r.basis == "cost" else r.order
     rest = [g for g in pool if g != winner]
     unpriced_note = ""
@@ -200,7 +207,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
             return {**COST_RULE, "because": f"{winner} is the only priced candidate no rule excluded "
                                             f"({ranking.money(W.cost)} {unit}).{unpriced_note}"}
         return {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded"
-                                        + (" (no price known)." if W.cost is None else ".")}
+                                        + (" (no price ranked)." if W.cost is None else ".")}
     R = options[rest[0]]
 
     def rule_entry(prefix: str) -> dict | None:
@@ -213,7 +220,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
         return _entry(rule, prefix + (f.text or rule.title))
 
     if r.basis == "preference":
-        head = ("No candidate has a known price: ranked on the rules' preferences, then card count. ")
+        head = basis
         if W.score > R.score:
             e = rule_entry(head)
             if e:
@@ -314,7 +321,8 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     decisive = None
     if winner:
         warnings += cand_warn[winner]
-        decisive = _decisive(ranked, options, excluded, contributions, firings, kb, rule_index, winner)
+        decisive = _decisive(ranked, options, excluded, contributions, firings, kb, rule_index, winner,
+                             w.constraints.deployment != "cloud")
         if ranked.basis == "cost" and len(ranked.priced) > 1:
             runner_up = ranked.priced[1]
         elif ranked.basis == "cost" and ranked.unpriced:

@@ -108,3 +108,11 @@ def test_cost_ratio_fact_lets_rules_see_cost_against_alternatives(catalog, kb):
     assert by["h100-sxm"]["c_cost_ratio_to_cheapest"] == pytest.approx(1.0)
     assert by["h200-sxm"]["c_cost_ratio_to_cheapest"] == pytest.approx(53.81 / 32.18, rel=1e-3)
     assert "c_cost_ratio_to_cheapest" not in by["b200"]                  # unpriced: absent, never guessed
+
+
+def test_on_premises_without_purchase_prices_ranks_on_preferences(catalog, kb):
+    d = _decide(catalog, kb, "llama-70b-fp16-serving", constraints={"deployment": "on-prem"})
+    assert d.ranked.basis == "preference" and d.record["unpriced"] == []
+    assert d.record["recommendation"]["ranked_on"] == "preference"
+    assert d.record["decisive_rule"]["because"].startswith("On premises without purchase prices")
+    assert all(c["effective_cost"] is None for c in d.record["candidates"])
