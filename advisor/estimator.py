@@ -224,6 +224,28 @@ def _dp_options(w: Workload, gpu: GPU, base: plan.Layout, sizes: list[int], max_
     return sorted(d for d in out if d <= cap) or [base.min_dp]
 
 
+UNIT_LABELS = {"job": "per job", "million_tokens": "per million output tokens",
+               "million_training_tokens": "per million training tokens", "hour": "per hour"}
+
+
+def _target_replicas(w: Workload, lay: plan.Layout, c: Candidate, max_gpus: int) -> list[int]:
+    """Replica counts to try when a plan misses a stated target: for a deadline, the count that
+    finishes in time by compute (and a few more, for a speed model that does not scale linearly);
+    for a service level, doublings up to one replica per sequence (each serving fewer users, T06)."""
+    m = lay.tp * lay.pp
+    if w.training:
+        if not c.training_hours:
+            return []
+        need = math.ceil(c.count * c.training_hours / w.constraints.deadline_hours / m - 1e-9)
+        out = [need + extra for extra in range(4)]
+    else:
+        out, d = [], lay.dp
+        while d < w.concurrency:
+            d = min(w.concurrency, d * 2)
+            out.append(d)
+    return [d for d in out if d * m <= max_gpus]
+
+
 def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants=None) -> Candidate:
     """Size one GPU for the workload: every layout the planner offers (plan), each priced (cost) and
     timed (speed), the best by the workload's objective kept, with why."""
@@ -233,8 +255,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = plan.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
     sizes = cost.instance_sizes(gpu, catalog, w)
-    quotes = cost.offers(gpu, catalog, w)
-    gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in quotes), default=None)
+    gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in cost.offers(gpu, catalog, w)), default=None)
     unit = unit_of_work(w)
     tried: list[tuple] = []
     fewest = None
@@ -254,60 +275,34 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
                 bases = [b for b in bases if (b.count, b.tp) == least]
         n = plan.min_cards(bases)
         fewest = n if fewest is None or (n is not None and n < fewest) else fewest
-        seen = set()
+        seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
+
+        def attempt(base, dp, wv=wv, lv=lv, seen=seen):
+            lay = base if dp == base.dp else plan.with_replicas(wv, lv, gpu, base, dp)
+            sig = (lay.count, lay.tp, lay.pp)
+            if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
+                return None
+            seen.add(sig)
+            c = _evaluate(wv, lv, gpu, catalog, lay, cp, rate)
+            tried.append((_key(wv, c, lay, unit, gpu_rate), len(tried), c, lay, wv, lv))
+            return c, lay
+
         for base in bases:
-            dps = [base.dp] if w.layout else _dp_options(wv, gpu, base, sizes, max_gpus)
-            for dp in dps:
-                lay = base if dp == base.dp else plan.with_replicas(wv, lv, gpu, base, dp)
-                if lay.per_card_bytes > gpu.memory_gb * GB:
+            for dp in ([base.dp] if w.layout else _dp_options(wv, gpu, base, sizes, max_gpus)):
+                got = attempt(base, dp)
+                if not got or not got[0].misses or w.layout:
                     continue
-                sig = (lay.count, lay.tp, lay.pp)     # the lowest ZeRO stage that fits this count is tried first
-                if sig in seen:
-                    continue
-                seen.add(sig)
-                c = _evaluate(wv, lv, gpu, catalog, lay, cp, rate)
-                tried.append((_key(wv, c, lay, unit, gpu_rate), len(tried), c, lay, wv, lv))
-                if not w.training and c.misses and not w.layout:
-                    # a service level: more replicas, each serving fewer of the users (T06)
-                    d2 = lay.dp
-                    while d2 < w.concurrency:
-                        d2 = min(w.concurrency, d2 * 2)
-                        if d2 * lay.tp * lay.pp > max_gpus:
-                            break
-                        l2 = plan.with_replicas(wv, lv, gpu, base, d2)
-                        sig2 = (l2.count, l2.tp, l2.pp)
-                        if sig2 in seen:
-                            continue
-                        seen.add(sig2)
-                        c2 = _evaluate(wv, lv, gpu, catalog, l2, cp, rate)
-                        tried.append((_key(wv, c2, l2, unit, gpu_rate), len(tried), c2, l2, wv, lv))
-                        if not c2.misses:
-                            break
-                if w.training and c.misses and c.training_hours and not w.layout:
-                    # a deadline sets the card count by compute: the replicas that finish in time
-                    need = math.ceil(c.count * c.training_hours / w.constraints.deadline_hours / (lay.tp * lay.pp) - 1e-9)
-                    for extra in range(4):      # a speed model that does not scale linearly may need a few more
-                        d2 = need + extra
-                        if d2 * lay.tp * lay.pp > max_gpus:
-                            break
-                        l2 = plan.with_replicas(wv, lv, gpu, base, d2)
-                        sig2 = (l2.count, l2.tp, l2.pp)
-                        if sig2 in seen:
-                            break
-                        seen.add(sig2)
-                        c2 = _evaluate(wv, lv, gpu, catalog, l2, cp, rate)
-                        tried.append((_key(wv, c2, l2, unit, gpu_rate), len(tried), c2, l2, wv, lv))
-                        if not c2.misses:
-                            for d3 in _dp_options(wv, gpu, l2, sizes, max_gpus):   # and the instances they fill
-                                if d3 > d2 and (l2.tp * l2.pp * d3, l2.tp, l2.pp) not in seen:
-                                    seen.add((l2.tp * l2.pp * d3, l2.tp, l2.pp))
-                                    l3 = plan.with_replicas(wv, lv, gpu, base, d3)
-                                    c3 = _evaluate(wv, lv, gpu, catalog, l3, cp, rate)
-                                    tried.append((_key(wv, c3, l3, unit, gpu_rate), len(tried), c3, l3, wv, lv))
-                            break
+                # a stated deadline or service level sets the replicas; then fill the instances they take
+                for d2 in _target_replicas(w, got[1], got[0], max_gpus):
+                    more = attempt(base, d2)
+                    if more and not more[0].misses:
+                        for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
+                            if d3 > d2:
+                                attempt(base, d3)
+                        break
     if tried and fewest and not (w.layout or w.objective == "time"):
         # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
-        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a deadline adds cards
+        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards
         limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
         targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
         kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
@@ -319,25 +314,34 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         c.reason = (f"needs {_gb(need)} and no layout of {'TP {} x PP {} x DP {}'.format(*w.layout) if w.layout else f'at most {max_gpus}'}"
                     f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
         return c
-    # the best plan of each knob setting (checkpointing on or off), then the cheaper of those: a
-    # setting that saves cards but costs more per unit of work (C06: ~30% recompute) must pay for itself
-    best: dict[bool, tuple] = {}
-    for t in sorted(tried, key=lambda t: (t[0], t[1])):
-        best.setdefault(t[4].activation_checkpointing, t)
     tried.sort(key=lambda t: (t[0], t[1]))
-    finals = sorted(best.values(), key=lambda t: (t[0][0], _money(t[2], unit, gpu_rate)[0] if _money(t[2], unit, gpu_rate)[0] is not None
-                                                 else math.inf, t[0], t[1]))
-    # a job of unknown size gets the smallest rental that holds it, whatever the knobs (T03, C18)
-    _, _, c, lay, wv, lv = finals[0] if w.objective == "cost" and unit != "million_training_tokens" else tried[0]
+    if w.objective == "cost" and unit != "million_training_tokens":
+        # the best plan of each checkpointing setting, then the cheaper of those: a setting that saves
+        # cards but costs more per unit of work (C06: ~30% recompute) must pay for itself
+        best: dict[bool, tuple] = {}
+        for t in tried:
+            best.setdefault(t[4].activation_checkpointing, t)
+        money = {k: _money(t[2], unit, gpu_rate)[0] for k, t in best.items()}
+        pick = min(best, key=lambda k: (best[k][0][0], money[k] if money[k] is not None else math.inf, best[k][0], best[k][1]))
+        chosen = best[pick]
+    else:
+        chosen = tried[0]     # a job of unknown size gets the smallest rental that holds it (T03, C18)
+    _, _, c, lay, wv, lv = chosen
     speed.ideal_figures(c, s, gpu, cp)
     c.min_count = fewest
     c.layouts_considered = len(tried)
+    _explain_plan(w, c, lay, wv, unit, len(tried))
+    return c
+
+
+def _explain_plan(w: Workload, c: Candidate, lay: plan.Layout, wv: Workload, unit: str, tried: int) -> None:
+    """The `why` of the chosen plan: its memory split, layout, ZeRO stage, checkpointing, idle GPUs."""
     c.why["per_card_gb"] = (f"ledger split over TP {lay.tp} x PP {lay.pp}" + (f" with KV heads replicated x{lay.rep:g}" if lay.rep > 1 else "")
                             + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
                             + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
                             + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
-    objective = {"cost": f"the lowest cost per {unit.replace('_', ' ')}", "time": "the shortest time", "cards": "the fewest cards"}[w.objective]
-    c.why["layout"] = (f"{'the layout given in the workload' if w.layout else f'{objective} of {len(tried)} layouts tried'}: "
+    objective = {"cost": f"the lowest cost {UNIT_LABELS[unit]}", "time": "the shortest time", "cards": "the fewest cards"}[w.objective]
+    c.why["layout"] = (f"{'the layout given in the workload' if w.layout else f'{objective} of {tried} layouts tried'}: "
                        f"TP {lay.tp} inside a node (K14, C12)" + (f", PP {lay.pp} across nodes" if lay.pp > 1 else "")
                        + (f", DP {lay.dp} ({lay.min_dp} for memory" + (f", {lay.dp - lay.min_dp} more" if lay.dp > lay.min_dp else "") + ")"
                           if lay.dp > 1 else ""))
@@ -350,10 +354,10 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     idle = (c.price or {}).get("idle_gpus") or 0
     if idle:
         c.why["idle_gpus"] = (f"{idle} rented GPU(s) idle: a replica of TP {lay.tp} x PP {lay.pp} = {lay.tp * lay.pp} cards does not fill "
-                              f"the {c.price['gpus_per_instance']}-GPU instances, and every smaller or fuller plan costs more (K13)")
+                              f"the {c.price['gpus_per_instance']}-GPU instances, "
+                              + ("and the workload fixes the layout (K13)" if w.layout else "and every smaller or fuller plan costs more (K13)"))
     if c.misses:
         c.why["misses"] = f"no layout meets the target: the best misses it ({c.misses})"
-    return c
 
 
 SUGGEST_SAVING = 0.25   # a fixed knob is named when the plan is at least 25% dearer than with it turned
