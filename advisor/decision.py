@@ -1,5 +1,6 @@
-"""The decision: fire the knowledge base on an estimate's facts, apply the effects, rank the
-candidates, find the decisive rule, and build the decision record (JSON-ready)."""
+"""The decision: fire the knowledge base on an estimate's facts, apply the effects, have the
+candidates ranked on money (advisor/ranking.py), find the decisive rule, and build the decision
+record (JSON-ready)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
