@@ -44,9 +44,12 @@ class Layout:
 
 
 def _tp_options(gpu: GPU, kv_heads: int | None = None) -> list[int]:
-    """TP degrees inside one node that split the KV heads evenly or replicate them whole (K14, C12)."""
-    return [t for t in TP_SIZES if t <= gpu.gpus_per_node
-            and (not kv_heads or kv_heads % t == 0 or t % kv_heads == 0)]
+    """TP degrees inside one node that split the KV heads evenly or replicate them whole (K14, C12);
+    a whole node's TP stays available (padded heads) so that a model too big for one node can still
+    take pipeline stages across nodes."""
+    sizes = [t for t in TP_SIZES if t <= gpu.gpus_per_node]
+    even = [t for t in sizes if not kv_heads or kv_heads % t == 0 or t % kv_heads == 0]
+    return even if sizes[-1] in even else even + [sizes[-1]]
 
 
 def _pp_options(tp: int, gpn: int, layers: int, fits) -> list[int]:
@@ -125,10 +128,11 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
     mem = gpu.memory_gb * GB / TRAINING_SAFETY
     layers = int(w.model.num("layers") or 64)
     gpn = gpu.gpus_per_node
+    kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
     out = []
     for z in stages:
         sharded, unsharded = _training_split(led, z)
-        for tp in _tp_options(gpu):
+        for tp in _tp_options(gpu, int(kv_heads) if kv_heads else None):
             def dp_for(pp, tp=tp):
                 m = tp * pp
                 room = mem - unsharded / m
