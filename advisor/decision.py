@@ -333,30 +333,36 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
 
 
 def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
-    """Settings the user fixed that make the plan at least 25% dearer than with the knob turned, each
-    with the cheapest priced plan over the candidates no rule excluded (a what-if, ranked on cost)."""
+    """Settings the user fixed that make the plan at least 25% dearer (after the rules' premiums) than
+    the same workload decided with the knob turned, each with that decision's plan and saving."""
     if not d.winner or not d.ranked or d.ranked.basis != "cost":
         return []
-    w = d.estimate.workload
-    unit = d.ranked.unit
-    now = d.ranked.options[d.winner].cost
-    if now is None:
+    now = d.ranked.options[d.winner]
+    if now.cost is None:
         return []
-    alive = [g for g in d.ranking]
+    unit = d.ranked.unit
     out = []
-    for change, w2 in estimator.knob_alternatives(w):
-        c = estimator.best_plan(w2, catalog, alive)
-        if c is None:
+    for change, w2 in estimator.knob_alternatives(d.estimate.workload):
+        alt = decide(estimator.estimate(w2, catalog), d.kb, catalog)
+        if not alt.winner or not alt.ranked or alt.ranked.basis != "cost" or alt.ranked.unit != unit:
             continue
-        v = unit_cost(c, unit)
-        if v is not None and v <= now * (1 - estimator.SUGGEST_SAVING):
-            out.append({"change": change,
-                        "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
-                                 "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
-                                 "usd_per_hour": _r(c.usd_per_hour), "unit_cost": _r(v), "unit": unit},
-                        "saving": round(1 - v / now, 4),
-                        "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(v)} {ranking.UNIT_NAMES[unit]} "
-                                 f"instead of {ranking.money(now)} ({1 - v / now:.0%} less).")})
+        o = alt.ranked.options[alt.winner]
+        if o.cost is None or o.effective > now.effective * (1 - estimator.SUGGEST_SAVING):
+            continue
+        c = alt.estimate.candidate(alt.winner)
+        saving = 1 - o.cost / now.cost
+        out.append({"change": change,
+                    "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
+                             "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
+                             "usd_per_hour": _r(c.usd_per_hour), "unit_cost": _r(o.cost), "unit": unit,
+                             "effective_cost": _r(o.effective)},
+                    "saving": round(saving, 4),
+                    "saving_after_premiums": round(1 - o.effective / now.effective, 4),
+                    "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(o.cost)} {ranking.UNIT_NAMES[unit]} "
+                             f"instead of {ranking.money(now.cost)} ("
+                             + (f"{saving:.0%} less" if saving >= 0 else f"{-saving:.0%} more")
+                             + (f"; {1 - o.effective / now.effective:.0%} less after the rules' premiums" if abs(
+                                 (1 - o.effective / now.effective) - saving) >= 0.01 else "") + ").")})
     return out
 
 

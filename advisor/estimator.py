@@ -360,7 +360,7 @@ def _explain_plan(w: Workload, c: Candidate, lay: plan.Layout, wv: Workload, uni
         c.why["misses"] = f"no layout meets the target: the best misses it ({c.misses})"
 
 
-SUGGEST_SAVING = 0.25   # a fixed knob is named when the plan is at least 25% dearer than with it turned
+SUGGEST_SAVING = 0.25   # a fixed knob is named when the plan is at least 25% dearer than with it turned (decision._suggestions)
 
 
 def knob_alternatives(w: Workload) -> list[tuple[str, Workload]]:
@@ -388,20 +388,6 @@ def training_ledger_precision(w: Workload) -> str:
     return training_precision(w)
 
 
-def best_plan(w: Workload, catalog: Catalog, gpu_ids: list[str]) -> Candidate | None:
-    """The cheapest priced plan per unit of work for `w` over these GPUs (for a suggestion)."""
-    led = training_ledger(w) if w.training else inference_ledger(w)
-    variants = knob_variants(w, led)
-    unit = unit_of_work(w)
-    best = None
-    for g in gpu_ids:
-        c = plan_candidate(w, led, catalog.gpus[g], catalog, variants)
-        v = unit_cost(c, unit) if c.fits and not c.misses and not (c.price and c.price.get("tier") == "listing") else None
-        if v is not None and (best is None or v < unit_cost(best, unit)):
-            best = c
-    return best
-
-
 # --- the whole estimate -----------------------------------------------------------------------------
 
 @dataclass(eq=False)
@@ -414,6 +400,9 @@ class Estimate:
     compute: dict[str, Term]
     kv_bytes_per_token: float | None
     notes: list[str]
+    #: what one copy of the job needs with the settings the planner may choose at their leanest
+    #: (checkpointing on when the workload leaves it open): the need rules judge card sizes by
+    need_bytes: float | None = None
 
     def candidate(self, gpu_id: str) -> Candidate:
         return next(c for c in self.candidates if c.gpu.id == gpu_id)
@@ -434,6 +423,7 @@ class Estimate:
             "compute_explained": {k: t.as_dict() for k, t in self.compute.items()},
             "candidates": [c.as_dict() for c in self.candidates],
             "notes": list(self.notes),
+            "need_gb": _r(self.need_bytes / GB) if self.need_bytes is not None else None,
         }
 
 
@@ -461,7 +451,12 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
         kv_per_token = led.kv.bytes_per_sequence(w.context_tokens) / w.context_tokens
     variants = knob_variants(w, led)
     cands = [plan_candidate(w, led, g, catalog, variants) for g in candidate_gpus(w, catalog, only)]
-    return Estimate(w, led, cands, compute, kv_per_token, list(led.notes))
+    need = min(lv.bytes("total_gb") for _, lv in variants)
+    notes = list(led.notes)
+    if need < led.bytes("total_gb"):
+        notes.append(f"The job needs {_gb(led.bytes('total_gb'))} as given and {_gb(need)} with activation checkpointing, "
+                     "which the planner turns on where it pays (C06); the rules judge card sizes by the latter.")
+    return Estimate(w, led, cands, compute, kv_per_token, notes, need)
 
 
 #: Heuristics that live in the estimator (arithmetic) rather than in a rule, and where.
