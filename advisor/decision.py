@@ -1,5 +1,6 @@
-"""The decision: fire the knowledge base on an estimate's facts, apply the effects, rank the
-candidates, find the decisive rule, and build the decision record (JSON-ready)."""
+"""The decision: fire the knowledge base on an estimate's facts, apply the effects, have the
+candidates ranked on money (advisor/ranking.py), find the decisive rule, and build the decision
+record (JSON-ready)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,13 +10,16 @@ from advisor import __version__
 from advisor.catalog import Catalog, _norm
 from advisor.engine import runner
 from advisor.errors import InputError, Problem
-from advisor.estimator import Estimate
+from advisor import estimator, ranking
+from advisor.estimator import Candidate, Estimate, _r, unit_cost, unit_of_work
 from advisor.facts import facts_for, prop
 from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, compiled_template
 
-COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "Equal scores: the lower cost per unit of work wins",
-             "file": "advisor/decision.py", "line": None,
+COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "The lower cost per unit of work, after the rules' premiums, wins",
+             "file": "advisor/ranking.py", "line": None,
              "source": ["T07", "C16"]}
+OBJECTIVE_RULE = {"id": "ranking-objective", "title": "The workload's objective (time or cards) orders the candidates",
+                  "file": "advisor/ranking.py", "line": None, "source": ["T06", "C16"]}
 
 
 @dataclass(eq=False)
@@ -80,6 +84,8 @@ class Decision:
     candidate_advice: dict[str, list[Firing]] = field(default_factory=dict)
     catalog: Catalog | None = field(default=None, repr=False)
     facts: list = field(default_factory=list, repr=False)
+    ranked: ranking.Ranking | None = field(default=None, repr=False)
+    suggestions: list = field(default_factory=list)
     _record: dict | None = field(default=None, repr=False)
 
     # rule texts are rendered when something reads them: a sweep reads none
@@ -140,26 +146,113 @@ def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
     return True
 
 
-def _unit_name(c: dict) -> str:
-    if c.get("w_mode") in ("training", "fine-tuning"):
-        return "USD per job" if "c_usd_per_job" in c else "USD per hour"
-    return "USD per million tokens" if c.get("w_latency") == "batch" and "c_usd_per_million_tokens" in c else "USD per hour"
-
-
-def _unit_cost(c: dict):
-    """Cost per unit of work: per job for training (C16); for batch inference per million tokens
-    (T07: throughput is the product); for interactive inference the hour of serving the workload's
-    users, since every fitting layout serves the same users and extra speed is latency, not output (T06)."""
-    if c.get("w_mode") in ("training", "fine-tuning"):
-        keys = ("c_usd_per_job", "c_usd_per_hour")
-    elif c.get("w_latency") == "batch":
-        keys = ("c_usd_per_million_tokens", "c_usd_per_hour")
+def _option(c: Candidate, score: float, unit: str, w) -> ranking.Option:
+    """A candidate as the ranking sees it: count, premium score, cost per unit of work, and the
+    hours each card runs per unit (to turn a cost into a break-even price per GPU-hour)."""
+    if unit == "hour":
+        hours = 1.0
+    elif unit == "job":
+        hours = c.training_hours
     else:
-        keys = ("c_usd_per_hour",)
-    for k in keys:
-        if k in c:
-            return c[k]
-    return None
+        hours = c.hours_per_million_tokens
+    t = c.training_hours if w.training else (getattr(c, "tpot_ms", None) or c.decode_ms_per_token)
+    # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
+    listed = bool(c.price) and c.price.get("tier") == "listing"
+    # on premises a rental quote is not what the hardware costs: only an owning cost (kind purchase) ranks
+    rental_on_prem = w.constraints.deployment != "cloud" and bool(c.price) and c.price.get("kind") != "purchase"
+    return ranking.Option(c.gpu.id, c.count or 0, score, None if listed or rental_on_prem else unit_cost(c, unit), hours, t)
+
+
+def _entry(rule: Rule, because: str) -> dict:
+    return {"id": rule.id, "title": rule.title, "file": rule.file, "line": rule.line, "source": list(rule.source),
+            "because": because}
+
+
+def _separating(a: str, b: str | None, contributions, positive=True) -> dict[str, float]:
+    """Per rule, how much more it gave `a` than `b` (only the rules in a's favour)."""
+    diff: dict[str, float] = {}
+    for item in contributions[a]:
+        diff[item["rule"]] = diff.get(item["rule"], 0) + item["weight"]
+    for item in (contributions[b] if b else []):
+        diff[item["rule"]] = diff.get(item["rule"], 0) - item["weight"]
+    return {r: d for r, d in diff.items() if (d > 0 if positive else d < 0)}
+
+
+def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb, rule_index, winner,
+              on_prem: bool = False) -> dict:
+    """The rule (or the cost) that separates the winner from the runner-up on this ranking, or the
+    exclusion that removed an option that would otherwise have won."""
+    W = options[winner]
+    unit = ranking.UNIT_NAMES[r.unit]
+    would_win = sorted((o for g, o in options.items() if excluded[g] and (o.cost is not None or r.basis == "preference")
+                        and r.key(o)[:-1] <= r.key(W)[:-1]), key=r.key)   # a tie broken only by the id counts
+    basis = ""
+    if r.basis == "preference":
+        basis = (("On premises without purchase prices (rental quotes are not what owned hardware costs): "
+                  if on_prem else "No candidate has a known price: ") + "ranked on the rules' preferences, then card count. ")
+    if would_win:
+        g = would_win[0].gpu
+        ex = excluded[g][0].exclusion()
+        return {"id": ex["rule"], "title": kb.rule(ex["rule"]).title, "file": ex["file"], "line": ex["line"], "source": ex["source"],
+                "because": f"{basis}{g} would rank first but is excluded: {ex['reason']}"}
+    pool = r.priced if r.basis == "cost" else r.order
+    rest = [g for g in pool if g != winner]
+    unpriced_note = ""
+    if r.basis == "cost" and r.unpriced:
+        be = [(g, r.break_even.get(g)) for g in r.unpriced[:3]]
+        unpriced_note = " Without a price: " + "; ".join(
+            f"{g} would win below {ranking.money(v)} per GPU-hour" if v else f"{g} (no break-even: its time per unit is unknown)"
+            for g, v in be) + "."
+    if not rest:
+        if r.basis == "cost":
+            return {**COST_RULE, "because": f"{winner} is the only priced candidate no rule excluded "
+                                            f"({ranking.money(W.cost)} {unit}).{unpriced_note}"}
+        return {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded"
+                                        + (" (no price ranked)." if W.cost is None else ".")}
+    R = options[rest[0]]
+
+    def rule_entry(prefix: str) -> dict | None:
+        pos = _separating(winner, R.gpu, contributions)
+        if not pos:
+            return None
+        rid = max(pos, key=lambda x: (pos[x], -rule_index[x]))
+        rule = kb.rule(rid)
+        f = next(x for x in firings if x.rule.id == rid and x.gpu in (winner, R.gpu, None))
+        return _entry(rule, prefix + (f.text or rule.title))
+
+    if r.basis == "preference":
+        head = basis
+        if W.score > R.score:
+            e = rule_entry(head)
+            if e:
+                e["because"] += f" It separates {winner} (premium {W.premium:+.0%}) from {R.gpu} ({R.premium:+.0%})."
+                return e
+        return {**COST_RULE, "because": head + f"Equal preferences: {winner} needs {W.count} card(s), {R.gpu} {R.count}."}
+    if r.objective in ("time", "cards") and r.key(W)[0] != r.key(R)[0]:
+        what = (f"{W.time:,.1f} vs {R.time:,.1f} {r.time_unit}"
+                if r.objective == "time" and W.time is not None and R.time is not None else f"{W.count} vs {R.count} cards")
+        return {**OBJECTIVE_RULE, "because": f"Objective {r.objective}: {winner} {what} for {R.gpu}; "
+                                             f"{ranking.money(W.cost)} vs {ranking.money(R.cost)} {unit}.{unpriced_note}"}
+    gap = ranking.pct(W.cost, R.cost)
+    worth = (ranking.factor(W.premium) / ranking.factor(R.premium) - 1) * 100   # what W may cost more and still win
+    if W.cost > R.cost * (1 + 1e-9):
+        e = rule_entry(f"{winner} costs {gap:.0f}% more {unit} than {R.gpu} ({ranking.money(W.cost)} vs "
+                       f"{ranking.money(R.cost)}); the rules in its favour are worth {worth:.0f}%: {winner} wins. ")
+        if e:
+            return e
+    if abs(W.cost - R.cost) <= R.cost * 1e-9 and W.score > R.score:
+        e = rule_entry(f"{winner} and {R.gpu} cost the same {unit} ({ranking.money(W.cost)}); the rules favour {winner} by {worth:.0f}%. ")
+        if e:
+            return e
+    saving = -ranking.pct(W.cost, R.cost)
+    because = (f"Cost decides: {winner} costs {ranking.money(W.cost)} {unit}, {R.gpu} {ranking.money(R.cost)}: "
+               f"{winner} is {saving:.0f}% cheaper")
+    if R.score > W.score:
+        because += (f"; the rules prefer {R.gpu} by {(ranking.factor(R.premium) / ranking.factor(W.premium) - 1) * 100:.0f}%, "
+                    "less than the saving")
+    elif W.score > R.score:
+        because += f", and the rules also favour {winner} by {worth:.0f}%"
+    return {**COST_RULE, "because": because + "." + unpriced_note}
 
 
 def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
@@ -216,55 +309,61 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                         for t in targets:
                             t[prop(f"derived.{name}")] = value
 
-    def key(c):
-        cost = _unit_cost(c)
-        return (-scores[c["id"]], cost is None, cost if cost is not None else 0, c.get("c_count", 0), c["id"])
-
-    alive = sorted((c for c in cfs if not excluded[c["id"]]), key=key)
-    ranking = [c["id"] for c in alive]
-    winner = ranking[0] if ranking else None
-    runner_up = ranking[1] if len(ranking) > 1 else None
+    by_gpu = {c.gpu.id: c for c in est.candidates}
+    w = est.workload
+    unit = unit_of_work(w)
+    options = {c["id"]: _option(by_gpu[c["id"]], scores[c["id"]], unit, w) for c in cfs if c.get("c_fits")}
+    alive = [options[g] for g in options if not excluded[g]]
+    ranked = ranking.rank(alive, unit, w.objective)
+    ranked.time_unit = "h" if w.training else "ms per output token"
+    ranking_ids = ranked.order
+    winner = ranked.winner
+    runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None
     decisive = None
     if winner:
         warnings += cand_warn[winner]
-        wc = next(c for c in cfs if c["id"] == winner)
-        better = [c for c in sorted(cfs, key=key) if key(c) < key(wc) and c.get("c_fits") and excluded[c["id"]]]
-        if better:
-            ex = excluded[better[0]["id"]][0].exclusion()
-            decisive = {"id": ex["rule"], "title": kb.rule(ex["rule"]).title, "file": ex["file"], "line": ex["line"], "source": ex["source"],
-                        "because": f"{better[0]['id']} would rank first but is excluded: {ex['reason']}"}
-        elif runner_up:
-            diff: dict[str, float] = {}
-            for item in contributions[winner]:
-                diff[item["rule"]] = diff.get(item["rule"], 0) + item["weight"]
-            for item in contributions[runner_up]:
-                diff[item["rule"]] = diff.get(item["rule"], 0) - item["weight"]
-            positive = {r: d for r, d in diff.items() if d > 0}
-            if positive and scores[winner] > scores[runner_up]:
-                rid = max(positive, key=lambda r: (positive[r], -rule_index[r]))
-                rule = kb.rule(rid)
-                f = next(x for x in firings if x.rule.id == rid and x.gpu in (winner, runner_up, None))
-                decisive = {"id": rid, "title": rule.title, "file": rule.file, "line": rule.line, "source": list(rule.source),
-                            "because": (f.text or rule.title) + f" It separates {winner} (score {scores[winner]:g}) "
-                                       f"from {runner_up} (score {scores[runner_up]:g})."}
-            else:
-                rc = next(c for c in cfs if c["id"] == runner_up)
-                a, b = _unit_cost(wc), _unit_cost(rc)
-                unit = _unit_name(wc)
-                if a is not None and b is not None:
-                    what = f"Equal scores: {winner} costs {a:,.2f} vs {b:,.2f} for {runner_up} {unit}."
-                elif a is not None:
-                    what = f"Equal scores: {winner} has a known price ({a:,.2f} {unit}) and {runner_up} has none."
-                    priced = [c for c in alive[1:] if _unit_cost(c) is not None and scores[c["id"]] == scores[winner]]
-                    if priced:
-                        what += f" The next priced option with the same score, {priced[0]['id']}, costs {_unit_cost(priced[0]):,.2f}."
-                else:
-                    what = f"Equal scores and no known prices: {winner} needs {wc.get('c_count')} card(s), {runner_up} {rc.get('c_count')}."
-                decisive = {**COST_RULE, "because": what}
-        else:
-            decisive = {**COST_RULE, "because": f"{winner} is the only candidate no rule excluded"}
-    return Decision(est, kb, firings, scores, contributions, excluded, ranking, winner, runner_up, decisive,
-                    warnings, cand_warn, catalog, cfs)
+        decisive = _decisive(ranked, options, excluded, contributions, firings, kb, rule_index, winner,
+                             w.constraints.deployment != "cloud")
+        if ranked.basis == "cost" and len(ranked.priced) > 1:
+            runner_up = ranked.priced[1]
+        elif ranked.basis == "cost" and ranked.unpriced:
+            runner_up = ranked.unpriced[0]
+    return Decision(est, kb, firings, scores, contributions, excluded, ranking_ids, winner, runner_up, decisive,
+                    warnings, cand_warn, catalog, cfs, ranked)
+
+
+def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
+    """Settings the user fixed that make the plan at least 25% dearer (after the rules' premiums) than
+    the same workload decided with the knob turned, each with that decision's plan and saving."""
+    if not d.winner or not d.ranked or d.ranked.basis != "cost":
+        return []
+    now = d.ranked.options[d.winner]
+    if now.cost is None:
+        return []
+    unit = d.ranked.unit
+    out = []
+    for change, w2 in estimator.knob_alternatives(d.estimate.workload):
+        alt = decide(estimator.estimate(w2, catalog), d.kb, catalog)
+        if not alt.winner or not alt.ranked or alt.ranked.basis != "cost" or alt.ranked.unit != unit:
+            continue
+        o = alt.ranked.options[alt.winner]
+        if o.cost is None or o.effective > now.effective * (1 - estimator.SUGGEST_SAVING):
+            continue
+        c = alt.estimate.candidate(alt.winner)
+        saving = 1 - o.cost / now.cost
+        out.append({"change": change,
+                    "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
+                             "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
+                             "usd_per_hour": _r(c.usd_per_hour), "unit_cost": _r(o.cost), "unit": unit,
+                             "effective_cost": _r(o.effective)},
+                    "saving": round(saving, 4),
+                    "saving_after_premiums": round(1 - o.effective / now.effective, 4),
+                    "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(o.cost)} {ranking.UNIT_NAMES[unit]} "
+                             f"instead of {ranking.money(now.cost)} ("
+                             + (f"{saving:.0%} less" if saving >= 0 else f"{-saving:.0%} more")
+                             + (f"; {1 - o.effective / now.effective:.0%} less after the rules' premiums" if abs(
+                                 (1 - o.effective / now.effective) - saving) >= 0.01 else "") + ").")})
+    return out
 
 
 def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
@@ -277,7 +376,9 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
         rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
                                  "tp": c.tp, "pp": c.pp, "dp": c.dp, "usd_per_hour": c.usd_per_hour,
                                  "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
-                                 "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco}
+                                 "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
+                                 "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
+                                 "ranked_on": d.ranked.basis if d.ranked else None}
     else:
         rec["recommendation"] = None
         rec["no_candidate"] = {g: [e["rule"] for e in ex] for g, ex in d.excluded.items()}
@@ -285,16 +386,26 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
     if d.runner_up:
         r = by_id[d.runner_up]
         why = [f"{x['rule']} ({x['weight']:+g})" for x in d.contributions[d.runner_up]]
+        o = d.ranked.options[d.runner_up] if d.ranked else None
+        wo = d.ranked.options[d.winner] if d.ranked else None
+        money = (f"{ranking.money(o.cost)} {ranking.UNIT_NAMES[d.ranked.unit]} ({ranking.money(o.effective)} after its "
+                 f"{o.premium:+.0%} premium) vs {ranking.money(wo.cost)} ({ranking.money(wo.effective)} after {wo.premium:+.0%}); "
+                 if o and o.cost is not None and wo.cost is not None else "price unknown; " if o and o.cost is None else "")
         rec["runner_up"] = {"gpu": r.gpu.id, "count": r.count, "score": d.scores[d.runner_up],
-                            "why": (f"score {d.scores[d.runner_up]:g} vs {d.scores[d.winner]:g}"
+                            "why": (money + f"score {d.scores[d.runner_up]:g} vs {d.scores[d.winner]:g}"
                                     + (f": {', '.join(why)}" if why else "") + f"; decided by {d.decisive['id']}")}
     else:
         rec["runner_up"] = None
     rec["candidates"] = [{"gpu": g, "count": by_id[g].count, "fits": by_id[g].fits, "excluded": bool(d.excluded[g]),
                           "excluded_by": d.excluded[g], "score": d.scores[g], "contributions": d.contributions[g],
                           "rank": (d.ranking.index(g) + 1) if g in d.ranking else None,
+                          "premium": round(ranking.premium(d.scores[g]), 4),
+                          "effective_cost": _r(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.ranking, d.ranking.index(g) if g in d.ranking else 0, g))]
+    rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": _r(d.ranked.break_even.get(g))}
+                        for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
+    rec["suggestions"] = _suggestions(d, catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,

@@ -423,7 +423,7 @@ class Dialogue:
 
     def recommend(self) -> list[str]:
         from advisor import decision, estimator, workload
-        from advisor.cli import summary_text
+        from advisor.report import summary_text
         try:
             w = workload.parse(self.workload_data(), self.catalog, "your answers")
         except InputError as exc:

@@ -27,20 +27,13 @@ import threading
 
 from advisor.facts import prop
 from advisor.gcpause import loads_for_good
-from advisor.knowledge import KnowledgeBase, Leaf, Node, Rule, evaluate
+from advisor.knowledge import LEAVES_PER_SET, KnowledgeBase, Leaf, Node, Rule, evaluate
 
 RULES_PER_SET = 200       # rules per ruleset (p07: 200 rules run while few of them match one fact)
-LEAVES_PER_SET = 56       # tests one fact can satisfy at once per ruleset: below the 64 alpha matches (error 303)
 GROUP_MIN = 8             # rules sharing a first test get rulesets of their own from this many on
 BIG = 10 ** 15
 CATCH_ALL = "zz_catch_all"
 COMPARE = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge}
-
-
-def leaves(cond) -> int:
-    """How many engine tests one fact can satisfy at once in a condition: an `in` list is a set of
-    equality tests on one property, of which at most one holds; every other test may hold together."""
-    return _analyse(cond, set())[1]
 
 
 def normalise(v):

@@ -63,7 +63,9 @@ def explain_record(rec: dict, gid: str | None, kb, cat) -> str:
             out.append(f"  {c['gpu']:<16} excluded by {reasons}")
         else:
             contrib = ", ".join(f"{x['rule']} {x['weight']:+g}" for x in c["contributions"]) or "no rule"
-            out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g} ({contrib})")
+            money = (f", premium {c['premium']:+.0%}, effective cost {c['effective_cost']:,.4g}"
+                     if c.get("effective_cost") is not None else ", no price ranked" if "effective_cost" in c else "")
+            out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g}{money} ({contrib})")
     replacing = {}
     for t in rec["trace"]:
         if isinstance(t, dict) and t.get("replaces"):

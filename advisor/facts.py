@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from advisor.catalog import GPU
-from advisor.estimator import GB, Estimate
+from advisor.estimator import GB, Estimate, unit_cost, unit_of_work
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ FACTS: dict[str, Fact] = {
     "workload.moe": Fact("boolean", "", "mixture-of-experts model"),
     "workload.weights_gb": Fact("number", "GB", "weights of one model copy"),
     "workload.kv_cache_gb": Fact("number", "GB", "KV cache for all sequences"),
-    "workload.per_card_need_gb": Fact("number", "GB", "memory one copy of the job needs before it is split over cards (ledger total)"),
+    "workload.per_card_need_gb": Fact("number", "GB", "memory one copy of the job needs before it is split over cards (ledger total; with activation checkpointing when the workload leaves it to the planner)"),
     "workload.kv_fallback": Fact("boolean", "", "KV cache sized by the 50%-of-weights rule: architecture unknown (K05)"),
     "workload.import_restricted": Fact("boolean", "", "the team cannot obtain US export-controlled accelerators"),
     "workload.liquid_cooling": Fact("boolean", "", "the data centre offers liquid cooling"),
@@ -54,6 +54,10 @@ FACTS: dict[str, Fact] = {
     "workload.deployment": Fact("string", "", "cloud | on-prem | air-gapped"),
     "workload.load": Fact("string", "", "steady | irregular"),
     "workload.budget_usd_per_hour": Fact("number", "USD/h", "most the team pays per hour (absent: no limit given)"),
+    "workload.objective": Fact("string", "", "what the plan minimises: cost | time | cards"),
+    "workload.ttft_ms": Fact("number", "ms", "service level: time to first token (absent: none stated)"),
+    "workload.tpot_ms": Fact("number", "ms", "service level: time per output token (absent: none stated)"),
+    "workload.deadline_hours": Fact("number", "h", "training: hours by which the job must finish (absent: none stated)"),
     # one candidate per GPU option: catalog fields
     "candidate.gpu": Fact("string", "", "catalog GPU id"),
     "candidate.vendor": Fact("string", "", "nvidia | amd | huawei | intel | google"),
@@ -96,12 +100,20 @@ FACTS: dict[str, Fact] = {
     "candidate.power_margin_kw": Fact("number", "kW", "available power per node minus the node's need (absent: no limit given)"),
     "candidate.usd_per_hour": Fact("number", "USD/h", "rental cost of the layout (absent: price unknown)"),
     "candidate.budget_margin_usd_per_hour": Fact("number", "USD/h", "budget minus cost per hour (absent: no budget or price)"),
-    "candidate.usd_per_million_tokens": Fact("number", "USD", "cost per million output tokens (T07)"),
+    "candidate.usd_per_million_tokens": Fact("number", "USD", "cost per million output tokens (T07); training without training_tokens: per million training tokens"),
     "candidate.usd_per_job": Fact("number", "USD", "cost of the training job (C16)"),
     "candidate.price_known": Fact("boolean", "", "a price quote exists for this layout"),
     "candidate.idle_gpus": Fact("integer", "GPUs", "GPUs rented with the instances but not used by the layout (K13)"),
     "candidate.idle_share": Fact("number", "", "idle_gpus / GPUs rented: 0 when the layout uses every rented GPU"),
     "candidate.price_tier": Fact("string", "", "quote | catalog | listing: how trustworthy the price is"),
+    "candidate.unit_cost": Fact("number", "USD", "cost per unit of work: per job (training with training_tokens), per million training tokens (training without), per million output tokens (batch serving), per hour (interactive serving)"),
+    "candidate.cost_ratio_to_cheapest": Fact("number", "", "unit_cost / the lowest unit_cost of the priced candidates that fit (1: the cheapest; absent: unpriced or listing-only)"),
+    "candidate.rental_multiple": Fact("number", "", "cards of the plan / the fewest cards any layout needs (1: no card beyond what the memory needs)"),
+    "candidate.min_count": Fact("integer", "GPUs", "the fewest cards any layout of this GPU needs (count may be higher to fill rented instances or meet a deadline)"),
+    "candidate.zero_stage": Fact("integer", "", "training: ZeRO stage of the plan (3 = FSDP full sharding)"),
+    "candidate.activation_checkpointing": Fact("boolean", "", "training: activations recomputed in the plan"),
+    "candidate.misses_target": Fact("boolean", "", "the best plan misses a stated deadline or service level"),
+    "candidate.missed": Fact("string", "", "the figure that missed the deadline or service level (absent: none missed)"),
 }
 
 SCOPES = ("workload", "candidate", "derived")
@@ -168,11 +180,12 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
         "context_tokens": w.context_tokens, "concurrency": w.concurrency,
         "params_b": led.sized.params / 1e9, "active_params_b": led.sized.active / 1e9,
         "moe": bool(led.sized.experts), "weights_gb": led.bytes("weights_gb") / GB,
-        "kv_cache_gb": led.bytes("kv_cache_gb") / GB, "per_card_need_gb": led.bytes("total_gb") / GB,
+        "kv_cache_gb": led.bytes("kv_cache_gb") / GB, "per_card_need_gb": (est.need_bytes if est.need_bytes is not None else led.bytes("total_gb")) / GB,
         "kv_fallback": led.kv_fallback, "import_restricted": w.constraints.import_restricted,
         "liquid_cooling": w.constraints.liquid_cooling, "power_kw_per_node": w.constraints.power_kw_per_node,
         "deployment": w.constraints.deployment, "load": w.constraints.load,
-        "budget_usd_per_hour": w.constraints.budget_usd_per_hour,
+        "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
+        "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
     }
     if w.training:
         vals.update(method=w.method, optimizer=w.optimizer, zero_stage=w.zero_stage,
@@ -183,6 +196,10 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
         _put(wf, f"workload.{k}", v)
     cands = []
     weights_gb = led.bytes("weights_gb") / GB
+    unit = unit_of_work(w)
+    costs = {c.gpu.id: unit_cost(c, unit) for c in est.candidates
+             if c.fits and not (c.price and c.price.get("tier") == "listing")}
+    cheapest = min((v for v in costs.values() if v), default=None)
     for c in est.candidates:
         cf = dict(wf)
         cf.update(_gpu_facts(c.gpu))
@@ -198,7 +215,12 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
                          price_tier=c.price["tier"] if c.price else None,
                          idle_gpus=c.price["idle_gpus"] if c.price else None,
                          idle_share=(c.price["idle_gpus"] / (c.price["instances"] * c.price["gpus_per_instance"]))
-                         if c.price else None)
+                         if c.price else None,
+                         unit_cost=unit_cost(c, unit), min_count=c.min_count,
+                         rental_multiple=(c.count / c.min_count) if c.min_count else None, zero_stage=c.zero_stage,
+                         activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
+                         missed=c.misses,
+                         cost_ratio_to_cheapest=(costs[c.gpu.id] / cheapest) if cheapest and costs.get(c.gpu.id) else None)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:
                 cvals["power_margin_kw"] = w.constraints.power_kw_per_node - c.power_kw_per_node
             if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:

@@ -52,6 +52,17 @@ class Leaf(namedtuple("Leaf", "fact op value", defaults=(None,))):
     __slots__ = ()
 
 
+LEAVES_PER_SET = 56       # tests one fact can satisfy at once per ruleset: below the engine's 64 alpha matches (error 303)
+
+
+def leaves(cond) -> int:
+    """How many engine tests one fact can satisfy at once in a condition: an `in` list is a set of
+    equality tests on one property, of which at most one holds; every other test may hold together."""
+    if isinstance(cond, Node):
+        return sum(leaves(c) for c in cond.items)
+    return len(cond.value) if cond.op == "not_in" else 1
+
+
 class Node(namedtuple("Node", "kind items")):
     """All (kind 'all') or any (kind 'any') of several compiled conditions (a tuple of Leaf | Node)."""
 
@@ -967,7 +978,6 @@ def _parse_rule(r, rel, line, col: Collector, derived, vocab: dict | None = None
         why = _unreachable(when)
         if why:
             col.add(why, yamlio.line_of(r, "when", line), "when")
-        from advisor.engine import LEAVES_PER_SET, leaves
         if leaves(when) > LEAVES_PER_SET:
             col.add(f"too complex to run safely on the engine: {leaves(when)} tests (at most {LEAVES_PER_SET}); "
                     "split the rule", yamlio.line_of(r, "when", line), "when")

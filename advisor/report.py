@@ -53,3 +53,47 @@ def estimate_text(est: Estimate) -> str:
                                                   for c in est.candidates if c.price})) or "none known",
               "Unknown prices are shown as 'unknown': nothing is guessed."]
     return plain("\n".join(lines)) + "\n"          # formulas and reasons in words, never a Python repr
+
+
+def summary_text(rec: dict, cat=None) -> str:
+    """A few lines: the recommendation and its cost, the decisive rule, the runner-up and why it lost,
+    the warnings and any planner suggestion; knowledge IDs named by their statements."""
+    from advisor import wording
+    if cat is None:
+        from advisor import catalog
+        cat = catalog.default()
+    cites = wording.Cites(cat)
+    r = rec["recommendation"]
+    lines = []
+    if not r:
+        lines.append("No GPU can be recommended: every candidate was excluded.")
+        for gpu, rules in rec["no_candidate"].items():
+            lines.append(f"  {gpu}: excluded by {', '.join(rules)}")
+        return "\n".join(lines) + "\n"
+    cost = (f"${r['usd_per_hour']:,.2f}/h ({wording.offer(r['price'])})"
+            if r["usd_per_hour"] is not None else f"price unknown ({cites.prose(r['price_unknown'])})")
+    lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']}, {cost}")
+    if r["usd_per_hour"] is not None:
+        unit = (f"; {wording.usd(r['usd_per_million_tokens'])} per million output tokens" if r.get("usd_per_million_tokens") is not None
+                else f"; {wording.usd(r['usd_per_job'], 0)} per job" if r.get("usd_per_job") is not None else "")
+        lines.append(f"  about {wording.usd(r['usd_per_hour'] * 730, 0)} per month if run 24x7{unit}")
+    d = rec["decisive_rule"]
+    lines.append(f"Decisive rule: {d.get('title', d['id'])} ({d['id']}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
+    lines.append(f"  {cites.prose(d['because'], d['source'])}")
+    if rec["runner_up"]:
+        ru = rec["runner_up"]
+        decided = {c["gpu"]: c for c in rec["candidates"]}
+        titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
+        why = "; ".join(wording.why_lost(ru["gpu"], rec, decided, titles, cites)) if ru["gpu"] in decided else ru["why"]
+        lines.append(f"Runner-up: {ru['count']} x {ru['gpu']}: {why}")
+    for w in rec["warnings"]:
+        lines.append(f"{w['kind'].capitalize()} [{w['severity']}] ({w['rule']}): {cites.prose(w['text'], w['source'])}")
+    for u in rec.get("unpriced") or []:
+        if u.get("break_even_usd_per_gpu_hour") is not None:
+            lines.append(f"Unpriced: {u['count']} x {u['gpu']} would win below {wording.usd(u['break_even_usd_per_gpu_hour'])} per GPU-hour")
+            break
+    for s in rec.get("suggestions") or []:
+        if isinstance(s, dict):
+            lines.append(f"Suggestion: {wording.suggestion(s, cites)}")
+    lines.append("Use --format json for the full decision record.")
+    return "\n".join(lines) + "\n"

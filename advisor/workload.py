@@ -15,6 +15,9 @@ from advisor.errors import Collector, InputError
 MODES = ("inference", "training", "fine-tuning")
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+OBJECTIVES = ("cost", "time", "cards")
+LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
+LAYOUT_FIELDS = ("tp", "pp", "dp")
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
 
@@ -51,7 +54,9 @@ FIELDS: dict[str, Spec] = {
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "concurrency": Spec("int", "Inference: sequences served at once, or 'max' for offline throughput at the largest batch that fits. Training: micro-batch per GPU.", min=1, max=1_000_000, default=1, unit="sequences"),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
-    "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06).", ("interactive", "batch"), default="interactive"),
+    "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
+    "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
+    "layout": Spec("layout", "A fixed layout {tp, pp, dp} evaluated as given on every GPU (for scripts and benchmarks); default: the planner searches."),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
@@ -144,6 +149,10 @@ class Workload:
     latency: str = "interactive"
     task: str = "llm"
     utilisation: float | None = None          # share of the month in use; None: the memo assumes 24x7
+    objective: str = "cost"
+    ttft_ms: float | None = None          # service levels (latency: {ttft_ms, tpot_ms}); None: no target
+    tpot_ms: float | None = None
+    layout: tuple[int, int, int] | None = None   # (tp, pp, dp) given by the user; None: the planner chooses
     constraints: Constraints = field(default_factory=Constraints)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
     defaults: tuple[str, ...] = ()
@@ -169,6 +178,10 @@ class Workload:
                 continue
             if self.mode in FIELDS[k].modes:
                 out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
+        if self.ttft_ms is not None or self.tpot_ms is not None:
+            out["latency"] = {k: v for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)) if v is not None}
+        if self.layout:
+            out["layout"] = dict(zip(LAYOUT_FIELDS, self.layout))
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
         return {k: v for k, v in out.items() if v is not None}
@@ -323,6 +336,30 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                     col.problems.extend(exc.problems)
             else:
                 col.add("must be a catalog model id or a mapping with params_b", line, "model")
+        elif key == "latency" and isinstance(raw, dict):
+            for k, v in raw.items():
+                if k not in LATENCY_FIELDS:
+                    col.add(f"unknown service level{_suggest(k, LATENCY_FIELDS)}", yamlio.line_of(raw, k, line), f"latency.{k}")
+                elif v is not None:
+                    checked = _check_value(Spec("float", LATENCY_FIELDS[k], min=0.001, max=1e7, unit="ms"), v, col,
+                                           f"latency.{k}", yamlio.line_of(raw, k, line))
+                    if checked is not None:
+                        values[k] = checked
+            values["latency"] = "interactive"
+        elif spec.kind == "layout":
+            if not isinstance(raw, dict):
+                col.add("must be a mapping {tp: N, pp: N, dp: N}", line, "layout")
+                continue
+            got = {}
+            for k, v in raw.items():
+                if k not in LAYOUT_FIELDS:
+                    col.add(f"unknown layout field{_suggest(k, LAYOUT_FIELDS)}", yamlio.line_of(raw, k, line), f"layout.{k}")
+                    continue
+                checked = _check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
+                                       f"layout.{k}", yamlio.line_of(raw, k, line))
+                if checked is not None:
+                    got[k] = checked
+            values["layout"] = tuple(got.get(k, 1) for k in LAYOUT_FIELDS)
         elif spec.kind == "constraints":
             if not isinstance(raw, dict):
                 col.add("must be a mapping", line, "constraints")

@@ -6,7 +6,9 @@ import pytest
 from advisor import decision, estimator, knowledge, workload
 from advisor.cli import main
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, ROOT
+
+DATA = ROOT / "tests" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +16,9 @@ def kb():
     return knowledge.load()
 
 
-def decide(catalog, kb, name=None, **data):
+def decide(catalog, kb, name=None, prices=None, **data):
+    if prices:
+        catalog = catalog.with_prices(DATA / prices)
     if name:
         base = dict(workload.yamlio.load(EXAMPLES / f"{name}.yaml"))
         base.update(data)
@@ -27,13 +31,30 @@ def rec_gpu(d):
     return d.record["recommendation"]["gpu"]
 
 
-def test_c08_80_to_141_gb_training_goes_to_h200(catalog, kb):
-    d = decide(catalog, kb, mode="fine-tuning", model={"params_b": 6, "layers": 32, "hidden_size": 4096},
-               precision="bf16", context_tokens=4096, concurrency=1)
+def test_c08_80_to_141_gb_training_goes_to_h200_when_prices_are_comparable(catalog, kb):
+    # one provider's H100 and H200 (the H200 19% dearer per GPU-hour): C08's verdict holds
+    d = decide(catalog, kb, prices="comparable-h100-h200.yaml", mode="fine-tuning",
+               model={"params_b": 6, "layers": 32, "hidden_size": 4096}, precision="bf16", context_tokens=4096, concurrency=1)
     need = d.estimate.ledger.bytes("total_gb") / 1e9
     assert 80 <= need <= 141
-    assert rec_gpu(d) == "h200-sxm"
+    r = d.record["recommendation"]
+    assert r["gpu"] == "h200-sxm" and r["count"] == 1
     assert "h200-memory-sweet-spot" in [c["rule"] for c in d.contributions["h200-sxm"]]
+    # per job, the H200 costs about its 19% higher rate, within the sweet spot's 30% premium (C16)
+    d = decide(catalog, kb, prices="comparable-h100-h200.yaml", mode="fine-tuning", training_tokens=1e9,
+               model={"params_b": 6, "layers": 32, "hidden_size": 4096}, precision="bf16", context_tokens=4096, concurrency=1)
+    assert rec_gpu(d) == "h200-sxm" and d.record["decisive_rule"]["id"] == "h200-memory-sweet-spot"
+    assert "costs 19% more per job" in d.record["decisive_rule"]["because"] and "worth 24%" in d.record["decisive_rule"]["because"]
+
+
+def test_c08_verdict_yields_to_a_much_cheaper_plan(catalog, kb):
+    # with the shipped prices the H200 ($5/h, an inference endpoint) costs ~70% more per token than a node
+    # of H100 ($2.99 per GPU-hour): its 30% premium (C16) does not cover that, so the cheaper plan wins
+    d = decide(catalog, kb, mode="fine-tuning", model={"params_b": 6, "layers": 32, "hidden_size": 4096},
+               precision="bf16", context_tokens=4096, concurrency=1, training_tokens=1e9)
+    cands = {c["gpu"]: c for c in d.record["candidates"]}
+    assert rec_gpu(d) != "h200-sxm" and cands["h200-sxm"]["premium"] == 0.30
+    assert cands[rec_gpu(d)]["effective_cost"] < cands["h200-sxm"]["effective_cost"]
 
 
 def test_c08_below_60_gb_is_not_h200(catalog, kb):
@@ -44,12 +65,28 @@ def test_c08_below_60_gb_is_not_h200(catalog, kb):
     assert d.scores["h200-sxm"] < 0
 
 
-def test_c10_7b_lora_goes_to_a_24_48_gb_card(catalog, kb):
-    d = decide(catalog, kb, "mistral-7b-lora")
-    gpu = catalog.gpus[rec_gpu(d)]
-    assert 24 <= gpu.memory_gb <= 48
-    assert d.record["decisive_rule"]["id"] in ("small-lora-on-a-24-48gb-card", "ranking-cost-per-unit-of-work")
+def test_c10_7b_lora_goes_to_one_24_48_gb_card(catalog, kb):
+    # with market prices of 24-48 GB cards (tests/data/market-prices.yaml, from the SkyPilot catalog)
+    d = decide(catalog, kb, "mistral-7b-lora", prices="market-prices.yaml")
+    r = d.record["recommendation"]
+    gpu = catalog.gpus[r["gpu"]]
+    assert 24 <= gpu.memory_gb <= 48 and r["count"] == 1
     assert any(c["rule"] == "small-lora-on-a-24-48gb-card" for c in d.contributions[gpu.id])
+
+
+def test_c10_7b_lora_without_prices_for_small_cards_lists_them_with_break_even(catalog, kb):
+    d = decide(catalog, kb, "mistral-7b-lora")
+    unpriced = {u["gpu"]: u for u in d.record["unpriced"]}
+    assert {"l40s", "rtx-4090", "a10"} <= set(unpriced)
+    winner = next(c for c in d.record["candidates"] if c["gpu"] == rec_gpu(d))
+    for g in ("l40s", "rtx-4090"):
+        u = unpriced[g]
+        assert u["count"] == 1 and u["break_even_usd_per_gpu_hour"] > 0
+        c = d.estimate.candidate(g)
+        # at its break-even price its effective cost equals the winner's
+        cost = u["break_even_usd_per_gpu_hour"] * c.count * c.hours_per_million_tokens   # no token budget: per million
+        prem = next(x for x in d.record["candidates"] if x["gpu"] == g)["premium"]
+        assert cost / (1 + prem) == pytest.approx(winner["effective_cost"], rel=1e-3)
 
 
 def test_t08_import_restricted_goes_to_ascend(catalog, kb):
@@ -190,11 +227,23 @@ def test_explain_rejects_what_is_not_a_record(tmp_path, capsys):
 
 def test_rules_from_environment_path(tmp_path, capsys, monkeypatch):
     (tmp_path / "x.yaml").write_text(
-        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: b200}\n  then: {prefer: {weight: 100}}\n")
+        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: h200-sxm}\n  then: {exclude: {reason: ours}}\n")
     monkeypatch.setenv("GPU_ADVISOR_RULES", str(tmp_path))
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec["recommendation"]["gpu"] == "b200" and rec["decisive_rule"]["id"] == "env-rule"
+    assert rec["recommendation"]["gpu"] != "h200-sxm" and rec["decisive_rule"]["id"] == "env-rule"
+
+
+def test_an_unpriced_gpu_never_wins_for_lack_of_a_price(tmp_path, capsys):
+    # a user rule worth 100% for the unpriced B200 still leaves it apart, with its break-even price
+    (tmp_path / "x.yaml").write_text(
+        "- id: we-like-b200\n  title: t\n  source: [ours]\n  when: {candidate.gpu: b200}\n  then: {prefer: {weight: 100}}\n")
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["recommendation"]["gpu"] == "h200-sxm"
+    b200 = next(u for u in rec["unpriced"] if u["gpu"] == "b200")
+    # B200 is worth 100% + 10% (large model) - 10% (new generation): it wins below 2 x $5 / 1.1 per GPU-hour
+    assert b200["break_even_usd_per_gpu_hour"] == pytest.approx(5.0 / 1.1 * 2.0, rel=1e-3)
 
 
 def test_custom_model_record_replays(tmp_path, capsys):

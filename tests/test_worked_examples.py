@@ -97,15 +97,19 @@ def test_w09_13b_full_finetune(estimate_file):
     before_safety = led.bytes("total_gb") / 1.2
     assert close(before_safety, 176 * GB)
     assert led.bytes("total_gb") > 200 * GB
-    assert est.candidate("h200-sxm").count == 2
-    assert est.candidate("h100-sxm").count == 3 and est.candidate("a100-80gb-sxm").count == 3
+    # the seed's "2x H200 or 3x 80 GB cards" is the fewest cards that hold the job; the plan itself
+    # rents whole instances and uses every GPU of them (ZeRO-sharded data parallelism)
+    assert est.candidate("h200-sxm").min_count == 2
+    assert est.candidate("h100-sxm").min_count == 3 and est.candidate("a100-80gb-sxm").min_count == 3
+    h100 = est.candidate("h100-sxm")
+    assert h100.count == 8 and h100.price["idle_gpus"] == 0 and h100.zero_stage >= 1 and h100.tp == 1
 
 
 def test_w10_70b_fp16(estimate_file):
     est = estimate_file("llama-70b-fp16-serving")
     assert close(est.ledger.bytes("weights_gb"), 140 * GB)
     assert est.candidate("h100-sxm").count >= 2
-    assert est.candidate("h200-sxm").count == 2      # "nearly one, in practice two"
+    assert est.candidate("h200-sxm").min_count == 2      # "nearly one, in practice two"
 
 
 def test_w11_cost_per_job():

@@ -1,0 +1,124 @@
+"""The ranking: rules' preferences turned into money, candidates ordered by what the work costs.
+
+A rule's `prefer`/`avoid` weight is a premium on cost: weight 30 means "worth paying up to 30%
+more" (prefer) or "must be 30% cheaper to win" (avoid). A candidate's premium is the sum of its
+rules' weights / 100; its effective cost is its cost per unit of work divided by (1 + premium), or
+multiplied by (1 + |premium|) when the premium is negative. Among candidates that fit and are not
+excluded, the priced ones are ranked by the workload's objective (cost: effective cost; time:
+training hours or time per output token; cards: card count), and the unpriced ones are listed apart
+with the price per GPU-hour below which each would win (break-even): a missing price never wins and
+never loses. With no price at all, candidates are ranked on preferences, then card count.
+docs/rules.md has the model and a worked example.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+PREMIUM_PER_WEIGHT = 0.01          # a rule weight of 30 is a 30% premium
+UNIT_NAMES = {"job": "per job", "million_tokens": "per million output tokens",
+              "million_training_tokens": "per million training tokens", "hour": "per hour"}
+
+
+def premium(score: float) -> float:
+    """The net premium (a fraction) of a candidate whose rules sum to `score`."""
+    return score * PREMIUM_PER_WEIGHT
+
+
+def factor(p: float) -> float:
+    """What a premium is worth as a divisor of cost: +30% -> 1.3, -30% -> 1/1.3 (symmetric)."""
+    return 1 + p if p >= 0 else 1 / (1 - p)
+
+
+def effective_cost(cost: float, p: float) -> float:
+    return cost / factor(p)
+
+
+@dataclass
+class Option:
+    """One candidate as the ranking sees it."""
+
+    gpu: str
+    count: int
+    score: float
+    cost: float | None                 # per unit of work, None when unpriced
+    hours_per_unit: float | None = None     # hours each card runs per unit of work (1 per hour; job hours), for break-even
+    time: float | None = None          # training hours or ms per output token (objective time)
+
+    @property
+    def premium(self) -> float:
+        return premium(self.score)
+
+    @property
+    def effective(self) -> float | None:
+        return None if self.cost is None else effective_cost(self.cost, self.premium)
+
+
+@dataclass
+class Ranking:
+    """The order of the candidates that may win, and the figures that set it."""
+
+    basis: str                         # "cost" | "preference" (no candidate has a price)
+    unit: str                          # job | million_tokens | hour
+    objective: str
+    order: list[str]                   # priced by the objective, then unpriced by preference
+    priced: list[str]
+    unpriced: list[str]
+    options: dict[str, Option]
+    break_even: dict[str, float | None] = field(default_factory=dict)
+    time_unit: str = "h"
+
+    @property
+    def winner(self) -> str | None:
+        return self.order[0] if self.order else None
+
+    def key(self, o: Option):
+        """The sort key of an option under this ranking (also for excluded options: would it have won?)."""
+        inf = math.inf
+        pref = (-o.score, o.count, o.gpu)
+        if self.basis == "preference":
+            if self.objective == "time":
+                return (o.time if o.time is not None else inf,) + pref
+            if self.objective == "cards":
+                return (o.count, -o.score, o.gpu)
+            return pref
+        eff = o.effective if o.effective is not None else inf
+        if self.objective == "time":
+            return (o.time if o.time is not None else inf, eff, o.count, o.gpu)
+        if self.objective == "cards":
+            return (o.count, eff, o.gpu)
+        return (eff, o.count, o.gpu)
+
+
+def rank(options: list[Option], unit: str, objective: str = "cost") -> Ranking:
+    """Rank the candidates that fit and are not excluded."""
+    priced = [o for o in options if o.cost is not None]
+    basis = "cost" if priced else "preference"
+    r = Ranking(basis, unit, objective, [], [], [], {o.gpu: o for o in options})
+    r.priced = [o.gpu for o in sorted(priced, key=r.key)]
+    unpriced = [o for o in options if o.cost is None]
+    r.unpriced = [o.gpu for o in sorted(unpriced, key=lambda o: (-o.score, o.count, o.gpu))]
+    if basis == "preference":
+        r.order = [o.gpu for o in sorted(options, key=r.key)]
+        r.unpriced = list(r.order)
+        return r
+    r.order = r.priced + r.unpriced
+    best = r.options[r.priced[0]]
+    for g in r.unpriced:
+        o = r.options[g]
+        # the price per GPU-hour at which its effective cost equals the winner's
+        r.break_even[g] = (best.effective * factor(o.premium) / (o.count * o.hours_per_unit)
+                           if o.hours_per_unit and o.count else None)
+    return r
+
+
+def pct(a: float, b: float) -> float:
+    """How much more a costs than b, in percent."""
+    return (a / b - 1) * 100 if b else math.inf
+
+
+def money(v: float) -> str:
+    """Dollars with the digits that separate candidates: $1,234; $12.34; $0.0412."""
+    if v >= 1000:
+        return f"${v:,.0f}"
+    return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"

@@ -1,0 +1,199 @@
+"""The planner: the layouts an expert would deploy, picked by the workload's objective, on workload
+files under examples/ (figures a user would check: cards, nodes, TP/PP/DP, idle GPUs, hours)."""
+import math
+
+import pytest
+
+from advisor import decision, estimator, knowledge, workload
+from advisor.cli import main
+
+from conftest import EXAMPLES, ROOT
+
+DATA = ROOT / "tests" / "data"
+WORKLOADS = sorted(p.stem for p in EXAMPLES.glob("*.yaml") if p.stem != "grid")
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def decide(catalog, kb, name, prices=None, **overrides):
+    if prices:
+        catalog = catalog.with_prices(DATA / prices)
+    data = dict(workload.yamlio.load(EXAMPLES / f"{name}.yaml"))
+    data.update(overrides)
+    w = workload.parse(data, catalog, name)
+    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_every_plan_keeps_tp_inside_a_node_and_pp_across_nodes(estimate_file, name):
+    for c in estimate_file(name).candidates:
+        if not c.fits:
+            continue
+        gpn = c.gpu.gpus_per_node
+        assert c.tp <= gpn, (c.gpu.id, c.tp)                                  # no TP across nodes (K14)
+        if c.pp > 1:                                                          # no PP stage inside a node when TP fits
+            assert c.tp == gpn and c.nodes >= c.pp, (c.gpu.id, c.tp, c.pp, c.nodes)
+        assert c.count == c.tp * c.pp * c.dp
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_no_recommended_plan_rents_an_idle_gpu_silently(catalog, kb, name):
+    d = decide(catalog, kb, name)
+    c = d.estimate.candidate(d.winner)
+    idle = (c.price or {}).get("idle_gpus") or 0
+    assert idle == 0 or "idle_gpus" in c.why
+    for cand in d.estimate.candidates:         # nor any candidate's plan
+        if cand.price and cand.price["idle_gpus"]:
+            assert "idle_gpus" in cand.why and "does not fill" in cand.why["idle_gpus"]
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_winner_costs_at_most_its_stated_premium_over_the_cheapest(catalog, kb, name):
+    d = decide(catalog, kb, name)
+    rec = d.record
+    priced = [c for c in rec["candidates"] if c["rank"] and c["effective_cost"] is not None]
+    if not priced:
+        return
+    win = next(c for c in rec["candidates"] if c["rank"] == 1)
+    unit = rec["recommendation"]["unit"]
+    cost = {c.gpu.id: estimator.unit_cost(c, unit) for c in d.estimate.candidates}
+    cheapest = min(priced, key=lambda c: cost[c["gpu"]])
+    # the winner's cost is within its premium (over the cheapest's) of the cheapest priced candidate's
+    ratio = cost[win["gpu"]] / cost[cheapest["gpu"]]
+    assert ratio <= (1 + win["premium"]) / (1 + max(cheapest["premium"], 0)) + 1e-9 or \
+        win["effective_cost"] <= cheapest["effective_cost"] + 1e-9
+    assert win["effective_cost"] == min(c["effective_cost"] for c in priced)
+
+
+def test_7b_lora_with_default_settings_gets_one_24_to_48_gb_card(catalog, kb):
+    d = decide(catalog, kb, "llama-8b-lora-defaults", prices="market-prices.yaml")
+    r = d.record["recommendation"]
+    assert 24 <= catalog.gpus[r["gpu"]].memory_gb <= 48 and r["count"] == 1
+    c = d.estimate.candidate(r["gpu"])
+    assert c.activation_checkpointing is True and "chosen by the planner" in c.why["activation_checkpointing"]
+    assert d.estimate.ledger.bytes("total_gb") / 1e9 > 100          # without checkpointing: over 100 GB
+    assert c.per_card_gb <= 48
+
+
+def test_fixed_knob_that_costs_a_lot_is_named_with_the_alternative_plan(catalog, kb):
+    # the issue's case: the dialogue's defaults fixed (no checkpointing, micro-batch 4 at 4,096 tokens)
+    d = decide(catalog, kb, "llama-8b-lora-defaults", prices="market-prices.yaml", activation_checkpointing=False)
+    assert d.estimate.ledger.bytes("total_gb") / 1e9 > 100
+    assert d.record["recommendation"]["count"] > 1
+    now = d.record["recommendation"]
+    sug = next(s for s in d.record["suggestions"] if s["change"].startswith("micro-batch (concurrency) 1"))
+    plan = sug["plan"]
+    # the same workload decided with the knob turned: one 24-48 GB card, at least 25% less after premiums
+    assert plan["count"] == 1 and 24 <= catalog.gpus[plan["gpu"]].memory_gb <= 48
+    assert sug["saving_after_premiums"] >= 0.25 and sug["saving"] > 0
+    cost_now = d.estimate.candidate(now["gpu"]).usd_per_million_tokens
+    assert plan["unit_cost"] == pytest.approx(cost_now * (1 - sug["saving"]), rel=1e-3)
+    win = next(c for c in d.record["candidates"] if c["gpu"] == now["gpu"])
+    assert plan["effective_cost"] == pytest.approx(win["effective_cost"] * (1 - sug["saving_after_premiums"]), rel=1e-2)
+
+
+def test_bf16_training_on_fp8_hardware_is_named(catalog, kb):
+    d = decide(catalog, kb, "gpt-oss-120b-training")
+    sug = next(s for s in d.record["suggestions"] if s["change"].startswith("precision: fp8"))
+    assert sug["saving"] >= 0.25 and catalog.gpus[sug["plan"]["gpu"]].tflops("fp8")
+
+
+def test_13b_full_fine_tune_is_sharded_on_whole_nodes_or_two_h200(catalog, kb):
+    for prices in (None, "comparable-h100-h200.yaml"):
+        d = decide(catalog, kb, "llama-13b-full-finetune", prices=prices)
+        r = d.record["recommendation"]
+        c = d.estimate.candidate(r["gpu"])
+        if r["gpu"] == "h200-sxm" and r["count"] == 2:
+            continue
+        assert c.zero_stage >= 1 and c.tp == 1 and c.pp == 1                 # ZeRO/FSDP data parallel
+        assert c.count % c.gpu.gpus_per_node == 0 and c.price["idle_gpus"] == 0   # whole nodes, every GPU used
+
+
+def test_a_deadline_sets_the_card_count_by_compute(catalog, kb):
+    d = decide(catalog, kb, "7b-pretraining-deadline")
+    c = d.estimate.candidate(d.winner)
+    deadline = d.estimate.workload.constraints.deadline_hours
+    assert c.training_hours <= deadline
+    gpn = c.gpu.gpus_per_node
+    # one node fewer would miss the deadline (time scales with the cards)
+    assert c.training_hours * c.count / (c.count - gpn) > deadline
+    assert c.count % gpn == 0 and "for memory" in c.why["layout"]
+
+
+def test_a_missed_deadline_or_service_level_excludes_with_the_figure(catalog, kb):
+    d = decide(catalog, kb, "7b-pretraining-deadline", constraints={"deadline_hours": 72, "max_gpus": 16})
+    ex = d.excluded["h100-sxm"][0]
+    assert ex["rule"] == "misses-stated-target" and "over the 72 h deadline" in ex["reason"]
+    d = decide(catalog, kb, "llama-70b-128-users", latency={"ttft_ms": 2000, "tpot_ms": 12})
+    ex = d.excluded["a100-40gb-sxm"][0]
+    assert ex["rule"] == "misses-stated-target" and "time per output token" in ex["reason"] and "12 ms target" in ex["reason"]
+    r = d.record["recommendation"]
+    c = d.estimate.candidate(r["gpu"])
+    assert c.decode_ms_per_token <= 12 and c.prefill_ms <= 2000
+
+
+def test_service_level_adds_replicas(catalog, kb):
+    loose = decide(catalog, kb, "llama-70b-128-users", constraints={"gpus": ["a100-80gb-sxm"]})
+    tight = decide(catalog, kb, "llama-70b-128-users", constraints={"gpus": ["a100-80gb-sxm"]},
+                   latency={"ttft_ms": 2000, "tpot_ms": 14})
+    a, b = loose.estimate.candidates[0], tight.estimate.candidates[0]
+    assert b.dp > a.dp and b.decode_ms_per_token <= 14 < a.decode_ms_per_token
+
+
+def test_workstation_cards_share_one_box(catalog, kb):
+    d = decide(catalog, kb, "rtx-pro-6000-pair")
+    r = d.record["recommendation"]
+    assert r["gpu"] == "rtx-pro-6000" and r["count"] == 2 and r["nodes"] == 1
+    assert "no-multi-node-workstations" not in [t["rule"] for t in d.record["trace"]]
+    assert catalog.gpus["rtx-pro-6000"].fig("gpus_per_node").sources == ("SKYPILOT_BOXES",)
+
+
+def test_a_given_layout_is_evaluated_as_given_on_every_gpu(estimate_file):
+    est = estimate_file("llama-70b-fp16-serving", layout={"tp": 4, "pp": 1, "dp": 2})
+    fitting = [c for c in est.candidates if c.fits]
+    assert len(fitting) >= 5
+    assert all((c.tp, c.pp, c.dp, c.count) == (4, 1, 2, 8) for c in fitting)
+    small = est.candidate("t4")
+    assert not small.fits and "TP 4 x PP 1 x DP 2" in small.reason
+
+
+def test_objectives_order_one_gpus_layouts(estimate_file):
+    cost = estimate_file("7b-pretraining-deadline", constraints={"max_gpus": 64})
+    time = estimate_file("7b-pretraining-deadline", objective="time", constraints={"max_gpus": 64})
+    cards = estimate_file("7b-pretraining-deadline", objective="cards", constraints={"deadline_hours": None})
+    a, b = cost.candidate("h100-sxm"), time.candidate("h100-sxm")
+    assert b.training_hours < a.training_hours and b.count == 64
+    assert cards.candidate("h100-sxm").count == cards.candidate("h100-sxm").min_count
+
+
+def test_planner_chooses_zero_stage_only_when_not_given(estimate_file):
+    free = estimate_file("llama-13b-full-finetune").candidate("h100-sxm")
+    fixed = estimate_file("llama-13b-full-finetune", zero_stage=0).candidate("h100-sxm")
+    assert free.zero_stage >= 1 and "chosen by the planner" in free.why["zero_stage"]
+    assert fixed.zero_stage == 0 and "zero_stage" not in fixed.why
+    assert fixed.tp > 1                      # without sharding, tensor parallelism inside the node holds it
+
+
+def test_recommend_json_adds_the_ranking_keys(capsys):
+    assert main(["recommend", str(EXAMPLES / "gpt-oss-120b-training.yaml"), "--format", "json"]) == 0
+    import json
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["recommendation"]["objective"] == "cost" and rec["recommendation"]["unit"] == "job"
+    c = rec["candidates"][0]
+    assert {"effective_cost", "premium"} <= set(c) and c["premium"] == pytest.approx(0.15)
+    assert rec["unpriced"] and {"gpu", "count", "break_even_usd_per_gpu_hour"} == set(rec["unpriced"][0])
+    assert rec["suggestions"] and {"change", "plan", "saving"} <= set(rec["suggestions"][0])
+    h200 = next(x for x in rec["candidates"] if x["gpu"] == "h200-sxm")
+    assert math.isclose(h200["premium"], 0.45)
+
+
+def test_workload_rejects_bad_service_levels_and_layouts(tmp_path, capsys):
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: gpt-oss-120b\nlatency: {ttft_ms: 500, tbt: 3}\nlayout: {tp: 0}\nobjective: speed\n")
+    assert main(["recommend", str(w)]) == 2
+    err = capsys.readouterr().err
+    assert "w.yaml:3" in err and "latency.tbt" in err
+    assert "layout.tp: must be at least 1" in err and "objective" in err and "Traceback" not in err

@@ -1,0 +1,118 @@
+"""The ranking model: rule weights as premiums on cost, effective cost, unpriced candidates apart
+with a break-even price, ranking on preferences when nothing has a price."""
+import pytest
+
+from advisor import decision, estimator, knowledge, ranking, workload
+from advisor.ranking import Option
+
+from conftest import EXAMPLES
+
+
+def test_premiums_are_symmetric_in_money():
+    assert ranking.premium(30) == pytest.approx(0.30)
+    assert ranking.factor(0.30) == pytest.approx(1.30)
+    assert ranking.factor(-0.30) == pytest.approx(1 / 1.30)
+    # +30%: worth paying up to 30% more; -30%: must be 30% cheaper to tie a neutral candidate
+    assert ranking.effective_cost(130, 0.30) == pytest.approx(100)
+    assert ranking.effective_cost(100 / 1.3, -0.30) == pytest.approx(100)
+
+
+def test_the_issues_example_h100_wins_when_h200_costs_69_percent_more_with_rules_worth_30():
+    h200 = Option("h200-sxm", 24, 45, cost=54.0, hours_per_unit=0.4)
+    h100 = Option("h100-sxm", 32, 15, cost=32.0, hours_per_unit=0.3)
+    r = ranking.rank([h200, h100], "job")
+    assert r.priced == ["h100-sxm", "h200-sxm"] and r.winner == "h100-sxm"
+    assert ranking.pct(54, 32) == pytest.approx(68.75)
+    # its rules are worth 1.45 / 1.15 = +26% against the H100's: at +25% it wins, at +27% it loses
+    near = Option("h200-sxm", 24, 45, cost=32 * 1.25, hours_per_unit=0.4)
+    assert ranking.rank([near, h100], "job").winner == "h200-sxm"
+    far = Option("h200-sxm", 24, 45, cost=32 * 1.27, hours_per_unit=0.4)
+    assert ranking.rank([far, h100], "job").winner == "h100-sxm"
+
+
+def test_unpriced_candidates_are_listed_apart_with_a_break_even_price():
+    priced = Option("h200-sxm", 1, 10, cost=5.0, hours_per_unit=1.0)
+    free = Option("b200", 1, 1000, cost=None, hours_per_unit=1.0)       # even a huge preference does not win
+    two = Option("mi300x", 2, 0, cost=None, hours_per_unit=1.0)
+    r = ranking.rank([free, priced, two], "hour")
+    assert r.basis == "cost" and r.winner == "h200-sxm" and r.unpriced == ["b200", "mi300x"]
+    # b200 ties the winner's effective cost ($5 / 1.1) at its premium (x11): $50 per GPU-hour
+    assert r.break_even["b200"] == pytest.approx(5.0 / 1.1 * 11)
+    assert r.break_even["mi300x"] == pytest.approx(5.0 / 1.1 / 2)
+
+
+def test_break_even_uses_hours_per_unit_of_work():
+    priced = Option("h100-sxm", 8, 0, cost=100.0, hours_per_unit=4.0)      # per job
+    free = Option("b200", 4, 0, cost=None, hours_per_unit=2.5)             # 4 cards for 2.5 h
+    r = ranking.rank([priced, free], "job")
+    assert r.break_even["b200"] == pytest.approx(100.0 / (4 * 2.5))
+
+
+def test_without_any_price_preferences_then_cards_decide():
+    a = Option("a", 2, 10, cost=None)
+    b = Option("b", 1, 10, cost=None)
+    c = Option("c", 1, 0, cost=None)
+    r = ranking.rank([c, a, b], "hour")
+    assert r.basis == "preference" and r.order == ["b", "a", "c"] and not r.break_even
+
+
+def test_objectives_time_and_cards():
+    fast = Option("fast", 16, 0, cost=120.0, time=10.0)
+    cheap = Option("cheap", 8, 0, cost=100.0, time=20.0)
+    assert ranking.rank([fast, cheap], "job", "cost").winner == "cheap"
+    assert ranking.rank([fast, cheap], "job", "time").winner == "fast"
+    assert ranking.rank([fast, cheap], "job", "cards").winner == "cheap"
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def _decide(catalog, kb, name, **over):
+    data = dict(workload.yamlio.load(EXAMPLES / f"{name}.yaml"))
+    data.update(over)
+    return decision.decide(estimator.estimate(workload.parse(data, catalog, name), catalog), kb, catalog)
+
+
+def test_decisive_entry_reads_in_money_when_rules_outweigh_cost(catalog, kb):
+    d = _decide(catalog, kb, "kimi-k3-serving")
+    dec = d.record["decisive_rule"]
+    assert d.winner == "h200-sxm" and dec["id"] == "serving-across-many-nodes"
+    assert "costs 29% more per hour than a100-40gb-sxm ($120.00 vs $92.88)" in dec["because"]
+    assert "the rules in its favour are worth 40%" in dec["because"]
+
+
+def test_decisive_entry_when_cost_alone_decides(catalog, kb):
+    d = _decide(catalog, kb, "gpt-oss-120b-training")
+    dec = d.record["decisive_rule"]
+    assert d.winner == "h100-sxm" and dec["id"] == "ranking-cost-per-unit-of-work"
+    assert "h100-sxm costs $32.18 per job, h200-sxm $53.81" in dec["because"]
+    assert "the rules prefer h200-sxm by 26%, less than the saving" in dec["because"]
+    assert "would win below $" in dec["because"]                          # the unpriced options, in money
+
+
+def test_a_listing_price_is_ranked_as_unpriced(catalog, kb):
+    d = _decide(catalog, kb, "chat-assistant")
+    mi325x = next(u for u in d.record["unpriced"] if u["gpu"] == "mi325x")
+    assert mi325x["break_even_usd_per_gpu_hour"] > 0
+    assert d.estimate.candidate("mi325x").usd_per_hour == 2.0          # the listing is still shown
+    assert "price-from-a-listing" in [w["rule"] for w in d.record["candidates"][[c["gpu"] for c in d.record["candidates"]].index("mi325x")]["warnings"]]
+
+
+def test_cost_ratio_fact_lets_rules_see_cost_against_alternatives(catalog, kb):
+    from advisor.facts import facts_for
+    est = _decide(catalog, kb, "gpt-oss-120b-training").estimate
+    _, cfs = facts_for(est)
+    by = {c["c_gpu"]: c for c in cfs}
+    assert by["h100-sxm"]["c_cost_ratio_to_cheapest"] == pytest.approx(1.0)
+    assert by["h200-sxm"]["c_cost_ratio_to_cheapest"] == pytest.approx(53.81 / 32.18, rel=1e-3)
+    assert "c_cost_ratio_to_cheapest" not in by["b200"]                  # unpriced: absent, never guessed
+
+
+def test_on_premises_without_purchase_prices_ranks_on_preferences(catalog, kb):
+    d = _decide(catalog, kb, "llama-70b-fp16-serving", constraints={"deployment": "on-prem"})
+    assert d.ranked.basis == "preference" and d.record["unpriced"] == []
+    assert d.record["recommendation"]["ranked_on"] == "preference"
+    assert d.record["decisive_rule"]["because"].startswith("On premises without purchase prices")
+    assert all(c["effective_cost"] is None for c in d.record["candidates"])
