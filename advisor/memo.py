@@ -327,11 +327,16 @@ def view(rec: dict, catalog: Catalog) -> dict:
     ru = rec.get("runner_up")
     v["runner_up"] = ru and {"gpu": ru["gpu"], "name": catalog.gpus[ru["gpu"]].name if ru["gpu"] in catalog.gpus else ru["gpu"],
                              "why": "; ".join(_why_lost(ru["gpu"], rec, decided, rule_titles, cites)) if ru["gpu"] in decided else ""}
-    for u in rec.get("unpriced") or []:
-        be = u.get("break_even_usd_per_gpu_hour")
-        summary["unpriced"].append(f"{u.get('count', '?')} x {u.get('gpu')} has no known price; it would be the better buy at under "
-                                   f"{_usd(be)} per GPU-hour." if be is not None else
-                                   f"{u.get('count', '?')} x {u.get('gpu')} has no known price.")
+    unpriced = [u for u in (rec.get("unpriced") or []) if isinstance(u, dict)]
+    # one line in the summary: the unpriced GPUs with the highest break-even prices (the likeliest to win)
+    top = sorted(unpriced, key=lambda u: -(u.get("break_even_usd_per_gpu_hour") or 0))[:3]
+    if top:
+        parts = [f"{u.get('count', '?')} x {u.get('gpu')}" + (f" below {_usd(u['break_even_usd_per_gpu_hour'])} per GPU-hour"
+                                                              if u.get("break_even_usd_per_gpu_hour") is not None else "")
+                 for u in top]
+        more = len(unpriced) - len(top)
+        summary["unpriced"].append("no known price; would be the better buy at: " + "; ".join(parts)
+                                   + (f" (and {more} more)" if more > 0 else "") + ".")
     summary["suggestions"] = [_suggestion(s, cites) for s in (rec.get("suggestions") or []) if isinstance(s, dict)]
     # risks and prerequisites
     risks = [{"severity": w["severity"], "kind": w["kind"], "text": cites.prose(w["text"], w["source"]), "rule": w["rule"],

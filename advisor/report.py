@@ -74,8 +74,10 @@ def summary_text(rec: dict, cat=None) -> str:
             if r["usd_per_hour"] is not None else f"price unknown ({cites.prose(r['price_unknown'])})")
     lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']}, {cost}")
     if r["usd_per_hour"] is not None:
-        unit = (f"; {wording.usd(r['usd_per_million_tokens'])} per million output tokens" if r.get("usd_per_million_tokens") is not None
-                else f"; {wording.usd(r['usd_per_job'], 0)} per job" if r.get("usd_per_job") is not None else "")
+        tokens = "training tokens" if rec.get("inputs", {}).get("mode") in ("training", "fine-tuning") else "output tokens"
+        unit = (f"; {wording.usd(r['usd_per_job'], 0)} per job" if r.get("usd_per_job") is not None
+                else f"; {wording.usd(r['usd_per_million_tokens'])} per million {tokens}" if r.get("usd_per_million_tokens") is not None
+                else "")
         lines.append(f"  about {wording.usd(r['usd_per_hour'] * 730, 0)} per month if run 24x7{unit}")
     d = rec["decisive_rule"]
     lines.append(f"Decisive rule: {d.get('title', d['id'])} ({d['id']}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
