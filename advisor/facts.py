@@ -106,6 +106,7 @@ FACTS: dict[str, Fact] = {
     "candidate.idle_gpus": Fact("integer", "GPUs", "GPUs rented with the instances but not used by the layout (K13)"),
     "candidate.idle_share": Fact("number", "", "idle_gpus / GPUs rented: 0 when the layout uses every rented GPU"),
     "candidate.price_tier": Fact("string", "", "quote | catalog | listing: how trustworthy the price is"),
+    "candidate.price_kind": Fact("string", "", "on-demand | spot | reserved | endpoint | purchase: what kind of offer prices the plan"),
     "candidate.unit_cost": Fact("number", "USD", "cost per unit of work: per job (training with training_tokens), per million training tokens (training without), per million output tokens (batch serving), per hour (interactive serving)"),
     "candidate.cost_ratio_to_cheapest": Fact("number", "", "unit_cost / the lowest unit_cost of the priced candidates that fit (1: the cheapest; absent: unpriced or listing-only)"),
     "candidate.rental_multiple": Fact("number", "", "cards of the plan / the fewest cards any layout needs (1: no card beyond what the memory needs)"),
@@ -213,6 +214,7 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
                          power_kw_per_node=c.power_kw_per_node, usd_per_hour=c.usd_per_hour,
                          usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
                          price_tier=c.price["tier"] if c.price else None,
+                         price_kind=c.price.get("kind") if c.price else None,
                          idle_gpus=c.price["idle_gpus"] if c.price else None,
                          idle_share=(c.price["idle_gpus"] / (c.price["instances"] * c.price["gpus_per_instance"]))
                          if c.price else None,

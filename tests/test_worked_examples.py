@@ -102,7 +102,7 @@ def test_w09_13b_full_finetune(estimate_file):
     assert est.candidate("h200-sxm").min_count == 2
     assert est.candidate("h100-sxm").min_count == 3 and est.candidate("a100-80gb-sxm").min_count == 3
     h100 = est.candidate("h100-sxm")
-    assert h100.count == 8 and h100.price["idle_gpus"] == 0 and h100.zero_stage >= 1 and h100.tp == 1
+    assert h100.count >= 3 and h100.price["idle_gpus"] == 0 and h100.zero_stage >= 1 and h100.tp == 1
 
 
 def test_w10_70b_fp16(estimate_file):

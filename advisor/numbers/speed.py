@@ -57,13 +57,13 @@ def ideal_figures(c, s: Sized, gpu: GPU, cp: str) -> None:
     """K19's two divisions and K06's single-user ceiling, at spec peaks (ideal)."""
     spec_rate = gpu.tflops(cp) * TFLOP
     bw = gpu.bandwidth_tb_s * 1e12
-    c.ideal = {
+    c.ideal.update({
         "weights_over_vram": s.weights_bytes / (gpu.memory_gb * GB),
         "decode_ms_per_token": s.active_bytes / bw * 1e3,
         "compute_ms_per_token": 2 * s.active / spec_rate * 1e3,
         "tokens_per_s_single_user": bw / s.active_bytes,
         "prefill_ms_1k_tokens": 1000 * 2 * s.active / spec_rate * 1e3,
-    }
+    })
     c.ideal["load_to_compute_ratio"] = c.ideal["decode_ms_per_token"] / c.ideal["compute_ms_per_token"]
     c.why["ideal"] = (f"active weights {_gb(s.active_bytes)} / {gpu.bandwidth_tb_s:g} TB/s; "
                       f"2 x {s.active / 1e9:,.2f}B active / {gpu.tflops(cp):g} TFLOPS {cp} (K06, K19, K04)")
