@@ -75,19 +75,20 @@ def test_c10_7b_lora_goes_to_one_24_48_gb_card(catalog, kb):
     assert any(c["rule"] == "small-lora-on-a-24-48gb-card" for c in d.contributions[gpu.id])
 
 
-def test_c10_7b_lora_without_prices_for_small_cards_lists_them_with_break_even(catalog, kb):
+def test_c10_7b_lora_on_shipped_prices_and_break_even_of_the_unpriced(catalog, kb):
+    # the shipped market prices alone put 7B LoRA on one 24-48 GB card (C10)
     d = decide(catalog, kb, "mistral-7b-lora")
-    unpriced = {u["gpu"]: u for u in d.record["unpriced"]}
-    assert {"l40s", "rtx-4090", "a10"} <= set(unpriced)
+    r = d.record["recommendation"]
+    assert 24 <= catalog.gpus[r["gpu"]].memory_gb <= 48 and r["count"] == 1 and r["usd_per_hour"] is not None
     winner = next(c for c in d.record["candidates"] if c["gpu"] == rec_gpu(d))
-    for g in ("l40s", "rtx-4090"):
-        u = unpriced[g]
-        assert u["count"] == 1 and u["break_even_usd_per_gpu_hour"] > 0
-        c = d.estimate.candidate(g)
+    unpriced = [u for u in d.record["unpriced"] if u.get("break_even_usd_per_gpu_hour")]
+    assert unpriced
+    for u in unpriced:
+        c = d.estimate.candidate(u["gpu"])
         # at its break-even price its effective cost equals the winner's
         cost = u["break_even_usd_per_gpu_hour"] * c.count * c.hours_per_million_tokens   # no token budget: per million
-        prem = next(x for x in d.record["candidates"] if x["gpu"] == g)["premium"]
-        assert cost / (1 + prem) == pytest.approx(winner["effective_cost"], rel=1e-3)
+        prem = next(x for x in d.record["candidates"] if x["gpu"] == u["gpu"])["premium"]
+        assert cost / (1 + prem) == pytest.approx(winner["effective_cost"], rel=1e-2)   # the record rounds to 4 digits
 
 
 def test_t08_import_restricted_goes_to_ascend(catalog, kb):
@@ -203,10 +204,10 @@ def test_explain_why_not_and_drift(tmp_path, capsys):
     # a user rule changes the knowledge base: explain warns and shows what would change
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "x.yaml").write_text(
-        "- id: no-h200\n  title: t\n  source: [ours]\n  when: {candidate.gpu: h200-sxm}\n  then: {exclude: {reason: no}}\n")
+        "- id: no-l40s\n  title: t\n  source: [ours]\n  when: {candidate.gpu: l40s}\n  then: {exclude: {reason: no}}\n")
     assert main(["explain", str(rec_path), "--rules", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
-    assert "rules changed" in out and "gpu: h200-sxm -> " in out
+    assert "rules changed" in out and "gpu: l40s -> " in out
 
 
 def test_explain_why_not_an_excluded_gpu(tmp_path, capsys):
@@ -228,23 +229,27 @@ def test_explain_rejects_what_is_not_a_record(tmp_path, capsys):
 
 def test_rules_from_environment_path(tmp_path, capsys, monkeypatch):
     (tmp_path / "x.yaml").write_text(
-        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: h200-sxm}\n  then: {exclude: {reason: ours}}\n")
+        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: l40s}\n  then: {exclude: {reason: ours}}\n")
     monkeypatch.setenv("GPU_ADVISOR_RULES", str(tmp_path))
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec["recommendation"]["gpu"] != "h200-sxm" and rec["decisive_rule"]["id"] == "env-rule"
+    assert rec["recommendation"]["gpu"] != "l40s" and rec["decisive_rule"]["id"] == "env-rule"
 
 
 def test_an_unpriced_gpu_never_wins_for_lack_of_a_price(tmp_path, capsys):
-    # a user rule worth 100% for the unpriced B200 still leaves it apart, with its break-even price
+    # a user rule worth 100% for the unpriced B300 still leaves it apart, with its break-even price
     (tmp_path / "x.yaml").write_text(
-        "- id: we-like-b200\n  title: t\n  source: [ours]\n  when: {candidate.gpu: b200}\n  then: {prefer: {weight: 100}}\n")
+        "- id: we-like-b300\n  title: t\n  source: [ours]\n  when: {candidate.gpu: b300}\n  then: {prefer: {weight: 100}}\n")
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path), "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec["recommendation"]["gpu"] == "h200-sxm"
-    b200 = next(u for u in rec["unpriced"] if u["gpu"] == "b200")
-    # B200 is worth 100% + 10% (large model) - 10% (new generation): it wins below 2 x $5 / 1.1 per GPU-hour
-    assert b200["break_even_usd_per_gpu_hour"] == pytest.approx(5.0 / 1.1 * 2.0, rel=1e-3)
+    assert rec["recommendation"]["gpu"] != "b300" and rec["recommendation"]["usd_per_hour"] is not None
+    b300 = next(u for u in rec["unpriced"] if u["gpu"] == "b300")
+    cands = {c["gpu"]: c for c in rec["candidates"]}
+    winner = cands[rec["recommendation"]["gpu"]]
+    assert cands["b300"]["premium"] >= 0.8     # +100% ours, less what the shipped rules hold against a new generation
+    # B300 wins below the price at which its cost, discounted by its premium, equals the winner's effective cost
+    assert b300["break_even_usd_per_gpu_hour"] * b300["count"] / (1 + cands["b300"]["premium"]) == pytest.approx(
+        winner["effective_cost"], rel=1e-3)
 
 
 def test_custom_model_record_replays(tmp_path, capsys):
