@@ -248,8 +248,9 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
     because = (f"Cost decides: {winner} costs {ranking.money(W.cost)} {unit}, {R.gpu} {ranking.money(R.cost)}: "
                f"{winner} is {saving:.0f}% cheaper")
     if R.score > W.score:
-        because += (f"; the rules prefer {R.gpu} by {(ranking.factor(R.premium) / ranking.factor(W.premium) - 1) * 100:.0f}%, "
-                    "less than the saving")
+        # both on one base: what the runner-up costs more, against what the rules say it is worth more
+        because += (f"; {R.gpu} costs {ranking.pct(R.cost, W.cost):.0f}% more and the rules in its favour are worth "
+                    f"{(ranking.factor(R.premium) / ranking.factor(W.premium) - 1) * 100:.0f}%, less than that")
     elif W.score > R.score:
         because += f", and the rules also favour {winner} by {worth:.0f}%"
     return {**COST_RULE, "because": because + "." + unpriced_note}

@@ -5,7 +5,11 @@ import pytest
 from advisor import decision, estimator, knowledge, ranking, workload
 from advisor.ranking import Option
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, ROOT
+
+DATA = ROOT / "tests" / "data"
+# 8-GPU H100 and H200 instances of one provider (H200 a third dearer per GPU-hour), and only them
+ONE_PROVIDER = {"prices": "h100-h200-8-gpu-runpod.yaml", "constraints": {"providers": ["RunPod (test snapshot)"]}}
 
 
 def test_premiums_are_symmetric_in_money():
@@ -69,49 +73,71 @@ def kb():
     return knowledge.load()
 
 
-def _decide(catalog, kb, name, **over):
+def _decide(catalog, kb, name, prices=None, **over):
+    if prices:
+        catalog = catalog.with_prices(DATA / prices)
     data = dict(workload.yamlio.load(EXAMPLES / f"{name}.yaml"))
     data.update(over)
     return decision.decide(estimator.estimate(workload.parse(data, catalog, name), catalog), kb, catalog)
 
 
+def _unit_cost(d, gpu):
+    return estimator.unit_cost(d.estimate.candidate(gpu), d.ranked.unit)
+
+
 def test_decisive_entry_reads_in_money_when_rules_outweigh_cost(catalog, kb):
-    d = _decide(catalog, kb, "kimi-k3-serving")
+    # two GPUs from two providers whose prices put the H200 plan slightly above the A100 one per hour,
+    # so the rules (an A100 40GB plan needs 9 nodes for one model) decide, and say so in money
+    d = _decide(catalog, kb, "kimi-k3-serving", prices="h200-a100-8-gpu-two-providers.yaml",
+                constraints={"gpus": ["h200-sxm", "a100-40gb-sxm"],
+                             "providers": ["RunPod (test snapshot)", "Lambda (test snapshot)"]})
     dec = d.record["decisive_rule"]
     assert d.winner == "h200-sxm" and dec["id"] == "serving-across-many-nodes"
-    assert "costs 29% more per hour than a100-40gb-sxm ($120.00 vs $92.88)" in dec["because"]
+    h200, a100 = _unit_cost(d, "h200-sxm"), _unit_cost(d, "a100-40gb-sxm")
+    assert h200 > a100                                                   # the winner costs more
+    assert d.estimate.candidate("a100-40gb-sxm").nodes > 4 >= d.estimate.candidate("h200-sxm").nodes
+    assert (f"costs {ranking.pct(h200, a100):.0f}% more per hour than a100-40gb-sxm "
+            f"({ranking.money(h200)} vs {ranking.money(a100)})") in dec["because"]
     assert "the rules in its favour are worth 40%" in dec["because"]
 
 
 def test_decisive_entry_when_cost_alone_decides(catalog, kb):
-    d = _decide(catalog, kb, "gpt-oss-120b-training")
+    d = _decide(catalog, kb, "gpt-oss-120b-training", **ONE_PROVIDER)
     dec = d.record["decisive_rule"]
     assert d.winner == "h100-sxm" and dec["id"] == "ranking-cost-per-unit-of-work"
-    assert "h100-sxm costs $32.18 per job, h200-sxm $53.81" in dec["because"]
+    h100, h200 = _unit_cost(d, "h100-sxm"), _unit_cost(d, "h200-sxm")
+    assert h200 / h100 > 1.45 / 1.15                  # the H200 costs more per job than its rules are worth
+    assert f"h100-sxm costs {ranking.money(h100)} per job, h200-sxm {ranking.money(h200)}" in dec["because"]
     assert "the rules prefer h200-sxm by 26%, less than the saving" in dec["because"]
     assert "would win below $" in dec["because"]                          # the unpriced options, in money
 
 
 def test_a_listing_price_is_ranked_as_unpriced(catalog, kb):
     d = _decide(catalog, kb, "chat-assistant")
+    listings = [p for p in catalog.prices if p.gpu == "mi325x"]
+    assert listings and all(p.tier == "listing" for p in listings)       # only third-party listings
     mi325x = next(u for u in d.record["unpriced"] if u["gpu"] == "mi325x")
     assert mi325x["break_even_usd_per_gpu_hour"] > 0
-    assert d.estimate.candidate("mi325x").usd_per_hour == 2.0          # the listing is still shown
+    assert d.estimate.candidate("mi325x").usd_per_hour == min(p.usd_per_hour for p in listings)   # still shown
     assert "price-from-a-listing" in [w["rule"] for w in d.record["candidates"][[c["gpu"] for c in d.record["candidates"]].index("mi325x")]["warnings"]]
 
 
 def test_cost_ratio_fact_lets_rules_see_cost_against_alternatives(catalog, kb):
     from advisor.facts import facts_for
-    est = _decide(catalog, kb, "gpt-oss-120b-training").estimate
-    _, cfs = facts_for(est)
+    d = _decide(catalog, kb, "gpt-oss-120b-training", **ONE_PROVIDER)
+    _, cfs = facts_for(d.estimate)
     by = {c["c_gpu"]: c for c in cfs}
+    h100, h200 = _unit_cost(d, "h100-sxm"), _unit_cost(d, "h200-sxm")
     assert by["h100-sxm"]["c_cost_ratio_to_cheapest"] == pytest.approx(1.0)
-    assert by["h200-sxm"]["c_cost_ratio_to_cheapest"] == pytest.approx(53.81 / 32.18, rel=1e-3)
+    assert by["h200-sxm"]["c_cost_ratio_to_cheapest"] == pytest.approx(h200 / h100, rel=1e-3)
+    assert d.estimate.candidate("b200").fits and d.estimate.candidate("b200").price is None
     assert "c_cost_ratio_to_cheapest" not in by["b200"]                  # unpriced: absent, never guessed
 
 
 def test_on_premises_without_purchase_prices_ranks_on_preferences(catalog, kb):
-    d = _decide(catalog, kb, "llama-70b-fp16-serving", constraints={"deployment": "on-prem"})
+    gpus = ["b300", "mi325x", "a100-80gb-pcie"]
+    assert not set(gpus) & set(catalog.purchase.get("gpus", {}))             # none has a purchase price
+    d = _decide(catalog, kb, "llama-70b-fp16-serving", constraints={"deployment": "on-prem", "gpus": gpus})
     assert d.ranked.basis == "preference" and d.record["unpriced"] == []
     assert d.record["recommendation"]["ranked_on"] == "preference"
     assert d.record["decisive_rule"]["because"].startswith("On premises without purchase prices")

@@ -27,21 +27,23 @@ def test_grid_is_decided_like_single_decisions(tmp_path, capsys):
     assert list(table[0])[:4] == ["model", "concurrency", "context_tokens", "constraints.import_restricted"]
     one = next(r for r in table if r["model"] == "gpt-oss-120b" and r["concurrency"] == "1"
                and r["context_tokens"] == "8192" and r["constraints.import_restricted"] == "false")
-    assert (one["gpu"], one["count"], one["usd_per_hour"]) == ("a100-80gb-sxm", "1", "1.12")   # Prime Intellect (SkyPilot)
+    assert one["gpu"] and int(one["count"]) >= 1 and float(one["usd_per_hour"]) > 0         # priced from the market
     assert all(r["gpu"].startswith("ascend") for r in table if r["constraints.import_restricted"] == "true")
     html = summary.read_text()
     assert "<svg" in html and html.count("<rect") == 24 and "Recommended GPU per combination" in html
     capsys.readouterr()
-    # the same combination decided alone agrees
-    w = tmp_path / "w.yaml"
-    w.write_text("mode: inference\nmodel: llama-3.1-70b\nconcurrency: 128\ncontext_tokens: 32768\nlatency: interactive\n"
-                 "name: chat-assistant\n")
-    assert main(["recommend", str(w), "--format", "json"]) == 0
+    # the same combinations decided alone agree
     import json
-    rec = json.loads(capsys.readouterr().out)["recommendation"]
-    row = next(r for r in table if r["model"] == "llama-3.1-70b" and r["concurrency"] == "128"
-               and r["context_tokens"] == "32768" and r["constraints.import_restricted"] == "false")
-    assert (row["gpu"], int(row["count"]), int(row["tp"])) == (rec["gpu"], rec["count"], rec["tp"])
+    for model, concurrency, context, row in (("llama-3.1-70b", 128, 32768, None), ("gpt-oss-120b", 1, 8192, one)):
+        w = tmp_path / "w.yaml"
+        w.write_text(f"mode: inference\nmodel: {model}\nconcurrency: {concurrency}\ncontext_tokens: {context}\n"
+                     "latency: interactive\nname: chat-assistant\n")
+        assert main(["recommend", str(w), "--format", "json"]) == 0
+        rec = json.loads(capsys.readouterr().out)["recommendation"]
+        row = row or next(r for r in table if r["model"] == model and r["concurrency"] == str(concurrency)
+                          and r["context_tokens"] == str(context) and r["constraints.import_restricted"] == "false")
+        assert (row["gpu"], int(row["count"]), int(row["tp"])) == (rec["gpu"], rec["count"], rec["tp"])
+        assert float(row["usd_per_hour"]) == pytest.approx(rec["usd_per_hour"], abs=0.006)
 
 
 def test_markdown_summary(tmp_path, capsys):
@@ -49,7 +51,11 @@ def test_markdown_summary(tmp_path, capsys):
     grid.write_text(f"base: {EXAMPLES / 'chat-assistant.yaml'}\nvary:\n  concurrency: [1, 64]\n")
     assert main(["sweep", str(grid), "--out", str(tmp_path / "t.csv"), "--summary", str(tmp_path / "s.md")]) == 0
     md = (tmp_path / "s.md").read_text()
-    assert "| concurrency | GPU |" in md and "| 64 | h200-sxm | 1 |" in md
+    table = rows(tmp_path / "t.csv")
+    assert "| concurrency | GPU |" in md and [r["concurrency"] for r in table] == ["1", "64"]
+    for r in table:                                  # one line per combination, as the CSV decided it
+        assert f"| {r['concurrency']} | {r['gpu']} | {r['count']} |" in md
+    assert int(table[1]["count"]) >= int(table[0]["count"])          # more users, no fewer cards
 
 
 @pytest.mark.parametrize("text, expected", [
