@@ -108,7 +108,8 @@ def test_decisive_entry_when_cost_alone_decides(catalog, kb):
     h100, h200 = _unit_cost(d, "h100-sxm"), _unit_cost(d, "h200-sxm")
     assert h200 / h100 > 1.45 / 1.15                  # the H200 costs more per job than its rules are worth
     assert f"h100-sxm costs {ranking.money(h100)} per job, h200-sxm {ranking.money(h200)}" in dec["because"]
-    assert "the rules prefer h200-sxm by 26%, less than the saving" in dec["because"]
+    assert (f"h200-sxm costs {ranking.pct(h200, h100):.0f}% more and the rules in its favour are worth 26%, less than that"
+            in dec["because"])
     assert "would win below $" in dec["because"]                          # the unpriced options, in money
 
 
