@@ -20,6 +20,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from advisor import HOME
 from advisor.catalog import Catalog
 from advisor.errors import InputError, Problem
+from advisor.ranking import UNIT_NAMES
 from advisor.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
     plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
@@ -141,9 +142,46 @@ def _money_diff(x, base) -> str:
     if x is None or base is None:
         return ""                       # nothing to compare: the prices are shown beside it
     d = x - base
-    if abs(d) < 0.005:
+    if abs(d) < 0.005 and abs(d) <= 0.001 * max(abs(base), abs(x)):
         return "same cost"
-    return f"{'+' if d > 0 else '-'}{_usd(abs(d))}"
+    # a small unit cost (per million training tokens) keeps three significant figures, not two decimals
+    return f"{'+' if d > 0 else '-'}{_usd(abs(d)) if abs(d) >= 0.1 else f'${abs(d):.3g}'}"
+
+
+OBJECTIVES = {"cost": "Chosen for the lowest cost {unit}, after rule premiums.",
+              "time": "Chosen for the shortest time, among the priced options.",
+              "cards": "Chosen for the fewest cards, among the priced options."}
+
+
+def _objective(r: dict) -> str:
+    o = str(r.get("objective") or "")
+    if not o:
+        return ""
+    unit = UNIT_NAMES.get(r.get("unit") or "", "")
+    if o in OBJECTIVES:
+        return OBJECTIVES[o].format(unit=unit).replace("cost ,", "cost,")
+    return f"Chosen for the lowest {o.replace('_', ' ')}."
+
+
+def _unpriced_line(unpriced: list[dict]) -> str:
+    """One sentence for the summary: the unpriced GPUs likeliest to win (highest break-even) and their prices."""
+    top = sorted(unpriced, key=lambda u: -(u.get("break_even_usd_per_gpu_hour") or 0))[:3]
+    if not top:
+        return ""
+    names = [f"{u.get('count', '?')} x {u.get('gpu')}" for u in top]
+    prices = [_usd(u["break_even_usd_per_gpu_hour"]) for u in top if u.get("break_even_usd_per_gpu_hour") is not None]
+    more = len(unpriced) - len(top)
+    who = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else names[0]
+    if more > 0:
+        who += f" (and {more} more)"
+    if len(unpriced) == 1:
+        return f"{who} has no known price" + (f"; it would be the better buy at under {prices[0]} per GPU-hour." if prices else ".")
+    parts = []
+    for k, u in enumerate(top):
+        be = u.get("break_even_usd_per_gpu_hour")
+        parts.append(names[k] + ("" if be is None else f" (would win under {_usd(be)} per GPU-hour)" if not parts else f" ({_usd(be)})"))
+    listed = (", ".join(parts[:-1]) + (" and " if more <= 0 else ", ") + parts[-1]) + (f" and {more} more" if more > 0 else "")
+    return f"no known price for {listed}."
 
 
 def _premium(x) -> str:
@@ -193,8 +231,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
         tco = r.get("tco")
         if isinstance(tco, dict) and tco:
             summary["cost"].append(("Buy or rent", _tco(tco)))
-        if r.get("objective"):
-            summary["objective"] = f"Chosen for the lowest {str(r['objective']).replace('_', ' ')}."
+        summary["objective"] = _objective(r)
         v["facts"] = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
                       ("Cards", f"{r['count']} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"),
                       ("Layout", _layout(r, gpu.gpus_per_node)),
@@ -297,6 +334,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
     use_effective = base_cost is not None
     if not use_effective:
         base_cost = base.get("usd_per_hour")
+    unit = (r or {}).get("unit") or ""
     alts = []
     for g in [x["gpu"] for x in rec["candidates"]]:
         if r and g == r["gpu"]:
@@ -311,32 +349,35 @@ def view(rec: dict, catalog: Catalog) -> dict:
             figures = cites.prose(c.get("reason") or "does not fit")
         diff = _money_diff(cost, base_cost) if c["fits"] and r and cost is not None else ""
         if diff and diff != "same cost":
-            diff += " effective cost per hour" if use_effective else " per hour"
+            # the effective cost is per unit of work (per million tokens, per job), not per hour
+            diff += f" effective cost {UNIT_NAMES.get(unit, 'per unit of work')}" if use_effective else " per hour"
         prem = _premium(dc.get("premium"))
         alts.append({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
                      "rank": dc.get("rank"), "excluded": dc["excluded"], "count": str(c.get("count") or "-"),
                      "cost": _usd(c.get("usd_per_hour")) + " per hour" if c.get("usd_per_hour") is not None else "price unknown",
-                     "diff": diff + (f" ({prem})" if prem else ""),
+                     "diff": diff + (f" ({prem})" if prem else ""), "diff_short": diff,
                      "figures": figures, "reasons": reasons,
                      "short": "; ".join(([diff + (f", {prem}" if prem else "")] if diff else []) + reasons) or "scored no rule"})
     v["alternatives"] = alts
-    ranked = [a for a in alts if not a["excluded"]][:3]
+    # the summary keeps the two best and the difference alone (the rule premium is in the alternatives table)
+    ranked = [a for a in alts if not a["excluded"]][:2]
     summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
-                                "diff": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule"}
+                                "diff": a["diff_short"].split(" effective cost")[0] + (" effective" if " effective cost" in a["diff_short"] else ""),
+                                "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule"}
                                for a in ranked]
     ru = rec.get("runner_up")
     v["runner_up"] = ru and {"gpu": ru["gpu"], "name": catalog.gpus[ru["gpu"]].name if ru["gpu"] in catalog.gpus else ru["gpu"],
                              "why": "; ".join(_why_lost(ru["gpu"], rec, decided, rule_titles, cites)) if ru["gpu"] in decided else ""}
     unpriced = [u for u in (rec.get("unpriced") or []) if isinstance(u, dict)]
-    # one line in the summary: the unpriced GPUs with the highest break-even prices (the likeliest to win)
-    top = sorted(unpriced, key=lambda u: -(u.get("break_even_usd_per_gpu_hour") or 0))[:3]
-    if top:
-        parts = [f"{u.get('count', '?')} x {u.get('gpu')}" + (f" below {_usd(u['break_even_usd_per_gpu_hour'])} per GPU-hour"
-                                                              if u.get("break_even_usd_per_gpu_hour") is not None else "")
-                 for u in top]
-        more = len(unpriced) - len(top)
-        summary["unpriced"].append("no known price; would be the better buy at: " + "; ".join(parts)
-                                   + (f" (and {more} more)" if more > 0 else "") + ".")
+    line = _unpriced_line(unpriced)
+    if line:
+        summary["unpriced"].append(line)
+    # the objective, unless the decisive reason already says it (the cost ranking rule)
+    # and the default objective (cost) goes to the details, to keep the summary on one screen
+    summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
+        (r or {}).get("objective") == "cost" else summary["objective"]
+    if r and summary["objective"]:
+        v["facts"].append(("Ranked by", summary["objective"]))
     summary["suggestions"] = [_suggestion(s, cites) for s in (rec.get("suggestions") or []) if isinstance(s, dict)]
     # risks and prerequisites
     risks = [{"severity": w["severity"], "kind": w["kind"], "text": cites.prose(w["text"], w["source"]), "rule": w["rule"],
