@@ -383,9 +383,9 @@ def view(rec: dict, catalog: Catalog) -> dict:
     risks = [{"severity": w["severity"], "kind": w["kind"], "text": cites.prose(w["text"], w["source"]), "rule": w["rule"],
               "source": cites.names(w["source"])} for w in rec["warnings"]]
     v["risks"] = sorted(risks, key=lambda x: (x["kind"] != "warn", SEVERITY.get(x["severity"], 9)))
-    summary["risks"] = [{"severity": x["severity"], "text": _gist(x["text"])}
+    summary["risks"] = [{"severity": x["severity"], "text": _gist(x["text"], 55)}
                         for x in v["risks"] if x["kind"] == "warn" or x["severity"] in ("high", "medium")][:2] or \
-                       [{"severity": x["severity"], "text": _gist(x["text"])} for x in v["risks"]][:1]
+                       [{"severity": x["severity"], "text": _gist(x["text"], 55)} for x in v["risks"]][:1]
     pre = []
     if r:
         gpu = catalog.gpus[r["gpu"]]

@@ -111,10 +111,11 @@ def gist(text: str, limit: int = 110) -> str:
     first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
     if len(first) <= limit:
         return first + "."
-    cuts = [m.start() for m in re.finditer(r", |; |: ", first[:limit])
+    # a clause ends at a semicolon or a colon; a comma may sit inside a list ("the model, kernels and stack")
+    cuts = [m.start() for m in re.finditer(r"; |: ", first[:limit])
              if first[:m.start()].count("(") == first[:m.start()].count(")")]     # never inside a parenthesis
     cut = max(cuts, default=-1)
-    if cut > 40:                        # a whole clause reads as a sentence of its own
+    if cut > 20:                        # a whole clause reads as a sentence of its own
         return first[:cut] + "."
     short = first[:limit].rsplit(" ", 1)[0]
     if short.count("(") > short.count(")"):
