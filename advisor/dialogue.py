@@ -557,17 +557,9 @@ UNIT_FORMS = {"billions": "27, 27B, 1.5T or 600M", "tokens": "e.g. 2000, 2k, 60M
 
 
 def _terminal_width() -> int:
-    import os
-    try:
-        columns = int(os.environ.get("COLUMNS", 0))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size().columns
-        except OSError:
-            columns = 80
-    return max(40, columns)
+    """The terminal's width for help texts (COLUMNS first, as shutil reads it), at least 40."""
+    import shutil
+    return max(40, shutil.get_terminal_size().columns)
 
 
 def _size(b) -> str:
