@@ -155,7 +155,7 @@ def _option(c: Candidate, score: float, unit: str, w) -> ranking.Option:
         hours = c.training_hours
     else:
         hours = c.hours_per_million_tokens
-    t = c.training_hours if w.training else (getattr(c, "tpot_ms", None) or c.decode_ms_per_token)
+    t = c.training_hours if w.training else c.tpot_ms
     # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
     listed = bool(c.price) and c.price.get("tier") == "listing"
     # on premises a rental quote is not what the hardware costs: only an owning cost (kind purchase) ranks

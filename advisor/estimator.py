@@ -119,8 +119,7 @@ def _misses(w: Workload, c: Candidate) -> str | None:
         if dl and c.training_hours is not None and c.training_hours > dl * (1 + 1e-9):
             return f"{c.training_hours:,.1f} h, over the {dl:g} h deadline"
         return None
-    ttft = getattr(c, "ttft_ms", None) or c.prefill_ms
-    tpot = getattr(c, "tpot_ms", None) or c.decode_ms_per_token
+    ttft, tpot = c.ttft_ms, c.tpot_ms
     if w.ttft_ms and ttft is not None and ttft > w.ttft_ms * (1 + 1e-9):
         return f"time to first token {ttft:,.0f} ms, over the {w.ttft_ms:g} ms target"
     if w.tpot_ms and tpot is not None and tpot > w.tpot_ms * (1 + 1e-9):
@@ -195,7 +194,7 @@ def _key(w: Workload, c: Candidate, lay: plan.Layout, unit: str, rate: float | N
         idle = -c.count % gpn        # unpriced: a multi-node job still takes whole nodes (K14)
     inf = math.inf
     if w.objective == "time":
-        t = c.training_hours if w.training else (getattr(c, "tpot_ms", None) or c.decode_ms_per_token)
+        t = c.training_hours if w.training else c.tpot_ms
         first = (t if t is not None else inf, money if money is not None else inf)
     elif w.objective == "cards":
         first = (c.count, money if money is not None else inf)

@@ -3,7 +3,6 @@ rule drove it, how each candidate scored, what excluded each, and what kept a GP
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from advisor.errors import InputError, Problem
 

@@ -167,7 +167,6 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
     tied = bool(c.get("tie_word_embeddings", outer.get("tie_word_embeddings", mt in TIED_BY_DEFAULT)))
     embed = V * H
     head = 0 if tied else V * H
-    gemma = mt.startswith("gemma")
     norms_per_layer = (4 if mt in ("gemma2", "gemma3_text", "falcon") else 2) * H    # Falcon: 2 LayerNorms with bias
     parts = {"embeddings": embed, "lm_head": head, "final_norm": 2 * H if mt == "falcon" else H}
 

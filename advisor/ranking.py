@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from advisor.estimator import UNIT_LABELS as UNIT_NAMES  # noqa: F401  (one table of units, the estimator's; re-exported)
+
 PREMIUM_PER_WEIGHT = 0.01          # a rule weight of 30 is a 30% premium
-UNIT_NAMES = {"job": "per job", "million_tokens": "per million output tokens",
-              "million_training_tokens": "per million training tokens", "hour": "per hour"}
 
 
 def premium(score: float) -> float:

@@ -37,11 +37,9 @@ def pick_price(prices: list[Price], count: int, group: int):
     return None
 
 
-
 def job_cost(hours: float, usd_per_card_hour: float, cards: int, rerun_probability: float = 0.0) -> float:
     """C16: hours x price x cards, plus the expected cost of a rerun."""
     return hours * usd_per_card_hour * cards * (1 + rerun_probability)
-
 
 
 def power(c, gpu) -> None:

@@ -17,7 +17,6 @@ from advisor.catalog import GPU, Catalog
 from advisor.errors import InputError, Problem
 from advisor.numbers import comm
 from advisor.numbers.ledger import Ledger, Sized, training_precision
-from advisor.numbers.plan import MAX_GPUS
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
 from advisor.workload import Workload
 
@@ -450,21 +449,6 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     model_flops = 6 * led.sized.active + attention_train_flops(w, seq)
     spec = gpu.tflops(p) or gpu.tflops("bf16")
     return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute)
-
-
-def deadline_factor(w: Workload, led: Ledger, count: int, rate: Term, gpu: GPU | None = None,
-                    cal: Calibration | None = None) -> int:
-    """Data-parallel multiple needed to finish within constraints.deadline_hours (1 when none is set)."""
-    deadline = w.constraints.deadline_hours
-    if not (deadline and w.training_tokens):
-        return 1
-    cal = cal or _default_calibration()
-    flops, _ = train_flops_per_token(w, led)
-    p = training_precision(w)
-    share = cal.train_share_for(gpu, p if p in ("fp8", "fp4") else "bf16")[0] if gpu else cal.train_default.get("bf16", 0.5)
-    hours = w.training_tokens * flops / (count * rate.value * TFLOP * share) / 3600
-    factor = max(1, math.ceil(hours / deadline - 1e-9))
-    return factor if count * factor <= (w.constraints.max_gpus or MAX_GPUS) else 1
 
 
 def training_time(w: Workload, led: Ledger, c, rate: Term, cal: Calibration | None = None) -> None:
