@@ -92,6 +92,8 @@ def evaluate(p: Prepared, cal) -> float:
         cal = replace(cal, engine_max_batch=int(r["max_batch"]))
     if r.get("kv_fraction"):
         cal = replace(cal, memory_utilisation=float(r["kv_fraction"]))
+    if r.get("decode_attention") == "per_query_head":   # an engine without grouped (XQA) decode attention
+        cal = replace(cal, grouped_kv_reads=False)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
     c = Candidate(p.gpu, True, count=r["count"], nodes=1, tp=tp, pp=pp, dp=dp)
     speed.inference_speed(p.w, p.led, c, p.gpu, p.rate, cal.bw_share, cal=cal)

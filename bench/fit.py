@@ -2,12 +2,14 @@
 
     python bench/fit.py [--dry-run]
 
-Serving: six factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
+Serving: eight factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
 matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
-sequence, all-reduce latency floor, MoE tokens per expert at half efficiency), fitted together by minimising the squared log ratio tool/measured, each
-class (throughput, TTFT, TPOT) weighted equally. Training: the share of the achievable matmul rate per
-GPU generation and precision (a group of its own only with at least three fitted records, else the
-pooled figure of its precision), then one MoE factor. The factors, the records they were fitted on and
+sequence, all-reduce latency floor, MoE tokens per expert and expert width at half efficiency, the
+share a maturing software stack reaches), fitted together by minimising the squared log ratio
+tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
+achievable matmul rate per GPU generation and precision (a group of its own only with at least three
+fitted records, else the pooled figure of its precision) fitted together with one ZeRO-3 factor, then
+one MoE factor. The factors, the records they were fitted on and
 the fit's residuals are written between the markers of catalog/efficiency.yaml; `--dry-run` prints
 them only. Check-split records never enter the fit: bench/accuracy.py reports both splits.
 """
@@ -36,6 +38,7 @@ SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
     # records they trade off, so the floor is kept at or above 5 us (a small-message NCCL all-reduce
     # over NVLink is several microseconds; an assumption, not a measurement of ours)
     "allreduce_us": (5.0, 100.0), "moe_half_tokens": (0.0, 512.0), "maturing_share": (0.3, 1.0),
+    "moe_half_width": (0.0, 4096.0),
 }
 
 
@@ -70,7 +73,7 @@ def golden(f, lo: float, hi: float, iters: int = 28) -> float:
 
 # fixed starting points (never the factors already in the file), so that a refit on the same records
 # writes the same factors
-BASE = {"compute_share": 0.6, "seq_us": 0.0, "moe_half_tokens": 0.0, "maturing_share": 1.0}
+BASE = {"compute_share": 0.6, "seq_us": 0.0, "moe_half_tokens": 0.0, "maturing_share": 1.0, "moe_half_width": 0.0}
 STARTS = ({**BASE, "bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0},
           {**BASE, "bw_share": 0.6, "layer_us": 20.0, "allreduce_us": 20.0},
           {**BASE, "bw_share": 0.85, "layer_us": 100.0, "allreduce_us": 6.0})
@@ -105,20 +108,29 @@ def fit_training(prepared, cal):
         groups.setdefault((p.gpu.generation, prec(p)), []).append(p)
     share: dict = {}                               # fixed start, as for serving
     default = {"bf16": 0.5, "fp8": 0.5}
-    for _ in range(4):    # the rate is proportional to the share except where communication binds: iterate
+    zero3 = 1.0
+    sharded = [p for p in dense if p.w.zero_stage >= 3]
+    # backfitting of a model additive in logs (precision + GPU generation + ZeRO-3): each factor in turn is
+    # the geometric mean of measured / tool over its records with the others held; the rate is
+    # proportional to the share except where communication binds, hence the iterations
+    for _ in range(12):
         for pr in ("bf16", "fp8"):
             sel = [p for p in dense if prec(p) == pr]
             if sel:
-                c = replace(cal, train_share={}, train_default=default, train_moe_share=1.0)
+                c = replace(cal, train_share={}, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
                 gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
                 default[pr] = default.get(pr, 0.5) * gm
         for (gen, pr), sel in groups.items():
             if len(sel) < 3:
                 continue
             share.setdefault(gen, {}).setdefault(pr, default[pr])
-            c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
+            c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
             gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
             share[gen][pr] *= gm
+        if len(sharded) >= 3 and len(sharded) < len(dense):
+            c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
+            zero3 *= math.exp(statistics.fmean(-_log_err(p, c) for p in sharded))
+    cal = replace(cal, train_zero3_share=zero3)
     default["fp4"] = default["fp8"]    # no FP4 training record: FP4 training takes the FP8 share (said in the YAML)
     cal = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
     if len(moe) >= 2:
@@ -129,7 +141,7 @@ def fit_training(prepared, cal):
     # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
     moe_rms = math.sqrt(statistics.fmean(e * e for e in moe_errs)) if moe_errs else 0.0
     cal = replace(cal, train_spread=statistics.pstdev(dense_errs), train_moe_spread=moe_rms)
-    return cal, train, groups, moe
+    return cal, train, groups, moe, sharded
 
 
 def _resid(prepared, cal) -> str:
@@ -137,7 +149,7 @@ def _resid(prepared, cal) -> str:
     return f"median |error| {statistics.median(errs):.1%} over {len(errs)} fit records"
 
 
-def render(cal, serving, train, groups, moe) -> str:
+def render(cal, serving, train, groups, moe, sharded) -> str:
     today = date.today().isoformat()
     ids = lambda ps: ", ".join(p.rec["id"] for p in ps)  # noqa: E731
     srv_res = _resid(serving, cal)
@@ -151,6 +163,7 @@ def render(cal, serving, train, groups, moe) -> str:
              f'  sequence_overhead_us: {{v: {cal.seq_us:.2f}, src: [CALIBRATION], note: "sampling and bookkeeping time per sequence of a decode step"}}',
              f'  allreduce_latency_us: {{v: {cal.allreduce_us:.2f}, src: [CALIBRATION], note: "fixed cost of one tensor-parallel all-reduce (2 per layer per step), on top of ring bytes / link"}}',
              f'  moe_half_tokens: {{v: {cal.moe_half_tokens:.1f}, src: [CALIBRATION], note: "tokens per expert at which grouped expert matmuls run at half efficiency"}}',
+             f'  moe_half_width: {{v: {cal.moe_half_width:.0f}, src: [CALIBRATION], note: "expert intermediate size at which expert matmuls run at half efficiency (narrow experts: Qwen3-30B-A3B 768)"}}',
              f'  maturing_software_share: {{v: {cal.maturing_share:.3f}, src: [CALIBRATION, K12, K18], note: "bandwidth and matmul shares are scaled by this on GPUs whose software the catalog calls maturing, limited or new (B200, MI300X, Gaudi ...)"}}',
              '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM\'s documented max_num_seqs default)"}',
              '  memory_utilisation: {v: 0.9, src: [VLLM_ENGINE_ARGS], note: "share of card memory an engine gives weights + KV cache (vLLM gpu_memory_utilization default)"}',
@@ -166,6 +179,9 @@ def render(cal, serving, train, groups, moe) -> str:
             sel = groups.get((gen, p), [])
             parts.append(f'{p}: {{v: {v:.3f}, src: [CALIBRATION], fit: "{_resid(sel, cal)}"}}')
         lines.append(f"    {gen}: {{" + ", ".join(parts) + "}")
+    lines.append(f'  zero3_share: {{v: {cal.train_zero3_share:.3f}, src: [CALIBRATION], fit: "{_resid(sharded, cal)}", '
+                 'note: "runs that shard weights with ZeRO-3/FSDP reach this share of ZeRO-0/1 runs of the same GPU and precision: '
+                 'weight gathers every micro-batch are not all hidden, and the FSDP stacks of the records fuse fewer kernels than Megatron"}')
     lines.append(f'  moe_share: {{v: {cal.train_moe_share:.3f}, src: [CALIBRATION], fit: "{_resid(moe, cal) if moe else "no MoE record"}", '
                  'note: "MoE training reaches this share of a dense model (all-to-all, routing imbalance, small expert matmuls)"}')
     lines.append(f'  residual_spread: {{v: {cal.train_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / measured) over the '
@@ -186,8 +202,8 @@ def main(argv=None) -> int:
     records, models = accuracy.load_records()
     prepared = accuracy.prepare(records, models, cat)
     cal, serving = fit_serving(prepared, cal)
-    cal, train, groups, moe = fit_training(prepared, cal)
-    block = render(cal, serving, train, groups, moe)
+    cal, train, groups, moe, sharded = fit_training(prepared, cal)
+    block = render(cal, serving, train, groups, moe, sharded)
     print(block)
     if not args.dry_run:
         text = EFFICIENCY.read_text()

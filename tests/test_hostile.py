@@ -459,7 +459,7 @@ def test_a_device_as_input(capsys):
     (("gpus.yaml", "gpus_per_node: {v: 8", "gpus_per_node: {v: 0.5"), "gpus_per_node: must be a whole number >= 1 (got 0.5)"),
     (("gpus.yaml", "tdp_w: {v: 700", "tdp_w: {v: .nan"), "tdp_w: must be a finite number"),
     (("sources.yaml", "sources:\n", "sources:\n  - oops\nold_sources:\n"), "sources.yaml:5: sources: 'sources' must be a mapping"),
-    (("efficiency.yaml", "hbm_share: {v: 0.741", "hbm_share: {v: 0"), "hbm_share: must be a figure {v: SHARE"),
+    (("efficiency.yaml", "hbm_share: {v: ", "hbm_share: {v: 0, was: "), "hbm_share: must be a figure {v: SHARE"),
     (("gpus.yaml", "gpus:\n", "gpus: 5\nold:\n"), "gpus.yaml: must be a list of GPU entries"),
     (("models.yaml", "aliases: [openai/gpt-oss-120b,", "aliases: -1\n    x: [openai/gpt-oss-120b,"), "gpt-oss-120b.aliases: must be a list of texts"),
     (("prices.yaml", "usd_per_hour: 2.5,", "usd_per_hour: .nan,"), "usd_per_hour: must be a positive number (got nan)"),

@@ -267,7 +267,7 @@ def test_user_template(capsys, tmp_path):
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--template", str(t)]) == 0
     assert capsys.readouterr().out == ("Buy: Use 4 x NVIDIA L40S 48GB (1 node, TP 2 x PP 1 x DP 2): $1.72 per hour "
                                        "(RunPod, 4x_L40S_SECURE (1 x 4-GPU instance), cheapest of 8 regions, on-demand, "
-                                       "quoted 2026-11-30), $0.31 per million output tokens.\nDecided by "
+                                       "quoted 2026-11-30), $0.30 per million output tokens.\nDecided by "
                                        "ranking-cost-per-unit-of-work (Compare cost per million tokens, not per card; "
                                        "Compare cost per finished job)\n")
 
@@ -396,7 +396,7 @@ def test_summary_gives_cost_per_hour_month_and_unit_of_work(capsys):
     summary = text.split("RECOMMENDATION IN DETAIL")[0]
     assert "Per hour:         $1.72" in summary
     assert "Per month:        $1,256 if run 24x7 (730 h; no utilisation given)" in summary     # 1.72 x 730
-    assert "Per unit of work: $0.31 per million output tokens" in summary
+    assert "Per unit of work: $0.30 per million output tokens" in summary
     assert "Offer:            RunPod, 4x_L40S_SECURE (1 x 4-GPU instance), cheapest of 8" in summary
     assert "- 2 x rtx-pro-6000, $1.98 per hour, +$0.11 effective; against it:" in summary
     assert "Unpriced: no known price for 1 x ascend-910c (would win under $1.88 per" in summary

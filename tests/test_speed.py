@@ -18,7 +18,7 @@ MODEL = {"params_b": 8, "layers": 32, "hidden_size": 4096, "attention_heads": 32
 def cal(catalog):
     """A calibration with round factors, so the arithmetic below can be done by hand."""
     return replace(speed.calibration(catalog), bw_share=0.6, compute_share=0.5, layer_us=31.25, seq_us=0.0, allreduce_us=10.0,
-                   moe_half_tokens=0.0, link_share=1.0, _links={})
+                   moe_half_tokens=0.0, moe_half_width=0.0, link_share=1.0, _links={})
 
 
 def serve(catalog, cal, gpu="h100-sxm", tp=1, **doc):
@@ -132,6 +132,44 @@ def test_pipeline_bubble_and_data_parallel_traffic(catalog, cal):
     assert piped.tokens_per_s_per_gpu == pytest.approx(flat.tokens_per_s_per_gpu / (1 + 3 / 16), rel=1e-6)
     grads = led.sized.params * 2 / 8                                 # 16-bit gradients of one TP shard
     assert flat.comm_s == pytest.approx(comm.allreduce_bytes(grads, 8) / (cal.scale_out_gb_s * 1e9))
+
+
+def test_an_engine_without_grouped_kv_reads_reads_the_cache_once_per_query_head(catalog, cal):
+    # TensorRT-LLM before 0.8 (no XQA kernel): each of the 32 query heads reads its KV head, so a
+    # GQA model with 8 KV heads reads its cache 4 times per step (how bench/accuracy.py evaluates
+    # the 0.5/0.6 records); current engines read it once per group
+    grouped, _ = serve(catalog, cal, concurrency=64)
+    per_head, _ = serve(catalog, replace(cal, grouped_kv_reads=False), concurrency=64)
+    kv = 64 * 2 * 8 * 128 * 2 * 32 * 1500                          # 64 sequences' cache at 1,500 tokens
+    extra = 3 * kv / (3.35e12 * 0.6) * 1e3                           # three more reads at 60% of 3.35 TB/s
+    read = "weights_and_kv_read_ms"
+    assert per_head.speed_explained[read]["value"] - grouped.speed_explained[read]["value"] == pytest.approx(extra, rel=1e-6)
+    assert extra == pytest.approx(18.78, abs=0.01)
+
+
+def test_narrow_experts_run_their_matmuls_at_a_lower_efficiency(catalog, cal):
+    w = workload.parse({"mode": "inference", "model": "qwen3-30b-a3b", "precision": "bf16"}, catalog)
+    sh = speed.shape(w, inference_ledger(w))
+    assert sh.expert_width == pytest.approx(768, abs=1)              # Qwen3-30B-A3B: moe_intermediate_size 768
+    g = catalog.gpus["h100-sxm"]
+    times = [speed.serving_times(sh, None, g, replace(cal, moe_half_width=half), 794.5, 1, 1, 1, 2048, 1).prefill
+             for half in (0.0, 768.0)]
+    # the experts' FLOPs cost twice as much at half efficiency (width 768 = moe_half_width)
+    R = 794.5e12 * 0.5
+    assert times[1] - times[0] == pytest.approx(2048 * sh.expert_flops / R, rel=1e-3)
+
+
+def test_zero3_runs_reach_the_fitted_share_of_zero1_runs(catalog, cal):
+    def rate(zero):
+        w = workload.parse({"mode": "training", "model": "llama-3.1-8b", "precision": "bf16", "context_tokens": 4096,
+                            "zero_stage": zero}, catalog)
+        g = catalog.gpus["h100-sxm"]
+        return speed.training_rate(w, training_ledger(w), g, replace(cal, train_zero3_share=0.9), speed.achievable_tflops(catalog, g, "bf16"),
+                                   1, 1, 8, microbatches=8)
+    z1, z3 = rate(1), rate(3)
+    assert z3.share == pytest.approx(z1.share * 0.9)
+    assert z3.comm_s < z3.compute_s                                  # compute-bound: the rate follows the share
+    assert z3.tokens_per_s_per_gpu == pytest.approx(z1.tokens_per_s_per_gpu * 0.9, rel=1e-6)
 
 
 def test_calibration_is_read_once_per_catalog(catalog):

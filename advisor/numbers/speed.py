@@ -89,9 +89,15 @@ class Calibration:
     train_share: dict                 # {generation: {precision: share of achievable matmul rate}}
     train_default: dict               # {precision: share}
     train_moe_share: float
+    train_zero3_share: float          # ZeRO-3/FSDP runs reach this share of ZeRO-0/1 runs
     train_spread: float               # the fit's residual spread (log ratio), for the stated uncertainty
     train_moe_spread: float           # the same over the MoE records (wider: one factor over few runs)
     sources: dict                     # factor -> short source text
+    # the engine's decode attention reads each KV head once for its group of query heads (GQA/MQA):
+    # true of every current engine; TensorRT-LLM before 0.8 (no XQA kernel) read it once per query
+    # head (TRTLLM_XQA_BLOG). Only a measurement of such an engine turns it off (bench/accuracy.py).
+    grouped_kv_reads: bool = True
+    moe_half_width: float = 0.0
     _links: dict = field(default_factory=dict)
 
     def maturity(self, gpu: GPU) -> float:
@@ -159,6 +165,7 @@ def calibration(catalog: Catalog) -> Calibration:
         seq_us=_v(sv, "sequence_overhead_us", 0.0, S),
         allreduce_us=_v(sv, "allreduce_latency_us", 10.0, S),
         moe_half_tokens=_v(sv, "moe_half_tokens", 0.0, S),
+        moe_half_width=_v(sv, "moe_half_width", 0.0, S),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
         memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),
@@ -169,6 +176,7 @@ def calibration(catalog: Catalog) -> Calibration:
         train_share={g: f for g, f in share.items() if f},
         train_default={k: v for k, v in default.items() if v} or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
         train_moe_share=_v(tr, "moe_share", 1.0, T),
+        train_zero3_share=_v(tr, "zero3_share", 1.0, T),
         train_spread=_v(tr, "residual_spread", 0.0, T),
         train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
@@ -197,6 +205,7 @@ class Shape:
     layers: int | None
     hidden: float | None
     attn_dim: float | None      # query heads x head size
+    expert_width: float = 0.0   # an expert's intermediate size (its matmuls' narrow dimension)
 
 
 def shape(w: Workload, led: Ledger) -> Shape:
@@ -215,8 +224,10 @@ def shape(w: Workload, led: Ledger) -> Shape:
     heads, hd, hidden = m.num("attention_heads"), m.num("head_dim"), m.num("hidden_size")
     attn = heads * hd if heads and hd else hidden
     layers = m.num("layers")
+    width = (exp_f / 2 / s.experts_per_token / layers / 3 / hidden
+             if exp_f and s.experts_per_token and layers and hidden else 0.0)
     return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
-                 int(layers) if layers else None, hidden, attn)
+                 int(layers) if layers else None, hidden, attn, width)
 
 
 def experts_touched(n: int, k: int, tokens: float) -> float:
@@ -278,7 +289,8 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     t_mem = (sh.dense_bytes + exp_bytes + kv_read) / (tp * bw)
     attn_f = 4 * L * ctx * d
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
-    flops = batch * (sh.dense_flops + attn_f + sh.expert_flops / _moe_eff(tpe, cal.moe_half_tokens))
+    wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
+    flops = batch * (sh.dense_flops + attn_f + sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide))
     t_cmp = flops / (tp * pp * R)
     t_comm = 2 * L * comm.allreduce_s(mb * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
     if ep > 1 and sh.expert_bytes:
@@ -287,7 +299,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
 
     # prefill of one prompt alone (compute-bound; the whole model's weights read once)
     exp_pf, tpe_pf = _touched_bytes(sh, prompt)
-    f_pf = prompt * (sh.dense_flops + sh.expert_flops / _moe_eff(tpe_pf, cal.moe_half_tokens)) + 2 * L * prompt ** 2 * d
+    f_pf = prompt * (sh.dense_flops + sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)) + 2 * L * prompt ** 2 * d
     pf_cmp = f_pf / (tp * R)
     pf_comm = 2 * L * comm.allreduce_s(prompt * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
     prefill = max(pf_cmp, (sh.dense_bytes + exp_pf) / (tp * bw)) + pf_comm + over
@@ -325,6 +337,9 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
     sh = shape(w, led)
     rep = max(1.0, c.tp / led.kv.kv_heads) if led.kv else 1.0
     kv_seq = led.kv.bytes_per_sequence if led.kv else None
+    read_rep = rep
+    if not cal.grouped_kv_reads and led.kv and m.num("attention_heads"):
+        read_rep = max(rep, m.num("attention_heads") / led.kv.kv_heads)   # every query head reads its KV head
     if getattr(w, "concurrency_max", False):
         b, how = max_batch(w, led, gpu, cal, c.tp, c.pp, w.prompt_tokens, w.output_tokens, rep)
         total = b * c.dp
@@ -333,7 +348,7 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
         total = w.concurrency
         b = math.ceil(total / c.dp)
     c.concurrency = total
-    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, c.tp, c.pp, b, w.prompt_tokens, w.output_tokens, rep,
+    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, c.tp, c.pp, b, w.prompt_tokens, w.output_tokens, read_rep,
                        ep=getattr(c, "ep", None) or 1, precision=c.compute_precision)
     c.prefill_ms = sv.prefill * 1e3
     c.ttft_ms = sv.ttft * 1e3
@@ -365,9 +380,10 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
     }
     if s.experts and s.experts_per_token:
         c.speed_explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / c.pp, 1)),
-                                    "factor": {"moe_half_tokens": cal.moe_half_tokens}, "source": src,
+                                    "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
                                     "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
-                                               f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"}
+                                               f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
+                                               f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size)"}
     c.why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
                            f"(TP {c.tp} x {rate.formula} x {cal.serving_share(c.compute_precision):g} fitted serving share) (K04, K07)")
     c.why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
@@ -428,6 +444,8 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     share, _ = cal.train_share_for(gpu, p)
     if led.sized.experts and led.sized.experts_per_token:
         share *= cal.train_moe_share
+    if w.zero_stage >= 3:
+        share *= cal.train_zero3_share
     flops, _ = train_flops_per_token(w, led)
     flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
     R = rate.value * TFLOP * share
@@ -467,7 +485,8 @@ def training_time(w: Workload, led: Ledger, c, rate: Term, cal: Calibration | No
     c.speed_explained = {
         "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
-                                    + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "") + ")"},
+                                    + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
+                                    + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 else "") + ")"},
         "pipeline_bubble": {"value": tr.bubble, "factor": {}, "source": "formula",
                             "formula": f"(PP {c.pp} - 1) / micro-batches (4 x PP assumed)" if c.pp > 1 else "no pipeline"},
         "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if c.count <= gpu.gpus_per_node
