@@ -46,6 +46,7 @@ class Question:
     synonyms: dict = field(default_factory=dict)   # normalised typed text -> accepted answer
     terms: tuple = ()              # glossary lines shown by `?`
     said: tuple = ()               # (synonym as written in the questions file, its answer), for the help
+    unset: str = ""                # what Enter leaves to the advisor ("the planner's choice"), shown as the default
 
 
 def _spec(field_name: str) -> Spec:
@@ -92,7 +93,8 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
                             q.get("type", spec.kind), q.get("unit") or UNITS.get(spec.unit, "count"),
                             {_norm(k): v for k, v in (q.get("synonyms") or {}).items()},
                             tuple(terms[t] for t in q.get("terms") or [] if t in terms),
-                            tuple((str(k), str(v)) for k, v in (q.get("synonyms") or {}).items())))
+                            tuple((str(k), str(v)) for k, v in (q.get("synonyms") or {}).items()),
+                            str(q.get("unset") or "")))
     col.raise_if_any()
     return out
 
@@ -165,6 +167,7 @@ class Dialogue:
             else:
                 d = self.default_for(q)
                 shown = f" [{_show(d)}]" if d is not None else (" [the model's own]" if q.field == "precision" else
+                                                                 f" [{q.unset}]" if q.unset else
                                                                  " [none]" if q.optional else "")
                 choices = self._choices(q)
                 hint = f" ({'/'.join(choices)})" if q.kind in ("enum",) and choices else ""
@@ -196,6 +199,8 @@ class Dialogue:
         for q in self.questions:
             if q.field in self.answers and (q.id in self.asked or q.field in self.preset):
                 lines.append(f"  {q.id}: {_show(self.answers[q.field])}" + ("  (from your file)" if q.field in self.preset else ""))
+            elif q.unset and q.id in self.asked:
+                lines.append(f"  {q.id}: {q.unset}")
         return lines
 
     # --- answers ------------------------------------------------------------------------------------

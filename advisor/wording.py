@@ -91,7 +91,8 @@ def offer(p: dict) -> str:
     parts = [p.get("provider") or "unknown provider"]
     inst = p.get("instance")
     count = p.get("instances") or 1
-    shape = f"{count} x {p['gpus_per_instance']}-GPU instance{'s' if count > 1 else ''}" if p.get("gpus_per_instance") else ""
+    shape = (f"{count} x {p['gpus_per_instance']}-GPU instance{'s' if count > 1 else ''}"
+             if p.get("gpus_per_instance") and p.get("kind") != "purchase" else "")   # bought: the instance names it
     parts.append(f"{inst} ({shape})" if inst and shape else inst or shape)
     if p.get("region"):
         parts.append(str(p["region"]))

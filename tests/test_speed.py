@@ -18,7 +18,7 @@ MODEL = {"params_b": 8, "layers": 32, "hidden_size": 4096, "attention_heads": 32
 def cal(catalog):
     """A calibration with round factors, so the arithmetic below can be done by hand."""
     return replace(speed.calibration(catalog), bw_share=0.6, compute_share=0.5, layer_us=31.25, seq_us=0.0, allreduce_us=10.0,
-                   moe_half_tokens=0.0, moe_half_width=0.0, link_share=1.0, _links={})
+                   moe_half_tokens=0.0, moe_half_width=0.0, request_ms=0.0, link_share=1.0, _links={})
 
 
 def serve(catalog, cal, gpu="h100-sxm", tp=1, **doc):
@@ -48,6 +48,13 @@ def test_tpot_and_ttft_by_hand_for_one_plan(catalog, cal):
     assert c.ttft_ms == pytest.approx(prefill * 1e3, rel=1e-3) == pytest.approx(41.94, abs=0.01)
     assert c.decode_ms_per_token == c.tpot_ms and c.prefill_ms == pytest.approx(c.ttft_ms)
     assert c.tokens_per_s == pytest.approx(1e3 / c.tpot_ms) and c.tokens_per_s_per_gpu == c.tokens_per_s
+
+
+def test_time_to_first_token_adds_the_request_overhead(catalog, cal):
+    bare, _ = serve(catalog, cal)
+    served, _ = serve(catalog, replace(cal, request_ms=4.0))
+    assert served.ttft_ms - bare.ttft_ms == pytest.approx(4.0)      # receiving, tokenising, scheduling
+    assert served.tpot_ms == bare.tpot_ms                         # paid once per request, not per token
 
 
 def test_tensor_parallel_adds_two_all_reduces_per_layer(catalog, cal):

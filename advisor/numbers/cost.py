@@ -233,8 +233,10 @@ def own(c, gpu, catalog, group: int, w) -> None:
     low = tco(bought, fig["range"][0], it_kw, rent_h, s)
     high = tco(bought, fig["range"][1], it_kw, rent_h, s)
     c.usd_per_hour = mid["owning_usd_per_hour"]
-    c.price = {"provider": "bought (on premises)", "instance": f"{bought // unit} x {unit}-GPU "
-               + ("server" if unit > 1 else "card"), "region": None, "kind": "purchase",
+    servers = bought // unit
+    c.price = {"provider": "bought (on premises)", "region": None, "kind": "purchase",
+               "instance": (f"{servers} x {unit}-GPU server{'s' if servers > 1 else ''}" if unit > 1
+                            else f"{bought} card{'s' if bought > 1 else ''}"),
                "date": fig.get("date", "unknown"), "commit": None, "source": "; ".join(fig.get("sources", [])),
                "tier": "quote", "instances": bought // unit, "gpus_per_instance": unit,
                "usd_per_instance_hour": c.usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,

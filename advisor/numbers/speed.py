@@ -98,6 +98,7 @@ class Calibration:
     # head (TRTLLM_XQA_BLOG). Only a measurement of such an engine turns it off (bench/accuracy.py).
     grouped_kv_reads: bool = True
     moe_half_width: float = 0.0
+    request_ms: float = 0.0
     _links: dict = field(default_factory=dict)
 
     def maturity(self, gpu: GPU) -> float:
@@ -166,6 +167,7 @@ def calibration(catalog: Catalog) -> Calibration:
         allreduce_us=_v(sv, "allreduce_latency_us", 10.0, S),
         moe_half_tokens=_v(sv, "moe_half_tokens", 0.0, S),
         moe_half_width=_v(sv, "moe_half_width", 0.0, S),
+        request_ms=_v(sv, "request_overhead_ms", 0.0, S),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
         memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),
@@ -309,7 +311,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
     tpot = step + interference
     rho = min(0.95, batch * pf_batched / (output * tpot))
-    ttft = prefill + (step / 2 if batch > 1 else 0.0) + (rho / (2 * (1 - rho)) * pf_batched if batch > 1 else 0.0)
+    ttft = cal.request_ms * 1e-3 + prefill + (step / 2 if batch > 1 else 0.0) + (rho / (2 * (1 - rho)) * pf_batched if batch > 1 else 0.0)
     return Serving(batch, ttft, prefill, tpot, step, t_mem, t_cmp, t_comm, interference, batch / tpot)
 
 
@@ -374,9 +376,10 @@ def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: floa
                                         f"{cal.seq_us:g} us sampling and bookkeeping x {b / c.pp:g} sequences per decode step"},
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
-        "ttft_ms": {"value": c.ttft_ms, "factor": {"compute_share": cal.serving_share(c.compute_precision)}, "source": src,
-                    "formula": f"prefill {c.prefill_ms:,.1f} ms ({w.prompt_tokens:,} tokens x FLOPs incl. attention / (TP {c.tp} x rate)) "
-                               "+ half a decode step + queueing behind other prompts (M/D/1)"},
+        "ttft_ms": {"value": c.ttft_ms, "factor": {"compute_share": cal.serving_share(c.compute_precision),
+                                                   "request_overhead_ms": cal.request_ms}, "source": src,
+                    "formula": f"{cal.request_ms:g} ms request handling + prefill {c.prefill_ms:,.1f} ms ({w.prompt_tokens:,} tokens x "
+                               f"FLOPs incl. attention / (TP {c.tp} x rate)) + half a decode step + queueing behind other prompts (M/D/1)"},
     }
     if s.experts and s.experts_per_token:
         c.speed_explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / c.pp, 1)),
