@@ -15,7 +15,7 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from advisor import dialogue, knowledge
+from advisor import dialogue, knowledge, workload
 from advisor.cli import main
 
 from conftest import ROOT
@@ -346,6 +346,20 @@ def test_mode_synonyms(catalog, kb, typed, mode):
 def test_zero_stage_takes_fsdp_and_zero_names(catalog, kb, typed, stage):
     d = _at(catalog, kb, "zero_stage", "fine-tuning", "llama-3.1-8b")
     assert d.submit(typed) == [] and d.answers["zero_stage"] == stage
+
+
+def test_enter_at_zero_stage_and_checkpointing_leaves_them_to_the_planner(catalog, kb):
+    d = _at(catalog, kb, "activation_checkpointing", "fine-tuning", "llama-3.1-8b")
+    assert d.current().text.endswith("[the planner's choice] ")
+    d.submit("")
+    assert d.current().id == "zero_stage" and d.current().text.endswith("[the planner's choice] ")
+    d.submit("")
+    assert "zero_stage" not in d.answers and "activation_checkpointing" not in d.answers
+    data = d.workload_data()
+    assert "zero_stage" not in data and "activation_checkpointing" not in data      # the planner decides
+    w = workload.parse(data, catalog, "dialogue")
+    assert "zero_stage" in w.defaults and "activation_checkpointing" in w.defaults
+    assert "  zero_stage: the planner's choice" in d.summary()
 
 
 @pytest.mark.parametrize("qid, typed, field, value, before", [
