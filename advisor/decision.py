@@ -416,6 +416,10 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
     rec["warnings"] = d.warnings
     rec["inputs"] = est.workload.inputs()
     rec["defaults_filled"] = list(est.workload.defaults)
+    w = est.workload
+    if w.ttft_ms is not None or w.tpot_ms is not None:
+        rec["service_level"] = {"ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "stated": not w.service_level_source,
+                                "source": w.service_level_source or "the workload"}
     rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": catalog.digest,
                        "rule_files": d.kb.files, "engine": "durable_rules 2.0.28"}
     return rec

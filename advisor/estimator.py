@@ -120,10 +120,11 @@ def _misses(w: Workload, c: Candidate) -> str | None:
             return f"{c.training_hours:,.1f} h, over the {dl:g} h deadline"
         return None
     ttft, tpot = c.ttft_ms, c.tpot_ms
+    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
     if w.ttft_ms and ttft is not None and ttft > w.ttft_ms * (1 + 1e-9):
-        return f"time to first token {ttft:,.0f} ms, over the {w.ttft_ms:g} ms target"
+        return f"time to first token {ttft:,.0f} ms, over the {w.ttft_ms:g} ms target{whose}"
     if w.tpot_ms and tpot is not None and tpot > w.tpot_ms * (1 + 1e-9):
-        return f"time per output token {tpot:,.1f} ms, over the {w.tpot_ms:g} ms target"
+        return f"time per output token {tpot:,.1f} ms, over the {w.tpot_ms:g} ms target{whose}"
     return None
 
 
@@ -281,7 +282,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             bases = plan.training_layouts(wv, lv, gpu, max_gpus, stages)
         else:
             bases = plan.inference_layouts(wv, lv, gpu, max_gpus)
-            if bases and w.objective == "cost" and not (w.ttft_ms or w.tpot_ms):
+            if bases and w.objective == "cost" and (w.service_level_source or not (w.ttft_ms or w.tpot_ms)):
                 # tensor parallelism to hold the model in the fewest cards, replicas to serve the users (C12,
                 # K14): a wider TP is tried only for a service level or `objective: time` (its all-reduce
                 # traffic, which the speed model does not charge, is not free)

@@ -407,6 +407,12 @@ def view(rec: dict, catalog: Catalog) -> dict:
     # assumptions and sources
     v["workload"] = _workload_rows(inputs, catalog)
     v["defaults"] = [_label(k, mode) for k in rec.get("defaults_filled", []) if _applies(k, inputs)]
+    sl = rec.get("service_level") or {}
+    if sl and not sl.get("stated"):
+        v["defaults"].append("the service level (" + " and ".join(
+            x for x in (f"first token within {sl['ttft_ms']:,.0f} ms" if sl.get("ttft_ms") else "",
+                        f"{sl['tpot_ms']:,.0f} ms per output token" if sl.get("tpot_ms") else "") if x)
+            + f", {cites.prose(sl['source'])})")
     v["disagreements"] = [cites.prose(x) for x in DISAGREEMENTS]
     v["catalog_sources"] = _catalog_sources(rec, catalog)
     v["prices"] = sorted({f"{catalog.gpus[c['gpu']].name if c['gpu'] in catalog.gpus else c['gpu']}: {_offer(c['price'])}; "
@@ -517,6 +523,9 @@ def _catalog_sources(rec: dict, catalog: Catalog) -> list[str]:
     if isinstance(model, str) and model in catalog.models:
         ids += sorted({s for f in catalog.models[model].figures.values() for s in f.sources
                        if not re.match(r"^[KTCAW]\d\d$", s)} - set(ids))
+    sl = rec.get("service_level") or {}
+    if sl and not sl.get("stated"):      # the interactive default's source, named in the service level
+        ids += [x for x in re.findall(r"[A-Z][A-Z0-9_]+", sl.get("source", "")) if x in catalog.sources and x not in ids]
     out = []
     for sid in ids:
         if sid == "unknown_explicit":

@@ -152,6 +152,9 @@ class Workload:
     objective: str = "cost"
     ttft_ms: float | None = None          # service levels (latency: {ttft_ms, tpot_ms}); None: no target
     tpot_ms: float | None = None
+    #: where the service levels come from when the workload states none: interactive serving takes the
+    #: catalog's default (catalog/efficiency.yaml service_levels, MLPerf's Server limits); None: stated
+    service_level_source: str | None = None
     layout: tuple[int, int, int] | None = None   # (tp, pp, dp) given by the user; None: the planner chooses
     constraints: Constraints = field(default_factory=Constraints)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
@@ -178,7 +181,7 @@ class Workload:
                 continue
             if self.mode in FIELDS[k].modes:
                 out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
-        if self.ttft_ms is not None or self.tpot_ms is not None:
+        if (self.ttft_ms is not None or self.tpot_ms is not None) and not self.service_level_source:
             out["latency"] = {k: v for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)) if v is not None}
         if self.layout:
             out["layout"] = dict(zip(LAYOUT_FIELDS, self.layout))
@@ -395,7 +398,28 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # a context big enough for the request the user described
         values["context_tokens"] = values.get("prompt_tokens", 1000) + values.get("output_tokens", 1000)
         defaults = tuple(d for d in defaults if d != "context_tokens")
+    if (mode == "inference" and values.get("latency", "interactive") == "interactive" and values.get("task", "llm") in ("llm", "multimodal")
+            and "ttft_ms" not in values and "tpot_ms" not in values):
+        values.update(default_service_levels(catalog))
     return Workload(defaults=defaults, source=file, **values)
+
+
+def default_service_levels(catalog: Catalog) -> dict:
+    """The time to first token and per output token an interactive plan must meet when the workload
+    states none (T06), from catalog/efficiency.yaml `service_levels.interactive` with its source."""
+    levels = ((catalog.efficiency.get("service_levels") or {}).get("interactive") or {})
+    out: dict = {}
+    srcs: list[str] = []
+    for k in LATENCY_FIELDS:
+        f = levels.get(k)
+        if isinstance(f, dict) and isinstance(f.get("v"), (int, float)) and not isinstance(f.get("v"), bool) and f["v"] > 0:
+            out[k] = float(f["v"])
+            srcs += [str(x) for x in f.get("src") or []]
+    if out:
+        what = levels.get("what")
+        out["service_level_source"] = ("the default for interactive use" + (f", {what}" if isinstance(what, str) and what else "")
+                                       + " [" + ", ".join(dict.fromkeys(srcs) or ["catalog/efficiency.yaml"]) + "]")
+    return out
 
 
 def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Constraints:

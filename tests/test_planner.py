@@ -1,6 +1,7 @@
 """The planner: the layouts an expert would deploy, picked by the workload's objective, on workload
 files under examples/ (figures a user would check: cards, nodes, TP/PP/DP, idle GPUs, hours)."""
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -210,3 +211,29 @@ def test_workload_rejects_bad_service_levels_and_layouts(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "w.yaml:3" in err and "latency.tbt" in err
     assert "layout.tp: must be at least 1" in err and "objective" in err and "Traceback" not in err
+
+
+def test_interactive_serving_without_targets_meets_the_mlperf_server_limits(catalog, kb):
+    # 256 users of a 70B model with 6,000-token prompts: the cheapest plan that holds them (batch use)
+    # gives each user a token every few hundred ms; interactive use takes MLPerf's Server limits
+    # (catalog/efficiency.yaml service_levels) when the workload states none
+    doc = {"name": "busy-70b", "mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192,
+           "prompt_tokens": 6000, "output_tokens": 500, "concurrency": 256}
+    w = workload.parse(doc, catalog, "busy-70b")
+    assert (w.ttft_ms, w.tpot_ms) == (2000, 200) and "MLPERF_CONF" in w.service_level_source
+    assert w.inputs()["latency"] == "interactive"               # a default, not written back as the user's own
+    d = decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    c = d.estimate.candidate(d.winner)
+    assert c.tpot_ms <= 200 and c.ttft_ms <= 2000
+    assert d.record["service_level"] == {"ttft_ms": 2000, "tpot_ms": 200, "stated": False, "source": w.service_level_source}
+    missed = [e["reason"] for ex in d.excluded.values() for e in ex if e["rule"] == "misses-stated-target"]
+    assert missed and all("the default for interactive use" in r for r in missed)
+    # without the floor the cheapest plan that holds the users leaves them seconds behind
+    bare = replace(w, ttft_ms=None, tpot_ms=None, service_level_source=None)
+    b = decision.decide(estimator.estimate(bare, catalog), kb, catalog)
+    slow = b.estimate.candidate(b.winner)
+    assert slow.tpot_ms > 200 or slow.ttft_ms > 2000
+    batch = workload.parse({**doc, "latency": "batch"}, catalog, "busy-70b")
+    assert batch.ttft_ms is None and batch.tpot_ms is None       # batch use: throughput, no latency floor
+    stated = workload.parse({**doc, "latency": {"tpot_ms": 300}}, catalog, "busy-70b")
+    assert stated.tpot_ms == 300 and stated.ttft_ms is None and stated.service_level_source is None
