@@ -356,6 +356,7 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
                     "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
                              "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
                              "usd_per_hour": _r(c.usd_per_hour), "unit_cost": _r(o.cost), "unit": unit,
+                             "unit_label": ranking.UNIT_NAMES[unit],
                              "effective_cost": _r(o.effective)},
                     "saving": round(saving, 4),
                     "saving_after_premiums": round(1 - o.effective / now.effective, 4),

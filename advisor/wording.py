@@ -182,7 +182,13 @@ def suggestion(s: dict, cites: Cites) -> str:
     if new_plan:
         text += f" would allow {words(new_plan)}"
     if isinstance(saving, (int, float)) and not isinstance(saving, bool):
-        text += f", saving {usd(saving)} per hour" if saving >= 0.005 else ""
+        # `saving` is the share of the cost per unit of work saved (decision._suggestions), not dollars
+        cost = new_plan.get("unit_cost") if isinstance(new_plan, dict) else None
+        label = new_plan.get("unit_label", "") if isinstance(new_plan, dict) else ""
+        if saving >= 0.005:
+            text += f", {saving:.0%} cheaper"
+            if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+                text += f" ({usd(cost) if cost >= 1 else f'${cost:.3g}'} {label})".replace(" )", ")")
     elif saving:
         text += f", saving {words(saving)}"
     return text + "."

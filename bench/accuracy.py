@@ -90,10 +90,12 @@ def evaluate(p: Prepared, cal) -> float:
         return tr.tokens_per_s_per_gpu
     if r.get("max_batch"):      # the engine's own cap where the source sets it
         cal = replace(cal, engine_max_batch=int(r["max_batch"]))
-    if r.get("kv_fraction"):
-        cal = replace(cal, memory_utilisation=float(r["kv_fraction"]))
+    if r.get("kv_fraction"):     # TensorRT-LLM's share of the memory the weights leave (measurements.yaml header)
+        cal = replace(cal, memory_utilisation=float(r["kv_fraction"]), kv_share_of_free=True)
     if r.get("decode_attention") == "per_query_head":   # an engine without grouped (XQA) decode attention
         cal = replace(cal, grouped_kv_reads=False)
+    if r.get("front_end") == "offline":                   # timed inside the engine: no request handling
+        cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
     c = Candidate(p.gpu, True, count=r["count"], nodes=1, tp=tp, pp=pp, dp=dp)
     speed.inference_speed(p.w, p.led, c, p.gpu, p.rate, cal.bw_share, cal=cal)

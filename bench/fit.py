@@ -115,7 +115,9 @@ def fit_training(prepared, cal):
     # proportional to the share except where communication binds, hence the iterations
     for _ in range(12):
         for pr in ("bf16", "fp8"):
-            sel = [p for p in dense if prec(p) == pr]
+            # the pooled share, for a GPU generation without three records of its own, from GPU records
+            # only (a TPU's compiler and memory system are not a GPU's)
+            sel = [p for p in dense if prec(p) == pr and p.gpu.generation != "tpu"]
             if sel:
                 c = replace(cal, train_share={}, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
                 gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
@@ -131,6 +133,13 @@ def fit_training(prepared, cal):
             c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
             zero3 *= math.exp(statistics.fmean(-_log_err(p, c) for p in sharded))
     cal = replace(cal, train_zero3_share=zero3)
+    # a GPU family without training records of its own (L40S, MI300X, Gaudi ...) takes the lowest share
+    # measured on a GPU family in that precision, not the pool: an unmeasured card is never assumed to
+    # train better than every measured one (the pool is kept where no family has three records)
+    for pr in ("bf16", "fp8"):
+        measured = [fam[pr] for gen, fam in share.items() if pr in fam and gen != "tpu"]
+        if measured:
+            default[pr] = min(measured)
     default["fp4"] = default["fp8"]    # no FP4 training record: FP4 training takes the FP8 share (said in the YAML)
     cal = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
     if len(moe) >= 2:

@@ -456,8 +456,9 @@ def test_view_renders_the_planner_and_price_fields_when_present(catalog):
         c["effective_cost"] = {g: 5.0, "b200": 6.5}.get(c["gpu"])
         c["premium"] = {"b200": 0.15}.get(c["gpu"], 0.0)
     rec["unpriced"] = [{"gpu": "b300", "count": 1, "break_even_usd_per_gpu_hour": 4.25}]
-    rec["suggestions"] = [{"change": {"context_tokens": 4096}, "plan": {"gpu": "a100-80gb-sxm", "count": 1, "tp": 1, "pp": 1, "dp": 1},
-                           "saving": 2.5}]
+    rec["suggestions"] = [{"change": {"context_tokens": 4096}, "plan": {"gpu": "a100-80gb-sxm", "count": 1, "tp": 1, "pp": 1, "dp": 1,
+                                                                        "unit_cost": 0.031, "unit_label": "per million output tokens"},
+                           "saving": 0.25}]      # a share of the cost per unit of work, not dollars
     est = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
     est[g]["price"].update({"instance": "p5en.48xlarge", "region": "us-east-1", "kind": "on_demand"})
     v = memo_mod.view(rec, catalog)
@@ -469,7 +470,8 @@ def test_view_renders_the_planner_and_price_fields_when_present(catalog):
     b200 = next(a for a in v["alternatives"] if a["gpu"] == "b200")
     assert b200["diff"] == "+$1.50 effective cost per hour (+15% rule premium)"
     assert s["unpriced"] == ["1 x b300 has no known price; it would be the better buy at under $4.25 per GPU-hour."]
-    assert s["suggestions"] == ["Changing context tokens 4,096 would allow 1 x a100-80gb-sxm (TP 1 x PP 1 x DP 1), saving $2.50 per hour."]
+    assert s["suggestions"] == ["Changing context tokens 4,096 would allow 1 x a100-80gb-sxm (TP 1 x PP 1 x DP 1), 25% cheaper "
+                                "($0.031 per million output tokens)."]
     text = memo_mod.render(rec, catalog, "text")
     summary = text.split("RECOMMENDATION IN DETAIL")[0]
     assert "Suggestion: Changing context tokens 4,096 would allow 1 x a100-80gb-sxm" in summary

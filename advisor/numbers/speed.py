@@ -99,6 +99,9 @@ class Calibration:
     grouped_kv_reads: bool = True
     moe_half_width: float = 0.0
     request_ms: float = 0.0
+    # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
+    # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
+    kv_share_of_free: bool = False
     _links: dict = field(default_factory=dict)
 
     def maturity(self, gpu: GPU) -> float:
@@ -319,7 +322,9 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
               kv_rep: float) -> tuple[int, str]:
     """Largest batch of one replica whose KV cache fits (each sequence holds prompt + output tokens),
     capped by the engine's batch limit."""
-    budget = tp * pp * gpu.memory_gb * GB * cal.memory_utilisation - led.bytes("weights_gb") - led.bytes("activations_gb")
+    fixed = led.bytes("weights_gb") + led.bytes("activations_gb")
+    budget = ((tp * pp * gpu.memory_gb * GB - fixed) * cal.memory_utilisation if cal.kv_share_of_free
+              else tp * pp * gpu.memory_gb * GB * cal.memory_utilisation - fixed)
     per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
     if per_seq <= 0 or led.kv_fallback:
         return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV size unknown)"

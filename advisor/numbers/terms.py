@@ -24,7 +24,9 @@ def _r(x, nd: int = 4):
     if isinstance(x, float):
         if x != x or x in (math.inf, -math.inf):
             return None
-        return round(x, nd) if abs(x) >= 1e-3 or x == 0 else float(f"{x:.4g}")
+        # four decimals for figures of 1 and above, four significant digits below (a cost per million
+        # tokens of $0.02124 must not become $0.0212)
+        return round(x, nd) if abs(x) >= 1 or x == 0 else float(f"{x:.{nd}g}")
     return x
 
 
