@@ -254,3 +254,27 @@ def test_a_bad_efficiency_factor_is_a_one_line_error(catalog):
     with pytest.raises(errors.InputError) as exc:
         speed.calibration(bad)
     assert str(exc.value) == "catalog/efficiency.yaml: serving.compute_share: must be a non-negative number (got 'fast')"
+
+
+def test_a_kv_share_of_the_free_memory_gives_the_cache_what_the_weights_leave(catalog, cal):
+    # TensorRT-LLM's free_gpu_memory_fraction is a share of the memory left after the weights; vLLM's
+    # gpu_memory_utilization a share of the card: 70B FP8 on one 80 GB H100 leaves little either way
+    w = workload.parse({"mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "kv_precision": "fp8",
+                        "prompt_tokens": 1000, "output_tokens": 1000, "concurrency": "max"}, catalog)
+    led = inference_ledger(w)
+    g = catalog.gpus["h100-sxm"]
+    fixed = led.bytes("weights_gb") + led.bytes("activations_gb")
+    per_seq = led.kv.bytes_per_sequence(2000)
+    vllm, _ = speed.max_batch(w, led, g, replace(cal, memory_utilisation=0.95), 1, 1, 1000, 1000, 1.0)
+    trt, _ = speed.max_batch(w, led, g, replace(cal, memory_utilisation=0.95, kv_share_of_free=True), 1, 1, 1000, 1000, 1.0)
+    assert vllm == int((80e9 * 0.95 - fixed) // per_seq)
+    assert trt == int((80e9 - fixed) * 0.95 // per_seq)
+    assert trt > vllm
+
+
+def test_an_unmeasured_gpu_family_never_trains_better_than_a_measured_one(catalog):
+    cal = speed.calibration(catalog)
+    for p in ("bf16", "fp8"):
+        measured = [fam[p] for gen, fam in cal.train_share.items() if p in fam and gen != "tpu"]
+        share, how = cal.train_share_for(catalog.gpus["l40s"], p)           # Ada: no training record
+        assert share == pytest.approx(min(measured)) and "no ada" in how

@@ -126,7 +126,8 @@ class Calibration:
         if precision in fam:
             return fam[precision], f"fitted for {gpu.generation} {precision}"
         p = precision if precision in self.train_default else "bf16"
-        return self.train_default[p], f"fitted over all GPUs, {p} (no {gpu.generation} {precision} measurement)"
+        return self.train_default[p], (f"the lowest share measured on a GPU family in {p}: no {gpu.generation} "
+                                       f"{precision} training measurement")
 
 
 _CAL: dict[int, tuple[object, Calibration]] = {}
