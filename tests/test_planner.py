@@ -237,3 +237,18 @@ def test_interactive_serving_without_targets_meets_the_mlperf_server_limits(cata
     assert batch.ttft_ms is None and batch.tpot_ms is None       # batch use: throughput, no latency floor
     stated = workload.parse({**doc, "latency": {"tpot_ms": 300}}, catalog, "busy-70b")
     assert stated.tpot_ms == 300 and stated.ttft_ms is None and stated.service_level_source is None
+
+
+def test_replicas_are_rented_whole_instances_each():
+    # three TP-4 replicas in 6-GPU instances take three instances (one replica each, 2 GPUs idle in each),
+    # never two with a replica split between them; in 8-GPU instances two replicas share one
+    from advisor.catalog import Price
+    from advisor.numbers import cost
+    six = Price("h100-sxm", 6, 12.0, "P", "2026-11-30", "test", cost.PRICE_TIERS[0], "t.yaml", 1)
+    eight = Price("h100-sxm", 8, 16.0, "P", "2026-11-30", "test", cost.PRICE_TIERS[0], "t.yaml", 2)
+    usd, p, n = cost.pick_price([six], 12, 4)
+    assert (n, usd) == (3, 36.0)
+    usd, p, n = cost.pick_price([six, eight], 12, 4)
+    assert (p.gpus_per_instance, n, usd) == (8, 2, 32.0)
+    usd, p, n = cost.pick_price([six], 12, 2)                  # TP 2: three replicas per instance
+    assert (n, usd) == (2, 24.0)
