@@ -236,7 +236,8 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
     gap = ranking.pct(W.cost, R.cost)
     worth = (ranking.factor(W.premium) / ranking.factor(R.premium) - 1) * 100   # what W may cost more and still win
     if W.cost > R.cost * (1 + 1e-9):
-        e = rule_entry(f"{winner} costs {gap:.0f}% more {unit} than {R.gpu} ({ranking.money(W.cost)} vs "
+        more = f"{gap:.0f}% more" if gap >= 0.5 else "under 1% more"
+        e = rule_entry(f"{winner} costs {more} {unit} than {R.gpu} ({ranking.money(W.cost)} vs "
                        f"{ranking.money(R.cost)}); the rules in its favour are worth {worth:.0f}%: {winner} wins. ")
         if e:
             return e
@@ -420,7 +421,7 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
     w = est.workload
     if w.ttft_ms is not None or w.tpot_ms is not None:
         rec["service_level"] = {"ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "stated": not w.service_level_source,
-                                "source": w.service_level_source or "the workload"}
+                                "source": w.service_level_source or "the workload", "sources": list(w.service_level_refs)}
     rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": catalog.digest,
                        "rule_files": d.kb.files, "engine": "durable_rules 2.0.28"}
     return rec

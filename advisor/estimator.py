@@ -144,6 +144,8 @@ def _evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: plan.La
     group = min(c.count, gpn) if w.training else min(lay.tp * lay.pp, gpn)
     cost.price(c, gpu, catalog, group=group, w=w)
     if w.training:
+        if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
+            w = replace(w, zero_stage=lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
         speed.training_time(w, led, c, rate, cal=speed.calibration(catalog))
         if w.training_tokens and c.training_hours is not None:
             c.hours_per_million_tokens = c.training_hours * 1e6 / w.training_tokens
@@ -282,7 +284,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             bases = plan.training_layouts(wv, lv, gpu, max_gpus, stages)
         else:
             bases = plan.inference_layouts(wv, lv, gpu, max_gpus)
-            if bases and w.objective == "cost" and (w.service_level_source or not (w.ttft_ms or w.tpot_ms)):
+            if bases and w.objective == "cost" and not (w.ttft_ms or w.tpot_ms):
                 # tensor parallelism to hold the model in the fewest cards, replicas to serve the users (C12,
                 # K14): a wider TP is tried only for a service level or `objective: time` (its all-reduce
                 # traffic, which the speed model does not charge, is not free)

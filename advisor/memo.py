@@ -398,7 +398,8 @@ def view(rec: dict, catalog: Catalog) -> dict:
         ic = gpu.fig("interconnect")
         pre.append(f"Interconnect: {ic.value or 'PCIe only, no NVLink'}"
                    + (f", {ic.extra.get('gb_s')} GB/s per GPU" if ic.extra.get("gb_s") not in (None, "unknown") else "")
-                   + (f"; InfiniBand between nodes ({cites.title('K14')})." if r["nodes"] > 1 else "."))
+                   + ((f"; InfiniBand between nodes ({cites.title('K14')})." if ic.value
+                       else f"; between nodes only the instances' own network ({cites.title('T03')}).") if r["nodes"] > 1 else "."))
         pre.append("Import: " + ("subject to US export control" if gpu.fig("us_export_controlled").value
                                  else "not subject to US export control") + f" ({cites.title('T08')}).")
         sw = gpu.fig("software")
@@ -525,7 +526,7 @@ def _catalog_sources(rec: dict, catalog: Catalog) -> list[str]:
                        if not re.match(r"^[KTCAW]\d\d$", s)} - set(ids))
     sl = rec.get("service_level") or {}
     if sl and not sl.get("stated"):      # the interactive default's source, named in the service level
-        ids += [x for x in re.findall(r"[A-Z][A-Z0-9_]+", sl.get("source", "")) if x in catalog.sources and x not in ids]
+        ids += [x for x in sl.get("sources") or [] if x in catalog.sources and x not in ids]
     out = []
     for sid in ids:
         if sid == "unknown_explicit":

@@ -189,6 +189,9 @@ def suggestion(s: dict, cites: Cites) -> str:
             text += f", {saving:.0%} cheaper"
             if isinstance(cost, (int, float)) and not isinstance(cost, bool):
                 text += f" ({usd(cost) if cost >= 1 else f'${cost:.3g}'} {label})".replace(" )", ")")
+        elif isinstance(s.get("saving_after_premiums"), (int, float)) and s["saving_after_premiums"] >= 0.005:
+            # no cheaper, but better once the rules' premiums are counted (the reason it is suggested)
+            text += f", {s['saving_after_premiums']:.0%} better after the rules' premiums"
     elif saving:
         text += f", saving {words(saving)}"
     return text + "."

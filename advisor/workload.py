@@ -155,6 +155,7 @@ class Workload:
     #: where the service levels come from when the workload states none: interactive serving takes the
     #: catalog's default (catalog/efficiency.yaml service_levels, MLPerf's Server limits); None: stated
     service_level_source: str | None = None
+    service_level_refs: tuple[str, ...] = ()   # catalog source IDs of that default (MLPERF_CONF)
     layout: tuple[int, int, int] | None = None   # (tp, pp, dp) given by the user; None: the planner chooses
     constraints: Constraints = field(default_factory=Constraints)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
@@ -399,7 +400,8 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         values["context_tokens"] = values.get("prompt_tokens", 1000) + values.get("output_tokens", 1000)
         defaults = tuple(d for d in defaults if d != "context_tokens")
     if (mode == "inference" and values.get("latency", "interactive") == "interactive" and values.get("task", "llm") in ("llm", "multimodal")
-            and "ttft_ms" not in values and "tpot_ms" not in values):
+            and "ttft_ms" not in values and "tpot_ms" not in values and not values.get("concurrency_max")):
+        # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog))
     return Workload(defaults=defaults, source=file, **values)
 
@@ -418,7 +420,8 @@ def default_service_levels(catalog: Catalog) -> dict:
     if out:
         what = levels.get("what")
         out["service_level_source"] = ("the default for interactive use" + (f", {what}" if isinstance(what, str) and what else "")
-                                       + " [" + ", ".join(dict.fromkeys(srcs) or ["catalog/efficiency.yaml"]) + "]")
+                                       + " (catalog/efficiency.yaml)")
+        out["service_level_refs"] = tuple(dict.fromkeys(srcs))
     return out
 
 

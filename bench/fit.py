@@ -109,11 +109,17 @@ def fit_training(prepared, cal):
     share: dict = {}                               # fixed start, as for serving
     default = {"bf16": 0.5, "fp8": 0.5}
     zero3 = 1.0
-    sharded = [p for p in dense if p.w.zero_stage >= 3]
+    # a generation measured on ZeRO-3 runs only cannot tell its share from the ZeRO-3 factor: its share
+    # is fitted as an FSDP share (the factor is not applied to it), and the factor is learnt from the
+    # generations that have both kinds of run
+    fsdp_only = {gen for gen in {p.gpu.generation for p in dense}
+                 if all(p.w.zero_stage >= 3 for p in dense if p.gpu.generation == gen)}
+    cal = replace(cal, train_fsdp_only=frozenset(fsdp_only))
+    sharded = [p for p in dense if p.w.zero_stage >= 3 and p.gpu.generation not in fsdp_only]
     # backfitting of a model additive in logs (precision + GPU generation + ZeRO-3): each factor in turn is
     # the geometric mean of measured / tool over its records with the others held; the rate is
     # proportional to the share except where communication binds, hence the iterations
-    for _ in range(12):
+    for _ in range(40):       # converged: the shares move by less than 0.1% over the last passes
         for pr in ("bf16", "fp8"):
             # the pooled share, for a GPU generation without three records of its own, from GPU records
             # only (a TPU's compiler and memory system are not a GPU's)
@@ -188,6 +194,8 @@ def render(cal, serving, train, groups, moe, sharded) -> str:
         for p, v in sorted(fam.items()):
             sel = groups.get((gen, p), [])
             parts.append(f'{p}: {{v: {v:.3f}, src: [CALIBRATION], fit: "{_resid(sel, cal)}"}}')
+        if gen in cal.train_fsdp_only:
+            parts.append('measured_on: "zero3"')
         lines.append(f"    {gen}: {{" + ", ".join(parts) + "}")
     lines.append(f'  zero3_share: {{v: {cal.train_zero3_share:.3f}, src: [CALIBRATION], fit: "{_resid(sharded, cal)}", '
                  'note: "runs that shard weights with ZeRO-3/FSDP reach this share of ZeRO-0/1 runs of the same GPU and precision: '

@@ -220,12 +220,14 @@ def test_interactive_serving_without_targets_meets_the_mlperf_server_limits(cata
     doc = {"name": "busy-70b", "mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192,
            "prompt_tokens": 6000, "output_tokens": 500, "concurrency": 256}
     w = workload.parse(doc, catalog, "busy-70b")
-    assert (w.ttft_ms, w.tpot_ms) == (2000, 200) and "MLPERF_CONF" in w.service_level_source
+    assert (w.ttft_ms, w.tpot_ms) == (2000, 200) and w.service_level_refs == ("MLPERF_CONF",)
+    assert "MLPerf" in w.service_level_source and "[" not in w.service_level_source      # no raw source IDs in the text
     assert w.inputs()["latency"] == "interactive"               # a default, not written back as the user's own
     d = decision.decide(estimator.estimate(w, catalog), kb, catalog)
     c = d.estimate.candidate(d.winner)
     assert c.tpot_ms <= 200 and c.ttft_ms <= 2000
-    assert d.record["service_level"] == {"ttft_ms": 2000, "tpot_ms": 200, "stated": False, "source": w.service_level_source}
+    assert d.record["service_level"] == {"ttft_ms": 2000, "tpot_ms": 200, "stated": False, "source": w.service_level_source,
+                                         "sources": ["MLPERF_CONF"]}
     missed = [e["reason"] for ex in d.excluded.values() for e in ex if e["rule"] == "misses-stated-target"]
     assert missed and all("the default for interactive use" in r for r in missed)
     # without the floor the cheapest plan that holds the users leaves them seconds behind
@@ -235,6 +237,13 @@ def test_interactive_serving_without_targets_meets_the_mlperf_server_limits(cata
     assert slow.tpot_ms > 200 or slow.ttft_ms > 2000
     batch = workload.parse({**doc, "latency": "batch"}, catalog, "busy-70b")
     assert batch.ttft_ms is None and batch.tpot_ms is None       # batch use: throughput, no latency floor
+    offline = workload.parse({**doc, "concurrency": "max"}, catalog, "busy-70b")
+    assert offline.ttft_ms is None and offline.tpot_ms is None   # concurrency: max is an offline run
+    # a default service level may widen tensor parallelism too: replicas never shorten a long prefill
+    long = workload.parse({**doc, "prompt_tokens": 32000, "output_tokens": 500, "context_tokens": 32768, "concurrency": 4},
+                          catalog, "long-prompts")
+    d = decision.decide(estimator.estimate(long, catalog), kb, catalog)
+    assert d.winner and d.estimate.candidate(d.winner).ttft_ms <= 2000
     stated = workload.parse({**doc, "latency": {"tpot_ms": 300}}, catalog, "busy-70b")
     assert stated.tpot_ms == 300 and stated.ttft_ms is None and stated.service_level_source is None
 
@@ -252,3 +261,15 @@ def test_replicas_are_rented_whole_instances_each():
     assert (p.gpus_per_instance, n, usd) == (8, 2, 32.0)
     usd, p, n = cost.pick_price([six], 12, 2)                  # TP 2: three replicas per instance
     assert (n, usd) == (2, 24.0)
+
+
+def test_a_zero3_stage_chosen_by_the_planner_is_timed_as_zero3(catalog, kb):
+    # the planner's ZeRO-3 plan and the same plan with zero_stage: 3 written in the workload take the
+    # same hours (the FSDP gathers and the fitted ZeRO-3 share follow the layout, not the workload)
+    doc = {"name": "z", "mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 4096,
+           "training_tokens": 2e10, "constraints": {"gpus": ["h100-sxm"]}, "layout": {"tp": 1, "pp": 1, "dp": 32}}
+    chosen = estimator.estimate(workload.parse(doc, catalog, "z"), catalog).candidate("h100-sxm")
+    assert chosen.zero_stage == 3                                 # 70B on 32 cards without TP: only FSDP fits
+    stated = estimator.estimate(workload.parse({**doc, "zero_stage": chosen.zero_stage}, catalog, "z"), catalog).candidate("h100-sxm")
+    assert chosen.training_hours == pytest.approx(stated.training_hours)
+    assert "ZeRO-3/FSDP" in chosen.speed_explained["matmul_share"]["formula"]

@@ -102,6 +102,9 @@ class Calibration:
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
+    # GPU generations whose training shares were fitted on ZeRO-3/FSDP runs only: their share already is
+    # an FSDP share, and the ZeRO-3 factor (fitted where both kinds of run were measured) is not applied
+    train_fsdp_only: frozenset = frozenset()
     _links: dict = field(default_factory=dict)
 
     def maturity(self, gpu: GPU) -> float:
@@ -157,7 +160,7 @@ def calibration(catalog: Catalog) -> Calibration:
         raise InputError(Problem("serving and training must be mappings of factors", "catalog/efficiency.yaml"))
     fams = tr.get("share_of_matmul") or {}
     fams = fams if isinstance(fams, dict) else {}
-    share = {gen: {p: _v(fam, p, where=f"training.share_of_matmul.{gen}.") for p in fam if p not in ("src", "note")}
+    share = {gen: {p: _v(fam, p, where=f"training.share_of_matmul.{gen}.") for p in fam if p not in ("src", "note", "measured_on")}
              for gen, fam in fams.items() if gen != "default" and isinstance(fam, dict)}
     default = {p: _v(fams.get("default") or {}, p, where="training.share_of_matmul.default.")
                for p in (fams.get("default") or {}) if p not in ("src", "note")}
@@ -180,6 +183,7 @@ def calibration(catalog: Catalog) -> Calibration:
         pcie={"gen3": 16.0, "gen4": 32.0, "gen5": 64.0, **{k: _v(eff["pcie_gb_s"], k, where="pcie_gb_s.")
                                                              for k in (eff.get("pcie_gb_s") or {}) if k.startswith("gen")}},
         train_share={g: f for g, f in share.items() if f},
+        train_fsdp_only=frozenset(g for g, fam in fams.items() if isinstance(fam, dict) and fam.get("measured_on") == "zero3"),
         train_default={k: v for k, v in default.items() if v} or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
         train_moe_share=_v(tr, "moe_share", 1.0, T),
         train_zero3_share=_v(tr, "zero3_share", 1.0, T),
@@ -332,8 +336,9 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     fit = max(1, int(budget // per_seq)) if budget > 0 else 1
     if fit >= cal.engine_max_batch:
         return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV room for {fit:,})"
-    return fit, (f"({tp * pp} x {gpu.memory_gb:g} GB x {cal.memory_utilisation:g} - weights - activations) / "
-                 f"{per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence")
+    room = (f"({tp * pp} x {gpu.memory_gb:g} GB - weights - activations) x {cal.memory_utilisation:g}" if cal.kv_share_of_free
+            else f"({tp * pp} x {gpu.memory_gb:g} GB x {cal.memory_utilisation:g} - weights - activations)")
+    return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
 def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: float, cal: Calibration | None = None) -> None:
@@ -453,7 +458,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     share, _ = cal.train_share_for(gpu, p)
     if led.sized.experts and led.sized.experts_per_token:
         share *= cal.train_moe_share
-    if w.zero_stage >= 3:
+    if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only:
         share *= cal.train_zero3_share
     flops, _ = train_flops_per_token(w, led)
     flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
@@ -462,6 +467,14 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     bubble = (pp - 1) / (m * virtual_stages) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
     compute = tokens_step * flops / (tp * pp * R)
+    if tp > 1:
+        # tensor parallelism: two all-reduces of the micro-batch's activations per layer forward and two
+        # backward, on the critical path (K14), over the card's own link (NVLink, or PCIe without it)
+        L, hid = w.model.num("layers"), w.model.num("hidden_size")
+        if L and hid:
+            tp_link, _ = cal.link_bytes_s(gpu)
+            per_mb = 4 * (L / pp) * comm.allreduce_s(mbs * seq * hid * ACT_BYTES, tp, tp_link, cal.allreduce_us * 1e-6)
+            compute += m * per_mb * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1)
     # data-parallel gradient traffic: all-reduce of the 16-bit gradients (ZeRO-3/FSDP: gathers too)
     trainable = led.bytes("gradients_gb") / 2 * ACT_BYTES if led.bytes("gradients_gb") else led.sized.params * ACT_BYTES
     per_gpu = trainable / (tp * pp)
@@ -495,7 +508,8 @@ def training_time(w: Workload, led: Ledger, c, rate: Term, cal: Calibration | No
         "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
                                     + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
-                                    + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 else "") + ")"},
+                                    + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
+                                       else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
         "pipeline_bubble": {"value": tr.bubble, "factor": {}, "source": "formula",
                             "formula": f"(PP {c.pp} - 1) / micro-batches (4 x PP assumed)" if c.pp > 1 else "no pipeline"},
         "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if c.count <= gpu.gpus_per_node
