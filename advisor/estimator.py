@@ -277,6 +277,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     tried: list[tuple] = []
     fewest = None
     for wv, lv in variants or knob_variants(w, led):
+        wider: list = []
         if w.layout:
             one = plan.given_layout(wv, lv, gpu, stages)
             bases = [one] if one else []
@@ -284,11 +285,13 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             bases = plan.training_layouts(wv, lv, gpu, max_gpus, stages)
         else:
             bases = plan.inference_layouts(wv, lv, gpu, max_gpus)
-            if bases and w.objective == "cost" and not (w.ttft_ms or w.tpot_ms):
+            if bases and w.objective == "cost" and (w.service_level_source or not (w.ttft_ms or w.tpot_ms)):
                 # tensor parallelism to hold the model in the fewest cards, replicas to serve the users (C12,
-                # K14): a wider TP is tried only for a service level or `objective: time` (its all-reduce
-                # traffic, which the speed model does not charge, is not free)
+                # K14): a wider TP is tried for a stated service level or `objective: time`; under the
+                # interactive default only when the narrowest plans miss it (replicas never shorten a prefill)
                 least = min((b.count, b.tp) for b in bases)
+                if w.service_level_source:
+                    wider = [b for b in bases if (b.count, b.tp) != least]
                 bases = [b for b in bases if (b.count, b.tp) == least]
         n = plan.min_cards(bases)
         fewest = n if fewest is None or (n is not None and n < fewest) else fewest
@@ -304,19 +307,25 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             tried.append((_key(wv, c, lay, unit, gpu_rate), len(tried), c, lay, wv, lv))
             return c, lay
 
-        for base in bases:
-            for dp in ([base.dp] if w.layout else _dp_options(wv, gpu, base, sizes, max_gpus)):
-                got = attempt(base, dp)
-                if not got or not got[0].misses or w.layout:
-                    continue
-                # a stated deadline or service level sets the replicas; then fill the instances they take
-                for d2 in _target_replicas(w, got[1], got[0], max_gpus):
-                    more = attempt(base, d2)
-                    if more and not more[0].misses:
-                        for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
-                            if d3 > d2:
-                                attempt(base, d3)
-                        break
+        def search(bases, wv=wv, attempt=attempt):
+            for base in bases:
+                for dp in ([base.dp] if w.layout else _dp_options(wv, gpu, base, sizes, max_gpus)):
+                    got = attempt(base, dp)
+                    if not got or not got[0].misses or w.layout:
+                        continue
+                    # a deadline or service level sets the replicas; then fill the instances they take
+                    for d2 in _target_replicas(w, got[1], got[0], max_gpus):
+                        more = attempt(base, d2)
+                        if more and not more[0].misses:
+                            for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
+                                if d3 > d2:
+                                    attempt(base, d3)
+                            break
+
+        start = len(tried)
+        search(bases)
+        if wider and all(t[2].misses for t in tried[start:]):
+            search(wider)
     if tried and fewest and not (w.layout or w.objective == "time"):
         # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
         # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards
