@@ -8,8 +8,8 @@ sequence, all-reduce latency floor, MoE tokens per expert and expert width at ha
 share a maturing software stack reaches), fitted together by minimising the squared log ratio
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
-fitted records, else the pooled figure of its precision) fitted together with one ZeRO-3 factor, then
-one MoE factor. The factors, the records they were fitted on and
+fitted records; a generation without one takes the lowest measured share) fitted together with one
+ZeRO-3 factor (learnt where both FSDP and other runs were measured), then one MoE factor. The factors, the records they were fitted on and
 the fit's residuals are written between the markers of catalog/efficiency.yaml; `--dry-run` prints
 them only. Check-split records never enter the fit: bench/accuracy.py reports both splits.
 """
