@@ -119,25 +119,25 @@ def fit_training(prepared, cal):
     # backfitting of a model additive in logs (precision + GPU generation + ZeRO-3): each factor in turn is
     # the geometric mean of measured / tool over its records with the others held; the rate is
     # proportional to the share except where communication binds, hence the iterations
+    def gain(sel, shares) -> float:
+        """Geometric mean of measured / tool over `sel` with the factors as they stand."""
+        c = replace(cal, train_share=shares, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
+        return math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
+
     for _ in range(40):       # converged: the shares move by less than 0.1% over the last passes
         for pr in ("bf16", "fp8"):
             # the pooled share, for a GPU generation without three records of its own, from GPU records
             # only (a TPU's compiler and memory system are not a GPU's)
             sel = [p for p in dense if prec(p) == pr and p.gpu.generation != "tpu"]
             if sel:
-                c = replace(cal, train_share={}, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
-                gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
-                default[pr] = default.get(pr, 0.5) * gm
+                default[pr] = default.get(pr, 0.5) * gain(sel, {})
         for (gen, pr), sel in groups.items():
             if len(sel) < 3:
                 continue
             share.setdefault(gen, {}).setdefault(pr, default[pr])
-            c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
-            gm = math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
-            share[gen][pr] *= gm
+            share[gen][pr] *= gain(sel, share)
         if len(sharded) >= 3 and len(sharded) < len(dense):
-            c = replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
-            zero3 *= math.exp(statistics.fmean(-_log_err(p, c) for p in sharded))
+            zero3 *= gain(sharded, share)
     cal = replace(cal, train_zero3_share=zero3)
     # a GPU family without training records of its own (L40S, MI300X, Gaudi ...) takes the lowest share
     # measured on a GPU family in that precision, not the pool: an unmeasured card is never assumed to

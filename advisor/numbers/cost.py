@@ -27,10 +27,11 @@ def pick_price(prices: list[Price], count: int, group: int):
     """Cheapest way to rent `count` GPUs with each node's share of a model replica (`group` cards:
     its tensor-parallel and in-node pipeline stages) inside one instance (K13), from the most
     trustworthy tier that has one. Returns (usd_per_hour, price, instances) or None."""
+    g = max(group, 1)
+
     def instances(p: Price) -> int:
         # whole groups per instance: a 6-GPU instance holds one TP-4 replica, not one and a half
-        per = p.gpus_per_instance // group if group > 0 else p.gpus_per_instance
-        return math.ceil(math.ceil(count / group) / per) if group > 0 else math.ceil(count / p.gpus_per_instance)
+        return math.ceil(math.ceil(count / g) / (p.gpus_per_instance // g))
 
     for tier in PRICE_TIERS:
         offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group]
