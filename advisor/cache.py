@@ -2,7 +2,8 @@
 knowledge base (plain JSON), and compiled templates (Jinja's own bytecode cache).
 
 Every entry is keyed by the bytes it was built from (and the source of the code that built it), so
-a stale entry is never used. Set GPU_ADVISOR_CACHE=0 to disable caching, or GPU_ADVISOR_CACHE=DIR to
+a stale entry is never used, and carries the digest of its own content, so an edited or torn entry
+is rebuilt rather than used. Set GPU_ADVISOR_CACHE=0 to disable caching, or GPU_ADVISOR_CACHE=DIR to
 move it.
 
 Compiled templates are code (Jinja's bytecode cache loads them with marshal), and a planted entry
@@ -135,19 +136,24 @@ def _unpack(d: dict) -> dict:
 def read_json(kind: str, name: str, packed: bool = False):
     """A cached JSON entry (written from pack()ed data when `packed`), or None when there is none,
     caching is off or the entry is unreadable."""
+    import hashlib
     import json
     d = cache_dir()
     if d is None:
         return None
     try:
-        return json.loads((d / kind / f"{name}.json").read_text(encoding="utf-8"), object_hook=_unpack if packed else None)
+        digest, _, text = (d / kind / f"{name}.json").read_bytes().partition(b"\n")
+        if hashlib.sha256(text).hexdigest().encode() != digest:
+            return None          # edited or torn: rebuilt from the files it came from
+        return json.loads(text.decode("utf-8"), object_hook=_unpack if packed else None)
     except (OSError, ValueError):
         return None
 
 
 def write_json(kind: str, name: str, data) -> None:
     """Write an entry atomically (a reader never sees half of one); a cache that cannot be written
-    only costs speed, so failures are ignored."""
+    only costs speed, so failures are ignored. The entry's first line is the sha256 of the rest."""
+    import hashlib
     import json
     d = cache_dir()
     if d is None:
@@ -156,7 +162,8 @@ def write_json(kind: str, name: str, data) -> None:
         target = d / kind
         target.mkdir(parents=True, exist_ok=True)
         tmp = target / f".{name}.{os.getpid()}.tmp"
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        text = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        tmp.write_bytes(hashlib.sha256(text).hexdigest().encode() + b"\n" + text)   # read_json checks it
         os.replace(tmp, target / f"{name}.json")
     except (OSError, TypeError, ValueError):
         pass

@@ -337,6 +337,10 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         c = Candidate(gpu, fits=False, compute_precision=cp)
         speed.ideal_figures(c, s, gpu, cp)
         need = led.bytes("total_gb")
+        if w.layout and w.layout[0] > gpu.gpus_per_node:
+            c.reason = (f"the given TP {w.layout[0]} spans more than the {gpu.gpus_per_node} GPUs of one node; "
+                        "tensor parallelism stays inside a node (K14)")
+            return c
         c.reason = (f"needs {_gb(need)} and no layout of {'TP {} x PP {} x DP {}'.format(*w.layout) if w.layout else f'at most {max_gpus}'}"
                     f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
         return c

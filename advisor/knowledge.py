@@ -963,7 +963,9 @@ def _parse_rule(r, rel, line, col: Collector, derived, vocab: dict | None = None
         prio = 100
     replaces = r.get("replaces")
     if replaces is not None and (not isinstance(replaces, str) or not ID_RE.match(replaces)):
-        col.add("replaces names the id of the shipped rule this one replaces", yamlio.line_of(r, "replaces", line), "replaces")
+        col.add("replaces names the id of the shipped rule this one replaces (one id, not a list)",
+                yamlio.line_of(r, "replaces", line), "replaces")
+        replaces = None
     if "when" not in r or "then" not in r:
         return None
     parser = _Parser(col, derived, vocab)

@@ -51,7 +51,9 @@ def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[d
         col.add("vary must map fields to lists of values", yamlio.line_of(grid, "vary", 1), "vary")
     else:
         for k, v in vary.items():
-            if not isinstance(v, list) or not v:
+            if not isinstance(k, str):
+                col.add(f"{k!r} is not a field name (NAME or NAME.NAME, e.g. concurrency)", yamlio.line_of(vary, k), f"vary.{k}")
+            elif not isinstance(v, list) or not v:
                 col.add("must be a non-empty list of values", yamlio.line_of(vary, k), f"vary.{k}")
     for k in set(grid) - {"base", "vary"}:
         col.add("unknown key (known: base, vary)", yamlio.line_of(grid, k), str(k))

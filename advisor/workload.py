@@ -392,6 +392,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         if limit and values["context_tokens"] > limit * 8:
             col.add(f"{values['context_tokens']} tokens is far beyond {model.id}'s {limit:.0f}-token context",
                     yamlio.line_of(data, "context_tokens"), "context_tokens")
+    _check_layout(values, model, data, col)
     col.raise_if_any()
     defaults = tuple(k for k, s in FIELDS.items()
                      if k not in data and s.default is not None and mode in s.modes)
@@ -404,6 +405,26 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog))
     return Workload(defaults=defaults, source=file, **values)
+
+
+def _check_layout(values: dict, model, data, col: Collector) -> None:
+    """A given layout must be one the workload itself allows: within `max_gpus`, and no more pipeline
+    stages than the model has layers (a stage holds at least one layer). Node size depends on the
+    GPU, so the planner checks that per candidate (numbers.plan.given_layout)."""
+    layout = values.get("layout")
+    if not layout:
+        return
+    tp, pp, dp = layout
+    line = yamlio.line_of(data, "layout")
+    cons = values.get("constraints")
+    cap = cons.max_gpus if cons is not None else None
+    if cap and tp * pp * dp > cap:
+        col.add(f"TP {tp} x PP {pp} x DP {dp} is {tp * pp * dp:,} GPUs, more than constraints.max_gpus ({cap:,})",
+                line, "layout")
+    layers = model.num("layers") if isinstance(model, Model) else None
+    if layers and pp > layers:
+        col.add(f"{pp:,} pipeline stages, but {model.id} has {layers:.0f} layers (a stage holds at least one)",
+                yamlio.line_of(data.get("layout") if isinstance(data.get("layout"), dict) else data, "pp", line), "layout.pp")
 
 
 def default_service_levels(catalog: Catalog) -> dict:

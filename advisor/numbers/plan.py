@@ -149,8 +149,11 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
 
 def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layout | None:
     """The workload's own `layout: {tp, pp, dp}` on this GPU, or None when it does not hold the job
-    (for training, with the lowest ZeRO stage that makes it fit)."""
+    (for training, with the lowest ZeRO stage that makes it fit). Tensor parallelism wider than a
+    node is no layout at all: it stays inside one node's links (K14)."""
     tp, pp, dp = w.layout
+    if tp > gpu.gpus_per_node:
+        return None
     if w.training:
         mem = gpu.memory_gb * GB
         for z in stages:
