@@ -29,7 +29,8 @@ def _workload(args, cat):
 
 
 def cmd_estimate(args) -> int:
-    from advisor import estimator, report
+    from advisor import report
+    from advisor.numbers import estimate as estimator
     cat = _catalog(args)
     est = estimator.estimate(_workload(args, cat), cat)
     if args.format == "json":
@@ -46,7 +47,8 @@ def _kb(args):
 
 
 def _decide(args):
-    from advisor import decision, estimator
+    from advisor import decision
+    from advisor.numbers import estimate as estimator
     cat = _catalog(args)
     kb = _kb(args)
     est = estimator.estimate(_workload(args, cat), cat)

@@ -10,8 +10,13 @@ from advisor import __version__
 from advisor.catalog import Catalog, _norm
 from advisor.engine import runner
 from advisor.errors import InputError, Problem
-from advisor import estimator, ranking
-from advisor.estimator import Candidate, Estimate, _r, unit_cost, unit_of_work
+from advisor import ranking
+from advisor.numbers import estimate as estimator
+from advisor.numbers import planner
+from advisor.numbers.estimate import Estimate
+from advisor.numbers.objective import UNIT_LABELS, unit_cost, unit_of_work
+from advisor.numbers.plan import Plan
+from advisor.numbers.terms import _r
 from advisor.facts import facts_for, prop
 from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, compiled_template
 
@@ -146,7 +151,7 @@ def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
     return True
 
 
-def _option(c: Candidate, score: float, unit: str, w) -> ranking.Option:
+def _option(c: Plan, score: float, unit: str, w) -> ranking.Option:
     """A candidate as the ranking sees it: count, premium score, cost per unit of work, and the
     hours each card runs per unit (to turn a cost into a break-even price per GPU-hour)."""
     if unit == "hour":
@@ -183,7 +188,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
     """The rule (or the cost) that separates the winner from the runner-up on this ranking, or the
     exclusion that removed an option that would otherwise have won."""
     W = options[winner]
-    unit = ranking.UNIT_NAMES[r.unit]
+    unit = UNIT_LABELS[r.unit]
     would_win = sorted((o for g, o in options.items() if excluded[g] and (o.cost is not None or r.basis == "preference")
                         and r.key(o)[:-1] <= r.key(W)[:-1]), key=r.key)   # a tie broken only by the id counts
     basis = ""
@@ -344,12 +349,12 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
         return []
     unit = d.ranked.unit
     out = []
-    for change, w2 in estimator.knob_alternatives(d.estimate.workload):
+    for change, w2 in planner.knob_alternatives(d.estimate.workload):
         alt = decide(estimator.estimate(w2, catalog), d.kb, catalog)
         if not alt.winner or not alt.ranked or alt.ranked.basis != "cost" or alt.ranked.unit != unit:
             continue
         o = alt.ranked.options[alt.winner]
-        if o.cost is None or o.effective > now.effective * (1 - estimator.SUGGEST_SAVING):
+        if o.cost is None or o.effective > now.effective * (1 - planner.SUGGEST_SAVING):
             continue
         c = alt.estimate.candidate(alt.winner)
         saving = 1 - o.cost / now.cost
@@ -357,11 +362,11 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
                     "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
                              "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
                              "usd_per_hour": _r(c.usd_per_hour), "unit_cost": _r(o.cost), "unit": unit,
-                             "unit_label": ranking.UNIT_NAMES[unit],
+                             "unit_label": UNIT_LABELS[unit],
                              "effective_cost": _r(o.effective)},
                     "saving": round(saving, 4),
                     "saving_after_premiums": round(1 - o.effective / now.effective, 4),
-                    "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(o.cost)} {ranking.UNIT_NAMES[unit]} "
+                    "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(o.cost)} {UNIT_LABELS[unit]} "
                              f"instead of {ranking.money(now.cost)} ("
                              + (f"{saving:.0%} less" if saving >= 0 else f"{-saving:.0%} more")
                              + (f"; {1 - o.effective / now.effective:.0%} less after the rules' premiums" if abs(
@@ -391,7 +396,7 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
         why = [f"{x['rule']} ({x['weight']:+g})" for x in d.contributions[d.runner_up]]
         o = d.ranked.options[d.runner_up] if d.ranked else None
         wo = d.ranked.options[d.winner] if d.ranked else None
-        money = (f"{ranking.money(o.cost)} {ranking.UNIT_NAMES[d.ranked.unit]} ({ranking.money(o.effective)} after its "
+        money = (f"{ranking.money(o.cost)} {UNIT_LABELS[d.ranked.unit]} ({ranking.money(o.effective)} after its "
                  f"{o.premium:+.0%} premium) vs {ranking.money(wo.cost)} ({ranking.money(wo.effective)} after {wo.premium:+.0%}); "
                  if o and o.cost is not None and wo.cost is not None else "price unknown; " if o and o.cost is None else "")
         rec["runner_up"] = {"gpu": r.gpu.id, "count": r.count, "score": d.scores[d.runner_up],

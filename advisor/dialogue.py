@@ -427,7 +427,8 @@ class Dialogue:
         return data
 
     def recommend(self) -> list[str]:
-        from advisor import decision, estimator, workload
+        from advisor import decision, workload
+        from advisor.numbers import estimate as estimator
         from advisor.report import summary_text
         try:
             w = workload.parse(self.workload_data(), self.catalog, "your answers")

@@ -108,7 +108,8 @@ def _unfired(rec: dict, c: dict, kb, cat) -> list[str]:
     """The rules that raised the recommendation's score but did not fire for candidate `c` (its entry
     in the record), each with the tests that failed on its facts. The facts are rebuilt by deciding the recorded inputs again,
     which gives the same facts only with the same rules and catalog: otherwise it says so."""
-    from advisor import decision, estimator, knowledge, workload
+    from advisor import decision, knowledge, workload
+    from advisor.numbers import estimate as estimator
     from advisor.engine import normalise_fact, runner
     win, gid = rec["recommendation"]["gpu"], c["gpu"]
     if win == gid:
@@ -150,7 +151,8 @@ def _drift(rec: dict, kb, cat) -> list[str]:
 
 def _replay(rec: dict, kb, cat) -> list[str]:
     """Decide the recorded inputs again with today's rules and catalog and say what changed."""
-    from advisor import decision, estimator, workload
+    from advisor import decision, workload
+    from advisor.numbers import estimate as estimator
     try:
         now = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat).record
     except InputError as exc:

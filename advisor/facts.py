@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from advisor.catalog import GPU
-from advisor.estimator import GB, Estimate, unit_cost, unit_of_work
+from advisor.numbers.estimate import GB, Estimate
+from advisor.numbers.objective import unit_cost, unit_of_work
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from advisor import HOME
 from advisor.catalog import Catalog
 from advisor.errors import InputError, Problem
-from advisor.ranking import UNIT_NAMES
+from advisor.numbers.objective import UNIT_LABELS
 from advisor.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
     plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
@@ -157,7 +157,7 @@ def _objective(r: dict) -> str:
     o = str(r.get("objective") or "")
     if not o:
         return ""
-    unit = UNIT_NAMES.get(r.get("unit") or "", "")
+    unit = UNIT_LABELS.get(r.get("unit") or "", "")
     if o in OBJECTIVES:
         return OBJECTIVES[o].format(unit=unit).replace("cost ,", "cost,")
     return f"Chosen for the lowest {o.replace('_', ' ')}."
@@ -350,7 +350,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
         diff = _money_diff(cost, base_cost) if c["fits"] and r and cost is not None else ""
         if diff and diff != "same cost":
             # the effective cost is per unit of work (per million tokens, per job), not per hour
-            diff += f" effective cost {UNIT_NAMES.get(unit, 'per unit of work')}" if use_effective else " per hour"
+            diff += f" effective cost {UNIT_LABELS.get(unit, 'per unit of work')}" if use_effective else " per hour"
         prem = _premium(dc.get("premium"))
         alts.append({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
                      "rank": dc.get("rank"), "excluded": dc["excluded"], "count": str(c.get("count") or "-"),

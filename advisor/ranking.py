@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from advisor.estimator import UNIT_LABELS as UNIT_NAMES  # noqa: F401  (one table of units, the estimator's; re-exported)
+from advisor.numbers.objective import rank_key
 
 PREMIUM_PER_WEIGHT = 0.01          # a rule weight of 30 is a 30% premium
 
@@ -74,20 +74,7 @@ class Ranking:
 
     def key(self, o: Option):
         """The sort key of an option under this ranking (also for excluded options: would it have won?)."""
-        inf = math.inf
-        pref = (-o.score, o.count, o.gpu)
-        if self.basis == "preference":
-            if self.objective == "time":
-                return (o.time if o.time is not None else inf,) + pref
-            if self.objective == "cards":
-                return (o.count, -o.score, o.gpu)
-            return pref
-        eff = o.effective if o.effective is not None else inf
-        if self.objective == "time":
-            return (o.time if o.time is not None else inf, eff, o.count, o.gpu)
-        if self.objective == "cards":
-            return (o.count, eff, o.gpu)
-        return (eff, o.count, o.gpu)
+        return rank_key(self.objective, self.basis, o)
 
 
 def rank(options: list[Option], unit: str, objective: str = "cost") -> Ranking:

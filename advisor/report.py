@@ -1,7 +1,7 @@
 """Plain-text rendering of an estimate (the ledger and the candidate table), for `gpu-advisor estimate`."""
 from __future__ import annotations
 
-from advisor.estimator import GB, LEDGER_KEYS, Estimate
+from advisor.numbers.estimate import GB, LEDGER_KEYS, Estimate
 from advisor.wording import plain
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import re
 
-from advisor import HOME, estimator
+from advisor import HOME
+from advisor.numbers import estimate
 from advisor.catalog import Catalog
 from advisor.engine import runner
 from advisor.facts import FACTS, prop
@@ -44,8 +45,8 @@ def coverage(kb: KnowledgeBase, catalog: Catalog) -> tuple[list[tuple[str, str]]
     rows, missing = [], []
     for k in ids:
         where = [r.where + f" ({r.id})" for r in kb.rules if k in r.source]
-        if k in estimator.KNOWLEDGE:
-            where.append("estimator: " + estimator.KNOWLEDGE[k])
+        if k in estimate.KNOWLEDGE:
+            where.append("estimator: " + estimate.KNOWLEDGE[k])
         if where:
             rows.append((k, "; ".join(where)))
         else:

@@ -123,7 +123,8 @@ def _init(rule_dirs, prices):
 
 
 def _decide(doc: dict) -> dict:
-    from advisor import decision, estimator, workload
+    from advisor import decision, workload
+    from advisor.numbers import estimate as estimator
     cat, kb = _STATE["catalog"], _STATE["kb"]
     try:
         d = decision.decide(estimator.estimate(workload.parse(doc, cat, "sweep"), cat), kb, cat)

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from advisor import catalog as catalog_mod, yamlio  # noqa: E402
-from advisor.estimator import Candidate  # noqa: E402
+from advisor.numbers.layouts import Layout  # noqa: E402
 from advisor.numbers import speed  # noqa: E402
 from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E402
 from advisor.workload import parse  # noqa: E402
@@ -97,8 +97,7 @@ def evaluate(p: Prepared, cal) -> float:
     if r.get("front_end") == "offline":                   # timed inside the engine: no request handling
         cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
-    c = Candidate(p.gpu, True, count=r["count"], nodes=1, tp=tp, pp=pp, dp=dp)
-    speed.inference_speed(p.w, p.led, c, p.gpu, p.rate, cal.bw_share, cal=cal)
+    c = speed.inference_speed(p.w, p.led, p.gpu, Layout(tp, pp, dp, 0.0), p.rate, cal)
     return {"throughput": c.tokens_per_s, "ttft": c.ttft_ms, "tpot": c.tpot_ms}[r["class"]]
 
 

@@ -48,7 +48,8 @@ def cold_start(fmt: str, cache: str, runs: int) -> float:
 
 
 def in_process(runs: int) -> dict:
-    from advisor import catalog, decision, estimator, knowledge, workload
+    from advisor import catalog, decision, knowledge, workload
+    from advisor.numbers import estimate as estimator
     cat, kb = catalog.default(), knowledge.load()
     names = ["chat-assistant", "gpt-oss-120b-one-user", "kimi-k3-serving", "llama-13b-full-finetune",
              "mistral-7b-lora", "llama-70b-fp16-serving", "gpt-oss-120b-training"]
@@ -75,7 +76,8 @@ SCALE_CHILD = r"""
 import sys, time, json
 sys.path.insert(0, sys.argv[2])
 t0 = time.perf_counter()
-from advisor import catalog, decision, estimator, knowledge, workload
+from advisor import catalog, decision, knowledge, workload
+from advisor.numbers import estimate as estimator
 from pathlib import Path
 cat = catalog.default()
 kb = knowledge.load([Path(sys.argv[1])])

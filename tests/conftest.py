@@ -8,7 +8,8 @@ import pytest
 os.environ["GPU_ADVISOR_CACHE"] = tempfile.mkdtemp(prefix="gpu-advisor-test-cache-")
 
 from advisor import catalog as catalog_mod
-from advisor import estimator, workload
+from advisor import workload
+from advisor.numbers import estimate as estimator
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from advisor import decision, estimator, knowledge, workload
+from advisor import decision, knowledge, workload
+from advisor.numbers import estimate as estimator
 from advisor.cli import main
 
 from conftest import EXAMPLES, ROOT

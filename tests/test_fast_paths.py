@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from advisor import decision, estimator, knowledge, workload, yamlio
+from advisor import decision, knowledge, workload, yamlio
+from advisor.numbers import estimate as estimator
 from advisor.errors import InputError
 from advisor.knowledge import _jinja_template, _PlainText, compiled_template
 
@@ -130,7 +131,8 @@ def test_engine_runs_without_durables_python_host():
     thread: durable's Python Host (and its dispatcher threads) is never even imported."""
     code = (
         "import sys, threading, json\n"
-        "from advisor import catalog, decision, estimator, knowledge, workload\n"
+        "from advisor import catalog, decision, knowledge, workload\n"
+        "from advisor.numbers import estimate as estimator\n"
         "from advisor.engine import runner\n"
         "cat = catalog.default(); kb = knowledge.load()\n"
         f"w = workload.load({str(EXAMPLES / 'chat-assistant.yaml')!r}, cat)\n"

@@ -262,7 +262,8 @@ def test_templates(capsys, tmp_path_factory, parts):
 
 @pytest.fixture(scope="module")
 def record():
-    from advisor import catalog, decision, estimator, knowledge, workload
+    from advisor import catalog, decision, knowledge, workload
+    from advisor.numbers import estimate as estimator
     cat = catalog.default()
     d = decision.decide(estimator.estimate(workload.load(EXAMPLES / "chat-assistant.yaml", cat), cat), knowledge.load(), cat)
     return json.loads(json.dumps(d.record, default=str))

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from advisor import catalog as catalog_mod
-from advisor import decision, estimator, knowledge, workload, yamlio
+from advisor import decision, knowledge, workload, yamlio
+from advisor.numbers import estimate as estimator
 from advisor.cli import main
 from advisor.errors import InputError
 

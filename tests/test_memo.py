@@ -437,7 +437,8 @@ def test_training_memo_names_fields_as_the_dialogue_does(capsys):
 
 
 def _record(catalog):
-    from advisor import decision, estimator, knowledge, workload
+    from advisor import decision, knowledge, workload
+    from advisor.numbers import estimate as estimator
     w = workload.load(EXAMPLES / "chat-assistant.yaml", catalog)
     return decision.decide(estimator.estimate(w, catalog), knowledge.load(), catalog).record
 

@@ -5,7 +5,8 @@ from dataclasses import replace
 
 import pytest
 
-from advisor import decision, estimator, knowledge, workload
+from advisor import decision, knowledge, workload
+from advisor.numbers import estimate as estimator, objective
 from advisor.cli import main
 
 from conftest import EXAMPLES, ROOT
@@ -60,7 +61,7 @@ def test_winner_costs_at_most_its_stated_premium_over_the_cheapest(catalog, kb, 
         return
     win = next(c for c in rec["candidates"] if c["rank"] == 1)
     unit = rec["recommendation"]["unit"]
-    cost = {c.gpu.id: estimator.unit_cost(c, unit) for c in d.estimate.candidates}
+    cost = {c.gpu.id: objective.unit_cost(c, unit) for c in d.estimate.candidates}
     cheapest = min(priced, key=lambda c: cost[c["gpu"]])
     # the winner's cost is within its premium (over the cheapest's) of the cheapest priced candidate's
     ratio = cost[win["gpu"]] / cost[cheapest["gpu"]]

@@ -141,7 +141,8 @@ def test_providers_and_regions_filter_the_offers(estimate_file):
 
 
 def test_offer_is_named_in_the_record(catalog):
-    from advisor import decision, estimator, knowledge
+    from advisor import decision, knowledge
+    from advisor.numbers import estimate as estimator
     kb = knowledge.load()
     w = workload.load(ROOT / "examples" / "chat-assistant.yaml", catalog)
     rec = decision.decide(estimator.estimate(w, catalog), kb, catalog).record["recommendation"]

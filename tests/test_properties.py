@@ -1,7 +1,8 @@
 """Invariants of the estimator over random workloads (hypothesis)."""
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from advisor import estimator, workload
+from advisor import workload
+from advisor.numbers import estimate as estimator
 
 GB = 1e9
 MODELS = ["gpt-oss-120b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "kimi-k3"]

@@ -2,7 +2,8 @@
 with a break-even price, ranking on preferences when nothing has a price."""
 import pytest
 
-from advisor import decision, estimator, knowledge, ranking, workload
+from advisor import decision, knowledge, ranking, workload
+from advisor.numbers import estimate as estimator, objective
 from advisor.ranking import Option
 
 from conftest import EXAMPLES, ROOT
@@ -82,7 +83,7 @@ def _decide(catalog, kb, name, prices=None, **over):
 
 
 def _unit_cost(d, gpu):
-    return estimator.unit_cost(d.estimate.candidate(gpu), d.ranked.unit)
+    return objective.unit_cost(d.estimate.candidate(gpu), d.ranked.unit)
 
 
 def test_decisive_entry_reads_in_money_when_rules_outweigh_cost(catalog, kb):

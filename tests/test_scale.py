@@ -1,7 +1,8 @@
 """A synthetic knowledge base of 5,000 rules loads and decides exactly as the evaluator says."""
 import sys
 
-from advisor import decision, estimator, knowledge, workload
+from advisor import decision, knowledge, workload
+from advisor.numbers import estimate as estimator
 from advisor.engine import normalise_fact, runner
 from advisor.facts import facts_for
 from advisor.knowledge import evaluate

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from advisor import errors, workload
-from advisor.estimator import Candidate
 from advisor.numbers import comm, speed
+from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import BYTES_PER_PARAM, inference_ledger, training_ledger
 
 MODEL = {"params_b": 8, "layers": 32, "hidden_size": 4096, "attention_heads": 32, "kv_heads": 8, "head_dim": 128}
@@ -27,9 +27,7 @@ def serve(catalog, cal, gpu="h100-sxm", tp=1, **doc):
     led = inference_ledger(w)
     g = catalog.gpus[gpu]
     rate = speed.achievable_tflops(catalog, g, speed.compute_precision(w, g, led.sized))
-    c = Candidate(g, True, count=tp, nodes=1, tp=tp, pp=1, dp=1)
-    speed.inference_speed(w, led, c, g, rate, cal.bw_share, cal=cal)
-    return c, rate
+    return speed.inference_speed(w, led, g, Layout(tp, 1, 1, 0.0), rate, cal), rate
 
 
 def test_tpot_and_ttft_by_hand_for_one_plan(catalog, cal):
@@ -236,11 +234,8 @@ def test_expert_parallel_adds_all_to_all(catalog, cal):
     led = inference_ledger(w)
     g = catalog.gpus["h100-sxm"]
     rate = speed.achievable_tflops(catalog, g, "bf16")
-    plain = Candidate(g, True, count=2, nodes=1, tp=2, pp=1, dp=1)
-    spread = Candidate(g, True, count=2, nodes=1, tp=2, pp=1, dp=1)
-    spread.ep = 2
-    speed.inference_speed(w, led, plain, g, rate, cal.bw_share, cal=cal)
-    speed.inference_speed(w, led, spread, g, rate, cal.bw_share, cal=cal)
+    plain = speed.inference_speed(w, led, g, Layout(2, 1, 1, 0.0), rate, cal)
+    spread = speed.inference_speed(w, led, g, Layout(2, 1, 1, 0.0, ep=2), rate, cal)
     h = w.model.num("hidden_size")
     a2a = comm.alltoall_s(8 * 2 * h * 2, 2, 450e9, 10e-6)            # 8 tokens x k=2 experts x hidden x 2 B, dispatch and combine
     extra = spread.speed_explained["tp_allreduce_ms"]["value"] - plain.speed_explained["tp_allreduce_ms"]["value"]

@@ -2,7 +2,7 @@
 under examples/ within +-5% unless the example says otherwise."""
 import pytest
 
-from advisor import estimator
+from advisor.numbers import cost
 
 GB = 1e9
 
@@ -113,10 +113,10 @@ def test_w10_70b_fp16(estimate_file):
 
 
 def test_w11_cost_per_job():
-    h100 = estimator.job_cost(40, 1.0, 8)
+    h100 = cost.job_cost(40, 1.0, 8)
     assert h100 == 320
-    assert close(estimator.job_cost(28, 1.3, 8) / 8, 36.4, 0.001)   # about even with 40
-    assert close(estimator.job_cost(28, 1.6, 8) / 8, 44.8, 0.001)   # H100 wins
+    assert close(cost.job_cost(28, 1.3, 8) / 8, 36.4, 0.001)   # about even with 40
+    assert close(cost.job_cost(28, 1.6, 8) / 8, 44.8, 0.001)   # H100 wins
 
 
 def test_w12_7b_lora_fits_a_24_gb_card(estimate_file):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field, replace
 
 from advisor.catalog import PRICE_TIERS, Price
 
@@ -48,13 +49,60 @@ def job_cost(hours: float, usd_per_card_hour: float, cards: int, rerun_probabili
     return hours * usd_per_card_hour * cards * (1 + rerun_probability)
 
 
-def power(c, gpu) -> None:
-    """C14: power per node = the node's cards x TDP x the host factor."""
-    cards_in_node = min(c.count, gpu.gpus_per_node)
+@dataclass(frozen=True)
+class Cost:
+    """What one plan costs: the node's power, the hourly price and the offer it comes from (or why it
+    is unknown), on premises the rent-versus-buy figures, and the cost per unit of work."""
+
+    power_kw_per_node: float | None = None
+    usd_per_hour: float | None = None
+    usd_per_million_tokens: float | None = None
+    usd_per_job: float | None = None
+    price: dict | None = None
+    price_unknown: str | None = None
+    tco: dict | None = None            # on premises: rent versus buy (own)
+    why: dict = field(default_factory=dict)
+
+
+def power(gpu, count: int) -> tuple[float | None, str | None]:
+    """C14: power per node = the node's cards x TDP x the host factor, and how it was had."""
+    cards_in_node = min(count, gpu.gpus_per_node)
     tdp = gpu.num("tdp_w")
-    if tdp:
-        c.power_kw_per_node = cards_in_node * tdp * HOST_POWER_FACTOR / 1000
-        c.why["power_kw_per_node"] = f"{cards_in_node} x {tdp:g} W x 1.25 host factor (C14)"
+    if not tdp:
+        return None, None
+    return cards_in_node * tdp * HOST_POWER_FACTOR / 1000, f"{cards_in_node} x {tdp:g} W x 1.25 host factor (C14)"
+
+
+def plan_cost(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
+    """The power and hourly price of `count` cards on `nodes` nodes, each replica's `group` cards in one
+    instance (K13): rented from the offers usable for `w`, or on premises owned (kind 'purchase')."""
+    kw, how = power(gpu, count)
+    why = {"power_kw_per_node": how} if how else {}
+    got = own(gpu, catalog, count, nodes, group, w) if w is not None and w.constraints.deployment in ON_PREM \
+        else price(gpu, catalog, count, nodes, group, w)
+    return replace(got, power_kw_per_node=kw, why={**why, **got.why})
+
+
+def per_unit(c: Cost, speed, w) -> Cost:
+    """The cost per unit of work from the hourly price and the plan's speed: per million output
+    tokens when serving (T07), per job when training with a token budget, per million training tokens
+    without one (C16)."""
+    if not c.usd_per_hour:
+        return c
+    why = dict(c.why)
+    if not w.training:
+        if not speed.tokens_per_s:
+            return c
+        why["usd_per_million_tokens"] = f"${c.usd_per_hour:,.2f}/h / ({speed.tokens_per_s:,.0f} tokens/s x 3600) x 10^6 (T07)"
+        return replace(c, usd_per_million_tokens=c.usd_per_hour / (speed.tokens_per_s * 3600) * 1e6, why=why)
+    if speed.training_hours is not None:
+        why["usd_per_job"] = f"{speed.training_hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
+        return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, why=why)
+    if speed.hours_per_million_tokens:
+        why["usd_per_million_tokens"] = (f"{speed.hours_per_million_tokens:,.3g} h per million training tokens x "
+                                         f"${c.usd_per_hour:,.2f}/h (C16)")
+        return replace(c, usd_per_million_tokens=speed.hours_per_million_tokens * c.usd_per_hour, why=why)
+    return c
 
 
 # --- which offers may price a plan ----------------------------------------------------------------
@@ -133,40 +181,28 @@ def _region_text(p: Price) -> str | None:
     return None
 
 
-def rent(c, gpu, catalog, group: int, w=None):
-    """(usd_per_hour, price row, instances) of the cheapest usable rental for the plan in `c`, or None."""
-    return pick_price(offers(gpu, catalog, w, c.nodes), c.count, group)
-
-
-def price(c, gpu, catalog, group: int, w=None) -> None:
-    """The hourly price of the plan in `c` from the offers usable for `w` (K13), or why it is unknown.
-    On premises: the hourly cost of owning the plan (kind 'purchase') and c.tco, rent versus buy."""
-    count = c.count
-    if w is not None and w.constraints.deployment in ON_PREM:
-        own(c, gpu, catalog, group, w)
-        return
-    found = rent(c, gpu, catalog, group, w)
-    if found:
-        c.usd_per_hour, p, n = found
-        c.price = _offer_dict(p, n, count)
-        idle = n * p.gpus_per_instance - count
-        where = _region_text(p)
-        c.why["usd_per_hour"] = (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}"
-                                 + (f" {p.instance}" if p.instance else "") + f", {p.kind}" + (f", {where}" if where else "")
-                                 + f", {p.date}" + (f", catalog commit {p.commit[:8]}" if p.commit else "") + ")"
-                                 + (f"; {idle} of its GPUs idle" if idle > 0 else ""))
-        if p.kind == "spot" and w is not None and w.training:
-            c.why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
-                             "restart loses little work (constraints.spot: true)")
-    else:
-        c.price_unknown = _why_unknown(gpu, catalog, w, group, c.nodes or 1)
+def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
+    """The hourly price of `count` cards from the cheapest offer usable for `w` (K13), or why it is unknown."""
+    found = pick_price(offers(gpu, catalog, w, nodes), count, group)
+    if not found:
+        return Cost(price_unknown=_why_unknown(gpu, catalog, w, group, nodes or 1))
+    usd, p, n = found
+    idle = n * p.gpus_per_instance - count
+    where = _region_text(p)
+    why = {"usd_per_hour": (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}"
+                            + (f" {p.instance}" if p.instance else "") + f", {p.kind}" + (f", {where}" if where else "")
+                            + f", {p.date}" + (f", catalog commit {p.commit[:8]}" if p.commit else "") + ")"
+                            + (f"; {idle} of its GPUs idle" if idle > 0 else ""))}
+    if p.kind == "spot" and w is not None and w.training:
+        why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
+                       "restart loses little work (constraints.spot: true)")
+    return Cost(usd_per_hour=usd, price=_offer_dict(p, n, count), why=why)
 
 
 # --- rent versus buy ----------------------------------------------------------------------------
 
-#: workload override -> purchase.yaml site figure
-SITE_KEYS = {"amortisation_years": "amortisation_years", "usd_per_kwh": "usd_per_kwh", "pue": "pue",
-             "hosting_usd_per_kw_month": "hosting_usd_per_kw_month", "utilisation": "utilisation"}
+#: the purchase.yaml site figures a workload's constraints may override (same names)
+SITE_KEYS = ("amortisation_years", "usd_per_kwh", "pue", "hosting_usd_per_kw_month", "utilisation")
 
 
 def purchase_unit(gpu, catalog) -> int | None:
@@ -178,8 +214,8 @@ def _site(catalog, w) -> dict:
     """The data-centre figures: the workload's overrides, else purchase.yaml's sourced defaults."""
     site = (catalog.purchase or {}).get("site", {})
     out = {}
-    for key, fig_name in SITE_KEYS.items():
-        fig = site.get(fig_name, {})
+    for key in SITE_KEYS:
+        fig = site.get(key, {})
         mine = getattr(w.constraints, key, None)
         out[key] = {"v": mine if mine is not None else fig.get("v"), "range": None if mine is not None else fig.get("range"),
                     "source": "workload file" if mine is not None else f"{fig.get('src')} ({fig.get('date')})"}
@@ -209,43 +245,39 @@ def tco(count: int, usd_per_gpu: float, it_kw: float, rent_usd_per_hour: float |
             "owning_usd_per_hour": (capex / (v["amortisation_years"] * 12) + opex) / HOURS_PER_MONTH}
 
 
-def own(c, gpu, catalog, group: int, w) -> None:
-    """On premises: c.usd_per_hour = the hourly cost of owning the plan (kind 'purchase'), and c.tco:
+def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
+    """On premises: the hourly cost of owning the plan (kind 'purchase'), and its tco:
     buying against renting the same plan at the workload's utilisation, with the range the purchase
     price's sources span."""
     entry = (catalog.purchase or {}).get("gpus", {}).get(gpu.id)
-    count = c.count
     if not entry:
-        c.price_unknown = "no purchase price known for this GPU (on premises it is bought, not rented)"
-        return
+        return Cost(price_unknown="no purchase price known for this GPU (on premises it is bought, not rented)")
     tdp = gpu.num("tdp_w")
     if not tdp:
-        c.price_unknown = "no TDP known for this GPU: its power cost cannot be computed"
-        return
+        return Cost(price_unknown="no TDP known for this GPU: its power cost cannot be computed")
     s = _site(catalog, w)
     if any(x["v"] is None for x in s.values()):
         missing = [k for k, x in s.items() if x["v"] is None]
-        c.price_unknown = f"no data-centre figure for {', '.join(missing)} (catalog/purchase.yaml or the workload)"
-        return
+        return Cost(price_unknown=f"no data-centre figure for {', '.join(missing)} (catalog/purchase.yaml or the workload)")
     unit = int(entry.get("unit_gpus", 1))
     bought = math.ceil(count / unit) * unit
     it_kw = bought * tdp * HOST_POWER_FACTOR / 1000
     fig = entry["usd_per_gpu"]
     # renting the same plan: instances only (an endpoint does not stand in for owned hardware)
-    rented = pick_price([p for p in offers(gpu, catalog, _as_cloud(w), c.nodes) if p.kind in ("on-demand", "reserved")],
+    rented = pick_price([p for p in offers(gpu, catalog, _as_cloud(w), nodes) if p.kind in ("on-demand", "reserved")],
                         count, group)
     rent_h = rented[0] if rented else None
     mid = tco(bought, fig["v"], it_kw, rent_h, s)
     low = tco(bought, fig["range"][0], it_kw, rent_h, s)
     high = tco(bought, fig["range"][1], it_kw, rent_h, s)
-    c.usd_per_hour = mid["owning_usd_per_hour"]
+    usd_per_hour = mid["owning_usd_per_hour"]
     servers = bought // unit
-    c.price = {"provider": "bought (on premises)", "region": None, "kind": "purchase",
+    offer = {"provider": "bought (on premises)", "region": None, "kind": "purchase",
                "instance": (f"{servers} x {unit}-GPU server{'s' if servers > 1 else ''}" if unit > 1
                             else f"{bought} card{'s' if bought > 1 else ''}"),
                "date": fig.get("date", "unknown"), "commit": None, "source": "; ".join(fig.get("sources", [])),
                "tier": "quote", "instances": bought // unit, "gpus_per_instance": unit,
-               "usd_per_instance_hour": c.usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
+               "usd_per_instance_hour": usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
                "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"])}
     t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months")}
     t.update({
@@ -262,11 +294,11 @@ def own(c, gpu, catalog, group: int, w) -> None:
         "rent_usd_per_hour": rent_h,
         "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()},
     })
-    c.tco = t
-    c.why["usd_per_hour"] = (f"owning {bought} x {gpu.id} at ${fig['v']:,.0f} each x {s['server_overhead']['v']:g} server overhead "
+    why = {"usd_per_hour": (f"owning {bought} x {gpu.id} at ${fig['v']:,.0f} each x {s['server_overhead']['v']:g} server overhead "
                              f"= ${t['capex_usd']:,.0f} written off over {s['amortisation_years']['v']:g} years, + ${t['opex_usd_per_month']:,.0f}"
-                             f"/month to run, per {HOURS_PER_MONTH} h")
-    c.why["rent_vs_buy"] = rent_vs_buy_text(t, s, gpu.id)
+                            f"/month to run, per {HOURS_PER_MONTH} h"),
+           "rent_vs_buy": rent_vs_buy_text(t, s, gpu.id)}
+    return Cost(usd_per_hour=usd_per_hour, price=offer, tco=t, why=why)
 
 
 def _months(x) -> str:
@@ -293,5 +325,4 @@ def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
 
 def _as_cloud(w):
     """The workload as if rented (the offers on-premises hardware is compared with)."""
-    from dataclasses import replace
     return replace(w, constraints=replace(w.constraints, deployment="cloud"))

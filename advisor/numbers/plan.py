@@ -1,174 +1,101 @@
-"""Which layout: for one GPU, the layouts an expert would consider, each holding the ledger.
+"""The value a recommendation is made of: one GPU's plan, frozen once the planner has built it.
 
-The planner enumerates what practitioners search (C12, K14): tensor parallelism inside a node only,
-over 1, 2, 4, 8 cards that divide the KV heads (or replicate them); pipeline stages only across
-nodes, each stage a whole node of tensor parallelism; data-parallel replicas for memory (KV cache,
-ZeRO/FSDP shards), to fill the instances that are rented anyway, to meet a deadline or a service
-level. For training it also tries ZeRO-0..3 (3 = FSDP full sharding) when the workload does not fix
-`zero_stage`. It never prices or times a layout (numbers.cost and numbers.speed do) and never picks
-one (estimator.plan_candidate does, by the workload's objective).
+A `Plan` is the GPU, its layout (numbers.layouts), what each card holds (layouts.memory), how fast
+it runs (numbers.speed) and what it costs (numbers.cost), each part computed once by its own module
+and attached by the planner (numbers.planner). Its figures are read by name (`plan.tp`,
+`plan.usd_per_hour`): each name belongs to exactly one part, and the decision record's flat
+`candidates[]` keys are those names, taken from the parts' dataclass fields.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from functools import cache
 
 from advisor.catalog import GPU
-from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
-from advisor.numbers.terms import GB
-from advisor.workload import Workload
+from advisor.numbers.cost import Cost
+from advisor.numbers.layouts import Layout, Memory
+from advisor.numbers.speed import Speed
+from advisor.numbers.terms import _r
 
-MAX_GPUS = 4096                    # the planner's ceiling when the workload sets no max_gpus
-TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
-ZERO_STAGES = (0, 1, 2, 3)         # 3 = weights sharded too (FSDP FULL_SHARD)
+PARTS = ("layout", "memory", "speed", "cost")
+_PART_TYPES = {"layout": Layout, "memory": Memory, "speed": Speed, "cost": Cost}
+_NOT_FIGURES = ("why",)          # each part's `why` is merged into the plan's, in the planner's order
+
+
+@cache
+def _owner() -> dict[str, str]:
+    """Figure name -> the part that owns it (a name in two parts would be ambiguous: refused)."""
+    out: dict[str, str] = {}
+    for part, cls in _PART_TYPES.items():
+        for f in fields(cls):
+            if f.name in _NOT_FIGURES:
+                continue
+            if f.name in out:
+                raise TypeError(f"{f.name} is a field of both {out[f.name]} and {part}")
+            out[f.name] = part
+    return out
 
 
 @dataclass(frozen=True)
-class Layout:
-    """One way to lay the job out on a GPU: TP x PP x DP cards and what each card holds."""
+class Plan:
+    """One GPU sized for the workload. A GPU no layout holds has `fits` false and a `reason`."""
 
-    tp: int
-    pp: int
-    dp: int
-    per_card_bytes: float
-    rep: float = 1.0               # KV heads replicated when TP exceeds them
-    zero_stage: int | None = None  # training only
-    min_dp: int = 1                # replicas the memory needs (the rest are for speed or filled instances)
+    gpu: GPU
+    fits: bool
+    layout: Layout | None = None
+    memory: Memory | None = None
+    speed: Speed | None = None
+    cost: Cost | None = None
+    compute_precision: str = "bf16"
+    activation_checkpointing: bool | None = None  # training: activations recomputed in this plan
+    reason: str | None = None
+    misses: str | None = None                     # the stated deadline or service level it misses, with the figure
+    min_count: int | None = None                  # the fewest cards any layout needs (the seeds' figure)
+    layouts_considered: int | None = None
+    ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
+    why: dict = field(default_factory=dict)       # figure -> how it was computed, in the memo's order
+
+    def __getattr__(self, name: str):
+        # only called for names that are not the plan's own fields: a figure of one of its parts
+        part = _owner().get(name)
+        if part is None:
+            raise AttributeError(f"Plan has no figure {name!r}")
+        value = object.__getattribute__(self, part)
+        return _default(part, name) if value is None else getattr(value, name)
 
     @property
-    def count(self) -> int:
-        return self.tp * self.pp * self.dp
+    def count(self) -> int | None:
+        return self.layout.count if self.layout else None
 
-    def nodes(self, gpu: GPU) -> int:
-        return math.ceil(self.count / gpu.gpus_per_node)
+    @property
+    def nodes(self) -> int | None:
+        return self.layout.nodes(self.gpu) if self.layout else None
 
-
-def _tp_options(gpu: GPU, kv_heads: int | None = None) -> list[int]:
-    """TP degrees inside one node that split the KV heads evenly or replicate them whole (K14, C12);
-    a whole node's TP stays available (padded heads) so that a model too big for one node can still
-    take pipeline stages across nodes."""
-    sizes = [t for t in TP_SIZES if t <= gpu.gpus_per_node]
-    even = [t for t in sizes if not kv_heads or kv_heads % t == 0 or t % kv_heads == 0]
-    return even if sizes[-1] in even else even + [sizes[-1]]
-
-
-def _pp_options(tp: int, gpn: int, layers: int, fits) -> list[int]:
-    """Pipeline stages only across nodes (K14): PP 1, or when TP fills a node, the fewest whole-node
-    stages that hold the model (`fits(pp)`)."""
-    if fits(1):
-        return [1]
-    if tp != gpn:
-        return []
-    for pp in range(2, layers + 1):
-        if fits(pp):
-            return [pp]
-    return []
+    def as_dict(self) -> dict:
+        """The record's candidate entry: the plan's own fields and every part's recorded figures, flat."""
+        d = {"gpu": self.gpu.id, "count": self.count, "nodes": self.nodes}
+        for name, part in _owner().items():
+            if _PART_TYPES[part].__dataclass_fields__[name].metadata.get("record", True):
+                d[name] = _plain(getattr(self, name))
+        for f in fields(self):
+            if f.name not in PARTS and f.name != "gpu":
+                d[f.name] = _plain(getattr(self, f.name))
+        d["memory_gb"] = self.gpu.memory_gb
+        return d
 
 
-def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int):
-    """(per-card bytes of a replica's fixed part, KV bytes per card, fewest replicas, KV replication)
-    for TP x PP, or None when the fixed part alone does not fit."""
-    mem = gpu.memory_gb * GB
-    kv_heads = led.kv.kv_heads if led.kv else None
-    rep = max(1.0, tp / kv_heads) if kv_heads else 1.0
-    fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) / (tp * pp) + led.bytes("activations_gb") / tp
-    if fixed >= mem:
-        return None
-    kv_card = led.bytes("kv_cache_gb") * rep / (tp * pp)
-    if led.kv_fallback:     # a fixed reservation, not per-sequence: it cannot be spread over replicas
-        dp = 1 if fixed + kv_card <= mem else None
-    else:
-        dp = max(1, math.ceil(kv_card / (mem - fixed) - 1e-9)) if kv_card > 0 else 1
-        dp = min(dp, w.concurrency) if fixed + kv_card / min(dp, w.concurrency) <= mem else None
-    if dp is None:
-        return None
-    return fixed, kv_card, dp, rep
+def _default(part: str, name: str):
+    """A figure of a part the plan does not have (a GPU that holds nothing has no speed): its default."""
+    from dataclasses import MISSING
+    f = _PART_TYPES[part].__dataclass_fields__[name]
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return None if f.default is MISSING else f.default
 
 
-def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
-    """Every (TP, PP) that holds one replica, with the fewest data-parallel replicas its KV cache needs."""
-    kv_heads = led.kv.kv_heads if led.kv else None
-    layers = int(w.model.num("layers") or 64)
-    gpn = gpu.gpus_per_node
-    out = []
-    for tp in _tp_options(gpu, kv_heads):
-        for pp in _pp_options(tp, gpn, layers, lambda p: inference_replicas(w, led, gpu, tp, p) is not None):
-            fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, tp, pp)
-            if tp * pp * dp <= max_gpus:
-                out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, None, dp))
-    return out
-
-
-def with_replicas(w: Workload, led: Ledger, gpu: GPU, base: Layout, dp: int) -> Layout:
-    """The same TP x PP with `dp` replicas (at least the base's): memory per card recomputed."""
-    dp = max(dp, base.min_dp)
-    if w.training:
-        per_card = training_per_card(led, base.tp * base.pp, dp, base.zero_stage or 0)
-    else:
-        fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base.tp, base.pp)
-        per_card = fixed + kv_card / min(dp, w.concurrency)
-    return Layout(base.tp, base.pp, dp, per_card, base.rep, base.zero_stage, base.min_dp)
-
-
-def _training_split(led: Ledger, z: int):
-    W, G, O, A = (led.bytes(k) for k in ("weights_gb", "gradients_gb", "optimizer_gb", "activations_gb"))
-    sharded = (W if z >= 3 else 0) + (G if z >= 2 else 0) + (O if z >= 1 else 0)
-    return sharded, W + G + O + A - sharded
-
-
-def training_per_card(led: Ledger, m: int, dp: int, z: int) -> float:
-    """Bytes per card (with the x1.2 safety of C06): the unsharded part split over TP x PP (`m`), the
-    ZeRO-sharded part over all cards."""
-    sharded, unsharded = _training_split(led, z)
-    return (unsharded / m + sharded / (m * dp)) * TRAINING_SAFETY
-
-
-def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES) -> list[Layout]:
-    """Every ZeRO stage x (TP, PP) that holds the job, with the fewest replicas its shards need."""
-    mem = gpu.memory_gb * GB / TRAINING_SAFETY
-    layers = int(w.model.num("layers") or 64)
-    gpn = gpu.gpus_per_node
-    kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
-    out = []
-    for z in stages:
-        sharded, unsharded = _training_split(led, z)
-        for tp in _tp_options(gpu, int(kv_heads) if kv_heads else None):
-            def dp_for(pp, tp=tp):
-                m = tp * pp
-                room = mem - unsharded / m
-                if room <= 0:
-                    return None
-                dp = 1 if sharded / m <= room else math.ceil(sharded / m / room - 1e-9)
-                return dp if m * dp <= max_gpus else None
-            for pp in _pp_options(tp, gpn, layers, lambda p: dp_for(p) is not None):
-                dp = dp_for(pp)
-                m = tp * pp
-                out.append(Layout(tp, pp, dp, training_per_card(led, m, dp, z), 1.0, z, dp))
-    return out
-
-
-def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layout | None:
-    """The workload's own `layout: {tp, pp, dp}` on this GPU, or None when it does not hold the job
-    (for training, with the lowest ZeRO stage that makes it fit). Tensor parallelism wider than a
-    node is no layout at all: it stays inside one node's links (K14)."""
-    tp, pp, dp = w.layout
-    if tp > gpu.gpus_per_node:
-        return None
-    if w.training:
-        mem = gpu.memory_gb * GB
-        for z in stages:
-            per_card = training_per_card(led, tp * pp, dp, z)
-            if per_card <= mem:
-                return Layout(tp, pp, dp, per_card, 1.0, z, dp)
-        return None
-    r = inference_replicas(w, led, gpu, tp, pp)
-    if r is None:
-        return None
-    fixed, kv_card, _, rep = r
-    per_card = fixed + kv_card / min(dp, w.concurrency)
-    return Layout(tp, pp, dp, per_card, rep, None, dp) if per_card <= gpu.memory_gb * GB else None
-
-
-def min_cards(layouts: list[Layout]) -> int | None:
-    """The fewest cards any layout needs (the seeds' "2x H200 or 3x 80 GB cards" figure)."""
-    return min((lay.count for lay in layouts), default=None)
+def _plain(v):
+    if isinstance(v, list):
+        return [_r(x) for x in v]
+    if isinstance(v, dict):
+        return {a: (_r(b) if not isinstance(b, dict) else {x: _r(y) for x, y in b.items()}) for a, b in v.items()}
+    return _r(v)

@@ -52,20 +52,42 @@ def achievable_tflops(catalog: Catalog, gpu: GPU, precision: str) -> Term:
                 tuple(gpu.fig(f"{precision}_tflops").sources) + tuple(share.get("src", ())))
 
 
-def ideal_figures(c, s: Sized, gpu: GPU, cp: str) -> None:
-    """K19's two divisions and K06's single-user ceiling, at spec peaks (ideal)."""
+def ideal_figures(s: Sized, gpu: GPU, cp: str) -> tuple[dict, str]:
+    """K19's two divisions and K06's single-user ceiling, at spec peaks (ideal), and how they were had."""
     spec_rate = gpu.tflops(cp) * TFLOP
     bw = gpu.bandwidth_tb_s * 1e12
-    c.ideal.update({
+    ideal = {
         "weights_over_vram": s.weights_bytes / (gpu.memory_gb * GB),
         "decode_ms_per_token": s.active_bytes / bw * 1e3,
         "compute_ms_per_token": 2 * s.active / spec_rate * 1e3,
         "tokens_per_s_single_user": bw / s.active_bytes,
         "prefill_ms_1k_tokens": 1000 * 2 * s.active / spec_rate * 1e3,
-    })
-    c.ideal["load_to_compute_ratio"] = c.ideal["decode_ms_per_token"] / c.ideal["compute_ms_per_token"]
-    c.why["ideal"] = (f"active weights {_gb(s.active_bytes)} / {gpu.bandwidth_tb_s:g} TB/s; "
-                      f"2 x {s.active / 1e9:,.2f}B active / {gpu.tflops(cp):g} TFLOPS {cp} (K06, K19, K04)")
+    }
+    ideal["load_to_compute_ratio"] = ideal["decode_ms_per_token"] / ideal["compute_ms_per_token"]
+    return ideal, (f"active weights {_gb(s.active_bytes)} / {gpu.bandwidth_tb_s:g} TB/s; "
+                   f"2 x {s.active / 1e9:,.2f}B active / {gpu.tflops(cp):g} TFLOPS {cp} (K06, K19, K04)")
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How fast one plan runs: serving (TTFT, TPOT, throughput at the sequences it serves) or training
+    (tokens/s, MFU, hours), each term explained (`explained`, `why`). Unset figures do not apply."""
+
+    concurrency: int | None = None             # sequences served at once (resolved when `max`)
+    prefill_ms: float | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    decode_ms_per_token: float | None = None
+    tokens_per_s: float | None = None
+    tokens_per_s_per_user: float | None = None
+    tokens_per_s_per_gpu: float | None = None
+    training_tokens_per_s: float | None = None
+    mfu: float | None = None
+    training_hours: float | None = None
+    training_hours_range: list | None = None   # the fit's residual spread around training_hours
+    hours_per_million_tokens: float | None = None  # hours per million tokens (trained or generated)
+    speed_explained: dict = field(default_factory=dict)
+    why: dict = field(default_factory=dict)
 
 
 # --- the calibration: fitted factors, read once per catalog ---------------------------------------
@@ -75,7 +97,8 @@ class Calibration:
     """The fitted efficiency factors of catalog/efficiency.yaml, with per-GPU figures cached."""
 
     bw_share: float
-    compute_share: float
+    compute_share: float              # of the achievable matmul rate, in serving (one figure: a separate FP4
+                                      # share was tried and went to its bound, B200's rows being bandwidth-bound)
     layer_us: float
     seq_us: float
     allreduce_us: float
@@ -111,11 +134,6 @@ class Calibration:
         """K12/K18: kernels for a new or non-CUDA stack reach less of the hardware for a while."""
         m = (gpu.fig("software").extra or {}).get("maturity")
         return self.maturing_share if m in ("maturing", "limited", "new") else 1.0
-
-    def serving_share(self, precision: str) -> float:
-        """Share of the achievable matmul rate serving reaches (one figure: a separate FP4 share was
-        tried and went to its bound, as B200's serving rows are bandwidth-bound)."""
-        return self.compute_share
 
     def link_bytes_s(self, gpu: GPU) -> tuple[float, str]:
         got = self._links.get(gpu.id)
@@ -279,11 +297,11 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
 
 
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, precision: str = "bf16") -> Serving:
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1) -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences."""
     mat = cal.maturity(gpu)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
-    R = rate_tflops * TFLOP * cal.serving_share(precision) * mat
+    R = rate_tflops * TFLOP * cal.compute_share * mat
     link, _ = cal.link_bytes_s(gpu)
     alpha = cal.allreduce_us * 1e-6
     L = sh.layers or 0
@@ -341,82 +359,68 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
-def inference_speed(w: Workload, led: Ledger, c, gpu: GPU, rate: Term, hbm: float, cal: Calibration | None = None) -> None:
-    """TTFT, TPOT and throughput of the plan in `c` at the workload's concurrency (or the largest
-    batch that fits, for `concurrency: max`), with each term's factor and source in c.speed_explained."""
+def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
+    """TTFT, TPOT and throughput of the layout `lay` (tp, pp, dp, count) at the workload's
+    concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
+    source in speed_explained."""
     cal = cal or _default_calibration()
-    s = led.sized
     m = w.model
     sh = shape(w, led)
-    rep = max(1.0, c.tp / led.kv.kv_heads) if led.kv else 1.0
+    tp, pp, dp = lay.tp, lay.pp, lay.dp
+    rep = max(1.0, tp / led.kv.kv_heads) if led.kv else 1.0
     kv_seq = led.kv.bytes_per_sequence if led.kv else None
     read_rep = rep
     if not cal.grouped_kv_reads and led.kv and m.num("attention_heads"):
         read_rep = max(rep, m.num("attention_heads") / led.kv.kv_heads)   # every query head reads its KV head
-    if getattr(w, "concurrency_max", False):
-        b, how = max_batch(w, led, gpu, cal, c.tp, c.pp, w.prompt_tokens, w.output_tokens, rep)
-        total = b * c.dp
-        c.why["concurrency"] = f"concurrency: max = {b:,} sequences per replica x DP {c.dp}: {how}"
+    why = {}
+    if w.concurrency_max:
+        b, how = max_batch(w, led, gpu, cal, tp, pp, w.prompt_tokens, w.output_tokens, rep)
+        total = b * dp
+        why["concurrency"] = f"concurrency: max = {b:,} sequences per replica x DP {dp}: {how}"
     else:
         total = w.concurrency
-        b = math.ceil(total / c.dp)
-    c.concurrency = total
-    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, c.tp, c.pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=getattr(c, "ep", None) or 1, precision=c.compute_precision)
-    c.prefill_ms = sv.prefill * 1e3
-    c.ttft_ms = sv.ttft * 1e3
-    c.tpot_ms = sv.tpot * 1e3
-    c.decode_ms_per_token = c.tpot_ms
-    c.tokens_per_s_per_user = 1e3 / c.tpot_ms
-    c.tokens_per_s = total / sv.tpot
-    c.tokens_per_s_per_gpu = c.tokens_per_s / c.count
+        b = math.ceil(total / dp)
+    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep, ep=lay.ep)
+    tpot_ms = sv.tpot * 1e3
+    tokens_per_s = total / sv.tpot
     link, link_how = cal.link_bytes_s(gpu)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
-    c.speed_explained = {
+    explained = {
         "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
                                    "formula": f"(dense weights {_gb(sh.dense_bytes)} + experts touched by {b} sequences + KV of {b} sequences) / "
-                                              f"(TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}) (K06, K01)"},
-        "step_compute_ms": {"value": sv.step_cmp * 1e3, "factor": {"compute_share": cal.serving_share(c.compute_precision)}, "source": src,
+                                              f"(TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}) (K06, K01)"},
+        "step_compute_ms": {"value": sv.step_cmp * 1e3, "factor": {"compute_share": cal.compute_share}, "source": src,
                             "formula": f"{b} x (2 x active + attention 4 x layers x context x heads x dim) FLOPs / "
-                                       f"(TP {c.tp} x PP {c.pp} x {rate.formula} x {cal.serving_share(c.compute_precision):g}) (K04)"},
+                                       f"(TP {tp} x PP {pp} x {rate.formula} x {cal.compute_share:g}) (K04)"},
         "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
                             "source": src, "formula": f"2 all-reduces per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"},
-        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / c.pp) / 1e3,
+        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / pp) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
-                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / c.pp:g} sequences per decode step"},
+                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / pp:g} sequences per decode step"},
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
-        "ttft_ms": {"value": c.ttft_ms, "factor": {"compute_share": cal.serving_share(c.compute_precision),
-                                                   "request_overhead_ms": cal.request_ms}, "source": src,
-                    "formula": f"{cal.request_ms:g} ms request handling + prefill {c.prefill_ms:,.1f} ms ({w.prompt_tokens:,} tokens x "
-                               f"FLOPs incl. attention / (TP {c.tp} x rate)) + half a decode step + queueing behind other prompts (M/D/1)"},
+        "ttft_ms": {"value": sv.ttft * 1e3, "factor": {"compute_share": cal.compute_share,
+                                                       "request_overhead_ms": cal.request_ms}, "source": src,
+                    "formula": f"{cal.request_ms:g} ms request handling + prefill {sv.prefill * 1e3:,.1f} ms ({w.prompt_tokens:,} tokens x "
+                               f"FLOPs incl. attention / (TP {tp} x rate)) + half a decode step + queueing behind other prompts (M/D/1)"},
     }
+    s = led.sized
     if s.experts and s.experts_per_token:
-        c.speed_explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / c.pp, 1)),
-                                    "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
-                                    "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
-                                               f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
-                                               f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size)"}
-    c.why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
-                           f"(TP {c.tp} x {rate.formula} x {cal.serving_share(c.compute_precision):g} fitted serving share) (K04, K07)")
-    c.why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {c.tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
-                                    f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
-                                    "per replica (K06, K01; factors fitted, docs/accuracy.md)")
-    if c.usd_per_hour:
-        c.usd_per_million_tokens = c.usd_per_hour / (c.tokens_per_s * 3600) * 1e6
-        c.why["usd_per_million_tokens"] = f"${c.usd_per_hour:,.2f}/h / ({c.tokens_per_s:,.0f} tokens/s x 3600) x 10^6 (T07)"
-    replica = c.tp * c.pp * gpu.memory_gb * GB
-    c.kv_headroom_gb = (replica - s.weights_bytes) / GB
-    c.why["kv_headroom_gb"] = f"TP {c.tp} x PP {c.pp} x {gpu.memory_gb:g} GB - weights {_gb(s.weights_bytes)} (K05, W06)"
-    if led.kv and not led.kv_fallback:
-        fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) + led.bytes("activations_gb") * c.pp
-        free = c.count * gpu.memory_gb * GB - fixed * c.dp
-        per_seq = led.kv.bytes_per_sequence(w.context_tokens) * rep
-        c.max_concurrency = max(0.0, math.floor(free / per_seq)) if per_seq else None
-        longest = led.kv.max_tokens(free / max(total, 1) / rep)
-        limit = m.num("max_context")
-        c.max_context_tokens = min(longest, limit) if limit else (None if math.isinf(longest) else math.floor(longest))
+        explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / pp, 1)),
+                            "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
+                            "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
+                                       f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
+                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size)"}
+    why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
+                         f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07)")
+    why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
+                                  f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
+                                  "per replica (K06, K01; factors fitted, docs/accuracy.md)")
+    return Speed(concurrency=total, prefill_ms=sv.prefill * 1e3, ttft_ms=sv.ttft * 1e3, tpot_ms=tpot_ms, decode_ms_per_token=tpot_ms,
+                 tokens_per_s=tokens_per_s, tokens_per_s_per_user=1e3 / tpot_ms, tokens_per_s_per_gpu=tokens_per_s / lay.count,
+                 hours_per_million_tokens=1e6 / (tokens_per_s * 3600) if tokens_per_s else None,
+                 speed_explained=explained, why=why)
 
 
 # --- training --------------------------------------------------------------------------------------
@@ -491,28 +495,27 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute)
 
 
-def training_time(w: Workload, led: Ledger, c, rate: Term, cal: Calibration | None = None) -> None:
-    """Expected tokens/s, MFU and hours of the plan in `c`, with the fit's spread as the uncertainty."""
+def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
+    """Expected tokens/s, MFU and hours of the layout `lay`, with the fit's spread as the uncertainty;
+    without a token budget, the hours per million training tokens."""
     cal = cal or _default_calibration()
-    gpu = c.gpu
-    tr = training_rate(w, led, gpu, cal, rate, c.tp, c.pp, c.dp)
-    c.training_tokens_per_s = tr.tokens_per_s_per_gpu * c.count
-    c.mfu = tr.mfu
+    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp)
+    count = lay.count
+    tokens_per_s = tr.tokens_per_s_per_gpu * count
     flops_token, per_param = train_flops_per_token(w, led)
-    c.ideal["training_hours_at_peak"] = (w.training_tokens * flops_token / (c.count * rate.value * TFLOP) / 3600
-                                         if w.training_tokens else None)
+    at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
     p = training_precision(w)
     _, share_how = cal.train_share_for(gpu, p if p in ("fp8", "fp4") else "bf16")
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
-    c.speed_explained = {
+    explained = {
         "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
                                     + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
                                     + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
                                        else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
         "pipeline_bubble": {"value": tr.bubble, "factor": {}, "source": "formula",
-                            "formula": f"(PP {c.pp} - 1) / micro-batches (4 x PP assumed)" if c.pp > 1 else "no pipeline"},
-        "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if c.count <= gpu.gpus_per_node
+                            "formula": f"(PP {lay.pp} - 1) / micro-batches (4 x PP assumed)" if lay.pp > 1 else "no pipeline"},
+        "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if count <= gpu.gpus_per_node
                                                          else f"{cal.scale_out_gb_s:g} GB/s per GPU between nodes"},
                           "source": src, "formula": "ring all-reduce of 16-bit gradients over DP, overlapped with compute "
                                                     "(ZeRO-3: weight gathers every micro-batch)"},
@@ -520,18 +523,18 @@ def training_time(w: Workload, led: Ledger, c, rate: Term, cal: Calibration | No
                                "formula": "micro-batches x micro-batch x sequence x FLOPs per token (incl. causal attention) / rate"},
     }
     if not w.training_tokens:
-        return
-    hours = w.training_tokens / c.training_tokens_per_s / 3600
-    c.training_hours = hours
+        # the same plan on one million tokens: what the job costs per million, whatever its size
+        return Speed(training_tokens_per_s=tokens_per_s, mfu=tr.mfu, hours_per_million_tokens=1e6 / tokens_per_s / 3600,
+                     speed_explained=explained)
+    hours = w.training_tokens / tokens_per_s / 3600
     sigma = max(cal.train_spread, cal.train_moe_spread) if led.sized.experts else cal.train_spread
     spread = math.exp(sigma) if sigma else 1.0
-    c.training_hours_range = [hours / spread, hours * spread]
-    c.why["training_hours"] = (f"{w.training_tokens:.3g} tokens / ({c.count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
-                               f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x active"
-                               f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
-                               f"{rate.formula} x {tr.share:.2f} fitted share (MFU {tr.mfu:.0%}); expected within "
-                               f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fit's residual spread); "
-                               f"at the peak matmul rate it would be {c.ideal['training_hours_at_peak']:,.1f} h (K08)")
-    if c.usd_per_hour:
-        c.usd_per_job = hours * c.usd_per_hour
-        c.why["usd_per_job"] = f"{hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
+    why = {"training_hours": (f"{w.training_tokens:.3g} tokens / ({count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
+                              f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x active"
+                              f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
+                              f"{rate.formula} x {tr.share:.2f} fitted share (MFU {tr.mfu:.0%}); expected within "
+                              f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fit's residual spread); "
+                              f"at the peak matmul rate it would be {at_peak:,.1f} h (K08)")}
+    return Speed(training_tokens_per_s=tokens_per_s, mfu=tr.mfu, training_hours=hours, training_hours_range=[hours / spread, hours * spread],
+                 hours_per_million_tokens=hours * 1e6 / w.training_tokens,
+                 speed_explained=explained, why=why)

@@ -1,0 +1,218 @@
+"""Which layout: for one GPU, the layouts an expert would consider, each holding the ledger.
+
+The planner enumerates what practitioners search (C12, K14): tensor parallelism inside a node only,
+over 1, 2, 4, 8 cards that divide the KV heads (or replicate them); pipeline stages only across
+nodes, each stage a whole node of tensor parallelism; data-parallel replicas for memory (KV cache,
+ZeRO/FSDP shards), to fill the instances that are rented anyway, to meet a deadline or a service
+level. For training it also tries ZeRO-0..3 (3 = FSDP full sharding) when the workload does not fix
+`zero_stage`. It never prices or times a layout (numbers.cost and numbers.speed do) and never picks
+one (numbers.planner does, by the workload's objective); `memory` gives what a chosen layout leaves.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from advisor.catalog import GPU
+from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
+from advisor.numbers.terms import GB, _gb
+from advisor.workload import Workload
+
+MAX_GPUS = 4096                    # the planner's ceiling when the workload sets no max_gpus
+TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+ZERO_STAGES = (0, 1, 2, 3)         # 3 = weights sharded too (FSDP FULL_SHARD)
+
+
+INTERNAL = {"record": False}       # a field the planner needs but the decision record does not show
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One way to lay the job out on a GPU: TP x PP x DP cards and what each card holds.
+
+    A new dimension is a field here (with its default meaning "not used"), the enumeration below that
+    tries it, and the speed and memory terms that read it: expert parallelism (`ep`) and attention
+    data parallelism (`attention_dp`) have their fields; the planner does not search them yet."""
+
+    tp: int
+    pp: int
+    dp: int
+    per_card_bytes: float = field(metadata=INTERNAL)
+    rep: float = field(default=1.0, metadata=INTERNAL)      # KV heads replicated when TP exceeds them
+    zero_stage: int | None = None  # training only
+    min_dp: int = field(default=1, metadata=INTERNAL)       # replicas the memory needs (the rest: speed, filled instances)
+    ep: int = field(default=1, metadata=INTERNAL)           # expert-parallel ranks of the MoE layers
+    attention_dp: int = field(default=1, metadata=INTERNAL)  # attention data-parallel ranks (KV split, not copied)
+
+    @property
+    def count(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def nodes(self, gpu: GPU) -> int:
+        return math.ceil(self.count / gpu.gpus_per_node)
+
+
+def _tp_options(gpu: GPU, kv_heads: int | None = None) -> list[int]:
+    """TP degrees inside one node that split the KV heads evenly or replicate them whole (K14, C12);
+    a whole node's TP stays available (padded heads) so that a model too big for one node can still
+    take pipeline stages across nodes."""
+    sizes = [t for t in TP_SIZES if t <= gpu.gpus_per_node]
+    even = [t for t in sizes if not kv_heads or kv_heads % t == 0 or t % kv_heads == 0]
+    return even if sizes[-1] in even else even + [sizes[-1]]
+
+
+def _pp_options(tp: int, gpn: int, layers: int, fits) -> list[int]:
+    """Pipeline stages only across nodes (K14): PP 1, or when TP fills a node, the fewest whole-node
+    stages that hold the model (`fits(pp)`)."""
+    if fits(1):
+        return [1]
+    if tp != gpn:
+        return []
+    for pp in range(2, layers + 1):
+        if fits(pp):
+            return [pp]
+    return []
+
+
+def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int):
+    """(per-card bytes of a replica's fixed part, KV bytes per card, fewest replicas, KV replication)
+    for TP x PP, or None when the fixed part alone does not fit."""
+    mem = gpu.memory_gb * GB
+    kv_heads = led.kv.kv_heads if led.kv else None
+    rep = max(1.0, tp / kv_heads) if kv_heads else 1.0
+    fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) / (tp * pp) + led.bytes("activations_gb") / tp
+    if fixed >= mem:
+        return None
+    kv_card = led.bytes("kv_cache_gb") * rep / (tp * pp)
+    if led.kv_fallback:     # a fixed reservation, not per-sequence: it cannot be spread over replicas
+        dp = 1 if fixed + kv_card <= mem else None
+    else:
+        dp = max(1, math.ceil(kv_card / (mem - fixed) - 1e-9)) if kv_card > 0 else 1
+        dp = min(dp, w.concurrency) if fixed + kv_card / min(dp, w.concurrency) <= mem else None
+    if dp is None:
+        return None
+    return fixed, kv_card, dp, rep
+
+
+def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
+    """Every (TP, PP) that holds one replica, with the fewest data-parallel replicas its KV cache needs."""
+    kv_heads = led.kv.kv_heads if led.kv else None
+    layers = int(w.model.num("layers") or 64)
+    gpn = gpu.gpus_per_node
+    out = []
+    for tp in _tp_options(gpu, kv_heads):
+        for pp in _pp_options(tp, gpn, layers, lambda p: inference_replicas(w, led, gpu, tp, p) is not None):
+            fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, tp, pp)
+            if tp * pp * dp <= max_gpus:
+                out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, None, dp))
+    return out
+
+
+def with_replicas(w: Workload, led: Ledger, gpu: GPU, base: Layout, dp: int) -> Layout:
+    """The same TP x PP with `dp` replicas (at least the base's): memory per card recomputed."""
+    dp = max(dp, base.min_dp)
+    if w.training:
+        per_card = training_per_card(led, base.tp * base.pp, dp, base.zero_stage or 0)
+    else:
+        fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base.tp, base.pp)
+        per_card = fixed + kv_card / min(dp, w.concurrency)
+    return Layout(base.tp, base.pp, dp, per_card, base.rep, base.zero_stage, base.min_dp)
+
+
+def _training_split(led: Ledger, z: int):
+    W, G, O, A = (led.bytes(k) for k in ("weights_gb", "gradients_gb", "optimizer_gb", "activations_gb"))
+    sharded = (W if z >= 3 else 0) + (G if z >= 2 else 0) + (O if z >= 1 else 0)
+    return sharded, W + G + O + A - sharded
+
+
+def training_per_card(led: Ledger, m: int, dp: int, z: int) -> float:
+    """Bytes per card (with the x1.2 safety of C06): the unsharded part split over TP x PP (`m`), the
+    ZeRO-sharded part over all cards."""
+    sharded, unsharded = _training_split(led, z)
+    return (unsharded / m + sharded / (m * dp)) * TRAINING_SAFETY
+
+
+def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES) -> list[Layout]:
+    """Every ZeRO stage x (TP, PP) that holds the job, with the fewest replicas its shards need."""
+    mem = gpu.memory_gb * GB / TRAINING_SAFETY
+    layers = int(w.model.num("layers") or 64)
+    gpn = gpu.gpus_per_node
+    kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
+    out = []
+    for z in stages:
+        sharded, unsharded = _training_split(led, z)
+        for tp in _tp_options(gpu, int(kv_heads) if kv_heads else None):
+            def dp_for(pp, tp=tp):
+                m = tp * pp
+                room = mem - unsharded / m
+                if room <= 0:
+                    return None
+                dp = 1 if sharded / m <= room else math.ceil(sharded / m / room - 1e-9)
+                return dp if m * dp <= max_gpus else None
+            for pp in _pp_options(tp, gpn, layers, lambda p: dp_for(p) is not None):
+                dp = dp_for(pp)
+                m = tp * pp
+                out.append(Layout(tp, pp, dp, training_per_card(led, m, dp, z), 1.0, z, dp))
+    return out
+
+
+def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layout | None:
+    """The workload's own `layout: {tp, pp, dp}` on this GPU, or None when it does not hold the job
+    (for training, with the lowest ZeRO stage that makes it fit). Tensor parallelism wider than a
+    node is no layout at all: it stays inside one node's links (K14)."""
+    tp, pp, dp = w.layout
+    if tp > gpu.gpus_per_node:
+        return None
+    if w.training:
+        mem = gpu.memory_gb * GB
+        for z in stages:
+            per_card = training_per_card(led, tp * pp, dp, z)
+            if per_card <= mem:
+                return Layout(tp, pp, dp, per_card, 1.0, z, dp)
+        return None
+    r = inference_replicas(w, led, gpu, tp, pp)
+    if r is None:
+        return None
+    fixed, kv_card, _, rep = r
+    per_card = fixed + kv_card / min(dp, w.concurrency)
+    return Layout(tp, pp, dp, per_card, rep, None, dp) if per_card <= gpu.memory_gb * GB else None
+
+
+def min_cards(layouts: list[Layout]) -> int | None:
+    """The fewest cards any layout needs (the seeds' "2x H200 or 3x 80 GB cards" figure)."""
+    return min((lay.count for lay in layouts), default=None)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What each card holds in a layout and what is left: for the KV cache of a replica (K05, W06),
+    the most sequences and the longest context the plan's memory serves."""
+
+    per_card_gb: float
+    headroom_gb: float
+    kv_headroom_gb: float | None = None
+    max_concurrency: float | None = None
+    max_context_tokens: float | None = None
+    why: dict = field(default_factory=dict)
+
+
+def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | None = None) -> Memory:
+    """The memory figures of `lay`; serving: at `sequences` at once (the concurrency the speed model
+    resolved)."""
+    per_card = lay.per_card_bytes / GB
+    if w.training:
+        return Memory(per_card, gpu.memory_gb - per_card)
+    s = led.sized
+    replica = lay.tp * lay.pp * gpu.memory_gb * GB
+    why = {"kv_headroom_gb": f"TP {lay.tp} x PP {lay.pp} x {gpu.memory_gb:g} GB - weights {_gb(s.weights_bytes)} (K05, W06)"}
+    max_conc = max_ctx = None
+    if led.kv and not led.kv_fallback:
+        rep = max(1.0, lay.tp / led.kv.kv_heads)
+        fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) + led.bytes("activations_gb") * lay.pp
+        free = lay.count * gpu.memory_gb * GB - fixed * lay.dp
+        per_seq = led.kv.bytes_per_sequence(w.context_tokens) * rep
+        max_conc = max(0.0, math.floor(free / per_seq)) if per_seq else None
+        longest = led.kv.max_tokens(free / max(sequences or 0, 1) / rep)
+        limit = w.model.num("max_context")
+        max_ctx = min(longest, limit) if limit else (None if math.isinf(longest) else math.floor(longest))
+    return Memory(per_card, gpu.memory_gb - per_card, (replica - s.weights_bytes) / GB, max_conc, max_ctx, why)

@@ -1,0 +1,102 @@
+"""What a plan is judged by: the unit its cost is counted per, and the order of plans under the
+workload's objective (cost, time or cards). The planner, choosing among one GPU's layouts, and the
+ranking, choosing among GPUs, both ask this module; no other place reads `objective`.
+"""
+from __future__ import annotations
+
+import math
+
+UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
+              "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
+UNIT_LABELS = {"job": "per job", "million_tokens": "per million output tokens",
+               "million_training_tokens": "per million training tokens", "hour": "per hour"}
+
+
+def unit_of_work(w) -> str:
+    """What the cost is counted per: the training job (C16), a million output tokens for batch
+    serving (T07), else the hour of serving the workload (every plan serves the same users)."""
+    if w.training:   # without a token budget, per million training tokens: what the job costs whatever its size
+        return "job" if w.training_tokens else "million_training_tokens"
+    return "million_tokens" if w.latency == "batch" else "hour"
+
+
+def minimises_cost(w) -> bool:
+    return w.objective == "cost"
+
+
+def minimises_time(w) -> bool:
+    return w.objective == "time"
+
+
+def describe(w, unit: str) -> str:
+    """The objective in words, as the plan's `why` gives it."""
+    return {"cost": f"the lowest cost {UNIT_LABELS[unit]}", "time": "the shortest time", "cards": "the fewest cards"}[w.objective]
+
+
+def unit_cost(plan, unit: str) -> float | None:
+    return getattr(plan, UNIT_FIELD[unit])
+
+
+def plan_time(w, plan) -> float | None:
+    """The time `objective: time` minimises: training hours, or ms per output token."""
+    return plan.training_hours if w.training else plan.tpot_ms
+
+
+def money(plan, unit: str, rate_per_gpu_hour: float | None):
+    """(cost per unit of work, priced?): the plan's own price, or, to compare one GPU's layouts only,
+    its cards at the cheapest per-GPU rate of the GPU's own quotes (never shown as a price)."""
+    v = unit_cost(plan, unit)
+    if v is not None or rate_per_gpu_hour is None:
+        return v, v is not None
+    per_hour = rate_per_gpu_hour * plan.count
+    if unit == "hour":
+        return per_hour, False
+    if unit == "job":
+        return (per_hour * plan.training_hours if plan.training_hours is not None else None), False
+    return (per_hour * plan.hours_per_million_tokens if plan.hours_per_million_tokens else None), False
+
+
+def plan_key(w, plan, unit: str, rate: float | None):
+    """How the planner orders one GPU's layouts: a plan that misses a stated target last, then the
+    objective (cost: the fewest GPUs rented, then the cost per unit of work), a priced plan before an
+    unpriced one, no idle rented GPUs, fewer cards, the least model parallelism (pipeline bubbles, TP
+    traffic), the lowest ZeRO stage (C12)."""
+    cost, priced = money(plan, unit, rate)
+    if cost is not None:
+        cost = float(f"{cost:.9g}")   # equal costs compare equal whatever the float rounding
+    idle = (plan.price or {}).get("idle_gpus") or 0
+    gpn = plan.gpu.gpus_per_node
+    if plan.price is None and w.training and plan.count > gpn:
+        idle = -plan.count % gpn        # unpriced: a multi-node job still takes whole nodes (K14)
+    inf = math.inf
+    cost_or_inf = cost if cost is not None else inf
+    if w.objective == "time":
+        t = plan_time(w, plan)
+        first = (t if t is not None else inf, cost_or_inf)
+    elif w.objective == "cards":
+        first = (plan.count, cost_or_inf)
+    else:
+        # the smallest rental that holds the job first: more replicas only pay under perfect scaling,
+        # which experts do not count on (T03, C18); a deadline or service level adds them
+        first = (plan.count + idle, cost_or_inf)
+    lay = plan.layout
+    return (plan.misses is not None,) + first + (not priced, idle, plan.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
+
+
+def rank_key(objective: str, basis: str, option):
+    """The order of GPUs in the ranking: by effective cost (cost after the rules' premiums), by time,
+    or by cards; by preference (score) when no candidate has a price (judgement.ranking)."""
+    inf = math.inf
+    pref = (-option.score, option.count, option.gpu)
+    if basis == "preference":
+        if objective == "time":
+            return (option.time if option.time is not None else inf,) + pref
+        if objective == "cards":
+            return (option.count, -option.score, option.gpu)
+        return pref
+    eff = option.effective if option.effective is not None else inf
+    if objective == "time":
+        return (option.time if option.time is not None else inf, eff, option.count, option.gpu)
+    if objective == "cards":
+        return (option.count, eff, option.gpu)
+    return (eff, option.count, option.gpu)

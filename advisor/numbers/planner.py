@@ -1,0 +1,286 @@
+"""The planner: for one GPU, every layout an expert would try (numbers.layouts), each timed
+(numbers.speed), priced (numbers.cost) and given its memory figures, the best by the workload's
+objective (numbers.objective) kept as a frozen Plan with why. It chooses among one GPU's layouts
+only; which GPU wins is the judgement's (rules and ranking).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from advisor.catalog import GPU, Catalog
+from advisor.numbers import cost, layouts, objective, speed
+from advisor.numbers.layouts import Layout
+from advisor.numbers.ledger import Ledger, training_ledger, training_precision
+from advisor.numbers.plan import Plan
+from advisor.numbers.terms import GB, TFLOP, Term, _gb
+from advisor.workload import Workload
+
+MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline or service level needs more
+SUGGEST_SAVING = 0.25    # a fixed knob is named when the plan is at least 25% dearer than with it turned (decision._suggestions)
+_UNIT_WHY = ("usd_per_million_tokens", "usd_per_job")     # cost terms that follow the speed they come from
+
+
+def knob_variants(w: Workload, led: Ledger) -> list[tuple[Workload, Ledger]]:
+    """The workload as given, and with activation checkpointing on when the user left it to the
+    planner (C06: most activation memory saved for ~30% more compute)."""
+    out = [(w, led)]
+    if w.training and "activation_checkpointing" in w.defaults and not w.activation_checkpointing:
+        wc = replace(w, activation_checkpointing=True)
+        out.append((wc, training_ledger(wc)))
+    return out
+
+
+def misses(w: Workload, sp: speed.Speed) -> str | None:
+    """The stated deadline or service level a plan of this speed misses, with the figure that missed."""
+    if w.training:
+        dl = w.constraints.deadline_hours
+        if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
+            return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
+        return None
+    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
+    if w.ttft_ms and sp.ttft_ms is not None and sp.ttft_ms > w.ttft_ms * (1 + 1e-9):
+        return f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:g} ms target{whose}"
+    if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
+        return f"time per output token {sp.tpot_ms:,.1f} ms, over the {w.tpot_ms:g} ms target{whose}"
+    return None
+
+
+def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term) -> Plan:
+    """One layout timed, priced and sized: a Plan (its `why` still without the planner's own lines)."""
+    # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
+    # and gradient traffic on NVLink) and span whole nodes beyond it
+    gpn = gpu.gpus_per_node
+    group = min(lay.count, gpn) if w.training else min(lay.tp * lay.pp, gpn)
+    price = cost.plan_cost(gpu, catalog, lay.count, lay.nodes(gpu), group, w)
+    cal = speed.calibration(catalog)
+    if w.training:
+        if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
+            w = replace(w, zero_stage=lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
+        sp = speed.training_time(w, led, gpu, lay, rate, cal)
+    else:
+        sp = speed.inference_speed(w, led, gpu, lay, rate, cal)
+    price = cost.per_unit(price, sp, w)
+    mem = layouts.memory(w, led, gpu, lay, sp.concurrency)
+    why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
+    why.update(sp.why)
+    why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
+    why.update(mem.why)
+    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training else {}
+    return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp,
+                activation_checkpointing=w.activation_checkpointing if w.training else None,
+                misses=misses(w, sp), ideal=ideal, why=why)
+
+
+def training_hours_at_peak(w: Workload, led: Ledger, count: int, rate: Term) -> float:
+    """The seed's ideal hours: the job's FLOPs at the achievable matmul rate with nothing lost (K08);
+    for a job without a token budget, per million training tokens."""
+    flops_token, _ = speed.train_flops_per_token(w, led)
+    return (w.training_tokens or 1e6) * flops_token / (count * rate.value * TFLOP) / 3600
+
+
+def _deadline_cards(tried) -> int:
+    """Twice the fewest cards of the plans that meet the deadline or service level (all when none does)."""
+    ok = [t[2].count for t in tried if not t[2].misses]
+    return min(ok) * MAX_CARD_FACTOR if ok else max(t[2].count for t in tried)
+
+
+def _dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: int) -> list[int]:
+    """Replica counts worth trying for a base layout: the fewest memory allows, enough to fill the
+    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows."""
+    m = base.tp * base.pp
+    out = {base.min_dp}
+    gpn = gpu.gpus_per_node
+    group = min(base.count, gpn) if w.training else min(m, gpn)
+    usable = [s for s in sizes if s >= group]
+    if not usable and w.training and base.count > gpn:
+        usable = [gpn]               # no instance prices it: a job beyond one node still takes whole nodes (K14)
+    for s in usable:
+        if m > s and m % s:          # a replica spanning instances uses whole ones only
+            continue
+        rented = math.ceil(base.count / s) * s
+        out.add(max(base.min_dp, rented // m))
+    if objective.minimises_time(w) and w.constraints.max_gpus:
+        out.add(max(base.min_dp, w.constraints.max_gpus // m))
+    cap = max_gpus // m
+    if not w.training:
+        cap = min(cap, max(base.min_dp, w.concurrency))
+    return sorted(d for d in out if d <= cap) or [base.min_dp]
+
+
+def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int) -> list[int]:
+    """Replica counts to try when a plan misses a stated target: for a deadline, the count that
+    finishes in time by compute (and a few more, for a speed model that does not scale linearly);
+    for a service level, doublings up to one replica per sequence (each serving fewer users, T06)."""
+    m = lay.tp * lay.pp
+    if w.training:
+        if not p.training_hours:
+            return []
+        need = math.ceil(p.count * p.training_hours / w.constraints.deadline_hours / m - 1e-9)
+        out = [need + extra for extra in range(4)]
+    else:
+        out, d = [], lay.dp
+        while d < w.concurrency:
+            d = min(w.concurrency, d * 2)
+            out.append(d)
+    return [d for d in out if d * m <= max_gpus]
+
+
+def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stages) -> tuple[list, list]:
+    """The base layouts to search first, and wider ones to try only when those miss the target."""
+    if w.layout:
+        one = layouts.given_layout(wv, lv, gpu, stages)
+        return ([one] if one else []), []
+    if w.training:
+        return layouts.training_layouts(wv, lv, gpu, max_gpus, stages), []
+    bases = layouts.inference_layouts(wv, lv, gpu, max_gpus)
+    wider: list = []
+    if bases and objective.minimises_cost(w) and (w.service_level_source or not (w.ttft_ms or w.tpot_ms)):
+        # tensor parallelism to hold the model in the fewest cards, replicas to serve the users (C12,
+        # K14): a wider TP is tried for a stated service level or `objective: time`; under the
+        # interactive default only when the narrowest plans miss it (replicas never shorten a prefill)
+        least = min((b.count, b.tp) for b in bases)
+        if w.service_level_source:
+            wider = [b for b in bases if (b.count, b.tp) != least]
+        bases = [b for b in bases if (b.count, b.tp) == least]
+    return bases, wider
+
+
+def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int):
+    """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger
+    variant), and the fewest cards any base layout needs."""
+    cp = speed.compute_precision(w, gpu, led.sized)
+    rate = speed.achievable_tflops(catalog, gpu, cp)
+    stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
+    sizes = cost.instance_sizes(gpu, catalog, w)
+    gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in cost.offers(gpu, catalog, w)), default=None)
+    unit = objective.unit_of_work(w)
+    tried: list[tuple] = []
+    fewest = None
+    for wv, lv in variants:
+        bases, wider = _bases(w, wv, lv, gpu, max_gpus, stages)
+        n = layouts.min_cards(bases)
+        fewest = n if fewest is None or (n is not None and n < fewest) else fewest
+        seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
+
+        def attempt(base, dp, wv=wv, lv=lv, seen=seen):
+            lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
+            sig = (lay.count, lay.tp, lay.pp)
+            if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
+                return None
+            seen.add(sig)
+            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate)
+            tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
+            return p, lay
+
+        def search(bases, wv=wv, attempt=attempt):
+            for base in bases:
+                for dp in ([base.dp] if w.layout else _dp_options(wv, gpu, base, sizes, max_gpus)):
+                    got = attempt(base, dp)
+                    if not got or not got[0].misses or w.layout:
+                        continue
+                    # a deadline or service level sets the replicas; then fill the instances they take
+                    for d2 in _target_replicas(w, got[1], got[0], max_gpus):
+                        more = attempt(base, d2)
+                        if more and not more[0].misses:
+                            for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
+                                if d3 > d2:
+                                    attempt(base, d3)
+                            break
+
+        start = len(tried)
+        search(bases)
+        if wider and all(t[2].misses for t in tried[start:]):
+            search(wider)
+    if tried and fewest and not (w.layout or objective.minimises_time(w)):
+        # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
+        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards
+        limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
+        targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
+        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
+        tried = kept or tried
+    return tried, fewest, cp, gpu_rate, unit
+
+
+def _choose(w: Workload, tried: list, unit: str, gpu_rate):
+    tried.sort(key=lambda t: (t[0], t[1]))
+    if not objective.minimises_cost(w) or unit == "million_training_tokens":
+        return tried[0]     # a job of unknown size gets the smallest rental that holds it (T03, C18)
+    # the best plan of each checkpointing setting, then the cheaper of those: a setting that saves
+    # cards but costs more per unit of work (C06: ~30% recompute) must pay for itself
+    best: dict[bool, tuple] = {}
+    for t in tried:
+        best.setdefault(t[4].activation_checkpointing, t)
+    money = {k: objective.money(t[2], unit, gpu_rate)[0] for k, t in best.items()}
+    pick = min(best, key=lambda k: (best[k][0][0], money[k] if money[k] is not None else math.inf, best[k][0], best[k][1]))
+    return best[pick]
+
+
+def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants=None) -> Plan:
+    """Size one GPU for the workload: every layout the planner offers, each priced and timed, the best
+    by the workload's objective kept, with why."""
+    max_gpus = w.constraints.max_gpus or layouts.MAX_GPUS
+    tried, fewest, cp, gpu_rate, unit = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus)
+    ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
+    if not tried:
+        return Plan(gpu, False, compute_precision=cp, reason=_why_none(w, led, gpu, max_gpus), ideal=ideal,
+                    why={"ideal": ideal_why})
+    _, _, p, lay, wv, _ = _choose(w, tried, unit, gpu_rate)
+    why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
+    return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why)
+
+
+def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> str:
+    if w.layout and w.layout[0] > gpu.gpus_per_node:
+        return (f"the given TP {w.layout[0]} spans more than the {gpu.gpus_per_node} GPUs of one node; "
+                "tensor parallelism stays inside a node (K14)")
+    given = "TP {} x PP {} x DP {}".format(*w.layout) if w.layout else f"at most {max_gpus}"
+    return (f"needs {_gb(led.bytes('total_gb'))} and no layout of {given}"
+            f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
+
+
+def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: int) -> dict:
+    """The `why` of the chosen plan: its memory split, layout, ZeRO stage, checkpointing, idle GPUs."""
+    why = {}
+    why["per_card_gb"] = (f"ledger split over TP {lay.tp} x PP {lay.pp}" + (f" with KV heads replicated x{lay.rep:g}" if lay.rep > 1 else "")
+                          + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
+                          + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
+                          + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
+    why["layout"] = (f"{'the layout given in the workload' if w.layout else f'{objective.describe(w, unit)} of {tried} layouts tried'}: "
+                     f"TP {lay.tp} inside a node (K14, C12)" + (f", PP {lay.pp} across nodes" if lay.pp > 1 else "")
+                     + (f", DP {lay.dp} ({lay.min_dp} for memory" + (f", {lay.dp - lay.min_dp} more" if lay.dp > lay.min_dp else "") + ")"
+                        if lay.dp > 1 else ""))
+    if w.training and "zero_stage" in w.defaults and lay.zero_stage is not None:
+        why["zero_stage"] = (f"ZeRO-{lay.zero_stage} chosen by the planner: the lowest stage that fits this layout"
+                             + (" (3 = FSDP full sharding)" if lay.zero_stage == 3 else ""))
+    if w.training and "activation_checkpointing" in w.defaults:
+        why["activation_checkpointing"] = ("on, chosen by the planner: it saves most activation memory for ~30% more compute (C06)"
+                                           if wv.activation_checkpointing else "off: the plan fits without recomputing activations")
+    idle = (p.price or {}).get("idle_gpus") or 0
+    if idle:
+        why["idle_gpus"] = (f"{idle} rented GPU(s) idle: a replica of TP {lay.tp} x PP {lay.pp} = {lay.tp * lay.pp} cards does not fill "
+                            f"the {p.price['gpus_per_instance']}-GPU instances, "
+                            + ("and the workload fixes the layout (K13)" if w.layout else "and every smaller or fuller plan costs more (K13)"))
+    if p.misses:
+        why["misses"] = f"no layout meets the target: the best misses it ({p.misses})"
+    return why
+
+
+def knob_alternatives(w: Workload) -> list[tuple[str, Workload]]:
+    """The settings the user fixed that an expert would try turning, each with the workload turned:
+    activation checkpointing off (C06), a micro-batch above 1 (C06, C13), 16-bit training on a card
+    with native FP8 (T02, K10), a fixed ZeRO stage (the planner chooses one)."""
+    if not w.training:
+        return []
+    out = []
+    if "activation_checkpointing" not in w.defaults and not w.activation_checkpointing:
+        out.append(("activation_checkpointing: true", replace(w, activation_checkpointing=True)))
+    if "concurrency" not in w.defaults and w.concurrency > 1:
+        out.append((f"micro-batch (concurrency) 1 instead of {w.concurrency}, with gradient accumulation",
+                    replace(w, concurrency=1)))
+    if "zero_stage" not in w.defaults:
+        out.append((f"zero_stage chosen by the planner instead of {w.zero_stage}",
+                    replace(w, defaults=tuple(w.defaults) + ("zero_stage",))))
+    if w.method == "full" and training_precision(w) in ("bf16", "fp16"):
+        out.append(("precision: fp8 (on a card with native FP8)", replace(w, precision="fp8")))
+    return out
