@@ -22,11 +22,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from advisor import catalog as catalog_mod, yamlio  # noqa: E402
+from advisor.inputs import catalog as catalog_mod
+from advisor.base import yamlio  # noqa: E402
 from advisor.numbers.layouts import Layout  # noqa: E402
 from advisor.numbers import speed  # noqa: E402
 from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E402
-from advisor.workload import parse  # noqa: E402
+from advisor.inputs.workload import parse  # noqa: E402
 
 MEASUREMENTS = ROOT / "catalog" / "measurements.yaml"
 CLASSES = ("throughput", "ttft", "tpot", "training", "ratio")

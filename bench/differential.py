@@ -11,9 +11,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor import knowledge  # noqa: E402
-from advisor.engine import EngineRunner, normalise_fact  # noqa: E402
-from advisor.knowledge import Leaf, Node, Rule, evaluate  # noqa: E402
+from advisor.judgement import knowledge  # noqa: E402
+from advisor.judgement.engine import EngineRunner, normalise_fact  # noqa: E402
+from advisor.judgement.knowledge import Leaf, Node, Rule, evaluate  # noqa: E402
 
 NUM = {"candidate.per_card_gb": (0, 300), "candidate.count": (1, 64), "candidate.usd_per_hour": (0.5, 60.0),
        "workload.context_tokens": (1, 200_000)}

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accuracy  # noqa: E402
 
-from advisor import catalog as catalog_mod  # noqa: E402
+from advisor.inputs import catalog as catalog_mod  # noqa: E402
 from advisor.numbers import speed  # noqa: E402
 
 EFFICIENCY = accuracy.ROOT / "catalog" / "efficiency.yaml"

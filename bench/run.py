@@ -48,7 +48,8 @@ def cold_start(fmt: str, cache: str, runs: int) -> float:
 
 
 def in_process(runs: int) -> dict:
-    from advisor import catalog, decision, knowledge, workload
+    from advisor.inputs import catalog, workload
+    from advisor.judgement import decision, knowledge
     from advisor.numbers import estimate as estimator
     cat, kb = catalog.default(), knowledge.load()
     names = ["chat-assistant", "gpt-oss-120b-one-user", "kimi-k3-serving", "llama-13b-full-finetune",
@@ -76,7 +77,8 @@ SCALE_CHILD = r"""
 import sys, time, json
 sys.path.insert(0, sys.argv[2])
 t0 = time.perf_counter()
-from advisor import catalog, decision, knowledge, workload
+from advisor.inputs import catalog, workload
+from advisor.judgement import decision, knowledge
 from advisor.numbers import estimate as estimator
 from pathlib import Path
 cat = catalog.default()
@@ -106,7 +108,8 @@ def scaling(n: int, cache: str, runs: int, guarded: float = 0.8) -> dict:
 
 
 def sweep_throughput(n_conc: int) -> tuple[float, int]:
-    from advisor import knowledge, sweep
+    from advisor.judgement import knowledge
+    from advisor.shell import sweep
     d = Path(tempfile.mkdtemp(prefix="sweep-"))
     grid = d / "grid.yaml"
     grid.write_text(f"base: {EXAMPLE}\nvary:\n  model: [gpt-oss-120b, llama-3.1-70b, llama-3.1-8b, mixtral-8x7b]\n"

@@ -43,7 +43,8 @@ def answer(rec: dict) -> tuple:
 
 
 def soak(n: int, report_every: int = 1000, fresh_checks: int = 8, out=print) -> dict:
-    from advisor import catalog, decision, knowledge, workload
+    from advisor.inputs import catalog, workload
+    from advisor.judgement import decision, knowledge
     from advisor.numbers import estimate as estimator
     cat, kb = catalog.default(), knowledge.load()
     stream = workloads()

@@ -7,8 +7,8 @@ import pytest
 # the tests use a cache of their own, empty at the start of every run
 os.environ["GPU_ADVISOR_CACHE"] = tempfile.mkdtemp(prefix="gpu-advisor-test-cache-")
 
-from advisor import catalog as catalog_mod
-from advisor import workload
+from advisor.inputs import catalog as catalog_mod
+from advisor.inputs import workload
 from advisor.numbers import estimate as estimator
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ def examples() -> list[Path]:
 
 def answer(path: Path) -> dict:
     """The record `recommend --format json` prints for the workload, less VOLATILE."""
-    from advisor.cli import main
+    from advisor.shell.cli import main
     import contextlib
     import io
     buf = io.StringIO()

@@ -14,8 +14,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from advisor import catalog, knowledge  # noqa: E402
-from advisor.dialogue import Dialogue  # noqa: E402
+from advisor.inputs import catalog
+from advisor.judgement import knowledge  # noqa: E402
+from advisor.shell.dialogue import Dialogue  # noqa: E402
 
 SCENARIOS = {
     "gpt-oss-120b-one-user": {"mode": "inference", "model": ["gpt-oss-12", "gpt-oss-120b"], "concurrency": ["?", "1"]},

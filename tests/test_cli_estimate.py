@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from advisor.cli import main
+from advisor.shell.cli import main
 
 from conftest import EXAMPLES, ROOT
 

@@ -3,9 +3,10 @@ import json
 
 import pytest
 
-from advisor import decision, knowledge, workload
+from advisor.judgement import decision, knowledge
+from advisor.inputs import workload
 from advisor.numbers import estimate as estimator
-from advisor.cli import main
+from advisor.shell.cli import main
 
 from conftest import EXAMPLES, ROOT
 
@@ -287,7 +288,7 @@ def test_why_not_rechecks_the_rules_that_raised_the_winner(tmp_path, capsys):
 
 
 def test_failing_names_each_failed_test_with_the_value():
-    from advisor.knowledge import Leaf, Node, failing
+    from advisor.judgement.knowledge import Leaf, Node, failing
     fact = {"c_memory_gb": 80, "c_vendor": "amd"}
     cond = Node("all", (Leaf("candidate.memory_gb", "gte", 120), Leaf("candidate.vendor", "in", ("amd", "nvidia")),
                         Leaf("candidate.tdp_w", "exists")))

@@ -15,8 +15,10 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from advisor import dialogue, knowledge, workload
-from advisor.cli import main
+from advisor.shell import dialogue
+from advisor.judgement import knowledge
+from advisor.inputs import workload
+from advisor.shell.cli import main
 
 from conftest import ROOT
 
@@ -291,7 +293,7 @@ def test_written_files_are_readable_by_colleagues(catalog, kb, tmp_path):
 
 # --- a dialogue that understands people -------------------------------------------------------------------
 
-from advisor.units import UnitError, parse_number  # noqa: E402
+from advisor.shell.units import UnitError, parse_number  # noqa: E402
 
 
 @pytest.mark.parametrize("text, unit, value", [

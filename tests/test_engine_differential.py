@@ -25,8 +25,8 @@ def test_no_background_dispatcher_threads():
     import threading
     import time
 
-    from advisor import knowledge
-    from advisor.engine import runner
+    from advisor.judgement import knowledge
+    from advisor.judgement.engine import runner
     before = {t for t in threading.enumerate() if isinstance(t, threading.Timer)}
     r = runner(knowledge.load())
     r.fire(0, "workload", [{"id": "workload", "w_mode": "inference", "w_load": "irregular"}])

@@ -9,10 +9,12 @@ import sys
 
 import pytest
 
-from advisor import decision, knowledge, workload, yamlio
+from advisor.judgement import decision, knowledge
+from advisor.inputs import workload
+from advisor.base import yamlio
 from advisor.numbers import estimate as estimator
-from advisor.errors import InputError
-from advisor.knowledge import _jinja_template, _PlainText, compiled_template
+from advisor.base.errors import InputError
+from advisor.judgement.knowledge import _jinja_template, _PlainText, compiled_template
 
 from conftest import EXAMPLES, ROOT
 
@@ -131,9 +133,10 @@ def test_engine_runs_without_durables_python_host():
     thread: durable's Python Host (and its dispatcher threads) is never even imported."""
     code = (
         "import sys, threading, json\n"
-        "from advisor import catalog, decision, knowledge, workload\n"
+        "from advisor.inputs import catalog, workload\n"
+        "from advisor.judgement import decision, knowledge\n"
         "from advisor.numbers import estimate as estimator\n"
-        "from advisor.engine import runner\n"
+        "from advisor.judgement.engine import runner\n"
         "cat = catalog.default(); kb = knowledge.load()\n"
         f"w = workload.load({str(EXAMPLES / 'chat-assistant.yaml')!r}, cat)\n"
         "d = decision.decide(estimator.estimate(w, cat), kb, cat)\n"
@@ -147,7 +150,7 @@ def test_engine_runs_without_durables_python_host():
 
 
 def test_compiled_catalog_is_read_back_unchanged(tmp_path, monkeypatch):
-    from advisor import catalog as catalog_mod
+    from advisor.inputs import catalog as catalog_mod
     monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
     first = catalog_mod.load()
     second = catalog_mod.load()                      # from the cache: no YAML parsed, nothing re-validated
@@ -166,7 +169,7 @@ def test_compiled_catalog_is_read_back_unchanged(tmp_path, monkeypatch):
 def test_an_edited_catalog_is_not_served_from_the_cache(tmp_path, monkeypatch):
     import shutil
 
-    from advisor import catalog as catalog_mod
+    from advisor.inputs import catalog as catalog_mod
     monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
     d = tmp_path / "catalog"
     shutil.copytree(ROOT / "catalog", d)
@@ -222,7 +225,7 @@ def test_loaders_leave_the_collector_as_they_found_it(tmp_path):
 
 
 def test_plain_rule_texts_are_checked_without_jinja_but_alike():
-    from advisor.knowledge import _jinja_refs, _template_refs
+    from advisor.judgement.knowledge import _jinja_refs, _template_refs
     texts = {t for r in knowledge.load().rules for t in _texts(r) if t}
     assert texts
     for text in texts:
@@ -236,7 +239,7 @@ def test_fast_exit_steps_aside_for_coverage_and_profilers(watched):
             + ("sys.modules['coverage'] = types.ModuleType('coverage')\n" if watched else "")
             + "atexit.register(lambda: print('teardown ran'))\n"
             f"sys.argv = ['gpu-advisor', 'recommend', {str(EXAMPLES / 'chat-assistant.yaml')!r}, '--format', 'summary']\n"
-            "from advisor.cli import entry\nentry()\n")
+            "from advisor.shell.cli import entry\nentry()\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("Recommendation: 4 x NVIDIA L40S")
     assert ("teardown ran" in out.stdout) == watched
@@ -310,8 +313,8 @@ def test_help_follows_the_terminal_width_as_argparse_does():
 def test_cached_catalog_keeps_keys_that_are_not_text(tmp_path, monkeypatch):
     import shutil
 
-    from advisor import cache
-    from advisor import catalog as catalog_mod
+    from advisor.base import cache
+    from advisor.inputs import catalog as catalog_mod
     monkeypatch.setenv("GPU_ADVISOR_CACHE", str(tmp_path / "cache"))
     data = {1: [True, {None: 2.5}], "a": (1, 2), cache.MARK: "a key like the mark"}
     cache.write_json("probe", "x", cache.pack(data))
@@ -326,8 +329,8 @@ def test_cached_catalog_keeps_keys_that_are_not_text(tmp_path, monkeypatch):
 
 def test_with_caching_off_the_advisor_never_reads_its_own_source(monkeypatch):
     """An install without .py sources works with GPU_ADVISOR_CACHE=0: cache keys are only made for a cache."""
-    from advisor import cache
-    from advisor import catalog as catalog_mod
+    from advisor.base import cache
+    from advisor.inputs import catalog as catalog_mod
     monkeypatch.setenv("GPU_ADVISOR_CACHE", "0")
 
     def no_source(*modules):
@@ -341,7 +344,8 @@ def test_with_caching_off_the_advisor_never_reads_its_own_source(monkeypatch):
 def test_loads_leave_no_garbage_frozen(tmp_path):
     code = ("import gc, os\n"
             f"os.environ['GPU_ADVISOR_CACHE'] = {str(tmp_path / 'cache')!r}\n"
-            "from advisor import catalog, engine, knowledge\n"
+            "from advisor.inputs import catalog\n"
+            "from advisor.judgement import engine, knowledge\n"
             "gc.collect()\n"      # what importing left (3.13: re.RegexFlag leftovers of the interpreter's own) is not the loads'
             "for cached in (False, True):\n"
             "    for _ in range(3):\n"

@@ -22,8 +22,8 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from advisor import catalog as catalog_mod
-from advisor.cli import main
+from advisor.inputs import catalog as catalog_mod
+from advisor.shell.cli import main
 
 from conftest import EXAMPLES, ROOT
 
@@ -262,7 +262,8 @@ def test_templates(capsys, tmp_path_factory, parts):
 
 @pytest.fixture(scope="module")
 def record():
-    from advisor import catalog, decision, knowledge, workload
+    from advisor.inputs import catalog, workload
+    from advisor.judgement import decision, knowledge
     from advisor.numbers import estimate as estimator
     cat = catalog.default()
     d = decision.decide(estimator.estimate(workload.load(EXAMPLES / "chat-assistant.yaml", cat), cat), knowledge.load(), cat)

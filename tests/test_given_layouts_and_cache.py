@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from advisor.cli import main
+from advisor.shell.cli import main
 
 from conftest import EXAMPLES, ROOT
 
@@ -71,7 +71,7 @@ def test_a_number_as_a_sweep_field_is_refused(capsys, tmp_path):
 
 
 def _h100_memory(cache_dir) -> float:
-    code = "from advisor import catalog; print(catalog.default().gpu('h100').num('memory_gb'))"
+    code = "from advisor.inputs import catalog; print(catalog.default().gpu('h100').num('memory_gb'))"
     env = {**os.environ, "GPU_ADVISOR_CACHE": str(cache_dir)}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     return float(out.stdout)

@@ -8,11 +8,13 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from advisor import catalog as catalog_mod
-from advisor import decision, knowledge, workload, yamlio
+from advisor.inputs import catalog as catalog_mod
+from advisor.judgement import decision, knowledge
+from advisor.inputs import workload
+from advisor.base import yamlio
 from advisor.numbers import estimate as estimator
-from advisor.cli import main
-from advisor.errors import InputError
+from advisor.shell.cli import main
+from advisor.base.errors import InputError
 
 from conftest import EXAMPLES, ROOT
 
@@ -203,7 +205,7 @@ def _advance_to(d, qid):
 
 
 def test_every_question_survives_garbage(catalog):
-    from advisor import dialogue
+    from advisor.shell import dialogue
     kb = knowledge.load()
     for q in dialogue.load_questions():
         d = dialogue.Dialogue(catalog, kb, dry_run=True)
@@ -229,7 +231,7 @@ def test_every_question_survives_garbage(catalog):
 
 @pytest.mark.parametrize("stop", range(0, 16))
 def test_ctrl_c_at_every_step_keeps_the_answers(catalog, tmp_path, stop):
-    from advisor import dialogue
+    from advisor.shell import dialogue
     kb = knowledge.load()
     d = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
     answers = ["inference", "gpt-oss-120b"] + [""] * 20
@@ -410,7 +412,7 @@ def test_yml_files_and_a_users_questions_yaml_are_read(capsys, tmp_path):
 
 
 def test_rules_doc_of_a_folder_never_touches_the_shipped_reference(capsys, tmp_path):
-    from advisor import rulestools
+    from advisor.shell import rulestools
     before = rulestools.DOC_PATH.read_bytes()
     d = rule_file(tmp_path, one_rule(rid="documented"))
     assert main(["rules", "doc", str(d)]) == 0
@@ -547,7 +549,7 @@ def test_template_bombs_are_refused(capsys, tmp_path, template, expected):
 
 
 def test_a_slow_template_is_stopped(capsys, tmp_path, monkeypatch):
-    from advisor import memo
+    from advisor.shell import memo
     monkeypatch.setattr(memo, "TEMPLATE_SECONDS", 0.3)
     t = tmp_path / "slow.j2"
     t.write_text("{% for a in headline %}{% for b in headline %}{% for c in headline %}{% for d in headline %}"
@@ -619,7 +621,7 @@ def test_sweep_limits_are_checked_before_any_work(capsys, tmp_path):
 
 
 def test_sweep_cells_that_look_like_formulas_are_quoted():
-    from advisor.sweep import _cell
+    from advisor.shell.sweep import _cell
     assert _cell("=HYPERLINK(\"http://x\")") == "'=HYPERLINK(\"http://x\")" and _cell("@SUM(A1)") == "'@SUM(A1)"
     assert _cell(-13.9) == -13.9 and _cell("h200-sxm") == "h200-sxm"
 

@@ -5,9 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from advisor import decision, knowledge, workload
+from advisor.judgement import decision, knowledge
+from advisor.inputs import workload
 from advisor.numbers import estimate as estimator, objective
-from advisor.cli import main
+from advisor.shell.cli import main
 
 from conftest import EXAMPLES, ROOT
 
@@ -252,7 +253,7 @@ def test_interactive_serving_without_targets_meets_the_mlperf_server_limits(cata
 def test_replicas_are_rented_whole_instances_each():
     # three TP-4 replicas in 6-GPU instances take three instances (one replica each, 2 GPUs idle in each),
     # never two with a replica split between them; in 8-GPU instances two replicas share one
-    from advisor.catalog import Price
+    from advisor.inputs.catalog import Price
     from advisor.numbers import cost
     six = Price("h100-sxm", 6, 12.0, "P", "2026-11-30", "test", cost.PRICE_TIERS[0], "t.yaml", 1)
     eight = Price("h100-sxm", 8, 16.0, "P", "2026-11-30", "test", cost.PRICE_TIERS[0], "t.yaml", 2)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor import skypilot, workload
-from advisor.catalog import load_prices
-from advisor.cli import main
-from advisor.errors import InputError
+from advisor.inputs import catalog as catalog_mod, skypilot, workload
+from advisor.inputs.catalog import load_prices
+from advisor.shell.cli import main
+from advisor.base.errors import InputError
 from advisor.numbers import cost
 
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -52,7 +52,7 @@ def test_import_reads_skypilot_vms_csv(tmp_path, capsys):
     assert main(["prices", "import", str(FIX / "skypilot"), "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "not mapped to a catalog GPU (no row written): A6000 (1), V100 (1)" in err
-    rows = {(p.gpu, p.kind, p.instance): p for p in load_prices(out, __import__("advisor").catalog.default())}
+    rows = {(p.gpu, p.kind, p.instance): p for p in load_prices(out, catalog_mod.default())}
     a100 = rows[("a100-40gb-sxm", "on-demand", "gpu_8x_a100")]
     assert (a100.usd_per_hour, a100.gpus_per_instance, a100.provider) == (10.32, 8, "Lambda")
     assert a100.regions == ("asia-south-1", "europe-central-1", "us-east-1")
@@ -141,7 +141,7 @@ def test_providers_and_regions_filter_the_offers(estimate_file):
 
 
 def test_offer_is_named_in_the_record(catalog):
-    from advisor import decision, knowledge
+    from advisor.judgement import decision, knowledge
     from advisor.numbers import estimate as estimator
     kb = knowledge.load()
     w = workload.load(ROOT / "examples" / "chat-assistant.yaml", catalog)
@@ -202,7 +202,7 @@ def test_import_takes_a_skypilot_catalog_checkout(tmp_path, capsys):
 
 def test_bad_purchase_file_names_the_field(tmp_path):
     import shutil
-    from advisor import catalog as catalog_mod
+    from advisor.inputs import catalog as catalog_mod
     d = tmp_path / "cat"
     shutil.copytree(ROOT / "catalog", d)
     text = (d / "purchase.yaml").read_text().replace("unit_gpus: 8", "unit_gpus: eight", 1)

@@ -1,7 +1,7 @@
 """Invariants of the estimator over random workloads (hypothesis)."""
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from advisor import workload
+from advisor.inputs import workload
 from advisor.numbers import estimate as estimator
 
 GB = 1e9

@@ -2,9 +2,10 @@
 with a break-even price, ranking on preferences when nothing has a price."""
 import pytest
 
-from advisor import decision, knowledge, ranking, workload
+from advisor.judgement import decision, knowledge, ranking
+from advisor.inputs import workload
 from advisor.numbers import estimate as estimator, objective
-from advisor.ranking import Option
+from advisor.judgement.ranking import Option
 
 from conftest import EXAMPLES, ROOT
 
@@ -125,7 +126,7 @@ def test_a_listing_price_is_ranked_as_unpriced(catalog, kb):
 
 
 def test_cost_ratio_fact_lets_rules_see_cost_against_alternatives(catalog, kb):
-    from advisor.facts import facts_for
+    from advisor.judgement.facts import facts_for
     d = _decide(catalog, kb, "gpt-oss-120b-training", **ONE_PROVIDER)
     _, cfs = facts_for(d.estimate)
     by = {c["c_gpu"]: c for c in cfs}

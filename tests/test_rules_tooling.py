@@ -1,9 +1,9 @@
 """The rule language's checks: every lint error kind, examples, coverage, the generated reference."""
 import pytest
 
-from advisor import knowledge
-from advisor.cli import main
-from advisor.errors import InputError
+from advisor.judgement import knowledge
+from advisor.shell.cli import main
+from advisor.base.errors import InputError
 
 RULE = """- id: {id}
   title: t

@@ -1,11 +1,12 @@
 """A synthetic knowledge base of 5,000 rules loads and decides exactly as the evaluator says."""
 import sys
 
-from advisor import decision, knowledge, workload
+from advisor.judgement import decision, knowledge
+from advisor.inputs import workload
 from advisor.numbers import estimate as estimator
-from advisor.engine import normalise_fact, runner
-from advisor.facts import facts_for
-from advisor.knowledge import evaluate
+from advisor.judgement.engine import normalise_fact, runner
+from advisor.judgement.facts import facts_for
+from advisor.judgement.knowledge import evaluate
 
 from conftest import EXAMPLES, ROOT
 

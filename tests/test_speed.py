@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from advisor import errors, workload
+from advisor.base import errors
+from advisor.inputs import workload
 from advisor.numbers import comm, speed
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import BYTES_PER_PARAM, inference_ledger, training_ledger
@@ -199,7 +200,7 @@ def test_every_measurement_is_complete_and_evaluates(catalog):
     lengths, concurrency and split, and the speed model gives it a finite figure (accuracy itself is
     measured by bench/accuracy.py, not asserted here)."""
     import sys
-    from advisor import yamlio
+    from advisor.base import yamlio
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "bench"))
     import accuracy
     data = yamlio.load(accuracy.MEASUREMENTS)

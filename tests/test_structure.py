@@ -50,15 +50,42 @@ def _cycles(graph):
 
 def test_no_import_circles():
     graph = _graph()
-    assert "advisor.engine" not in graph["advisor.knowledge"]          # the circle issue 10 names
-    assert "advisor.cli" not in graph["advisor.dialogue"]              # and the other one
+    assert "advisor.judgement.engine" not in graph["advisor.judgement.knowledge"]          # the circle issue 10 names
+    assert "advisor.shell.cli" not in graph["advisor.shell.dialogue"]              # and the other one
     assert _cycles(graph) == []
 
 
-def test_numbers_never_import_the_judgement_or_the_shell():
-    graph = _graph()
-    upper = {"advisor.decision", "advisor.ranking", "advisor.knowledge", "advisor.engine", "advisor.facts",
-             "advisor.memo", "advisor.cli", "advisor.dialogue", "advisor.report", "advisor.sweep", "advisor.explain"}
-    for m in graph:
-        if m.startswith("advisor.numbers") or m == "advisor.estimator":
-            assert not graph[m] & upper, (m, graph[m] & upper)
+#: the layers, lowest first: a module may import its own layer and those below, never one above
+LAYERS = ("base", "inputs", "numbers", "judgement", "shell")
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_every_module_lives_in_a_layer():
+    loose = [m for m in _graph() if m != "advisor" and not m.startswith("advisor._data") and _layer(m) is None
+             and m != "advisor.__main__"]
+    assert loose == []
+
+
+def test_imports_flow_down_the_layers():
+    upward = [(m, n) for m, deps in _graph().items() for n in deps
+              if _layer(m) is not None and _layer(n) is not None and _layer(n) > _layer(m)]
+    assert upward == []
+
+
+def test_no_private_name_is_imported_from_another_package():
+    """`from advisor.inputs.catalog import _norm` in the judgement reaches into another layer's
+    internals: a name used across packages is public (no leading underscore)."""
+    found = []
+    for path in ROOT.rglob("*.py"):
+        here = _module(path).rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("advisor.") and node.level == 0:
+                there = node.module if node.module.count(".") == 1 else node.module.rsplit(".", 1)[0]
+                for a in node.names:
+                    if a.name.startswith("_") and there != here:
+                        found.append(f"{_module(path)} imports {node.module}.{a.name}")
+    assert found == []

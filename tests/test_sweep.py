@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from advisor.cli import main
+from advisor.shell.cli import main
 
 from conftest import EXAMPLES, ROOT
 

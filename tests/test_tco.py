@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli import main
+from advisor.shell.cli import main
 from advisor.numbers import cost
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -16,7 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
-from advisor.catalog import PRICE_TIERS, Price
+from advisor.inputs.catalog import PRICE_TIERS, Price
 
 HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW
 HOURS_PER_MONTH = 730              # 8,760 h / 12

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.catalog import GPU, Catalog
+from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import speed
 from advisor.numbers.ledger import LEDGER_KEYS, Ledger, inference_ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.planner import knob_variants, plan_candidate
-from advisor.numbers.terms import GB, Term, _gb, _r
-from advisor.workload import Workload
+from advisor.numbers.terms import GB, Term, _gb, rounded
+from advisor.inputs.workload import Workload
 
 @dataclass(eq=False)
 class Estimate:
@@ -40,18 +40,18 @@ class Estimate:
         return {
             "units": "GB = 10^9 bytes; card capacities are the vendors' labels, read as 10^9 bytes",
             "workload": self.workload.inputs(),
-            "ledger": {k: _r(led.terms[k].value / GB) for k in LEDGER_KEYS},
-            "ledger_explained": {k: {**led.terms[k].as_dict(), "value": _r(led.terms[k].value / GB)} for k in LEDGER_KEYS},
-            "alternative_accounting": {k: {**t.as_dict(), "value": _r(t.value / GB)} for k, t in led.alt.items()},
-            "kv_bytes_per_token": _r(self.kv_bytes_per_token),
+            "ledger": {k: rounded(led.terms[k].value / GB) for k in LEDGER_KEYS},
+            "ledger_explained": {k: {**led.terms[k].as_dict(), "value": rounded(led.terms[k].value / GB)} for k in LEDGER_KEYS},
+            "alternative_accounting": {k: {**t.as_dict(), "value": rounded(t.value / GB)} for k, t in led.alt.items()},
+            "kv_bytes_per_token": rounded(self.kv_bytes_per_token),
             "kv_fallback": led.kv_fallback,
             "weights_precision": led.sized.precision_label,
-            "active_weight_gb_per_token": _r(led.sized.active_bytes / GB),
-            "compute": {k: _r(t.value) for k, t in self.compute.items()},
+            "active_weight_gb_per_token": rounded(led.sized.active_bytes / GB),
+            "compute": {k: rounded(t.value) for k, t in self.compute.items()},
             "compute_explained": {k: t.as_dict() for k, t in self.compute.items()},
             "candidates": [c.as_dict() for c in self.candidates],
             "notes": list(self.notes),
-            "need_gb": _r(self.need_bytes / GB) if self.need_bytes is not None else None,
+            "need_gb": rounded(self.need_bytes / GB) if self.need_bytes is not None else None,
         }
 
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from advisor.catalog import GPU
+from advisor.inputs.catalog import GPU
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
 from advisor.numbers.terms import GB, _gb
-from advisor.workload import Workload
+from advisor.inputs.workload import Workload
 
 MAX_GPUS = 4096                    # the planner's ceiling when the workload sets no max_gpus
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from advisor.catalog import Model
+from advisor.inputs.catalog import Model
 from advisor.numbers.terms import GB, Term, _gb
-from advisor.workload import Workload
+from advisor.inputs.workload import Workload
 
 #: bytes per parameter (K16: 2X GB for X B params in bf16, half at 8 bits, a quarter at 4 bits;
 #: MXFP4 stores 4.25 bits per parameter including its block scales, LEPHONGPHU_GPTOSS; NVFP4 4.5 bits:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from functools import cache
 
-from advisor.catalog import GPU
+from advisor.inputs.catalog import GPU
 from advisor.numbers.cost import Cost
 from advisor.numbers.layouts import Layout, Memory
 from advisor.numbers.speed import Speed
-from advisor.numbers.terms import _r
+from advisor.numbers.terms import rounded
 
 PARTS = ("layout", "memory", "speed", "cost")
 _PART_TYPES = {"layout": Layout, "memory": Memory, "speed": Speed, "cost": Cost}
@@ -95,7 +95,7 @@ def _default(part: str, name: str):
 
 def _plain(v):
     if isinstance(v, list):
-        return [_r(x) for x in v]
+        return [rounded(x) for x in v]
     if isinstance(v, dict):
-        return {a: (_r(b) if not isinstance(b, dict) else {x: _r(y) for x, y in b.items()}) for a, b in v.items()}
-    return _r(v)
+        return {a: (rounded(b) if not isinstance(b, dict) else {x: rounded(y) for x, y in b.items()}) for a, b in v.items()}
+    return rounded(v)

@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from advisor.catalog import GPU, Catalog
+from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, layouts, objective, speed
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
 from advisor.numbers.plan import Plan
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
-from advisor.workload import Workload
+from advisor.inputs.workload import Workload
 
 MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline or service level needs more
 SUGGEST_SAVING = 0.25    # a fixed knob is named when the plan is at least 25% dearer than with it turned (decision._suggestions)

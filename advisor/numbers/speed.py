@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from advisor.catalog import GPU, Catalog
-from advisor.errors import InputError, Problem
+from advisor.inputs.catalog import GPU, Catalog
+from advisor.base.errors import InputError, Problem
 from advisor.numbers import comm
 from advisor.numbers.ledger import Ledger, Sized, training_precision
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
-from advisor.workload import Workload
+from advisor.inputs.workload import Workload
 
 CHECKPOINTING_COMPUTE = 1.30       # C06: activation checkpointing costs ~30% more compute
 ACT_BYTES = 2                      # activations travel between GPUs in 16 bits
@@ -214,7 +214,7 @@ def calibration(catalog: Catalog) -> Calibration:
 
 
 def _default_calibration() -> Calibration:
-    from advisor import catalog as catalog_mod
+    from advisor.inputs import catalog as catalog_mod
     return calibration(catalog_mod.default())
 
 

@@ -17,10 +17,10 @@ class Term:
     sources: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
-        return {"value": _r(self.value), "formula": self.formula, "sources": list(self.sources)}
+        return {"value": rounded(self.value), "formula": self.formula, "sources": list(self.sources)}
 
 
-def _r(x, nd: int = 4):
+def rounded(x, nd: int = 4):
     if isinstance(x, float):
         if x != x or x in (math.inf, -math.inf):
             return None

@@ -15,7 +15,7 @@ import json
 import math
 from pathlib import Path
 
-from advisor.errors import InputError, Problem
+from advisor.base.errors import InputError, Problem
 
 DENSE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "falcon"}
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "kimi_k2", "gpt_oss"}
@@ -282,7 +282,7 @@ def kv_bytes_per_token(fig: dict, kv_bytes: float = 2.0, tokens: int | None = No
 
 def model_from(spec: str, base: Path | None = None):
     """A catalog Model for `model: path` or `model: hf:ORG/NAME` (figures sourced to the config)."""
-    from advisor.catalog import Figure, Model
+    from advisor.inputs.catalog import Figure, Model
     if spec.startswith("hf:"):
         path = fetch(spec[3:].strip())
         cfg, where = read(path)

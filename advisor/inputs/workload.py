@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from advisor import yamlio
-from advisor.catalog import Catalog, Figure, Model
-from advisor.errors import Collector, InputError
+from advisor.base import yamlio
+from advisor.inputs.catalog import Catalog, Figure, Model
+from advisor.base.errors import Collector, InputError
 
 MODES = ("inference", "training", "fine-tuning")
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
@@ -208,7 +208,7 @@ def _n(x: float) -> str:
 _CONTROL = frozenset(chr(i) for i in range(32))
 
 
-def _check_value(spec: Spec, value, col: Collector, name: str, line):
+def check_value(spec: Spec, value, col: Collector, name: str, line):
     """Validate one scalar against its Spec; returns the value (coerced) or None after reporting."""
     if spec.kind == "enum":
         if value not in spec.choices:
@@ -272,7 +272,7 @@ def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
             continue
         if v is None:
             continue
-        checked = _check_value(MODEL_FIELDS[k], v, col, f"model.{k}", line)
+        checked = check_value(MODEL_FIELDS[k], v, col, f"model.{k}", line)
         if checked is None:
             ok = False
             continue
@@ -288,7 +288,7 @@ def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
     if figs["active_params_b"].value > figs["params_b"].value:
         col.add("cannot exceed params_b", yamlio.line_of(raw, "active_params_b"), "model.active_params_b")
         return None
-    from advisor.catalog import model_invariants
+    from advisor.inputs.catalog import model_invariants
     bad = model_invariants({k: f.value for k, f in figs.items()})
     for k, problem in bad:
         col.add(problem, yamlio.line_of(raw, k), f"model.{k}")
@@ -332,7 +332,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             elif isinstance(raw, str):
                 try:
                     if _is_config(raw, file):     # model: path/to/config.json, a folder holding one, or hf:ORG/NAME
-                        from advisor import hfconfig
+                        from advisor.inputs import hfconfig
                         values["model"] = hfconfig.model_from(raw, Path(file).parent)
                     else:
                         values["model"] = catalog.model(raw, "model", file, line)
@@ -345,7 +345,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 if k not in LATENCY_FIELDS:
                     col.add(f"unknown service level{_suggest(k, LATENCY_FIELDS)}", yamlio.line_of(raw, k, line), f"latency.{k}")
                 elif v is not None:
-                    checked = _check_value(Spec("float", LATENCY_FIELDS[k], min=0.001, max=1e7, unit="ms"), v, col,
+                    checked = check_value(Spec("float", LATENCY_FIELDS[k], min=0.001, max=1e7, unit="ms"), v, col,
                                            f"latency.{k}", yamlio.line_of(raw, k, line))
                     if checked is not None:
                         values[k] = checked
@@ -359,7 +359,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 if k not in LAYOUT_FIELDS:
                     col.add(f"unknown layout field{_suggest(k, LAYOUT_FIELDS)}", yamlio.line_of(raw, k, line), f"layout.{k}")
                     continue
-                checked = _check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
+                checked = check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
                                        f"layout.{k}", yamlio.line_of(raw, k, line))
                 if checked is not None:
                     got[k] = checked
@@ -372,7 +372,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         elif key == "concurrency" and raw == "max":
             values["concurrency_max"] = True
         else:
-            checked = _check_value(spec, raw, col, key, line)
+            checked = check_value(spec, raw, col, key, line)
             if checked is not None:
                 values[key] = checked
     for required in ("mode", "model"):
@@ -476,7 +476,7 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
                 continue
             values[key] = tuple(dict.fromkeys(x.strip() for x in v))
             continue
-        checked = _check_value(spec, v, col, f"constraints.{key}", line)
+        checked = check_value(spec, v, col, f"constraints.{key}", line)
         if checked is not None:
             values[key] = checked
     return Constraints(**values)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor import cache
-from advisor.errors import InputError, Problem
+from advisor.base import cache
+from advisor.base.errors import InputError, Problem
 
 CACHE_VERSION = b"yamlio-2"
 
@@ -160,7 +160,7 @@ def load(path: str | Path):
         raise InputError(Problem("not UTF-8 text", name, line)) from None
     if cache.cache_dir() is None:
         return loads(text, name)
-    key = cache.key(CACHE_VERSION, cache.source_of("yamlio"), raw)      # what was parsed, and by which parser
+    key = cache.key(CACHE_VERSION, cache.source_of("base.yamlio"), raw)      # what was parsed, and by which parser
     cached = _cache_get(key)
     if cached is not None:
         return cached

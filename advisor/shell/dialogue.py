@@ -15,11 +15,12 @@ from pathlib import Path
 
 import yaml
 
-from advisor import HOME, __version__, yamlio
-from advisor.catalog import Catalog
-from advisor.errors import Collector, InputError
-from advisor.knowledge import KnowledgeBase
-from advisor.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, Spec, _check_value
+from advisor import HOME, __version__
+from advisor.base import yamlio
+from advisor.inputs.catalog import Catalog
+from advisor.base.errors import Collector, InputError
+from advisor.judgement.knowledge import KnowledgeBase
+from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, Spec, check_value
 
 QUESTIONS_FILE = HOME / "rules" / "questions.yaml"
 COMMANDS = ("?", "why", "back", "quit")
@@ -276,7 +277,7 @@ class Dialogue:
             return None, f"'{text}' is not one of the choices. {self.accepted(q)}"
         value = text
         if q.kind in ("int", "float"):
-            from advisor.units import UnitError, parse_number
+            from advisor.shell.units import UnitError, parse_number
             try:
                 value = parse_number(text, q.unit)
             except UnitError as exc:
@@ -284,7 +285,7 @@ class Dialogue:
             if q.kind == "int" and isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
                 value = int(value)
         col = Collector()
-        checked = _check_value(q.spec, value, col, q.field, None)
+        checked = check_value(q.spec, value, col, q.field, None)
         if col.problems:
             return None, f"{col.problems[0].message[0].upper()}{col.problems[0].message[1:]}. {self.accepted(q)}"
         return checked, None
@@ -356,8 +357,8 @@ class Dialogue:
     def _may_apply(self, rule) -> bool:
         """False for a rule whose top-level tests on answers already given exclude it (a training rule
         in an inference session)."""
-        from advisor.engine import guard
-        from advisor.knowledge import evaluate
+        from advisor.judgement.engine import guard
+        from advisor.judgement.knowledge import evaluate
         known = {}
         for k, v in self.answers.items():
             name = k.split(".", 1)[1] if k.startswith(("constraints.", "model.")) else k
@@ -427,9 +428,10 @@ class Dialogue:
         return data
 
     def recommend(self) -> list[str]:
-        from advisor import decision, workload
+        from advisor.judgement import decision
+        from advisor.inputs import workload
         from advisor.numbers import estimate as estimator
-        from advisor.report import summary_text
+        from advisor.shell.report import summary_text
         try:
             w = workload.parse(self.workload_data(), self.catalog, "your answers")
         except InputError as exc:
@@ -462,7 +464,7 @@ class Dialogue:
         return f"{name}-memo.{ext}"
 
     def _on_path(self, prompt: Prompt, text: str) -> list[str]:
-        from advisor import memo
+        from advisor.shell import memo
         if text.lower() == "?":
             return ["  A file name for the memo; the decision record (-decision.json) and the transcript "
                     "(-transcript.yaml) go beside it."]
@@ -516,7 +518,7 @@ class Dialogue:
         return self.out_dir / RESUME_FILE
 
     def save_resume(self, path: Path | None = None) -> Path:
-        from advisor import memo
+        from advisor.shell import memo
         path = path or self.resume_path()
         if self.dry_run:              # a replay or a dry run writes nothing
             return path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from advisor.errors import InputError, Problem
+from advisor.base.errors import InputError, Problem
 
 
 MAX_BYTES = 64 * 1024 * 1024      # a decision record is some 100 kB; /dev/zero is refused, not read forever
@@ -108,9 +108,10 @@ def _unfired(rec: dict, c: dict, kb, cat) -> list[str]:
     """The rules that raised the recommendation's score but did not fire for candidate `c` (its entry
     in the record), each with the tests that failed on its facts. The facts are rebuilt by deciding the recorded inputs again,
     which gives the same facts only with the same rules and catalog: otherwise it says so."""
-    from advisor import decision, knowledge, workload
+    from advisor.judgement import decision, knowledge
+    from advisor.inputs import workload
     from advisor.numbers import estimate as estimator
-    from advisor.engine import normalise_fact, runner
+    from advisor.judgement.engine import normalise_fact, runner
     win, gid = rec["recommendation"]["gpu"], c["gpu"]
     if win == gid:
         return []
@@ -151,7 +152,8 @@ def _drift(rec: dict, kb, cat) -> list[str]:
 
 def _replay(rec: dict, kb, cat) -> list[str]:
     """Decide the recorded inputs again with today's rules and catalog and say what changed."""
-    from advisor import decision, workload
+    from advisor.judgement import decision
+    from advisor.inputs import workload
     from advisor.numbers import estimate as estimator
     try:
         now = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat).record

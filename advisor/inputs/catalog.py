@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from advisor import HOME, cache, yamlio
-from advisor.errors import Collector, InputError, Problem
-from advisor.gcpause import free_cycles, loads_for_good
+from advisor import HOME
+from advisor.base import cache, yamlio
+from advisor.base.errors import Collector, InputError, Problem
+from advisor.base.gcpause import free_cycles, loads_for_good
 
 CATALOG_DIR = HOME / "catalog"
 KNOWLEDGE_ID = re.compile(r"^[KTCAW]\d\d$")
@@ -182,6 +183,15 @@ class Catalog:
     @cached_property
     def _model_names(self) -> dict[str, str]:
         return _name_index(self.models.values())
+
+    def knows_gpu(self, name: str) -> bool:
+        """The name is a GPU id, name or alias of the catalog (as `gpu` would resolve it)."""
+        return _norm(name) in self._gpu_names
+
+    @property
+    def gpu_names(self) -> frozenset[str]:
+        """Every GPU id, name and alias, normalised as `gpu` looks them up."""
+        return frozenset(self._gpu_names)
 
     def gpu(self, name: str, field_name: str = "gpu", file: str | None = None, line: int | None = None) -> GPU:
         return self.gpus[_resolve(name, self._gpu_names, "GPU", field_name, file, line)]
@@ -494,7 +504,7 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
 
 
 PURCHASE_FILE = "purchase.yaml"
-MODEL_SOURCES_FILE = "sources-models.yaml"   # sources of the config-derived models (advisor/modelbuild.py)
+MODEL_SOURCES_FILE = "sources-models.yaml"   # sources of the config-derived models (catalog/build/modelbuild.py)
 PRICE_FILES = ("prices.yaml", "prices-skypilot.yaml")
 
 
@@ -561,7 +571,7 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
         return _load(directory, digest.hexdigest())
     # the folder as given, since the catalog's entries remember their file by that path
     name = cache.key(COMPILED_VERSION, str(directory), str(directory.resolve()), digest.hexdigest(),
-                     cache.source_of("catalog", "yamlio"))
+                     cache.source_of("inputs.catalog", "base.yamlio"))
     cat = _compiled_get(name)
     if cat is None:
         cat = _load(directory, digest.hexdigest())

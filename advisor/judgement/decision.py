@@ -7,24 +7,24 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from advisor import __version__
-from advisor.catalog import Catalog, _norm
-from advisor.engine import runner
-from advisor.errors import InputError, Problem
-from advisor import ranking
+from advisor.inputs.catalog import Catalog
+from advisor.judgement.engine import runner
+from advisor.base.errors import InputError, Problem
+from advisor.judgement import ranking
 from advisor.numbers import estimate as estimator
 from advisor.numbers import planner
 from advisor.numbers.estimate import Estimate
 from advisor.numbers.objective import UNIT_LABELS, unit_cost, unit_of_work
 from advisor.numbers.plan import Plan
-from advisor.numbers.terms import _r
-from advisor.facts import facts_for, prop
-from advisor.knowledge import SELECTORS, KnowledgeBase, Rule, compiled_template
+from advisor.numbers.terms import rounded
+from advisor.judgement.facts import facts_for, prop
+from advisor.judgement.knowledge import SELECTORS, KnowledgeBase, Rule, compiled_template
 
 COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "The lower cost per unit of work, after the rules' premiums, wins",
-             "file": "advisor/ranking.py", "line": None,
+             "file": "advisor/judgement/ranking.py", "line": None,
              "source": ["T07", "C16"]}
 OBJECTIVE_RULE = {"id": "ranking-objective", "title": "The workload's objective (time or cards) orders the candidates",
-                  "file": "advisor/ranking.py", "line": None, "source": ["T06", "C16"]}
+                  "file": "advisor/judgement/ranking.py", "line": None, "source": ["T06", "C16"]}
 
 
 @dataclass(eq=False)
@@ -145,7 +145,7 @@ def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
         want = effect[s] if isinstance(effect[s], list) else [effect[s]]
         have = fact.get(prop(f"candidate.{s}"))
         if s == "gpu":
-            want = [catalog.gpu(str(x)).id if _norm(str(x)) in catalog._gpu_names else str(x) for x in want]
+            want = [catalog.gpu(str(x)).id if catalog.knows_gpu(str(x)) else str(x) for x in want]
         if have not in want:
             return False
     return True
@@ -361,9 +361,9 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
         out.append({"change": change,
                     "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
                              "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
-                             "usd_per_hour": _r(c.usd_per_hour), "unit_cost": _r(o.cost), "unit": unit,
+                             "usd_per_hour": rounded(c.usd_per_hour), "unit_cost": rounded(o.cost), "unit": unit,
                              "unit_label": UNIT_LABELS[unit],
-                             "effective_cost": _r(o.effective)},
+                             "effective_cost": rounded(o.effective)},
                     "saving": round(saving, 4),
                     "saving_after_premiums": round(1 - o.effective / now.effective, 4),
                     "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(o.cost)} {UNIT_LABELS[unit]} "
@@ -408,10 +408,10 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
                           "excluded_by": d.excluded[g], "score": d.scores[g], "contributions": d.contributions[g],
                           "rank": (d.ranking.index(g) + 1) if g in d.ranking else None,
                           "premium": round(ranking.premium(d.scores[g]), 4),
-                          "effective_cost": _r(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
+                          "effective_cost": rounded(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.ranking, d.ranking.index(g) if g in d.ranking else 0, g))]
-    rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": _r(d.ranked.break_even.get(g))}
+    rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": rounded(d.ranked.break_even.get(g))}
                         for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
     rec["suggestions"] = _suggestions(d, catalog)
     rec["estimate"] = est.as_dict()

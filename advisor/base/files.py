@@ -5,7 +5,7 @@ import os
 import stat
 from pathlib import Path
 
-from advisor.errors import InputError, Problem
+from advisor.base.errors import InputError, Problem
 
 
 def refuse_inputs(path: str | Path, inputs) -> None:

@@ -18,10 +18,10 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from advisor import HOME
-from advisor.catalog import Catalog
-from advisor.errors import InputError, Problem
+from advisor.inputs.catalog import Catalog
+from advisor.base.errors import InputError, Problem
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
+from advisor.shell.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
     plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
 TEMPLATES = HOME / "templates"
@@ -718,7 +718,7 @@ def _confined_loader(folder: Path):
 
 
 def _env(html: bool, colour: bool, folder: Path) -> ImmutableSandboxedEnvironment:
-    from advisor.cache import jinja_bytecode_cache
+    from advisor.base.cache import jinja_bytecode_cache
     _Bounded.code_generator_class = _code_generator()
     env = _Bounded(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                    keep_trailing_newline=True, loader=_confined_loader(folder),
@@ -800,4 +800,4 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
         raise InputError(Problem(f"template failed: {type(exc).__name__}: {str(exc)[:120]}", name)) from None
 
 
-from advisor.files import write_atomic  # noqa: E402,F401  (re-exported for callers of memo)
+from advisor.base.files import write_atomic  # noqa: E402,F401  (re-exported for callers of memo)

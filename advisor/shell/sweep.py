@@ -19,8 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-from advisor import yamlio
-from advisor.errors import Collector, InputError, Problem
+from advisor.base import yamlio
+from advisor.base.errors import Collector, InputError, Problem
 
 MAX_COMBINATIONS = 100_000
 MAX_JOBS = 256
@@ -30,7 +30,7 @@ COLUMNS = ("gpu", "count", "nodes", "tp", "pp", "dp", "per_card_gb", "usd_per_ho
 
 def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[dict]]:
     """(varied fields, value combinations, workload documents); every invalid combination reported."""
-    from advisor import workload
+    from advisor.inputs import workload
     path = Path(path)
     grid = yamlio.load(path)
     col = Collector(str(path))
@@ -114,7 +114,8 @@ def _init(rule_dirs, prices):
     warnings.simplefilter("ignore", DeprecationWarning)
     if _STATE.get("worker"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle: no worker tracebacks
-    from advisor import catalog, knowledge
+    from advisor.inputs import catalog
+    from advisor.judgement import knowledge
     cat = catalog.default()
     if prices:
         cat = cat.with_prices(prices)
@@ -123,7 +124,8 @@ def _init(rule_dirs, prices):
 
 
 def _decide(doc: dict) -> dict:
-    from advisor import decision, workload
+    from advisor.judgement import decision
+    from advisor.inputs import workload
     from advisor.numbers import estimate as estimator
     cat, kb = _STATE["catalog"], _STATE["kb"]
     try:
@@ -146,7 +148,7 @@ def _r(x):
 def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, progress=True):
     """Decide every combination and write the CSV as rows arrive.
     Returns (rows written, total, interrupted, the varied fields)."""
-    from advisor import catalog as catalog_mod
+    from advisor.inputs import catalog as catalog_mod
     cat = catalog_mod.default()
     if prices:
         cat = cat.with_prices(prices)
@@ -155,7 +157,7 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
     fields, combos, docs = load_grid(grid_path, cat)
     jobs = min(jobs or os.cpu_count() or 1, max(1, len(docs)))
     out_path = Path(out_path)
-    from advisor.files import refuse_inputs
+    from advisor.base.files import refuse_inputs
     refuse_inputs(out_path, [grid_path, prices, *_base_path(grid_path)])
     written, interrupted = 0, False
     with open(out_path, "w", newline="", encoding="utf-8") as fh:
@@ -305,7 +307,7 @@ def write_summary(csv_path: Path, fields: list[str], out: Path) -> None:
     from jinja2 import FileSystemLoader, StrictUndefined
     from jinja2.sandbox import ImmutableSandboxedEnvironment
     from advisor import HOME
-    from advisor.files import write_atomic
+    from advisor.base.files import write_atomic
     html = out.suffix in (".html", ".htm")
     env = ImmutableSandboxedEnvironment(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                                         keep_trailing_newline=True, loader=FileSystemLoader(str(HOME / "templates")))

@@ -22,7 +22,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.errors import InputError, Problem
+from advisor.base.errors import InputError, Problem
 
 SOURCE_REPO = "skypilot-org/skypilot-catalog"
 

@@ -25,9 +25,9 @@ import math
 import operator
 import threading
 
-from advisor.facts import prop
-from advisor.gcpause import loads_for_good
-from advisor.knowledge import LEAVES_PER_SET, KnowledgeBase, Leaf, Node, Rule, evaluate
+from advisor.judgement.facts import prop
+from advisor.base.gcpause import loads_for_good
+from advisor.judgement.knowledge import LEAVES_PER_SET, KnowledgeBase, Leaf, Node, Rule, evaluate
 
 RULES_PER_SET = 200       # rules per ruleset (p07: 200 rules run while few of them match one fact)
 GROUP_MIN = 8             # rules sharing a first test get rulesets of their own from this many on

@@ -1,6 +1,6 @@
 """Build catalog/purchase.yaml (purchase prices and data-centre costs) from ../shared/reference/purchase.yaml.
 
-    python -m advisor.purchasebuild ../shared/reference/purchase.yaml --out catalog/purchase.yaml
+    python catalog/build/purchasebuild.py ../shared/reference/purchase.yaml --out catalog/purchase.yaml
 
 Per GPU: the sources that price one new GPU (list, street, listing, analyst estimates, implied
 revenue per unit) are kept with their dates; used-market prices, vendor claims, TCO-model inputs,
@@ -89,7 +89,7 @@ def build(reference: Path, gpus_yaml: Path) -> str:
                      "date": "2026-11-30 (collected)"}
     doc = {"gpus": out_gpus, "site": site}
     head = ("# Purchase prices per GPU and data-centre costs, for rent versus buy (docs/catalog.md).\n"
-            f"# Built by `python -m advisor.purchasebuild {reference}` (do not edit by hand: re-run it) from\n"
+            f"# Built by `python catalog/build/purchasebuild.py {reference}` (do not edit by hand: re-run it) from\n"
             "# ../shared/reference/purchase.yaml (collected 2026-11-30 from stored copies of public sources).\n"
             "# usd_per_gpu.v = median of the sources' midpoints; range = lowest to highest source. No NVIDIA/AMD\n"
             "# data-centre GPU has a public list price: these are street prices, listings and analyst estimates.\n"
@@ -98,9 +98,9 @@ def build(reference: Path, gpus_yaml: Path) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m advisor.purchasebuild")
+    ap = argparse.ArgumentParser(prog="python catalog/build/purchasebuild.py")
     ap.add_argument("reference", type=Path)
-    ap.add_argument("--gpus", type=Path, default=Path(__file__).resolve().parent.parent / "catalog" / "gpus.yaml")
+    ap.add_argument("--gpus", type=Path, default=Path(__file__).resolve().parents[1] / "gpus.yaml")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
     text = build(a.reference, a.gpus)

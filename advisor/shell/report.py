@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from advisor.numbers.estimate import GB, LEDGER_KEYS, Estimate
-from advisor.wording import plain
+from advisor.shell.wording import plain
 
 
 def _n(x, fmt="{:,.1f}", none="-"):
@@ -58,9 +58,9 @@ def estimate_text(est: Estimate) -> str:
 def summary_text(rec: dict, cat=None) -> str:
     """A few lines: the recommendation and its cost, the decisive rule, the runner-up and why it lost,
     the warnings and any planner suggestion; knowledge IDs named by their statements."""
-    from advisor import wording
+    from advisor.shell import wording
     if cat is None:
-        from advisor import catalog
+        from advisor.inputs import catalog
         cat = catalog.default()
     cites = wording.Cites(cat)
     r = rec["recommendation"]

@@ -6,14 +6,14 @@ import json
 import os
 import sys
 
-from advisor.errors import InputError, Problem
+from advisor.base.errors import InputError, Problem
 
 EXIT_INPUT = 2
 EXIT_OUTPUT = 120     # the output could not be written (what Python itself exits with then)
 
 
 def _catalog(args):
-    from advisor import catalog
+    from advisor.inputs import catalog
     cat = catalog.default()
     if getattr(args, "prices", None):
         cat = cat.with_prices(args.prices)
@@ -21,7 +21,7 @@ def _catalog(args):
 
 
 def _workload(args, cat):
-    from advisor import workload
+    from advisor.inputs import workload
     w = workload.load(args.workload, cat)
     if getattr(args, "gpu", None):
         w = workload.with_gpus(w, [cat.gpu(g, "--gpu").id for g in args.gpu])
@@ -29,7 +29,7 @@ def _workload(args, cat):
 
 
 def cmd_estimate(args) -> int:
-    from advisor import report
+    from advisor.shell import report
     from advisor.numbers import estimate as estimator
     cat = _catalog(args)
     est = estimator.estimate(_workload(args, cat), cat)
@@ -41,13 +41,13 @@ def cmd_estimate(args) -> int:
 
 
 def _kb(args):
-    from advisor import knowledge
+    from advisor.judgement import knowledge
     dirs = knowledge.rule_dirs(getattr(args, "rules", None))
     return knowledge.load(dirs)
 
 
 def _decide(args):
-    from advisor import decision
+    from advisor.judgement import decision
     from advisor.numbers import estimate as estimator
     cat = _catalog(args)
     kb = _kb(args)
@@ -59,7 +59,8 @@ def _decide(args):
 
 def _input_files(args, kb=None) -> list:
     """Every file a command reads: an output must never be one of them."""
-    from advisor import HOME, catalog
+    from advisor import HOME
+    from advisor.inputs import catalog
     out = [getattr(args, k, None) for k in ("workload", "template", "prices", "grid", "decision")]
     out += [HOME / f for f in (kb.files if kb is not None else [])]
     out += [catalog.CATALOG_DIR / f for f in ("gpus.yaml", "models.yaml", "prices.yaml", "sources.yaml")]
@@ -72,7 +73,7 @@ def _used_files(args, kb) -> dict:
     import hashlib
     from pathlib import Path
 
-    from advisor import knowledge
+    from advisor.judgement import knowledge
     dirs = [d for d in knowledge.rule_dirs(getattr(args, "rules", None)) if d != knowledge.RULES_DIR]
     rules = [{"path": str(Path(d).resolve()), "given": str(d), "sha256": knowledge.folder_digest(d)} for d in dirs]
     prices = []
@@ -83,16 +84,16 @@ def _used_files(args, kb) -> dict:
 
 
 def cmd_recommend(args) -> int:
-    from advisor.files import write_atomic
+    from advisor.base.files import write_atomic
     d = _decide(args)
     rec = d.record
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
     elif args.format == "summary":
-        from advisor.report import summary_text
+        from advisor.shell.report import summary_text
         text = summary_text(rec, _catalog(args))
     else:
-        from advisor import memo
+        from advisor.shell import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
             and not os.environ.get("NO_COLOR")
         text = memo.render(rec, _catalog(args), args.format, args.template, colour=colour)
@@ -105,7 +106,7 @@ def cmd_recommend(args) -> int:
 
 
 def cmd_facts(args) -> int:
-    from advisor import rulestools
+    from advisor.shell import rulestools
     sys.stdout.write(rulestools.facts_text())
     return 0
 
@@ -113,7 +114,7 @@ def cmd_facts(args) -> int:
 def _kb_for_rules_cmd(args):
     """The knowledge base a rules command works on: a user's folder is checked together with the
     shipped rules it joins (their derived facts, the ids it must not reuse, what it replaces)."""
-    from advisor import knowledge
+    from advisor.judgement import knowledge
     if args.dir:
         return knowledge.load(knowledge.rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
     return _kb(args)
@@ -121,7 +122,7 @@ def _kb_for_rules_cmd(args):
 
 def _own_rules(args, kb):
     """The rules of the folder named on the command line (all rules when none is)."""
-    from advisor import knowledge
+    from advisor.judgement import knowledge
     if not args.dir:
         return kb
     own = [r for r in kb.rules if not knowledge._is_shipped(knowledge.HOME / r.file) or r.replaces]
@@ -129,7 +130,7 @@ def _own_rules(args, kb):
 
 
 def cmd_rules(args) -> int:
-    from advisor import rulestools
+    from advisor.shell import rulestools
     kb = _kb_for_rules_cmd(args)
     if args.action == "lint":
         if args.dir:
@@ -150,7 +151,7 @@ def cmd_rules(args) -> int:
         print(f"{checked} examples of {len(kb.rules)} rules: {checked - len([f for f in failures if 'example' in f])} passed, {len(failures)} failed")
         return 1 if failures else 0
     if args.action == "coverage":
-        from advisor import catalog
+        from advisor.inputs import catalog
         rows, missing = rulestools.coverage(kb, catalog.default())
         for k, where in rows:
             print(f"{k}  {where}")
@@ -164,7 +165,7 @@ def cmd_rules(args) -> int:
             if not args.out or args.out == "-":
                 sys.stdout.write(text)
                 return 0
-            from advisor.files import write_atomic
+            from advisor.base.files import write_atomic
             write_atomic(args.out, text, inputs=kb.files)
             print(f"wrote {args.out} ({len(_own_rules(args, kb).rules)} rules)")
             return 0
@@ -178,7 +179,7 @@ def cmd_rules(args) -> int:
         if not rulestools.DOC_PATH.parent.is_dir():      # an installed package has no docs/ to refresh
             sys.stdout.write(text)
             return 0
-        from advisor.files import write_atomic
+        from advisor.base.files import write_atomic
         write_atomic(rulestools.DOC_PATH, text)
         print(f"wrote {rulestools.DOC_PATH} ({len(kb.rules)} rules)")
         return 0
@@ -186,7 +187,7 @@ def cmd_rules(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from advisor import explain
+    from advisor.judgement import explain
     rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
     notes = _recorded_files(args, rec)
     cat = _catalog(args)
@@ -201,7 +202,7 @@ def cmd_explain(args) -> int:
     try:
         text = explain.explain_record(rec, gid, kb, cat)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
-        from advisor.errors import Problem
+        from advisor.base.errors import Problem
         raise InputError(Problem(f"not a complete decision record ({type(exc).__name__}: {str(exc)[:80]})",
                                  args.decision)) from None
     sys.stdout.write(text + "".join(n + "\n" for n in notes))
@@ -209,7 +210,7 @@ def cmd_explain(args) -> int:
 
 
 def _shipped_digest() -> str:
-    from advisor import knowledge
+    from advisor.judgement import knowledge
     return knowledge.folder_digest(knowledge.RULES_DIR)
 
 
@@ -219,7 +220,7 @@ def _recorded_files(args, rec: dict) -> list[str]:
     import hashlib
     from pathlib import Path
 
-    from advisor import knowledge
+    from advisor.judgement import knowledge
     v = rec.get("versions") or {}
     notes = []
     if not getattr(args, "rules", None) and isinstance(v.get("rule_dirs"), list):
@@ -261,7 +262,8 @@ def _recorded_files(args, rec: dict) -> list[str]:
 
 
 def cmd_ask(args) -> int:
-    from advisor import dialogue, workload
+    from advisor.shell import dialogue
+    from advisor.inputs import workload
     cat = _catalog(args)
     kb = _kb(args)
     out_dir = args.out_dir or "."
@@ -270,7 +272,7 @@ def cmd_ask(args) -> int:
             dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
             dlg.current()                          # the state it restores must be one the dialogue can continue
         except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
-            from advisor.errors import Problem
+            from advisor.base.errors import Problem
             raise InputError(Problem(f"not a resume file this version can continue ({type(exc).__name__}: "
                                      f"{str(exc)[:80]})", args.resume)) from None
     else:
@@ -291,7 +293,7 @@ def cmd_ask(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from advisor import dialogue
+    from advisor.shell import dialogue
     cat = _catalog(args)
     kb = _kb(args)
     failed = 0
@@ -299,7 +301,7 @@ def cmd_replay(args) -> int:
         try:
             same, diffs = dialogue.replay(path, cat, kb)
         except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
-            from advisor.errors import Problem
+            from advisor.base.errors import Problem
             raise InputError(Problem(f"not a transcript this version can replay ({type(exc).__name__}: {str(exc)[:80]})",
                                      path)) from None
         print(f"{'ok  ' if same else 'FAIL'} {path}")
@@ -313,7 +315,8 @@ def cmd_replay(args) -> int:
 def cmd_sweep(args) -> int:
     from pathlib import Path
 
-    from advisor import knowledge, sweep
+    from advisor.judgement import knowledge
+    from advisor.shell import sweep
     dirs = knowledge.rule_dirs(args.rules)
     knowledge.load(dirs)                         # a broken knowledge base is refused before any work
     written, total, interrupted, fields = sweep.run(args.grid, args.out, dirs, args.prices, args.jobs,
@@ -331,8 +334,8 @@ def cmd_sweep(args) -> int:
 def cmd_prices(args) -> int:
     """`prices import PATH...`: SkyPilot vms.csv files -> a price file; `prices list`: the known quotes."""
     if args.action == "import":
-        from advisor import skypilot
-        from advisor.files import write_atomic
+        from advisor.inputs import skypilot
+        from advisor.base.files import write_atomic
         if not args.paths:
             raise InputError(Problem("give a skypilot-catalog catalogs/v7 folder, ~/.sky/catalogs/v7 or a vms.csv", None, None, "PATH"))
         text, rows, unmapped = skypilot.import_prices(args.paths, args.skip or (), args.date, args.commit)

@@ -5,10 +5,10 @@ import re
 
 from advisor import HOME
 from advisor.numbers import estimate
-from advisor.catalog import Catalog
-from advisor.engine import runner
-from advisor.facts import FACTS, prop
-from advisor.knowledge import KnowledgeBase, Node
+from advisor.inputs.catalog import Catalog
+from advisor.judgement.engine import runner
+from advisor.judgement.facts import FACTS, prop
+from advisor.judgement.knowledge import KnowledgeBase, Node
 
 DOC_PATH = HOME / "docs" / "knowledge-base.md"
 

@@ -13,11 +13,12 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor import HOME, cache, yamlio
-from advisor.cache import jinja_bytecode_cache
-from advisor.errors import Collector, InputError, Problem
-from advisor.facts import FACTS, prop
-from advisor.gcpause import free_cycles, loads_for_good
+from advisor import HOME
+from advisor.base import cache, yamlio
+from advisor.base.cache import jinja_bytecode_cache
+from advisor.base.errors import Collector, InputError, Problem
+from advisor.judgement.facts import FACTS, prop
+from advisor.base.gcpause import free_cycles, loads_for_good
 
 RULES_DIR = HOME / "rules"
 NOT_RULES = {"questions.yaml"}   # the dialogue's questions live beside the rules
@@ -475,7 +476,7 @@ def vocabulary(cat=None) -> dict[str, set]:
     """The values each string fact can take, from the catalog and the workload schema: rule values
     and selectors outside them are misspellings. Empty when the catalog cannot be read (its own
     command reports that)."""
-    from advisor import catalog as catalog_mod, workload
+    from advisor.inputs import catalog as catalog_mod, workload
     try:
         cat = cat or catalog_mod.default()
     except InputError:
@@ -489,7 +490,7 @@ def vocabulary(cat=None) -> dict[str, set]:
     for f, spec in workload.CONSTRAINTS.items():
         if spec.kind == "enum" and f"workload.{f}" in FACTS:
             v[f"workload.{f}"] = set(spec.choices)
-    v["_gpu_names"] = set(cat._gpu_names)
+    v["_gpu_names"] = set(cat.gpu_names)
     v["_catalog"] = cat.digest
     return v
 
@@ -879,7 +880,7 @@ COMPILED_VERSION = "kb-4"
 
 
 def _compiled_key(digest: str, catalog_digest: str | None) -> str:
-    return cache.key(COMPILED_VERSION, digest, catalog_digest or "", cache.source_of("knowledge", "facts", "engine", "yamlio"))
+    return cache.key(COMPILED_VERSION, digest, catalog_digest or "", cache.source_of("judgement.knowledge", "judgement.facts", "judgement.engine", "base.yamlio"))
 
 
 def _enc_cond(c):
