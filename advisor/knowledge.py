@@ -16,6 +16,7 @@ from pathlib import Path
 from advisor import HOME, cache, yamlio
 from advisor.cache import jinja_bytecode_cache
 from advisor.errors import Collector, InputError, Problem
+from advisor.files import note_read
 from advisor.facts import FACTS, prop
 from advisor.gcpause import free_cycles, loads_for_good
 
@@ -779,6 +780,7 @@ def _digest(files: list[Path]) -> str:
     h = hashlib.sha256()
     for f in files:
         h.update(_display(f).encode())
+        note_read(f, "rule file")
         h.update(f.read_bytes())
     return h.hexdigest()
 
