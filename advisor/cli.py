@@ -41,8 +41,19 @@ def cmd_estimate(args) -> int:
 
 def _kb(args):
     from advisor import knowledge
-    dirs = knowledge.rule_dirs(getattr(args, "rules", None))
-    return knowledge.load(dirs)
+    return knowledge.load(_rule_dirs(getattr(args, "rules", None)))
+
+
+def _rule_dirs(extra) -> list:
+    """The rule folders in force; a --rules path that is a FIFO, device or socket is refused before
+    anything opens it (a folder's own files are read only when they are regular files)."""
+    from advisor import knowledge
+    from advisor.files import note_read
+    dirs = knowledge.rule_dirs(extra)
+    for d in dirs:
+        if not os.path.isdir(d):
+            note_read(d, "rule file")
+    return dirs
 
 
 def _decide(args):
@@ -104,7 +115,7 @@ def _kb_for_rules_cmd(args):
     shipped rules it joins (their derived facts, the ids it must not reuse, what it replaces)."""
     from advisor import knowledge
     if args.dir:
-        return knowledge.load(knowledge.rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
+        return knowledge.load(_rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
     return _kb(args)
 
 
@@ -255,7 +266,7 @@ def cmd_sweep(args) -> int:
     from pathlib import Path
 
     from advisor import knowledge, sweep
-    dirs = knowledge.rule_dirs(args.rules)
+    dirs = _rule_dirs(args.rules)
     knowledge.load(dirs)                         # a broken knowledge base is refused before any work
     written, total, interrupted, fields = sweep.run(args.grid, args.out, dirs, args.prices, args.jobs,
                                                     progress=not args.quiet and sys.stderr.isatty(), summary=args.summary)

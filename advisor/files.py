@@ -67,6 +67,10 @@ def read_input(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
     except IsADirectoryError:
         raise InputError(Problem(f"is a directory, not a {what}", name)) from None
     except OSError as exc:
+        try:                               # a socket cannot even be opened: say what it is
+            _refuse_kind(os.stat(path), path, what)
+        except OSError:
+            pass
         raise InputError(Problem(f"cannot read: {exc.strerror}", name)) from None
     try:
         st = os.fstat(fd)
