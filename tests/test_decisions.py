@@ -276,13 +276,18 @@ def test_why_not_rechecks_the_rules_that_raised_the_winner(tmp_path, capsys):
     assert "big-memory-first (" in out and "none of: candidate.vendor = 'nvidia' (is 'amd'); candidate.fp4_native = True (is False)" in out
     assert main(["explain", str(rec_path), "--rules", str(rules), "--why-not", "a100"]) == 0
     assert "candidate.memory_gb >= 120 (is 80" in capsys.readouterr().out
-    # without --rules, explain uses the rule folder the record names: the same answer
+    # without --rules, the rule folder the record names (outside the project) is not loaded: said so
     assert main(["explain", str(rec_path), "--why-not", "a100"]) == 0
+    out = capsys.readouterr().out
+    assert f"Refused: the record names the rule folder {rules}, outside the project: not loaded (pass --rules {rules}" in out
+    assert "the rules changed since this decision" in out
+    # named again, it is the folder the decision recorded
+    assert main(["explain", str(rec_path), "--rules", str(rules), "--why-not", "a100"]) == 0
     out = capsys.readouterr().out
     assert "candidate.memory_gb >= 120 (is 80" in out and f"Rules: the shipped ones and {rules}, as the decision recorded\n" in out
     # with other rules than those that decided, the tests are not re-checked against the wrong facts
     (rules / "big.yaml").write_text((rules / "big.yaml").read_text().replace("weight: 50", "weight: 40"))
-    assert main(["explain", str(rec_path), "--why-not", "a100"]) == 0
+    assert main(["explain", str(rec_path), "--rules", str(rules), "--why-not", "a100"]) == 0
     out = capsys.readouterr().out
     assert "so their tests are not re-checked" in out and "as the decision recorded (changed since)" in out
 
@@ -305,13 +310,11 @@ def test_explain_a_decision_made_with_extra_prices(tmp_path, capsys):
     assert main(["explain", str(rec_path), "--prices", str(quotes), "--why-not", "h200"]) == 0
     out = capsys.readouterr().out
     assert "are those that produced this decision" in out and "catalog changed" not in out
-    assert main(["explain", str(rec_path)]) == 0           # without --prices, the recorded quotes are used
+    assert f"the catalog's and {quotes}, as the decision recorded" in out
+    assert main(["explain", str(rec_path)]) == 0           # without --prices, quotes outside the project are not read
     out = capsys.readouterr().out
-    assert "are those that produced this decision" in out and f"the catalog's and {quotes}, as the decision recorded" in out
-    quotes.unlink()                                        # without the quotes it is another catalog
-    assert main(["explain", str(rec_path)]) == 0
-    out = capsys.readouterr().out
-    assert "the catalog changed since this decision" in out and f"the prices in {quotes}, which are gone" in out
+    assert f"Refused: the record names the price file {quotes}, outside the project: not loaded (pass --prices {quotes}" in out
+    assert "the catalog changed since this decision" in out
 
 
 def test_explain_reports_the_record_first_then_the_gpu(tmp_path, capsys):

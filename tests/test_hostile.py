@@ -450,8 +450,8 @@ def test_workload_files_that_used_to_crash_or_lie(capsys, tmp_path, text, expect
 
 
 def test_a_device_as_input(capsys):
-    refuse(capsys, ["estimate", "/dev/zero"], "/dev/zero: larger than 16 MB")
-    refuse(capsys, ["explain", "/dev/zero"], "/dev/zero: too large to be a decision record")
+    refuse(capsys, ["estimate", "/dev/zero"], "/dev/zero: is a device, not a YAML file")
+    refuse(capsys, ["explain", "/dev/zero"], "/dev/zero: is a device, not a decision record")
 
 
 @pytest.mark.parametrize("edit, expected", [
@@ -702,7 +702,7 @@ def test_explain_from_another_directory_uses_the_recorded_folder(capsys, tmp_pat
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", "rules", "--format", "json"]) == 0
     (tmp_path / "d.json").write_text(capsys.readouterr().out)
     monkeypatch.chdir("/")
-    assert main(["explain", str(tmp_path / "d.json")]) == 0
+    assert main(["explain", str(tmp_path / "d.json"), "--rules", str(d)]) == 0
     out = capsys.readouterr().out
     assert "The current rules and catalog are those that produced this decision." in out
     assert f"Rules: the shipped ones and {d}, as the decision recorded\n" in out and "named differently" in out

@@ -79,7 +79,11 @@ def test_interrupting_keeps_the_rows_decided(tmp_path):
     exe = [sys.executable, "-m", "advisor", "sweep", str(grid), "--out", str(out), "--jobs", "2"]
     p = subprocess.Popen(exe, cwd=ROOT, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 20):
+
+    def decided():          # the rows go to a temporary file beside the table until the sweep ends
+        part = [f for f in tmp_path.glob(".t.csv.*") if not f.name.endswith(".lock")]
+        return len(part[0].read_text().splitlines()) if part else 0
+    while time.time() < deadline and decided() < 20:
         time.sleep(0.1)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.base import cache
+from advisor.base import cache, files
 from advisor.base.errors import InputError, Problem
 
 CACHE_VERSION = b"yamlio-2"
@@ -139,20 +139,10 @@ def loads(text: str, name: str = "<string>"):
 
 
 def load(path: str | Path):
-    """Read and parse a YAML file; every failure is an InputError naming the file."""
-    p = Path(path)
+    """Read and parse a YAML file; every failure is an InputError naming the file (a FIFO, device or
+    directory is refused before it is opened, see files.read_input)."""
     name = str(path)
-    if p.is_dir():
-        raise InputError(Problem("is a directory, not a YAML file", name))
-    try:
-        with open(p, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(Problem("no such file", name)) from None
-    except OSError as exc:
-        raise InputError(Problem(f"cannot read: {exc.strerror}", name)) from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(Problem(f"larger than {MAX_BYTES // 2**20} MB: not a YAML file this tool reads", name))
+    raw = files.read_input(path, MAX_BYTES, "YAML file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from advisor import HOME
 from advisor.base import cache, yamlio
 from advisor.base.errors import Collector, InputError, Problem
+from advisor.base.files import note_read
 from advisor.base.gcpause import free_cycles, loads_for_good
 
 CATALOG_DIR = HOME / "catalog"
@@ -566,6 +567,7 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
         if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE) and not (directory / f).is_file():
             continue                   # optional files (a user's catalog folder may lack them)
         digest.update(f.encode())
+        note_read(directory / f, "catalog file")
         digest.update((directory / f).read_bytes())
     if cache.cache_dir() is None:
         return _load(directory, digest.hexdigest())

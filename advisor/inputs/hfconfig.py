@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 
 from advisor.base.errors import InputError, Problem
+from advisor.base.files import note_read
 
 DENSE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "falcon"}
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "kimi_k2", "gpt_oss"}
@@ -40,6 +41,7 @@ def read(path: str | Path, base: Path | None = None) -> tuple[dict, str]:
         p = base / p
     if p.is_dir():
         p = p / "config.json"
+    note_read(p, "config.json")
     if not p.is_file():
         _fail("no such config.json (give a file or a folder holding config.json)", str(path), "model")
     try:

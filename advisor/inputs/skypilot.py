@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.base.errors import InputError, Problem
+from advisor.base.files import note_read
 
 SOURCE_REPO = "skypilot-org/skypilot-catalog"
 
@@ -143,6 +144,7 @@ def read_vms_csv(path: Path, cloud: str, commit: str | None) -> list[Offer]:
     InstanceType: the price of the GPUs without the host VM) and host rows without accelerators are
     skipped: neither is the price of a whole GPU machine."""
     offers: dict[tuple, Offer] = {}
+    note_read(path, "CSV file")
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         need = {"AcceleratorName", "AcceleratorCount", "Price"}
@@ -184,6 +186,7 @@ def read_snapshot_csv(path: Path, commit: str | None) -> list[Offer]:
     """The reference snapshot's <cloud>.csv (already aggregated per instance type). Rows the snapshot
     marks as partial prices ('[host VM only ...]', 'accel:... [GPU only ...]') are skipped."""
     out = []
+    note_read(path, "CSV file")
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         if not reader.fieldnames or "price_usd_per_hour_min" not in reader.fieldnames:
@@ -213,6 +216,7 @@ def _readme_facts(folder: Path) -> tuple[dict[str, str], str | None]:
     readme = folder / "README.md"
     if not readme.is_file():
         return {}, None
+    note_read(readme, "README")
     text = readme.read_text(encoding="utf-8")
     commits = {m.group(1): m.group(2) for m in re.finditer(r"^\|\s*([a-z]+)\s*\|\s*catalogs/v7/\S+\s*\|\s*`([0-9a-f]{40})`", text, re.M)}
     if not commits:                 # a README naming one commit for every file of the folder

@@ -3,6 +3,7 @@ rule drove it, how each candidate scored, what excluded each, and what kept a GP
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from advisor.base.errors import InputError, Problem
 
@@ -13,17 +14,8 @@ RECORD_FIELDS = {"recommendation": (dict, type(None)), "decisive_rule": (dict, t
 
 
 def read_record(path: str) -> dict:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(Problem("no such file", path)) from None
-    except IsADirectoryError:
-        raise InputError(Problem("is a directory, not a decision record", path)) from None
-    except OSError as exc:
-        raise InputError(Problem(f"cannot read: {exc.strerror}", path)) from None
-    if len(raw) > MAX_BYTES:
-        raise InputError(Problem("too large to be a decision record", path))
+    from advisor.base.files import read_input
+    raw = read_input(path, MAX_BYTES, "decision record")
     try:
         rec = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except RecursionError:
@@ -35,7 +27,139 @@ def read_record(path: str) -> dict:
     for k, types in RECORD_FIELDS.items():
         if not isinstance(rec.get(k), types):
             raise InputError(Problem(f"not a complete decision record: '{k}' is missing or of the wrong kind", path))
-    return rec
+    return _printable(rec)
+
+
+# C0 and C1 controls (ESC starts a terminal escape, BEL ends an OSC title) and the bidirectional
+# overrides that make text read otherwise than it runs; line breaks and tabs become spaces, so an
+# edited string cannot forge a line of the explanation either.
+_UNPRINTABLE = {c: None for c in (*range(0x00, 0x20), *range(0x7f, 0xa0), *range(0x202a, 0x202f), *range(0x2066, 0x206a))}
+_UNPRINTABLE.update({ord("\n"): " ", ord("\r"): " ", ord("\t"): " "})
+
+
+def _printable(obj):
+    """The record with every string (keys too) stripped of control characters: a hand-edited
+    record is printed as text and never acts on the terminal."""
+    if isinstance(obj, str):
+        return obj.translate(_UNPRINTABLE)
+    if isinstance(obj, dict):
+        return {_printable(k): _printable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_printable(v) for v in obj]
+    return obj
+
+
+def _under(path, roots) -> bool:
+    """Whether `path` is one of `roots` or inside one, links resolved (a link under the project that
+    points at / is not under it)."""
+    try:
+        real = Path(path).resolve()
+        return any(real == Path(r).resolve() or real.is_relative_to(Path(r).resolve()) for r in roots)
+    except (OSError, ValueError, RuntimeError):      # a name too long, a loop of links: not under anything
+        return False
+
+
+def _same(a, b) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
+    """The rule folders and price file `explain` loads: (rules, prices, notes, same_files).
+    A record can be edited by hand, so the folders and file it names are loaded only where the user
+    allows them again: without --rules (--prices) the recorded ones under the project (advisor.HOME)
+    are re-used, so that explain does not report changes that did not happen; any other is not
+    loaded, and a note says so. With --rules (--prices) the user's are used, and the notes say which
+    recorded ones they are. `same_files`: every recorded rule folder is loaded, by the path recorded,
+    with the files it had."""
+    import hashlib
+
+    from advisor import HOME
+    from advisor.judgement import knowledge
+    v = rec.get("versions") or {}
+    notes, same_files = [], False
+    if isinstance(v.get("rule_dirs"), list):
+        kept, same_files = [], bool(v["rule_dirs"])
+        from_env = {Path(p).resolve() for p in knowledge.rule_dirs(shipped=False)}     # GPU_ADVISOR_RULES adds these itself
+        for d in v["rule_dirs"]:
+            if not (isinstance(d, dict) and isinstance(d.get("path"), str)):
+                notes.append("Refused: a rule_dirs entry of the record that is not {path: FOLDER}; nothing loaded for it")
+                same_files = False
+                continue
+            path = d["path"]
+            if Path(path).resolve() in from_env:
+                continue
+            if rules:
+                if not any(_same(path, r) for r in rules):
+                    notes.append(f"Note: the decision used the rules in {path}, which are not loaded: they are not "
+                                 "among the --rules given")
+                    same_files = False
+                    continue
+            elif not _under(path, [HOME]):
+                notes.append(f"Refused: the record names the rule folder {path}, outside the project: not loaded "
+                             f"(pass --rules {path} to use it)")
+                same_files = False
+                continue
+            if not Path(path).exists():
+                notes.append(f"Note: the decision used the rules in {path}, which are gone")
+                same_files = False
+                continue
+            given = d.get("given") if isinstance(d.get("given"), str) else None
+            # as typed when that still names the same folder (the digest of the rules counts their names)
+            use = given if given and Path(given).exists() and _same(given, path) else path
+            try:
+                same = knowledge.folder_digest(Path(use)) == d.get("sha256")
+            except (OSError, InputError):
+                same = False
+            same_files = same_files and same
+            notes.append(f"Rules: the shipped ones and {path}, as the decision recorded" + ("" if same else " (changed since)"))
+            if not rules:
+                kept.append(use)
+        if not rules:
+            rules = kept or None
+    if isinstance(v.get("price_files"), list):
+        for p in v["price_files"][:1]:
+            if not (isinstance(p, dict) and isinstance(p.get("path"), str)):
+                notes.append("Refused: a price_files entry of the record that is not {path: FILE}; nothing loaded for it")
+                continue
+            path = p["path"]
+            if prices:
+                if not _same(prices, path):
+                    continue                  # the user's own prices: the catalog digest tells what differs
+            elif not _under(path, [HOME]):
+                notes.append(f"Refused: the record names the price file {path}, outside the project: not loaded "
+                             f"(pass --prices {path} to use it)")
+                continue
+            if not Path(path).is_file():
+                notes.append(f"Note: the decision used the prices in {path}, which are gone")
+                continue
+            given = p.get("given") if isinstance(p.get("given"), str) else None
+            if not prices:
+                prices = given if given and Path(given).is_file() and _same(given, path) else path
+            try:
+                from advisor.base import yamlio
+                from advisor.base.files import read_input
+                same = hashlib.sha256(read_input(path, yamlio.MAX_BYTES, "price file")).hexdigest() == p.get("sha256")
+            except InputError:
+                same = False
+            notes.append(f"Prices: the catalog's and {path}, as the decision recorded" + ("" if same else " (changed since)"))
+    return rules, prices, notes, same_files
+
+
+def _offline_refusal(rec: dict, cat) -> str | None:
+    """Deciding the recorded inputs again reads no file and fetches nothing the record names: a
+    model given by name must be a catalog id (a config.json path or an hf: id is refused, unread)."""
+    model = (rec.get("inputs") or {}).get("model")
+    if not isinstance(model, str):
+        return None
+    try:
+        cat.model(model)
+    except InputError:
+        return (f"  Refused: the recorded workload names the model '{model}', which is not in the catalog: explain reads "
+                "no config.json and fetches nothing from the Hugging Face Hub, so the decision is not decided again")
+    return None
 
 
 def _no_constant(name: str):
@@ -123,6 +247,9 @@ def _unfired(rec: dict, c: dict, kb, cat) -> list[str]:
     if kb.digest != rec["versions"].get("rules_sha256") or cat.digest != rec["versions"].get("catalog_sha256"):
         return [f"  rules that raised {win} and not {gid}: {', '.join(helped)} (the rules or catalog changed since, "
                 "so their tests are not re-checked)"]
+    refused = _offline_refusal(rec, cat)
+    if refused:
+        return [refused]
     try:
         d = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat)
     except InputError as exc:
@@ -152,9 +279,12 @@ def _drift(rec: dict, kb, cat) -> list[str]:
 
 def _replay(rec: dict, kb, cat) -> list[str]:
     """Decide the recorded inputs again with today's rules and catalog and say what changed."""
+    from advisor.numbers import estimate as estimator
     from advisor.judgement import decision
     from advisor.inputs import workload
-    from advisor.numbers import estimate as estimator
+    refused = _offline_refusal(rec, cat)
+    if refused:
+        return ["What would change today:", refused]
     try:
         now = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat).record
     except InputError as exc:

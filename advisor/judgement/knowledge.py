@@ -17,6 +17,7 @@ from advisor import HOME
 from advisor.base import cache, yamlio
 from advisor.base.cache import jinja_bytecode_cache
 from advisor.base.errors import Collector, InputError, Problem
+from advisor.base.files import note_read
 from advisor.judgement.facts import FACTS, prop
 from advisor.base.gcpause import free_cycles, loads_for_good
 
@@ -780,6 +781,7 @@ def _digest(files: list[Path]) -> str:
     h = hashlib.sha256()
     for f in files:
         h.update(_display(f).encode())
+        note_read(f, "rule file")
         h.update(f.read_bytes())
     return h.hexdigest()
 

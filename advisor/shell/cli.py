@@ -42,8 +42,19 @@ def cmd_estimate(args) -> int:
 
 def _kb(args):
     from advisor.judgement import knowledge
-    dirs = knowledge.rule_dirs(getattr(args, "rules", None))
-    return knowledge.load(dirs)
+    return knowledge.load(_rule_dirs(getattr(args, "rules", None)))
+
+
+def _rule_dirs(extra) -> list:
+    """The rule folders in force; a --rules path that is a FIFO, device or socket is refused before
+    anything opens it (a folder's own files are read only when they are regular files)."""
+    from advisor.judgement import knowledge
+    from advisor.base.files import note_read
+    dirs = knowledge.rule_dirs(extra)
+    for d in dirs:
+        if not os.path.isdir(d):
+            note_read(d, "rule file")
+    return dirs
 
 
 def _decide(args):
@@ -55,16 +66,6 @@ def _decide(args):
     d = decision.decide(est, kb, cat)
     d.record.setdefault("versions", {}).update(_used_files(args, kb))
     return d
-
-
-def _input_files(args, kb=None) -> list:
-    """Every file a command reads: an output must never be one of them."""
-    from advisor import HOME
-    from advisor.inputs import catalog
-    out = [getattr(args, k, None) for k in ("workload", "template", "prices", "grid", "decision")]
-    out += [HOME / f for f in (kb.files if kb is not None else [])]
-    out += [catalog.CATALOG_DIR / f for f in ("gpus.yaml", "models.yaml", "prices.yaml", "sources.yaml")]
-    return [x for x in out if x]
 
 
 def _used_files(args, kb) -> dict:
@@ -98,7 +99,7 @@ def cmd_recommend(args) -> int:
             and not os.environ.get("NO_COLOR")
         text = memo.render(rec, _catalog(args), args.format, args.template, colour=colour)
     if args.out:
-        write_atomic(args.out, text, inputs=_input_files(args, d.kb))
+        write_atomic(args.out, text)        # refused when it is any file the command read
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -116,7 +117,7 @@ def _kb_for_rules_cmd(args):
     shipped rules it joins (their derived facts, the ids it must not reuse, what it replaces)."""
     from advisor.judgement import knowledge
     if args.dir:
-        return knowledge.load(knowledge.rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
+        return knowledge.load(_rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
     return _kb(args)
 
 
@@ -166,7 +167,7 @@ def cmd_rules(args) -> int:
                 sys.stdout.write(text)
                 return 0
             from advisor.base.files import write_atomic
-            write_atomic(args.out, text, inputs=kb.files)
+            write_atomic(args.out, text)
             print(f"wrote {args.out} ({len(_own_rules(args, kb).rules)} rules)")
             return 0
         if args.check:
@@ -189,13 +190,12 @@ def cmd_rules(args) -> int:
 def cmd_explain(args) -> int:
     from advisor.judgement import explain
     rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
-    notes = _recorded_files(args, rec)
+    args.rules, args.prices, notes, same_files = explain.recorded_inputs(rec, args.rules, args.prices)
     cat = _catalog(args)
     gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
     kb = _kb(args)
     v = rec.get("versions") or {}
-    if kb.digest != v.get("rules_sha256") and notes and not any("changed since" in n or "gone" in n for n in notes) \
-            and v.get("shipped_rules_sha256") == _shipped_digest():
+    if kb.digest != v.get("rules_sha256") and same_files and v.get("shipped_rules_sha256") == _shipped_digest():
         # the same files under other names (the folder named from another directory): the same rules
         rec = {**rec, "versions": {**v, "rules_sha256": kb.digest}}
         notes.append("(The rule folders are named differently than when the decision was made; their files are the same.)")
@@ -212,53 +212,6 @@ def cmd_explain(args) -> int:
 def _shipped_digest() -> str:
     from advisor.judgement import knowledge
     return knowledge.folder_digest(knowledge.RULES_DIR)
-
-
-def _recorded_files(args, rec: dict) -> list[str]:
-    """Without --rules or --prices, `explain` uses the rule folders and price file the decision
-    recorded (when they are still there), so that it does not report changes that did not happen."""
-    import hashlib
-    from pathlib import Path
-
-    from advisor.judgement import knowledge
-    v = rec.get("versions") or {}
-    notes = []
-    if not getattr(args, "rules", None) and isinstance(v.get("rule_dirs"), list):
-        kept = []
-        from_env = {Path(p).resolve() for p in knowledge.rule_dirs(shipped=False)}     # GPU_ADVISOR_RULES adds these itself
-        for d in v["rule_dirs"]:
-            if not (isinstance(d, dict) and isinstance(d.get("path"), str)) or Path(d["path"]).resolve() in from_env:
-                continue
-            if not Path(d["path"]).exists():
-                notes.append(f"Note: the decision used the rules in {d['path']}, which are gone")
-                continue
-            given = d.get("given") if isinstance(d.get("given"), str) else None
-            # as typed when that still names the same folder (the digest of the rules counts their names)
-            use = given if given and Path(given).exists() and Path(given).resolve() == Path(d["path"]).resolve() else d["path"]
-            kept.append(use)
-            try:
-                same = knowledge.folder_digest(Path(use)) == d.get("sha256")
-            except (OSError, InputError):
-                same = False
-            notes.append(f"Rules: the shipped ones and {d['path']}, as the decision recorded"
-                         + ("" if same else " (changed since)"))
-        args.rules = kept or None
-    if not getattr(args, "prices", None) and isinstance(v.get("price_files"), list):
-        for p in v["price_files"][:1]:
-            if not (isinstance(p, dict) and isinstance(p.get("path"), str)):
-                continue
-            if not Path(p["path"]).is_file():
-                notes.append(f"Note: the decision used the prices in {p['path']}, which are gone")
-                continue
-            given = p.get("given") if isinstance(p.get("given"), str) else None
-            args.prices = given if given and Path(given).is_file() and Path(given).resolve() == Path(p["path"]).resolve() \
-                else p["path"]
-            try:
-                same = hashlib.sha256(Path(p["path"]).read_bytes()).hexdigest() == p.get("sha256")
-            except OSError:
-                same = False
-            notes.append(f"Prices: the catalog's and {p['path']}, as the decision recorded" + ("" if same else " (changed since)"))
-    return notes
 
 
 def cmd_ask(args) -> int:
@@ -317,10 +270,10 @@ def cmd_sweep(args) -> int:
 
     from advisor.judgement import knowledge
     from advisor.shell import sweep
-    dirs = knowledge.rule_dirs(args.rules)
+    dirs = _rule_dirs(args.rules)
     knowledge.load(dirs)                         # a broken knowledge base is refused before any work
     written, total, interrupted, fields = sweep.run(args.grid, args.out, dirs, args.prices, args.jobs,
-                                                    progress=not args.quiet and sys.stderr.isatty())
+                                                    progress=not args.quiet and sys.stderr.isatty(), summary=args.summary)
     if interrupted:
         print(f"gpu-advisor: interrupted: {written} of {total} rows decided and kept in {args.out}", file=sys.stderr)
         return 130

@@ -482,6 +482,13 @@ class Dialogue:
         base = path.with_suffix("") if path.suffix else path
         decision_path = base.parent / (base.name.removesuffix("-memo") + "-decision.json")
         transcript_path = base.parent / (base.name.removesuffix("-memo") + "-transcript.yaml")
+        if not self.dry_run:
+            from advisor.base.files import refuse_output
+            try:                       # all three checked before any is written
+                for p in (path, decision_path, transcript_path):
+                    refuse_output(p)
+            except InputError as exc:
+                return [f"  Cannot write there: {exc.problems[0]}"]
         self.stage = "done"
         if self.dry_run:
             return []
@@ -524,7 +531,8 @@ class Dialogue:
             return path
         state = {"resume": 1, "advisor": __version__, "answers": self.answers, "preset": sorted(self.preset),
                  "asked": self.asked, "steps": self.steps}
-        memo.write_atomic(path, yaml.safe_dump(state, sort_keys=False, allow_unicode=True))
+        # the resume file this session continues is read, and meant to be saved over
+        memo.write_atomic(path, yaml.safe_dump(state, sort_keys=False, allow_unicode=True), replaces=self.resumed_from)
         return path
 
     @classmethod

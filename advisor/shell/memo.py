@@ -19,6 +19,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from advisor import HOME
 from advisor.inputs.catalog import Catalog
+from advisor.base.files import note_read
 from advisor.base.errors import InputError, Problem
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.shell.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
@@ -709,6 +710,7 @@ def _confined_loader(folder: Path):
     class Confined(FileSystemLoader):
         def get_source(self, environment, template):
             source, filename, uptodate = super().get_source(environment, template)
+            note_read(filename, "template")
             real = os.path.realpath(filename)
             if os.path.commonpath([root, real]) != root:
                 raise TemplateNotFound(f"{template} (outside the template's folder)")
@@ -774,6 +776,7 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
     """The memo in a format, from the shipped template or the user's (both sandboxed)."""
     path = Path(template) if template else TEMPLATES / FORMATS[fmt]
     name = str(template) if template else f"templates/{FORMATS[fmt]}"
+    note_read(path, "template")
     if not path.is_file():
         raise InputError(Problem("no such template", name))
     try:

@@ -145,9 +145,16 @@ def _r(x):
     return None if x is None else round(x, 4)
 
 
-def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, progress=True):
+def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, progress=True, summary=None):
     """Decide every combination and write the CSV as rows arrive.
-    Returns (rows written, total, interrupted, the varied fields)."""
+    Returns (rows written, total, interrupted, the varied fields).
+
+    The rows go, as they are decided, to a temporary file beside `out_path`, under the exclusive
+    lock of files.writing (a second sweep or recommend to the same file is refused, never
+    interleaved); it replaces `out_path` when the sweep ends, or is interrupted with Ctrl-C (the
+    finished rows are kept). A sweep killed outright leaves the previous file as it was. The outputs
+    (`out_path`, and the `summary` written later) are checked against every file read before any
+    work starts."""
     from advisor.inputs import catalog as catalog_mod
     cat = catalog_mod.default()
     if prices:
@@ -157,10 +164,14 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
     fields, combos, docs = load_grid(grid_path, cat)
     jobs = min(jobs or os.cpu_count() or 1, max(1, len(docs)))
     out_path = Path(out_path)
-    from advisor.base.files import refuse_inputs
-    refuse_inputs(out_path, [grid_path, prices, *_base_path(grid_path)])
+    from advisor.base import files
+    if summary:
+        if os.path.realpath(summary) == os.path.realpath(out_path):
+            raise InputError(Problem("is the table this sweep writes (--out): the summary needs a file of its own",
+                                     str(summary), field="--summary"))
+        files.refuse_output(summary)
     written, interrupted = 0, False
-    with open(out_path, "w", newline="", encoding="utf-8") as fh:
+    with files.writing(out_path, newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(list(fields) + list(COLUMNS))
         fh.flush()
@@ -211,18 +222,6 @@ def _cell(v):
     if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + v              # a spreadsheet would read it as a formula
     return v
-
-
-def _base_path(grid_path) -> list:
-    """The workload file a grid names as its base, if any (an output must not replace it)."""
-    try:
-        grid = yamlio.load(grid_path)
-        base = grid.get("base") if isinstance(grid, dict) else None
-    except InputError:
-        return []
-    if not isinstance(base, str):
-        return []
-    return [Path(grid_path).parent / base, Path(base)]
 
 
 def _bar(done: int, total: int) -> None:
