@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor import yamlio
-from advisor.catalog import Catalog, Figure, Model
+from advisor.catalog import Catalog, Figure, Model, model_invariants
 from advisor.errors import Collector, InputError
 
 MODES = ("inference", "training", "fine-tuning")
@@ -261,51 +261,79 @@ def _check_value(spec: Spec, value, col: Collector, name: str, line):
     raise AssertionError(spec.kind)
 
 
-def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
+def model_problems(v: dict) -> list[tuple[str, str]]:
+    """(field, problem) for figures of one model (by MODEL_FIELDS name) that contradict each other: the
+    catalog's invariants and the shape of attention and of the window. Shared by the mapping form of
+    `model:` and by config.json (advisor.hfconfig), so both refuse the same values with the same words."""
+    out = model_invariants(v)
+
+    def whole(k):
+        x = v.get(k)
+        return x if isinstance(x, int) and not isinstance(x, bool) else None
+    heads, kv, hidden = whole("attention_heads"), whole("kv_heads"), whole("hidden_size")
+    if heads and kv and kv <= heads and heads % kv:
+        out.append(("kv_heads", f"must divide attention_heads ({heads} heads do not share {kv} key/value heads evenly)"))
+    if heads and hidden and "head_dim" not in v and hidden % heads:
+        # the head size is hidden_size / heads unless given: a remainder (or a hidden size below the head
+        # count, head size 0) is no model
+        out.append(("attention_heads", f"must divide hidden_size ({hidden} / {heads} is not a whole head size; "
+                                       "give head_dim if the heads are sized apart)"))
+    window, context = whole("sliding_window"), whole("max_context")
+    if window and context and window > context:
+        out.append(("sliding_window", f"cannot exceed max_context ({window:,} > {context:,} tokens)"))
+    return out
+
+
+def check_model(raw: dict, col: Collector, line_of=lambda k: None, name=lambda k: f"model.{k}") -> dict | None:
+    """The figures of one model by MODEL_FIELDS name, each type-checked and bounded, then checked
+    against each other (model_problems); None once the problems are reported to `col`. The one
+    validator of a workload's `model:` mapping and of the figures a config.json gives."""
     ok = True
-    figs: dict[str, Figure] = {}
+    values: dict = {}
     for k, v in raw.items():
-        line = yamlio.line_of(raw, k)
         if k not in MODEL_FIELDS:
-            col.add(f"unknown model field{_suggest(k, MODEL_FIELDS)}", line, f"model.{k}")
+            col.add(f"unknown model field{_suggest(k, MODEL_FIELDS)}", line_of(k), name(k))
             ok = False
             continue
         if v is None:
             continue
-        checked = _check_value(MODEL_FIELDS[k], v, col, f"model.{k}", line)
+        checked = _check_value(MODEL_FIELDS[k], v, col, name(k), line_of(k))
         if checked is None:
             ok = False
             continue
-        if k != "name":
-            figs[k] = Figure(checked, ("workload file",))
-    if "params_b" not in figs:
-        if "params_b" not in raw:
-            col.add("a model given as a mapping needs params_b", yamlio.line_of(raw, None, raw.line if hasattr(raw, "line") else None), "model.params_b")
-        return None
+        values[k] = checked
     if not ok:
         return None
-    figs.setdefault("active_params_b", Figure(figs["params_b"].value, ("workload file",), "dense: all parameters active"))
-    if figs["active_params_b"].value > figs["params_b"].value:
-        col.add("cannot exceed params_b", yamlio.line_of(raw, "active_params_b"), "model.active_params_b")
-        return None
-    from advisor.catalog import model_invariants
-    bad = model_invariants({k: f.value for k, f in figs.items()})
+    bad = model_problems(values)
     for k, problem in bad:
-        col.add(problem, yamlio.line_of(raw, k), f"model.{k}")
-    if bad:
+        col.add(problem, line_of(k), name(k))
+    return None if bad else values
+
+
+def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
+    values = check_model(raw, col, lambda k: yamlio.line_of(raw, k, getattr(raw, "line", None)))
+    if raw.get("params_b") is None:          # absent, or `params_b: null`
+        col.add("a model given as a mapping needs params_b", yamlio.line_of(raw, "params_b", getattr(raw, "line", None)),
+                "model.params_b")
         return None
-    name = raw.get("name") or f"custom {figs['params_b'].value:g}B model"
-    return Model("custom", name, (), figs, file, getattr(raw, "line", None))
+    if values is None:
+        return None
+    name = values.pop("name", None)
+    figs = {k: Figure(v, ("workload file",)) for k, v in values.items()}
+    figs.setdefault("active_params_b", Figure(figs["params_b"].value, ("workload file",), "dense: all parameters active"))
+    return Model("custom", name or f"custom {figs['params_b'].value:g}B model", (), figs, file, getattr(raw, "line", None))
 
 
 def _is_config(raw: str, file: str) -> bool:
-    """A model named by its Hugging Face config (hf:ORG/NAME, a .json file or a folder with config.json)."""
+    """A model named by its Hugging Face config (hf:ORG/NAME, a .json file or a folder with config.json,
+    relative to the workload's own folder: never the current directory's)."""
     if raw.startswith("hf:") or raw.lower().endswith(".json"):
         return True
-    for base in (Path(file).parent, Path(".")):
-        if (base / raw / "config.json").is_file():
-            return True
-    return False
+    p = Path(raw).expanduser()
+    try:
+        return (p if p.is_absolute() else Path(file).parent / p).joinpath("config.json").is_file()
+    except OSError:                  # a name too long for the file system is no folder (the catalog says so)
+        return False
 
 
 def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:

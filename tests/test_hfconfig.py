@@ -104,7 +104,7 @@ def test_workload_names_a_config_relative_to_itself(tmp_path, capsys):
      "num_hidden_layers is missing"),
     ({"model_type": "mixtral", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 2,
       "num_attention_heads": 32, "intermediate_size": 8, "num_experts_per_tok": 2}, "num_local_experts is missing"),
-    ({"model_type": "llama", "vocab_size": "many", "hidden_size": 4096}, "vocab_size must be a non-negative number"),
+    ({"model_type": "llama", "vocab_size": "many", "hidden_size": 4096}, "config.json: vocab_size: must be a number (got 'many')"),
 ])
 def test_unreadable_configs_are_refused_naming_the_field(tmp_path, capsys, config, message):
     (tmp_path / "config.json").write_text(json.dumps(config))
