@@ -268,6 +268,7 @@ def _checked(c: dict, col: Collector, prefix: str = "", table: dict = FIELDS) ->
     for k, spec in table.items():
         v = c.get(k)
         if v is None:              # JSON null: not set, as Transformers reads it
+            out.pop(k, None)
             continue
         name = prefix + k
         if isinstance(spec, Spec):
@@ -353,7 +354,7 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
         c = _checked(text, col, pre)
         vision = _checked(cfg.get("vision_config") or {}, col, "vision_config.", VISION_FIELDS)
         col.raise_if_any()
-        if vision.get("patch_size", 14) > vision.get("image_size", 224):
+        if (vision.get("patch_size") or 14) > (vision.get("image_size") or 224):
             _fail("cannot exceed vision_config.image_size", where, "vision_config.patch_size")
         c.setdefault("model_type", {"gemma3": "gemma3_text", "mistral3": "mistral"}.get(mt, "llama"))
         if "tie_word_embeddings" not in c and "tie_word_embeddings" in cfg:
@@ -378,7 +379,7 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
         _fail(f"must name one type per layer ({len(types):,} types for {L:,} layers)", where, pre + "layer_types")
     if any(i >= L for i in c.get("mlp_only_layers") or ()):
         _fail(f"must name layers below num_hidden_layers ({L:,})", where, pre + "mlp_only_layers")
-    if c.get("first_k_dense_replace", 0) > L:
+    if (c.get("first_k_dense_replace") or 0) > L:
         _fail(f"cannot exceed num_hidden_layers ({c['first_k_dense_replace']:,} > {L:,})", where, pre + "first_k_dense_replace")
     if mt == "falcon" and not c.get("new_decoder_architecture"):
         _fail("only Falcon's new decoder architecture (new_decoder_architecture: true, Falcon 40B/180B) is counted",
