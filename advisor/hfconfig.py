@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from advisor.errors import Collector, InputError, Problem
-from advisor.workload import MODEL_FIELDS, Spec, _check_value, check_model
+from advisor.schema import MODEL_FIELDS, Spec, _check_value, check_model
 
 DENSE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "falcon"}
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "kimi_k2", "gpt_oss"}
