@@ -13,6 +13,7 @@ GPU_ADVISOR_FUZZ_REPORT writes how many inputs each target tried.
 """
 import io
 import json
+import math
 import os
 import shutil
 import signal
@@ -343,3 +344,191 @@ def test_mutated_grids(capsys, tmp_path_factory, ops, jobs):
     shutil.copy(EXAMPLES / "chat-assistant.yaml", d / "chat-assistant.yaml")
     (d / "grid.yaml").write_text(mutate(shipped("examples/grid.yaml"), ops))
     run(capsys, "grid", ["sweep", str(d / "grid.yaml"), "--out", str(d / "o.csv"), "--quiet"] + (["--jobs", jobs] if jobs else []))
+
+
+# --- config.json: the real configs mutated, through the workload parse and the estimate -----------------------------
+
+CONFIG_EXAMPLES = max(EXAMPLES_N, 300)
+CONFIG_SECONDS = 10
+CONFIG_FIXTURES = ROOT / "tests" / "fixtures" / "configs"
+CONFIG_NAMES = sorted(p.parent.name for p in CONFIG_FIXTURES.glob("*/config.json"))
+#: fields the counting reads, mutated beside the config's own (an absent one is added)
+CONFIG_KEYS = ["vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+               "intermediate_size", "moe_intermediate_size", "num_local_experts", "num_experts", "n_routed_experts",
+               "num_experts_per_tok", "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+               "mlp_only_layers", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank", "q_lora_rank",
+               "sliding_window", "max_window_layers", "sliding_window_pattern", "use_sliding_window", "layer_types",
+               "max_position_embeddings", "tie_word_embeddings", "attention_bias", "torch_dtype", "model_type",
+               "quantization_config", "text_config", "vision_config", "_name_or_path", "shared_expert_intermediate_size"]
+CONFIG_FUZZ = settings(FUZZ, max_examples=CONFIG_EXAMPLES, derandomize=CONFIG_EXAMPLES <= 300)
+
+config_values = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 300), st.integers(-10**6, 10**7),
+    st.sampled_from([0, -1, 1, 2, 7, 10**4, 10**5, 10**8, 10**18, 10**18 + 1, 10**19, 10**200, -(10**200), 10 ** 4000]),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.5, 1e-9, 2.0, 1e200, -0.0, 32.0]),
+    st.sampled_from(["32", "false", "true", "", "bfloat16", "float8_e4m3fn", "sliding_attention", "llama", "gpt_oss",
+                     "mixtral", "deepseek_v3", "gemma3", "\x1b]0;evil\x07", "<script>", "noaux_tc"]),
+    st.text(max_size=6), st.lists(st.integers(-2, 100), max_size=5), st.lists(st.sampled_from(["sliding_attention", "full_attention", 3]), max_size=40),
+    st.dictionaries(st.sampled_from(["quant_method", "hidden_size", "model_type", "x"]), st.sampled_from(["mxfp4", "fp8", 5, None, [1]]), max_size=2))
+config_ops = st.lists(st.tuples(st.sampled_from(["set", "set", "scale", "scale", "bump", "bump", "delete", "nest", "inner"]),
+                                st.integers(0, 10**6), config_values,
+                                st.sampled_from([-1, 0, 0.5, 2, 3, 10, 1000, 10**6, 1.5, 1, -8, 8, 64])), min_size=1, max_size=4)
+config_text_ops = st.one_of(st.just([]), st.just([]), st.just([]),      # most inputs are well-formed JSON
+                            st.lists(st.tuples(st.sampled_from(["digits", "constant", "deep", "truncate", "bytes", "bom", "dup"]),
+                                               st.integers(0, 10**6)), min_size=1, max_size=2))
+
+
+def mutate_config(cfg: dict, ops) -> dict:
+    """What a careless edit or a hostile author does to a config: values replaced, scaled, deleted, nested."""
+    for kind, at, value, factor in ops:
+        target = cfg
+        nested = [k for k in ("text_config", "vision_config") if isinstance(cfg.get(k), dict)]
+        if kind == "inner" and nested:
+            target = cfg[nested[at % len(nested)]]
+        keys = sorted(set(target) | set(CONFIG_KEYS))
+        key = keys[at % len(keys)]
+        if kind in ("set", "inner"):
+            target[key] = value
+        elif kind in ("scale", "bump"):       # a plausible edit: a figure doubled, halved, or off by a few
+            numeric = [k for k in sorted(target) if isinstance(target[k], (int, float)) and not isinstance(target[k], bool)
+                       and abs(target[k]) < 1e300]          # (10^4000 x 0.5 cannot be a float: already hostile enough)
+            if numeric:
+                k = numeric[at % len(numeric)]
+                v = target[k] * factor if kind == "scale" else target[k] + (int(factor) if float(factor).is_integer() else factor)
+                target[k] = int(v) if isinstance(target[k], int) and float(v).is_integer() else v
+        elif kind == "delete":
+            target.pop(key, None)
+        else:
+            deep = value
+            for _ in range(at % 40):          # around MAX_DEPTH (32)
+                deep = [deep] if at % 2 else {"x": deep}
+            target[key] = deep
+    return cfg
+
+
+def config_text(cfg: dict, ops) -> bytes:
+    text = json.dumps(cfg, allow_nan=True)          # NaN, Infinity as JSON tools (and Transformers) write them
+    raw = text.encode()
+    for kind, at in ops:
+        if kind == "digits":
+            text = text.replace(": 4096", ": " + "4" * (1 + at % 6000), 1)
+        elif kind == "constant":
+            text = text.replace(": 32", ": " + ["NaN", "Infinity", "-Infinity", "1e400", "-1e309"][at % 5], 1)
+        elif kind == "deep":
+            n = 10 + at % 200_000
+            text = text[:-1] + ', "deep": ' + "[" * n + "]" * n + "}"
+        elif kind == "truncate":
+            text = text[: at % (len(text) + 1)]
+        elif kind == "dup":
+            text = text[:-1] + ', "num_hidden_layers": 1}'
+        raw = text.encode()
+        if kind == "bytes":
+            i = at % (len(raw) + 1)
+            raw = raw[:i] + b"\xe9\xff" + raw[i:]
+        elif kind == "bom":
+            raw = b"\xef\xbb\xbf" + raw
+    return raw
+
+
+def _finite(x, what):
+    assert isinstance(x, (int, float)) and math.isfinite(x) and x >= 0, f"nonsense {what}: {x!r}"
+
+
+def sane(est) -> None:
+    """No negative or non-finite memory, size, speed or cost; active parameters within the total; layers >= 1."""
+    m = est.workload.model
+    params, active = m.num("params_b"), m.num("active_params_b")
+    _finite(params, "params_b")
+    _finite(active, "active_params_b")
+    assert 0 < active <= params * (1 + 1e-9), f"nonsense: {active}B active of {params}B"
+    for k in ("layers", "kv_heads", "head_dim", "attention_heads", "hidden_size"):
+        if m.num(k) is not None:
+            assert m.num(k) >= 1, f"nonsense {k}: {m.num(k)}"
+    s = est.ledger.sized
+    assert 0 < s.active <= s.params * (1 + 1e-9), (s.active, s.params)
+    for k, t in {**est.ledger.terms, **est.compute}.items():
+        if t.value is not None:
+            _finite(t.value, k)
+    if est.kv_bytes_per_token is not None:
+        _finite(est.kv_bytes_per_token, "kv_bytes_per_token")
+        assert est.kv_bytes_per_token > 0
+    _finite(est.need_bytes, "need_bytes")
+    for c in est.candidates:
+        for f in ("count", "nodes", "tp", "pp", "dp", "per_card_gb", "prefill_ms", "decode_ms_per_token", "tokens_per_s",
+                  "tokens_per_s_per_user", "training_hours", "power_kw_per_node", "usd_per_hour", "usd_per_million_tokens",
+                  "usd_per_job"):
+            v = getattr(c, f)
+            if v is not None:
+                _finite(v, f"{c.gpu.id}.{f}")
+
+
+def decide_config(folder, raw: bytes, mode: str) -> str:
+    """One input through the workload parse and the estimate, in this process: 'refused' or 'answered'."""
+    from advisor.numbers import estimate as estimator
+    from advisor.inputs import workload
+    from advisor.base.errors import InputError
+    cat = catalog_mod.default()
+    (folder / "config.json").write_bytes(raw)
+    doc = {"mode": mode, "model": "config.json", "concurrency": 8}
+    if mode == "training":
+        doc["training_tokens"] = 1e9
+
+    def hang(signum, frame):
+        raise _Hang(f"config: no answer in {CONFIG_SECONDS} s: {raw[:300]!r}")
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.setitimer(signal.ITIMER_REAL, CONFIG_SECONDS)
+    try:
+        est = estimator.estimate(workload.parse(doc, cat, str(folder / "w.yaml")), cat, ["h100-sxm", "l40s", "mi300x", "b200", "t4"])
+    except InputError as exc:
+        assert exc.problems
+        for p in exc.problems:
+            assert p.field and "\n" not in str(p) and str(p).startswith(str(folder)), str(p)
+        return "refused"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    sane(est)
+    return "answered"
+
+
+@CONFIG_FUZZ
+@given(name=st.sampled_from(CONFIG_NAMES), ops=config_ops, text_ops=config_text_ops,
+       mode=st.sampled_from(["inference", "inference", "training"]))
+def test_mutated_configs(tmp_path_factory, name, ops, text_ops, mode):
+    """The shipped configs (tests/fixtures/configs) with fields replaced, scaled, deleted or nested and their JSON
+    damaged, through the workload parse and the estimate in this process. Each input is refused (InputError, every
+    problem one line naming its field) or answered sanely: no other exception, an answer within CONFIG_SECONDS, no
+    negative or non-finite memory, size, speed or cost, no active parameters above the total, no zero layers.
+    CI runs 300 inputs (a few seconds); the long run, by hand:
+
+        GPU_ADVISOR_FUZZ_EXAMPLES=20000 GPU_ADVISOR_FUZZ_REPORT=fuzz.json python -m pytest tests/test_fuzz.py -k mutated_configs
+
+    (the report counts the inputs under "config", "config-refused" and "config-answered")."""
+    cfg = mutate_config(json.loads((CONFIG_FIXTURES / name / "config.json").read_text()), ops)
+    outcome = decide_config(tmp_path_factory.mktemp("cfg"), config_text(cfg, text_ops), mode)
+    for k in ("config", f"config-{outcome}"):
+        TRIED[k] = TRIED.get(k, 0) + 1
+
+
+@pytest.mark.parametrize("change", [
+    {"num_key_value_heads": -8}, {"num_hidden_layers": 10**8}, {"tie_word_embeddings": "false"},
+    {"num_experts_per_tok": 64}, {"vocab_size": float("nan")}, {"deep": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]},
+    {"num_local_experts": 4},        # a sane change: answered
+])
+def test_mutated_configs_through_the_command(tmp_path, change):
+    """A few inputs through the real entry point in a child process: exit 2 with one line naming the field, or 0."""
+    import subprocess
+    cfg = json.loads((CONFIG_FIXTURES / "mixtral-8x7b" / "config.json").read_text())
+    cfg.update(change)
+    (tmp_path / "config.json").write_text(json.dumps(cfg, allow_nan=True))
+    (tmp_path / "w.yaml").write_text("mode: inference\nmodel: config.json\n")
+    r = subprocess.run([sys.executable, "-m", "advisor", "estimate", str(tmp_path / "w.yaml"), "--gpu", "h100"],
+                       capture_output=True, text=True, timeout=60, cwd=ROOT)
+    key = next(iter(change))
+    if key == "num_local_experts":
+        assert r.returncode == 0 and "kv cache" in r.stdout, r.stderr
+        return
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert lines[0].startswith(f"gpu-advisor: error: {tmp_path}/config.json: ") and all(l.startswith("gpu-advisor: error: ") for l in lines)
+    assert key in r.stderr, r.stderr

@@ -104,7 +104,7 @@ def test_workload_names_a_config_relative_to_itself(tmp_path, capsys):
      "num_hidden_layers is missing"),
     ({"model_type": "mixtral", "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 2,
       "num_attention_heads": 32, "intermediate_size": 8, "num_experts_per_tok": 2}, "num_local_experts is missing"),
-    ({"model_type": "llama", "vocab_size": "many", "hidden_size": 4096}, "vocab_size must be a non-negative number"),
+    ({"model_type": "llama", "vocab_size": "many", "hidden_size": 4096}, "config.json: vocab_size: must be a number (got 'many')"),
 ])
 def test_unreadable_configs_are_refused_naming_the_field(tmp_path, capsys, config, message):
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -202,3 +202,217 @@ def test_catalog_models_are_the_configs(catalog):
     spec.loader.exec_module(modelbuild)
     models, sources = modelbuild.build()
     assert models == (Path(modelbuild.ROOT) / "catalog" / "models.yaml").read_text()     # not edited by hand
+
+
+# --- config.json checked like a workload's model mapping ---------------------------------------------
+
+def write_config(folder: Path, name: str, change=None, text_config=None, vision_config=None) -> Path:
+    """A fixture config with fields replaced (None as a value deletes the field); a workload beside it."""
+    cfg = json.loads((CONFIGS / name / "config.json").read_text())
+    for target, edits in ((cfg, change), (cfg.get("text_config"), text_config), (cfg.get("vision_config"), vision_config)):
+        for k, v in (edits or {}).items():
+            if v is None:
+                target.pop(k, None)
+            else:
+                target[k] = v
+    (folder / "config.json").write_text(json.dumps(cfg))
+    w = folder / "w.yaml"
+    w.write_text("mode: inference\nmodel: config.json\n")
+    return w
+
+
+def refused(capsys, argv) -> str:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (out[-300:], err)
+    assert "Traceback" not in err and len(err.strip().splitlines()) >= 1
+    assert all(line.startswith("gpu-advisor: error: ") for line in err.strip().splitlines()), err
+    return err
+
+
+@pytest.mark.parametrize("name, change, expected", [
+    ("mixtral-8x7b", {"num_key_value_heads": -8}, "config.json: num_key_value_heads: must be at least 1 (got -8)"),
+    ("mixtral-8x7b", {"tie_word_embeddings": "false"}, "config.json: tie_word_embeddings: must be true or false (got 'false')"),
+    ("mixtral-8x7b", {"num_hidden_layers": 0}, "config.json: num_hidden_layers: must be at least 1 (got 0)"),
+    ("mixtral-8x7b", {"num_hidden_layers": 10**8}, "config.json: num_hidden_layers: must be at most 10,000 (got 100,000,000)"),
+    ("mixtral-8x7b", {"num_hidden_layers": 32.5}, "config.json: num_hidden_layers: must be a whole number (got 32.5)"),
+    ("mixtral-8x7b", {"num_hidden_layers": "32"}, "config.json: num_hidden_layers: must be a number (got '32')"),
+    ("mixtral-8x7b", {"num_hidden_layers": [32]}, "config.json: num_hidden_layers: must be a number (got [32])"),
+    ("mixtral-8x7b", {"num_hidden_layers": True}, "config.json: num_hidden_layers: must be a number (got True)"),
+    ("mixtral-8x7b", {"hidden_size": 16}, "config.json: num_attention_heads: must divide hidden_size (16 / 32"),
+    ("mixtral-8x7b", {"hidden_size": 4100}, "config.json: num_attention_heads: must divide hidden_size (4100 / 32"),
+    ("mixtral-8x7b", {"num_key_value_heads": 5}, "config.json: num_key_value_heads: must divide num_attention_heads"),
+    ("mixtral-8x7b", {"num_key_value_heads": 64}, "config.json: num_key_value_heads: cannot exceed num_attention_heads (64 > 32)"),
+    ("mixtral-8x7b", {"num_experts_per_tok": 64}, "config.json: num_experts_per_tok: cannot exceed num_local_experts (64 > 8)"),
+    ("mixtral-8x7b", {"num_local_experts": 0}, "config.json: num_local_experts: must be at least 1 (got 0)"),
+    ("mixtral-8x7b", {"vocab_size": 10**200}, "config.json: vocab_size: must be a number of at most 10^18 (got a 201-digit number)"),
+    ("mixtral-8x7b", {"vocab_size": 10**12}, "config.json: vocab_size: must be at most 10,000,000 (got 1,000,000,000,000)"),
+    ("mixtral-8x7b", {"intermediate_size": 10**7, "hidden_size": 10**6, "num_attention_heads": 1000},
+     "config.json: params_b: must be at most 100,000 B"),
+    ("mixtral-8x7b", {"head_dim": 0}, "config.json: head_dim: must be at least 1 (got 0)"),
+    ("mistral-7b", {"sliding_window": 40000}, "config.json: sliding_window: cannot exceed max_position_embeddings (40,000 > 32,768 tokens)"),
+    ("deepseek-v3", {"kv_lora_rank": 0}, "config.json: kv_lora_rank: must be at least 1 (got 0)"),
+    ("deepseek-v3", {"q_lora_rank": -1}, "config.json: q_lora_rank: must be at least 1 (got -1)"),
+    ("deepseek-v3", {"moe_layer_freq": 0}, "config.json: moe_layer_freq: must be at least 1 (got 0)"),
+    ("deepseek-v3", {"first_k_dense_replace": 99}, "config.json: first_k_dense_replace: cannot exceed num_hidden_layers (99 > 61)"),
+    ("deepseek-v3", {"quantization_config": "fp8"}, "config.json: quantization_config: must be a JSON object (got str)"),
+    ("gpt-oss-120b", {"layer_types": ["sliding_attention"] * 99}, "config.json: layer_types: must name one type per layer (99 types for 36 layers)"),
+    ("gpt-oss-120b", {"model_type": ["gpt_oss"]}, "config.json: model_type: must be a text (got list)"),
+    ("qwen3-30b-a3b", {"decoder_sparse_step": 0}, "config.json: decoder_sparse_step: must be at least 1 (got 0)"),
+    ("qwen3-30b-a3b", {"mlp_only_layers": [99]}, "config.json: mlp_only_layers: must name layers below num_hidden_layers (48)"),
+    ("qwen3-30b-a3b", {"mlp_only_layers": [-1]}, "config.json: mlp_only_layers: must be a list of layer numbers"),
+    ("qwen3-30b-a3b", {"use_sliding_window": 1}, "config.json: use_sliding_window: must be true or false (got 1)"),
+])
+def test_config_fields_are_typed_bounded_and_consistent(tmp_path, capsys, name, change, expected):
+    err = refused(capsys, ["estimate", str(write_config(tmp_path, name, change)), "--gpu", "h100"])
+    assert f"{tmp_path}/{expected}" in err, err
+
+
+@pytest.mark.parametrize("text_config, vision_config, expected", [
+    ({"num_key_value_heads": -8}, None, "text_config.num_key_value_heads: must be at least 1 (got -8)"),
+    ({"sliding_window_pattern": 0}, None, "text_config.sliding_window_pattern: must be at least 1 (got 0)"),
+    ({"num_hidden_layers": None}, None, "text_config.num_hidden_layers: num_hidden_layers is missing"),
+    (None, {"patch_size": 1000}, "vision_config.patch_size: cannot exceed vision_config.image_size"),
+    (None, {"hidden_size": -1152}, "vision_config.hidden_size: must be at least 1 (got -1,152)"),
+])
+def test_multimodal_configs_name_the_nested_field(tmp_path, capsys, text_config, vision_config, expected):
+    w = write_config(tmp_path, "gemma-3-27b", text_config=text_config, vision_config=vision_config)
+    assert expected in refused(capsys, ["estimate", str(w)])
+
+
+@pytest.mark.parametrize("change, mapping, field_config, field_mapping", [
+    ({"num_key_value_heads": -8}, "{params_b: 47, kv_heads: -8}", "num_key_value_heads", "model.kv_heads"),
+    ({"num_hidden_layers": 10**8}, "{params_b: 47, layers: 100000000}", "num_hidden_layers", "model.layers"),
+    ({"num_hidden_layers": 2.5}, "{params_b: 47, layers: 2.5}", "num_hidden_layers", "model.layers"),
+    ({"num_key_value_heads": 5}, "{params_b: 47, attention_heads: 32, kv_heads: 5}", "num_key_value_heads", "model.kv_heads"),
+    ({"hidden_size": 16}, "{params_b: 47, hidden_size: 16, attention_heads: 32}", "num_attention_heads", "model.attention_heads"),
+    ({"max_position_embeddings": 0}, "{params_b: 47, max_context: 0}", "max_position_embeddings", "model.max_context"),
+])
+def test_the_mapping_form_refuses_the_same_values_in_the_same_words(tmp_path, capsys, change, mapping, field_config, field_mapping):
+    (tmp_path / "c").mkdir()
+    from_config = refused(capsys, ["estimate", str(write_config(tmp_path / "c", "mixtral-8x7b", change))])
+    m = tmp_path / "m.yaml"
+    m.write_text(f"mode: inference\nmodel: {mapping}\n")
+    from_mapping = refused(capsys, ["estimate", str(m)])
+    said = from_config.split(f"config.json: {field_config}: ", 1)[1].split(" (")[0]
+    assert f"m.yaml:2: {field_mapping}: {said.replace('num_attention_heads', 'attention_heads')}" in from_mapping
+
+
+@pytest.mark.parametrize("mapping", ["{params_b: null}", "{params_b: null, layers: 3}", "{}"])
+def test_a_mapping_without_params_b_is_one_line(tmp_path, capsys, mapping):
+    m = tmp_path / "m.yaml"
+    m.write_text(f"mode: inference\nmodel: {mapping}\n")
+    err = refused(capsys, ["estimate", str(m)])
+    assert "model.params_b: a model given as a mapping needs params_b" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_integral_float_and_a_bom_read_as_the_plain_config(tmp_path, capsys):
+    w = write_config(tmp_path, "qwen3-8b", {"num_hidden_layers": 36.0})
+    assert main(["estimate", str(w), "--gpu", "h100", "--format", "json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf" + (CONFIGS / "qwen3-8b" / "config.json").read_bytes())
+    assert main(["estimate", str(w), "--gpu", "h100", "--format", "json"]) == 0
+    bom = json.loads(capsys.readouterr().out)
+    assert plain["kv_bytes_per_token"] == bom["kv_bytes_per_token"] == 147_456
+    assert plain["workload"]["model"]["params_b"] == bom["workload"]["model"]["params_b"] == pytest.approx(8.1907, abs=1e-4)
+
+
+def test_tie_word_embeddings_is_a_json_boolean_not_a_truthy_value(tmp_path, capsys):
+    sizes = []
+    for tied in (False, True):
+        w = write_config(tmp_path, "llama-3.1-8b", {"tie_word_embeddings": tied})
+        assert main(["estimate", str(w), "--gpu", "h100", "--format", "json"]) == 0
+        sizes.append(json.loads(capsys.readouterr().out)["workload"]["model"]["params_b"])
+    assert sizes[0] - sizes[1] == pytest.approx(128_256 * 4096 / 1e9, abs=1e-3)     # the LM head, 0.525B
+
+
+BASE = (CONFIGS / "mixtral-8x7b" / "config.json").read_text()
+
+
+@pytest.mark.parametrize("text, expected", [
+    (BASE.replace('"rms_norm_eps": 1e-05', '"rms_norm_eps": NaN'), "config.json: rms_norm_eps: must be a finite number (got NaN)"),
+    (BASE.replace('"vocab_size": 32000', '"vocab_size": Infinity'), "config.json: vocab_size: must be a finite number (got Infinity)"),
+    (BASE.replace('"vocab_size": 32000', '"vocab_size": -Infinity'), "config.json: vocab_size: must be a finite number (got -Infinity)"),
+    (BASE.replace('"vocab_size": 32000', '"vocab_size": ' + "9" * 5000), "vocab_size: must be a number of at most 10^18 (got a 5000-digit number)"),
+    (BASE.replace('"rope_theta": 1000000.0', '"rope_theta": 1e200'), "config.json: rope_theta: must be a number of at most 10^18 (got 1e200)"),
+    (BASE.replace('"rope_theta": 1000000.0', '"rope_theta": 1e400'), "config.json: rope_theta: must be a number of at most 10^18 (got 1e400)"),
+    (BASE.replace('"hidden_act": "silu"', '"x": ' + "[" * 100_000 + "]" * 100_000), "config.json: model: nested more than 32 levels deep"),
+    (BASE.replace('"hidden_act": "silu"', '"x": {"y": [1, NaN]}'), "config.json: x.y[1]: must be a finite number (got NaN)"),
+    (BASE.replace('"hidden_act"', '"num_hidden_layers": 0, "hidden_act"'), "config.json: num_hidden_layers: appears twice in one object"),
+    ("[1, 2]", "config.json: model: config.json must be a JSON object"),
+    ('{"model_type": "llama",\n "vocab_size": }', "config.json:2: model: JSON syntax error"),
+])
+def test_json_is_parsed_with_limits(tmp_path, capsys, text, expected):
+    (tmp_path / "config.json").write_text(text)
+    (tmp_path / "w.yaml").write_text("mode: inference\nmodel: config.json\n")
+    err = refused(capsys, ["estimate", str(tmp_path / "w.yaml")])
+    assert expected in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_big_files_other_encodings_pipes_and_devices_are_refused_before_reading(tmp_path, capsys):
+    import os
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: config.json\n")
+    cfg = tmp_path / "config.json"
+    cfg.write_text(BASE[:-2] + ', "pad": "' + "x" * (5 * 2**20) + '"}')
+    assert "config.json: larger than 4 MB: not a config.json" in refused(capsys, ["estimate", str(w)])
+    cfg.write_bytes(BASE.replace("silu", "silé").encode("latin-1"))
+    assert "config.json:16: model: not UTF-8 text" in refused(capsys, ["estimate", str(w)])
+    cfg.unlink()
+    os.mkfifo(cfg)                       # nobody writes to it: reading would wait forever
+    assert "config.json: is a named pipe (FIFO), not a config.json" in refused(capsys, ["estimate", str(w)])
+    cfg.unlink()
+    cfg.symlink_to("/dev/zero")          # a read that never ends
+    assert "config.json: is a device, not a config.json" in refused(capsys, ["estimate", str(w)])
+
+
+def test_a_relative_config_is_read_from_the_workload_folder_never_the_current_one(tmp_path, capsys, monkeypatch):
+    (tmp_path / "wl").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    w = write_config(tmp_path / "wl", "qwen3-8b")
+    (tmp_path / "elsewhere" / "config.json").write_text((CONFIGS / "llama-3.1-8b" / "config.json").read_text())
+    (tmp_path / "elsewhere" / "m").mkdir()
+    (tmp_path / "elsewhere" / "m" / "config.json").write_text((CONFIGS / "llama-3.1-8b" / "config.json").read_text())
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["estimate", str(w), "--gpu", "h100", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["model"]["params_b"] == pytest.approx(8.1907, abs=1e-4)  # Qwen3, not Llama
+    (tmp_path / "wl" / "config.json").unlink()       # only the current folder has one now
+    err = refused(capsys, ["estimate", str(w)])
+    assert f"{tmp_path}/wl/config.json: model: no such config.json" in err
+    w.write_text("mode: inference\nmodel: m\n")      # a folder holding config.json, likewise
+    assert "model: unknown model 'm'" in refused(capsys, ["estimate", str(w)])
+
+
+@pytest.mark.parametrize("spec", ["hf:../x", "hf:a b/c", "hf:", "hf:just-a-name", "hf:a/b/c", "hf:" + "a" * 97 + "/b",
+                                  "hf:-org/name", "hf:org/name.", "hf:org/na--me", "hf:org/na..me", "hf:é/x", "hf:org/name.git",
+                                  "hf:org/\x1b]0;evil\x07"])
+def test_hub_ids_are_checked_before_anything_is_fetched(tmp_path, capsys, monkeypatch, spec):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)     # reaching the Hub client would say "install the extra"
+    w = tmp_path / "w.yaml"
+    w.write_text(f"mode: inference\nmodel: {json.dumps(spec)}\n")
+    err = refused(capsys, ["estimate", str(w)])
+    assert ": model: expected hf:ORG/NAME" in err and len(err.strip().splitlines()) == 1 and "\x1b" not in err
+
+
+@pytest.mark.parametrize("repo", ["Qwen/Qwen3-8B", "meta-llama/Llama-3.1-8B", "openai/gpt-oss-120b", "mistralai/Mistral-7B-v0.1",
+                                  "deepseek-ai/DeepSeek-V3", "google/gemma-3-27b-pt", "a/b", "_org/x_" + "y" * 94])
+def test_real_hub_ids_pass_the_check(repo):
+    assert hfconfig.check_repo_id(repo) == repo
+
+
+def test_names_from_a_config_are_plain_text(tmp_path, capsys):
+    evil = tmp_path / "m\x1b[2J"
+    evil.mkdir()
+    write_config(evil, "qwen3-8b", {"_name_or_path": "\x1b]0;evil\x07Qwen\nQwen3\u202e-8B"})
+    w = tmp_path / "w.yaml"
+    w.write_text(f"mode: inference\nmodel: {json.dumps(str(evil / 'config.json'))}\n")
+    assert main(["estimate", str(w), "--gpu", "h100", "--format", "json"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["workload"]["model"]["name"] == "]0;evilQwenQwen3-8B (config.json)"
+    assert main(["estimate", str(w), "--gpu", "h100"]) == 0
+    text = capsys.readouterr().out
+    assert "]0;evilQwenQwen3-8B (config.json)" in text
+    assert not any(c in text for c in "\x1b\x07\u202e")
+    write_config(evil, "qwen3-8b", {"_name_or_path": None})        # the folder's name, likewise
+    assert main(["estimate", str(w), "--gpu", "h100", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["model"]["name"] == "m[2J (config.json)"

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
+import stat
+from dataclasses import replace
 from pathlib import Path
 
-from advisor.base.errors import InputError, Problem
-from advisor.base.files import note_read
+from advisor.base.errors import Collector, InputError, Problem
+from advisor.base.files import read_input
+from advisor.inputs.schema import MODEL_FIELDS, Spec, check_value, check_model
 
 DENSE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "falcon"}
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "kimi_k2", "gpt_oss"}
@@ -25,42 +30,199 @@ SUPPORTED = sorted(DENSE | MOE | WRAPPERS)
 TIED_BY_DEFAULT = {"gemma", "gemma2", "gemma3_text", "gemma3", "falcon"}
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float8_e4m3fn": "fp8"}
 
+#: Bytes a config.json may have: real ones are a few kB.
+MAX_BYTES = 4 * 2**20
+#: Nesting a config may have (real ones: 3 levels).
+MAX_DEPTH = 32
+#: Largest magnitude of any number in a config: far beyond any real figure.
+MAX_NUMBER = 10**18
+#: Longest text (a name, a dtype) kept from a config.
+MAX_TEXT = 200
+
+#: The config fields that are a model figure, and which: each is bounded by the workload schema's own
+#: Spec, so `num_key_value_heads: -8` in a config and `model: {kv_heads: -8}` get the same words.
+FIGURE_OF = {
+    "hidden_size": "hidden_size", "d_model": "hidden_size", "n_embd": "hidden_size",
+    "num_hidden_layers": "layers", "n_layer": "layers", "num_layers": "layers",
+    "num_attention_heads": "attention_heads", "n_head": "attention_heads",
+    "num_key_value_heads": "kv_heads", "num_kv_heads": "kv_heads", "head_dim": "head_dim",
+    "num_local_experts": "experts", "num_experts": "experts", "n_routed_experts": "experts",
+    "num_experts_per_tok": "experts_per_token", "experts_per_token": "experts_per_token",
+    "sliding_window": "sliding_window", "max_position_embeddings": "max_context",
+}
+
+
+def _int(lo: int, hi: int) -> Spec:
+    return Spec("int", "", min=lo, max=hi)
+
+
+#: Every field the counting reads, with its type and bounds ("text", "mapping", "texts", "indices":
+#: checked by _check_fields itself).
+FIELDS: dict[str, Spec | str] = {
+    **{k: MODEL_FIELDS[f] for k, f in FIGURE_OF.items()},
+    "vocab_size": _int(1, 10_000_000),
+    "intermediate_size": _int(1, 10_000_000), "moe_intermediate_size": _int(1, 10_000_000),
+    "ffn_hidden_size": _int(1, 10_000_000), "shared_expert_intermediate_size": _int(0, 10_000_000),
+    "n_shared_experts": _int(0, 100_000), "first_k_dense_replace": _int(0, 10_000),
+    "moe_layer_freq": _int(1, 10_000), "decoder_sparse_step": _int(1, 10_000),
+    "qk_nope_head_dim": _int(1, 100_000), "qk_rope_head_dim": _int(1, 100_000), "v_head_dim": _int(1, 100_000),
+    "kv_lora_rank": _int(1, 1_000_000), "q_lora_rank": _int(1, 1_000_000),
+    "max_window_layers": _int(0, 10_000), "sliding_window_pattern": _int(1, 10_000),
+    "tie_word_embeddings": Spec("bool", ""), "attention_bias": Spec("bool", ""),
+    "new_decoder_architecture": Spec("bool", ""), "use_sliding_window": Spec("bool", ""),
+    "model_type": "text", "torch_dtype": "text", "dtype": "text", "topk_method": "text", "_name_or_path": "text",
+    "text_config": "mapping", "vision_config": "mapping", "quantization_config": "mapping",
+    "layer_types": "texts", "mlp_only_layers": "indices",
+}
+VISION_FIELDS: dict[str, Spec] = {
+    "hidden_size": _int(1, 1_000_000), "intermediate_size": _int(1, 10_000_000), "num_hidden_layers": _int(1, 10_000),
+    "patch_size": _int(1, 10_000), "image_size": _int(1, 100_000), "num_channels": _int(1, 1_000),
+}
+
 
 class ConfigError(InputError):
     pass
 
 
-def _fail(msg: str, where: str, field: str | None = None):
-    raise ConfigError(Problem(msg, where, None, field))
+def _fail(msg: str, where: str, field: str | None = None, line: int | None = None):
+    raise ConfigError(Problem(msg, where, line, field))
+
+
+def plain_text(text: str, limit: int = MAX_TEXT) -> str:
+    """A name from a config, or a path, as plain text: control characters (terminal escapes, line
+    breaks, bidirectional overrides) dropped, at most `limit` characters."""
+    return "".join(c for c in text if c.isprintable())[:limit]
+
+
+# --- reading: a regular file of bounded size; JSON with bounded nesting and numbers --------------------
+
+class _Bad:
+    """A JSON number the advisor refuses, left in its place so that the refusal can name the field."""
+
+    def __init__(self, why: str):
+        self.why = why
+
+
+def _number(text: str, value):
+    if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_NUMBER:
+        shown = f"a {len(text.lstrip('-'))}-digit number" if len(text) > 30 else text
+        return _Bad(f"must be a number of at most 10^18 (got {shown})")
+    return value
+
+
+def _parse_int(text: str):
+    if len(text.lstrip("-")) > 19:       # before int(): 5,000 digits cost time and exceed Python's own limit
+        return _number(text, MAX_NUMBER + 1)
+    return _number(text, int(text))
+
+
+class _Duplicate(Exception):
+    pass
+
+
+def _pairs(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:       # json keeps the last one silently; a reader of the file may believe the first
+            raise _Duplicate(k)
+        out[k] = v
+    return out
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _too_deep(text: str) -> bool:
+    """Nesting beyond MAX_DEPTH, counted before parsing: json recurses, and 100,000 levels would be a
+    RecursionError."""
+    depth = 0
+    for m in _BRACKETS.finditer(_STRINGS.sub("", text)):
+        depth += 1 if m.group() in "[{" else -1
+        if depth > MAX_DEPTH:
+            return True
+    return False
+
+
+def _first_bad(node, path: str = ""):
+    if isinstance(node, _Bad):
+        return path, node.why
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        found = _first_bad(v, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}" if path else k)
+        if found:
+            return found
+    return None
+
+
+def loads(text: str, where: str = "config.json") -> dict:
+    """The JSON object of a config.json's text. NaN, Infinity, numbers beyond 10^18, duplicate keys and
+    nesting beyond MAX_DEPTH are refused, naming the field."""
+    if _too_deep(text):
+        _fail(f"nested more than {MAX_DEPTH} levels deep: not a config.json", where, "model")
+    try:
+        data = json.loads(text, parse_int=_parse_int, parse_float=lambda t: _number(t, float(t)),
+                          parse_constant=lambda t: _Bad(f"must be a finite number (got {t})"), object_pairs_hook=_pairs)
+    except _Duplicate as exc:
+        _fail("appears twice in one object", where, plain_text(str(exc.args[0])))
+    except json.JSONDecodeError as exc:
+        _fail(f"JSON syntax error: {exc.msg} (column {exc.colno})", where, "model", exc.lineno)
+    except RecursionError:          # (the count above keeps this from happening)
+        _fail(f"nested more than {MAX_DEPTH} levels deep: not a config.json", where, "model")
+    if not isinstance(data, dict):
+        _fail("config.json must be a JSON object", where, "model")
+    bad = _first_bad(data)
+    if bad:
+        _fail(bad[1], where, plain_text(bad[0]))
+    return data
+
+
+def _stat(p: Path, where: str) -> os.stat_result:
+    try:
+        return os.stat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        _fail("no such config.json (give a file or a folder holding config.json)", where, "model")
+    except (OSError, ValueError) as exc:
+        _fail(f"cannot read: {getattr(exc, 'strerror', None) or exc}", where, "model")
 
 
 def read(path: str | Path, base: Path | None = None) -> tuple[dict, str]:
-    """The parsed config.json at `path` (a file, or a folder holding config.json), relative to `base`."""
+    """The parsed config.json at `path` (a file, or a folder holding config.json). A relative path is
+    taken from `base` (the workload's folder) when given, never from the current directory first."""
     p = Path(path).expanduser()
-    if not p.is_absolute() and base is not None and not p.exists():
+    if not p.is_absolute() and base is not None:
         p = base / p
-    if p.is_dir():
+    st = _stat(p, plain_text(str(p), 1000))
+    if stat.S_ISDIR(st.st_mode):
         p = p / "config.json"
-    note_read(p, "config.json")
-    if not p.is_file():
-        _fail("no such config.json (give a file or a folder holding config.json)", str(path), "model")
+        st = _stat(p, plain_text(str(p), 1000))
+    where = plain_text(str(p), 1000)
+    raw = read_input(p, MAX_BYTES, "config.json")   # regular files only, bounded, recorded as an input
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        _fail("not a UTF-8 text file", str(p), "model")
-    except json.JSONDecodeError as exc:
-        raise ConfigError(Problem(f"JSON syntax error: {exc.msg} (column {exc.colno})", str(p), exc.lineno, "model"))
-    if not isinstance(data, dict):
-        _fail("config.json must be a JSON object", str(p), "model")
-    return data, str(p)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        _fail("not UTF-8 text", where, "model", raw[: exc.start].count(b"\n") + 1)
+    return loads(text, where), where
+
+
+#: A Hub repository id, as huggingface_hub's validate_repo_id has it: ORG/NAME, each part letters,
+#: digits, '-', '_' and '.', at most 96 characters, not starting or ending with '-' or '.'.
+_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+_REPO_ID = re.compile(rf"{_PART}/{_PART}")
+
+
+def check_repo_id(repo: str) -> str:
+    """`repo` when it is a Hub repository id ORG/NAME; else a one-line refusal, before anything is fetched."""
+    if not _REPO_ID.fullmatch(repo) or "--" in repo or ".." in repo or repo.endswith(".git"):
+        _fail("expected hf:ORG/NAME, each part at most 96 letters, digits, '-', '_' or '.', not starting or "
+              "ending with '-' or '.', without '--' or '..'", f"hf:{plain_text(repo)}", "model")
+    return repo
 
 
 def fetch(repo: str) -> Path:
     """config.json of a Hugging Face repository (cached by huggingface_hub under HF_HOME). Needs the
     optional extra `gpu-advisor[hub]`; offline, gated, missing repositories are clear one-line errors."""
-    where = f"hf:{repo}"
-    if not repo or repo.count("/") != 1 or any(not part for part in repo.split("/")):
-        _fail("expected hf:ORG/NAME", where, "model")
+    where = f"hf:{check_repo_id(repo)}"
     try:
         import huggingface_hub
         from huggingface_hub import errors
@@ -85,14 +247,41 @@ def fetch(repo: str) -> Path:
         _fail(f"cannot reach the Hugging Face Hub ({type(exc).__name__})", where, "model")
 
 
-def _need(c: dict, key: str, where: str, alt: tuple[str, ...] = ()):
-    for k in (key, *alt):
+def _checked(c: dict, col: Collector, prefix: str = "", table: dict = FIELDS) -> dict:
+    """`c` with every field the counting reads type-checked and bounded like a workload field (whole
+    numbers, JSON booleans, texts with control characters dropped); problems go to `col`, and a field
+    in error is dropped so that nothing downstream reads it."""
+    out = dict(c)
+    for k, spec in table.items():
         v = c.get(k)
-        if v is not None:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                _fail(f"{k} must be a non-negative number (got {v!r})", where, k)
-            return v
-    _fail(f"{key} is missing: the architecture cannot be counted without it", where, key)
+        if v is None:              # JSON null: not set, as Transformers reads it
+            out.pop(k, None)
+            continue
+        name = prefix + k
+        if isinstance(spec, Spec):
+            v = check_value(spec, v, col, name, None)
+        elif spec == "text":
+            v = plain_text(v) if isinstance(v, str) else col.add(f"must be a text (got {type(v).__name__})", None, name)
+        elif spec == "mapping" and not isinstance(v, dict):
+            v = col.add(f"must be a JSON object (got {type(v).__name__})", None, name)
+        elif spec == "texts" and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            v = col.add("must be a list of texts", None, name)
+        elif spec == "indices" and not (isinstance(v, list) and all(
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 10_000 for x in v)):
+            v = col.add("must be a list of layer numbers (whole numbers from 0)", None, name)
+        if v is None:
+            out.pop(k)
+        else:
+            out[k] = v
+    return out
+
+
+def _need(c: dict, key: str, where: str, alt: tuple[str, ...] = (), prefix: str = ""):
+    """The first of `key` and `alt` the config sets (already checked by _checked)."""
+    for k in (key, *alt):
+        if c.get(k) is not None:
+            return c[k]
+    _fail(f"{key} is missing: the architecture cannot be counted without it", where, prefix + key)
 
 
 def _sliding_layers(c: dict, mt: str, layers: int) -> tuple[int | None, int]:
@@ -132,7 +321,10 @@ def _vision_params(v: dict) -> int:
 def derive(cfg: dict, where: str = "config.json") -> dict:
     """The catalog figures of the model a config describes (the estimator's field names), with the
     parameter breakdown under '_parts'."""
-    mt = str(cfg.get("model_type") or "")
+    col = Collector(where)
+    cfg = _checked(cfg, col)
+    col.raise_if_any()
+    mt = cfg.get("model_type") or ""
     if not mt:
         _fail(f"model_type is missing (known: {', '.join(SUPPORTED)})", where, "model_type")
     if mt not in SUPPORTED:
@@ -140,30 +332,45 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
               "give the model as a mapping of params_b, layers, kv_heads, head_dim ... instead", where, "model_type")
     extra = 0
     outer = cfg
+    pre = ""
     if mt in WRAPPERS:
         text = cfg.get("text_config")
         if not isinstance(text, dict):
             _fail("text_config is missing (a multimodal config keeps its language model there)", where, "text_config")
-        vision = cfg.get("vision_config") if isinstance(cfg.get("vision_config"), dict) else {}
-        c = dict(text)
+        pre = "text_config."
+        c = _checked(text, col, pre)
+        vision = _checked(cfg.get("vision_config") or {}, col, "vision_config.", VISION_FIELDS)
+        col.raise_if_any()
+        if (vision.get("patch_size") or 14) > (vision.get("image_size") or 224):
+            _fail("cannot exceed vision_config.image_size", where, "vision_config.patch_size")
         c.setdefault("model_type", {"gemma3": "gemma3_text", "mistral3": "mistral"}.get(mt, "llama"))
         if "tie_word_embeddings" not in c and "tie_word_embeddings" in cfg:
             c["tie_word_embeddings"] = cfg["tie_word_embeddings"]
         extra = _vision_params(vision)
         if extra and mt == "gemma3":     # projector: a matrix into the text width and an RMS norm
-            extra += int(vision["hidden_size"]) * int(_need(c, "hidden_size", where)) + int(vision["hidden_size"])
+            extra += int(vision["hidden_size"]) * int(_need(c, "hidden_size", where, prefix=pre)) + int(vision["hidden_size"])
         mt = c["model_type"]
         if mt not in SUPPORTED or mt in WRAPPERS:
             _fail(f"text_config.model_type '{mt}' is not one the advisor can count", where, "text_config.model_type")
     else:
         c = cfg
-    V = int(_need(c, "vocab_size", where))
-    H = int(_need(c, "hidden_size", where, ("d_model", "n_embd")))
-    L = int(_need(c, "num_hidden_layers", where, ("n_layer", "num_layers")))
-    nh = int(_need(c, "num_attention_heads", where, ("n_head",)))
+    def need(key, *alt):
+        return _need(c, key, where, alt, pre)
+
+    V = int(need("vocab_size"))
+    H = int(need("hidden_size", "d_model", "n_embd"))
+    L = int(need("num_hidden_layers", "n_layer", "num_layers"))
+    nh = int(need("num_attention_heads", "n_head"))
+    types = c.get("layer_types")
+    if types and len(types) != L:
+        _fail(f"must name one type per layer ({len(types):,} types for {L:,} layers)", where, pre + "layer_types")
+    if any(i >= L for i in c.get("mlp_only_layers") or ()):
+        _fail(f"must name layers below num_hidden_layers ({L:,})", where, pre + "mlp_only_layers")
+    if (c.get("first_k_dense_replace") or 0) > L:
+        _fail(f"cannot exceed num_hidden_layers ({c['first_k_dense_replace']:,} > {L:,})", where, pre + "first_k_dense_replace")
     if mt == "falcon" and not c.get("new_decoder_architecture"):
         _fail("only Falcon's new decoder architecture (new_decoder_architecture: true, Falcon 40B/180B) is counted",
-              where, "new_decoder_architecture")
+              where, pre + "new_decoder_architecture")
     nkv = int(c.get("num_key_value_heads") or c.get("num_kv_heads") or nh)
     d = int(c.get("head_dim") or H // nh)
     tied = bool(c.get("tie_word_embeddings", outer.get("tie_word_embeddings", mt in TIED_BY_DEFAULT)))
@@ -175,8 +382,8 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
     # attention
     mla = None
     if mt in ("deepseek_v3", "deepseek_v2", "kimi_k2"):
-        nope, rope = int(_need(c, "qk_nope_head_dim", where)), int(_need(c, "qk_rope_head_dim", where))
-        vd, kvr = int(_need(c, "v_head_dim", where)), int(_need(c, "kv_lora_rank", where))
+        nope, rope = int(need("qk_nope_head_dim")), int(need("qk_rope_head_dim"))
+        vd, kvr = int(need("v_head_dim")), int(need("kv_lora_rank"))
         qr = c.get("q_lora_rank")
         q = (H * qr + qr + qr * nh * (nope + rope)) if qr else H * nh * (nope + rope)
         attn = q + H * (kvr + rope) + kvr + kvr * nh * (nope + vd) + nh * vd * H
@@ -201,13 +408,13 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
     moe_layers = 0
     if mt in MOE:
         if mt == "mixtral":
-            experts, k = int(_need(c, "num_local_experts", where)), int(_need(c, "num_experts_per_tok", where))
-            I = int(_need(c, "intermediate_size", where))
+            experts, k = int(need("num_local_experts")), int(need("num_experts_per_tok"))
+            I = int(need("intermediate_size"))
             per_expert, moe_layers = 3 * H * I, L
             dense, router, shared = 0, H * experts, 0
         elif mt in ("qwen2_moe", "qwen3_moe"):
-            experts, k = int(_need(c, "num_experts", where)), int(_need(c, "num_experts_per_tok", where))
-            mI = int(_need(c, "moe_intermediate_size", where))
+            experts, k = int(need("num_experts")), int(need("num_experts_per_tok"))
+            mI = int(need("moe_intermediate_size"))
             per_expert = 3 * H * mI
             only = set(c.get("mlp_only_layers") or [])
             step = int(c.get("decoder_sparse_step") or 1)
@@ -218,8 +425,8 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
             sI = int(c.get("shared_expert_intermediate_size") or 0)
             shared = (3 * H * sI + H) if sI else 0                             # shared expert and its gate
         elif mt in ("deepseek_v3", "deepseek_v2", "kimi_k2"):
-            experts, k = int(_need(c, "n_routed_experts", where)), int(_need(c, "num_experts_per_tok", where))
-            mI, I = int(_need(c, "moe_intermediate_size", where)), int(_need(c, "intermediate_size", where))
+            experts, k = int(need("n_routed_experts")), int(need("num_experts_per_tok"))
+            mI, I = int(need("moe_intermediate_size")), int(need("intermediate_size"))
             first_dense = int(c.get("first_k_dense_replace") or 0)
             step = int(c.get("moe_layer_freq") or 1)
             moe_layers = sum(1 for i in range(L) if i >= first_dense and i % step == 0)
@@ -228,9 +435,9 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
             router = H * experts + (experts if c.get("topk_method") == "noaux_tc" else 0)
             shared = int(c.get("n_shared_experts") or 0) * 3 * H * mI
         else:   # gpt_oss: fused gate/up with biases, down with bias; router with bias
-            experts = int(_need(c, "num_local_experts", where))
-            k = int(_need(c, "num_experts_per_tok", where, ("experts_per_token",)))
-            I = int(_need(c, "intermediate_size", where))
+            experts = int(need("num_local_experts"))
+            k = int(need("num_experts_per_tok", "experts_per_token"))
+            I = int(need("intermediate_size"))
             per_expert, moe_layers = H * 2 * I + 2 * I + I * H + H, L
             dense, router, shared = 0, H * experts + experts, 0
         expert_total = experts * per_expert * moe_layers
@@ -241,7 +448,7 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
         I = int(c.get("ffn_hidden_size") or 4 * H)
         parts["mlp"] = 2 * H * I * L
     else:
-        I = int(_need(c, "intermediate_size", where))
+        I = int(need("intermediate_size"))
         parts["mlp"] = 3 * H * I * L
     parts["vision"] = extra
     total = sum(parts.values())
@@ -267,8 +474,30 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
         out["mla_kv_dim"] = mla
     if window:
         out.update(sliding_window=int(window), sliding_window_layers=int(windowed))
+    _check_figures(out, c, col, pre)
     out["_parts"] = parts
     return out
+
+
+_OTHER_FIELD = re.compile(r"\b(exceed|divide) ([a-z_]+)")
+
+
+def _check_figures(out: dict, c: dict, col: Collector, pre: str) -> None:
+    """The derived figures through the workload's own model check (bounds, and figures that contradict
+    each other: KV heads that do not divide the heads, more experts per token than experts, active
+    parameters above the total), each problem named by the config field it came from."""
+    names = {}
+    for k, figure in FIGURE_OF.items():
+        if c.get(k) is not None:
+            names.setdefault(figure, pre + k)
+    figures = {k: v for k, v in out.items() if k in MODEL_FIELDS and k != "precision" and v is not None}
+    if c.get("head_dim") is None:        # derived as hidden_size / heads: the check wants the heads to divide it
+        figures.pop("head_dim")
+    before = len(col.problems)
+    check_model(figures, col, name=lambda k: names.get(k, k))
+    col.problems[before:] = [replace(p, message=_OTHER_FIELD.sub(lambda m: f"{m[1]} {names.get(m[2], m[2])}", p.message))
+                             for p in col.problems[before:]]
+    col.raise_if_any()
 
 
 def kv_bytes_per_token(fig: dict, kv_bytes: float = 2.0, tokens: int | None = None) -> float:
@@ -286,9 +515,10 @@ def model_from(spec: str, base: Path | None = None):
     """A catalog Model for `model: path` or `model: hf:ORG/NAME` (figures sourced to the config)."""
     from advisor.inputs.catalog import Figure, Model
     if spec.startswith("hf:"):
-        path = fetch(spec[3:].strip())
+        repo = spec[3:].strip()
+        path = fetch(repo)
         cfg, where = read(path)
-        label = spec
+        label = f"hf:{repo}"           # (a checked repository id: plain text)
     else:
         cfg, where = read(spec, base)
         label = where
@@ -302,5 +532,6 @@ def model_from(spec: str, base: Path | None = None):
         if fig.get(key) is not None:
             v = fig[key]
             figures[key] = Figure(round(v, 4) if isinstance(v, float) else v, src, note if key == "params_b" else None)
-    name = str(cfg.get("_name_or_path") or (spec[3:] if spec.startswith("hf:") else Path(where).parent.name) or "model")
+    # (_name_or_path is plain text once read; a folder's name may hold anything a file system allows)
+    name = plain_text(str(cfg.get("_name_or_path") or (repo if spec.startswith("hf:") else Path(where).parent.name))) or "model"
     return Model("custom", f"{name} (config.json)", (), figures, where, None)

@@ -1,7 +1,8 @@
 """Workload files: the contract that the estimator, the rules, the dialogue and users' scripts share.
 
-The schema is declared once, as data (`FIELDS`, `CONSTRAINTS`, `MODEL_FIELDS`), so that validation,
-the dialogue's questions and the documentation all read the same definitions.
+The schema is declared once, as data (`FIELDS`, `CONSTRAINTS`, and `MODEL_FIELDS` in advisor.schema,
+shared with config.json), so that validation, the dialogue's questions and the documentation all read
+the same definitions.
 """
 from __future__ import annotations
 
@@ -11,29 +12,14 @@ from pathlib import Path
 from advisor.base import yamlio
 from advisor.inputs.catalog import Catalog, Figure, Model
 from advisor.base.errors import Collector, InputError
+# (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
+from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, _suggest, check_model  # noqa: F401
 
-MODES = ("inference", "training", "fine-tuning")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
 LAYOUT_FIELDS = ("tp", "pp", "dp")
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One field of the workload schema."""
-
-    kind: str                      # enum | int | float | bool | str | model | gpus
-    help: str
-    choices: tuple = ()
-    min: float | None = None
-    max: float | None = None
-    default: object = None
-    unit: str = ""
-    modes: tuple = MODES           # the modes for which the field is relevant
-
 
 TRAIN = ("training", "fine-tuning")
 
@@ -81,26 +67,6 @@ CONSTRAINTS: dict[str, Spec] = {
     "hosting_usd_per_kw_month": Spec("float", "On premises: hosting (colocation) per kW of IT load per month, power excluded.", min=0, max=10_000, unit="USD/kW-month"),
     "utilisation": Spec("float", "Share of hours the GPUs are busy (rent is paid only for those; owning costs run on).", min=0.01, max=1),
 }
-
-MODEL_FIELDS: dict[str, Spec] = {
-    "name": Spec("str", "Model name."),
-    "params_b": Spec("float", "Total parameters, billions.", min=0.001, max=100_000, unit="B"),
-    "active_params_b": Spec("float", "Parameters active per token, billions (MoE); default: all.", min=0.001, max=100_000, unit="B"),
-    "expert_params_b": Spec("float", "Parameters inside routed experts, billions.", min=0, max=100_000, unit="B"),
-    "experts": Spec("int", "Routed experts per layer.", min=1, max=100_000),
-    "experts_per_token": Spec("int", "Experts each token is routed to.", min=1, max=100_000),
-    "layers": Spec("int", "Transformer layers.", min=1, max=10_000),
-    "hidden_size": Spec("int", "Hidden size.", min=1, max=1_000_000),
-    "attention_heads": Spec("int", "Attention heads.", min=1, max=100_000),
-    "kv_heads": Spec("int", "Key/value heads (grouped-query attention).", min=1, max=100_000),
-    "head_dim": Spec("int", "Dimension per head.", min=1, max=100_000),
-    "sliding_window": Spec("int", "Sliding-window size in tokens.", min=1, max=10_000_000),
-    "sliding_window_layers": Spec("int", "Layers that use the sliding window.", min=0, max=10_000),
-    "mla_kv_dim": Spec("int", "MLA: cached elements per token per layer.", min=1, max=1_000_000),
-    "precision": Spec("enum", "Shipped precision of the weights.", PRECISIONS),
-    "max_context": Spec("int", "Longest context the model supports.", min=1, max=100_000_000),
-}
-
 
 @dataclass(frozen=True)
 class Constraints:
@@ -191,121 +157,30 @@ class Workload:
         return {k: v for k, v in out.items() if v is not None}
 
 
-def _suggest(key: str, known) -> str:
-    import difflib      # only when there is something to suggest
-    close = difflib.get_close_matches(str(key), list(known), n=1)
-    return f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
-
-
-def _n(x: float) -> str:
-    """1,000,000 rather than 1e+06 in messages; large or fractional values stay readable."""
-    try:
-        return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e18 else f"{x:,g}"
-    except OverflowError:            # an integer of hundreds of digits
-        return f"a {len(str(abs(x)))}-digit number"
-
-
-_CONTROL = frozenset(chr(i) for i in range(32))
-
-
-def check_value(spec: Spec, value, col: Collector, name: str, line):
-    """Validate one scalar against its Spec; returns the value (coerced) or None after reporting."""
-    if spec.kind == "enum":
-        if value not in spec.choices:
-            col.add(f"'{value}' is not one of {', '.join(spec.choices)}", line, name)
-            return None
-        return value
-    if spec.kind == "bool":
-        if not isinstance(value, bool):
-            col.add(f"must be true or false (got {value!r})", line, name)
-            return None
-        return value
-    if spec.kind == "str":
-        if not isinstance(value, str) or not value.strip() or len(value) > 200:
-            col.add("must be a short text", line, name)
-            return None
-        if any(c in value for c in _CONTROL) or any(0x7f <= ord(c) < 0xa0 or 0x202a <= ord(c) <= 0x202e
-                                                     or 0x2066 <= ord(c) <= 0x2069 for c in value):
-            col.add("must be plain text: no control characters (terminal escapes, line breaks, tabs)", line, name)
-            return None
-        if "<" in value or ">" in value:       # it goes into Markdown and HTML memos and sweep summaries
-            col.add("must be plain text: no markup (< or >)", line, name)
-            return None
-        return value
-    if spec.kind in ("int", "float"):
-        if isinstance(value, str) and spec.kind == "float":
-            try:
-                value = float(value)   # YAML reads 134e9 as a string
-            except ValueError:
-                pass
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            col.add(f"must be a number (got {value!r})", line, name)
-            return None
-        if value != value or value in (float("inf"), float("-inf")):
-            col.add("must be a finite number", line, name)
-            return None
-        if isinstance(value, int) and abs(value) > 10 ** 18:
-            col.add(f"must be at most {_n(spec.max) if spec.max is not None else '10^18'}{' ' + spec.unit if spec.unit else ''} "
-                    f"(got {_n(value)})", line, name)
-            return None
-        if spec.kind == "int" and value != int(value):
-            col.add(f"must be a whole number (got {value})", line, name)
-            return None
-        if spec.min is not None and value < spec.min:
-            col.add(f"must be at least {_n(spec.min)}{' ' + spec.unit if spec.unit else ''} (got {_n(value)})", line, name)
-            return None
-        if spec.max is not None and value > spec.max:
-            col.add(f"must be at most {_n(spec.max)}{' ' + spec.unit if spec.unit else ''} (got {_n(value)})", line, name)
-            return None
-        return int(value) if spec.kind == "int" else float(value)
-    raise AssertionError(spec.kind)
-
-
 def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
-    ok = True
-    figs: dict[str, Figure] = {}
-    for k, v in raw.items():
-        line = yamlio.line_of(raw, k)
-        if k not in MODEL_FIELDS:
-            col.add(f"unknown model field{_suggest(k, MODEL_FIELDS)}", line, f"model.{k}")
-            ok = False
-            continue
-        if v is None:
-            continue
-        checked = check_value(MODEL_FIELDS[k], v, col, f"model.{k}", line)
-        if checked is None:
-            ok = False
-            continue
-        if k != "name":
-            figs[k] = Figure(checked, ("workload file",))
-    if "params_b" not in figs:
-        if "params_b" not in raw:
-            col.add("a model given as a mapping needs params_b", yamlio.line_of(raw, None, raw.line if hasattr(raw, "line") else None), "model.params_b")
+    values = check_model(raw, col, lambda k: yamlio.line_of(raw, k, getattr(raw, "line", None)))
+    if raw.get("params_b") is None:          # absent, or `params_b: null`
+        col.add("a model given as a mapping needs params_b", yamlio.line_of(raw, "params_b", getattr(raw, "line", None)),
+                "model.params_b")
         return None
-    if not ok:
+    if values is None:
         return None
+    name = values.pop("name", None)
+    figs = {k: Figure(v, ("workload file",)) for k, v in values.items()}
     figs.setdefault("active_params_b", Figure(figs["params_b"].value, ("workload file",), "dense: all parameters active"))
-    if figs["active_params_b"].value > figs["params_b"].value:
-        col.add("cannot exceed params_b", yamlio.line_of(raw, "active_params_b"), "model.active_params_b")
-        return None
-    from advisor.inputs.catalog import model_invariants
-    bad = model_invariants({k: f.value for k, f in figs.items()})
-    for k, problem in bad:
-        col.add(problem, yamlio.line_of(raw, k), f"model.{k}")
-    if bad:
-        return None
-    name = raw.get("name") or f"custom {figs['params_b'].value:g}B model"
-    return Model("custom", name, (), figs, file, getattr(raw, "line", None))
+    return Model("custom", name or f"custom {figs['params_b'].value:g}B model", (), figs, file, getattr(raw, "line", None))
 
 
 def _is_config(raw: str, file: str) -> bool:
-    """A model named by its Hugging Face config (hf:ORG/NAME, a .json file or a folder with config.json)."""
+    """A model named by its Hugging Face config (hf:ORG/NAME, a .json file or a folder with config.json,
+    relative to the workload's own folder: never the current directory's)."""
     if raw.startswith("hf:") or raw.lower().endswith(".json"):
         return True
-    for base in (Path(file).parent, Path(".")):
-        if (base / raw / "config.json").is_file():
-            return True
-    return False
+    p = Path(raw).expanduser()
+    try:
+        return (p if p.is_absolute() else Path(file).parent / p).joinpath("config.json").is_file()
+    except OSError:                  # a name too long for the file system is no folder (the catalog says so)
+        return False
 
 
 def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:

@@ -71,7 +71,7 @@ def _q(v) -> str:
 
 
 def entry(mid: str, meta: dict) -> tuple[str, dict]:
-    cfg = json.loads((CONFIGS / mid / "config.json").read_text())
+    cfg, _ = hfconfig.read(CONFIGS / mid)         # the same bounded reading as a user's config
     f = hfconfig.derive(cfg, f"tests/fixtures/configs/{mid}/config.json")
     cid, pid = _src_id("CFG", mid), _src_id("PUB", mid)
     pub = meta["published"]

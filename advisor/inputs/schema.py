@@ -1,0 +1,167 @@
+"""The schema's building blocks: a field's Spec, the check of one value against it, and the figures
+of a model with the checks between them. Workload files (advisor.workload, the dialogue) and
+Hugging Face configs (advisor.hfconfig) both validate with these, so one value gets one verdict in
+the same words wherever it is written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.inputs.catalog import model_invariants
+from advisor.base.errors import Collector
+
+MODES = ("inference", "training", "fine-tuning")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One field of the workload schema."""
+
+    kind: str                      # enum | int | float | bool | str | model | gpus
+    help: str
+    choices: tuple = ()
+    min: float | None = None
+    max: float | None = None
+    default: object = None
+    unit: str = ""
+    modes: tuple = MODES           # the modes for which the field is relevant
+
+
+MODEL_FIELDS: dict[str, Spec] = {
+    "name": Spec("str", "Model name."),
+    "params_b": Spec("float", "Total parameters, billions.", min=0.001, max=100_000, unit="B"),
+    "active_params_b": Spec("float", "Parameters active per token, billions (MoE); default: all.", min=0.001, max=100_000, unit="B"),
+    "expert_params_b": Spec("float", "Parameters inside routed experts, billions.", min=0, max=100_000, unit="B"),
+    "experts": Spec("int", "Routed experts per layer.", min=1, max=100_000),
+    "experts_per_token": Spec("int", "Experts each token is routed to.", min=1, max=100_000),
+    "layers": Spec("int", "Transformer layers.", min=1, max=10_000),
+    "hidden_size": Spec("int", "Hidden size.", min=1, max=1_000_000),
+    "attention_heads": Spec("int", "Attention heads.", min=1, max=100_000),
+    "kv_heads": Spec("int", "Key/value heads (grouped-query attention).", min=1, max=100_000),
+    "head_dim": Spec("int", "Dimension per head.", min=1, max=100_000),
+    "sliding_window": Spec("int", "Sliding-window size in tokens.", min=1, max=10_000_000),
+    "sliding_window_layers": Spec("int", "Layers that use the sliding window.", min=0, max=10_000),
+    "mla_kv_dim": Spec("int", "MLA: cached elements per token per layer.", min=1, max=1_000_000),
+    "precision": Spec("enum", "Shipped precision of the weights.", PRECISIONS),
+    "max_context": Spec("int", "Longest context the model supports.", min=1, max=100_000_000),
+}
+
+
+def _suggest(key: str, known) -> str:
+    import difflib      # only when there is something to suggest
+    close = difflib.get_close_matches(str(key), list(known), n=1)
+    return f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
+
+
+def _n(x: float) -> str:
+    """1,000,000 rather than 1e+06 in messages; large or fractional values stay readable."""
+    try:
+        return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e18 else f"{x:,g}"
+    except OverflowError:            # an integer of hundreds of digits
+        return f"a {len(str(abs(x)))}-digit number"
+
+
+_CONTROL = frozenset(chr(i) for i in range(32))
+
+
+def check_value(spec: Spec, value, col: Collector, name: str, line):
+    """Validate one scalar against its Spec; returns the value (coerced) or None after reporting."""
+    if spec.kind == "enum":
+        if value not in spec.choices:
+            col.add(f"'{value}' is not one of {', '.join(spec.choices)}", line, name)
+            return None
+        return value
+    if spec.kind == "bool":
+        if not isinstance(value, bool):
+            col.add(f"must be true or false (got {value!r})", line, name)
+            return None
+        return value
+    if spec.kind == "str":
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            col.add("must be a short text", line, name)
+            return None
+        if any(c in value for c in _CONTROL) or any(0x7f <= ord(c) < 0xa0 or 0x202a <= ord(c) <= 0x202e
+                                                     or 0x2066 <= ord(c) <= 0x2069 for c in value):
+            col.add("must be plain text: no control characters (terminal escapes, line breaks, tabs)", line, name)
+            return None
+        if "<" in value or ">" in value:       # it goes into Markdown and HTML memos and sweep summaries
+            col.add("must be plain text: no markup (< or >)", line, name)
+            return None
+        return value
+    if spec.kind in ("int", "float"):
+        if isinstance(value, str) and spec.kind == "float":
+            try:
+                value = float(value)   # YAML reads 134e9 as a string
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            col.add(f"must be a number (got {value!r})", line, name)
+            return None
+        if value != value or value in (float("inf"), float("-inf")):
+            col.add("must be a finite number", line, name)
+            return None
+        if isinstance(value, int) and abs(value) > 10 ** 18:
+            col.add(f"must be at most {_n(spec.max) if spec.max is not None else '10^18'}{' ' + spec.unit if spec.unit else ''} "
+                    f"(got {_n(value)})", line, name)
+            return None
+        if spec.kind == "int" and value != int(value):
+            col.add(f"must be a whole number (got {value})", line, name)
+            return None
+        if spec.min is not None and value < spec.min:
+            col.add(f"must be at least {_n(spec.min)}{' ' + spec.unit if spec.unit else ''} (got {_n(value)})", line, name)
+            return None
+        if spec.max is not None and value > spec.max:
+            col.add(f"must be at most {_n(spec.max)}{' ' + spec.unit if spec.unit else ''} (got {_n(value)})", line, name)
+            return None
+        return int(value) if spec.kind == "int" else float(value)
+    raise AssertionError(spec.kind)
+
+
+def model_problems(v: dict) -> list[tuple[str, str]]:
+    """(field, problem) for figures of one model (by MODEL_FIELDS name) that contradict each other: the
+    catalog's invariants and the shape of attention and of the window. Shared by the mapping form of
+    `model:` and by config.json (advisor.hfconfig), so both refuse the same values with the same words."""
+    out = model_invariants(v)
+
+    def whole(k):
+        x = v.get(k)
+        return x if isinstance(x, int) and not isinstance(x, bool) else None
+    heads, kv, hidden = whole("attention_heads"), whole("kv_heads"), whole("hidden_size")
+    if heads and kv and kv <= heads and heads % kv:
+        out.append(("kv_heads", f"must divide attention_heads ({heads} heads do not share {kv} key/value heads evenly)"))
+    if heads and hidden and "head_dim" not in v and hidden % heads:
+        # the head size is hidden_size / heads unless given: a remainder (or a hidden size below the head
+        # count, head size 0) is no model
+        out.append(("attention_heads", f"must divide hidden_size ({hidden} / {heads} is not a whole head size; "
+                                       "give head_dim if the heads are sized apart)"))
+    window, context = whole("sliding_window"), whole("max_context")
+    if window and context and window > context:
+        out.append(("sliding_window", f"cannot exceed max_context ({window:,} > {context:,} tokens)"))
+    return out
+
+
+def check_model(raw: dict, col: Collector, line_of=lambda k: None, name=lambda k: f"model.{k}") -> dict | None:
+    """The figures of one model by MODEL_FIELDS name, each type-checked and bounded, then checked
+    against each other (model_problems); None once the problems are reported to `col`. The one
+    validator of a workload's `model:` mapping and of the figures a config.json gives."""
+    ok = True
+    values: dict = {}
+    for k, v in raw.items():
+        if k not in MODEL_FIELDS:
+            col.add(f"unknown model field{_suggest(k, MODEL_FIELDS)}", line_of(k), name(k))
+            ok = False
+            continue
+        if v is None:
+            continue
+        checked = check_value(MODEL_FIELDS[k], v, col, name(k), line_of(k))
+        if checked is None:
+            ok = False
+            continue
+        values[k] = checked
+    if not ok:
+        return None
+    bad = model_problems(values)
+    for k, problem in bad:
+        col.add(problem, line_of(k), name(k))
+    return None if bad else values
