@@ -299,12 +299,9 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
 
 
 def write_summary(csv_path: Path, fields: list[str], out: Path) -> None:
-    from jinja2 import FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-    from advisor import HOME
+    from advisor import HOME, sandbox
     from advisor.files import write_atomic
     html = out.suffix in (".html", ".htm")
-    env = ImmutableSandboxedEnvironment(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                        keep_trailing_newline=True, loader=FileSystemLoader(str(HOME / "templates")))
+    env = sandbox.environment(sandbox.confined_loader(HOME / "templates"), autoescape=html)
     name = "sweep.html.j2" if html else "sweep.md.j2"
     write_atomic(out, env.get_template(name).render(**summary_view(csv_path, fields)))
