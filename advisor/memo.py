@@ -3,8 +3,9 @@
 All arithmetic and formatting happen here (`view`; the wording of citations, money and values in
 advisor/wording.py); templates under templates/ only place the strings they are given: a one-screen
 summary first, then the evidence, the sources, and the audit last (docs/memo.md). Every template,
-shipped or the user's, renders in Jinja's sandbox; HTML with autoescaping. A broken or hostile
-template is an InputError (exit 2).
+shipped or the user's, renders in advisor/sandbox.py (plain data only; only shipped ones cached);
+every value is one line of visible text, escaped as it is printed in Markdown, autoescaped in HTML.
+A broken or hostile template is an InputError (exit 2).
 """
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from advisor.catalog import Catalog
 from advisor.errors import InputError, Problem
 from advisor.ranking import UNIT_NAMES
 from advisor.sandbox import MAX_TEXT, TEMPLATE_SECONDS    # the time limit is read from here at each rendering
-from advisor.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
-    plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
+from advisor.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
+    markdown_code as _markdown_code, markdown_finalize as _markdown_finalize, plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
 TEMPLATES = HOME / "templates"
 FORMATS = {"text": "memo.txt.j2", "md": "memo.md.j2", "html": "memo.html.j2"}
@@ -435,7 +436,9 @@ def view(rec: dict, catalog: Catalog) -> dict:
     v["summary"] = summary
     # legacy name kept for user templates written against the first memo
     v["seed_ids"] = v["knowledge_ids"]
-    return v
+    # names from price files and configs (and rule texts from --rules) are one line of visible text in
+    # every format; the Markdown memo escapes them further as it renders (_env)
+    return _clean_all(v)
 
 
 def _id_order(kid: str) -> tuple:
@@ -592,16 +595,18 @@ def _wrap(text: str, width: int = 78, indent: str = "  ", hang: str | None = Non
                                    break_on_hyphens=False)) or indent
 
 
-def _env(shipped: bool, html: bool, colour: bool, folder: Path):
+def _env(shipped: bool, html: bool, colour: bool, folder: Path, md: bool = False):
     from advisor import sandbox
     from advisor.cache import jinja_bytecode_cache
     on = {"bold": "\033[1m", "dim": "\033[2m", "green": "\033[32m", "yellow": "\033[33m", "red": "\033[31m"}
     filters = {name: ((lambda code: (lambda s: f"{code}{s}\033[0m"))(code) if colour else (lambda s: s)) for name, code in on.items()}
     filters["wrap"] = _wrap
+    filters["code"] = _markdown_code
     # compiled templates are code loaded back with marshal: only the shipped ones are cached; a user's
     # template is compiled afresh every time (its environment has no cache to reach or to fill)
     cache = jinja_bytecode_cache("bounded2") if shipped else None
-    return sandbox.environment(sandbox.confined_loader(folder), autoescape=html, filters=filters, bytecode_cache=cache)
+    return sandbox.environment(sandbox.confined_loader(folder), autoescape=html, filters=filters, bytecode_cache=cache,
+                               finalize=_markdown_finalize if md and not html else None)
 
 
 def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path | None = None, colour: bool = False) -> str:
@@ -618,7 +623,7 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(Problem(f"cannot read template: {exc}", name)) from None
     env = _env(shipped=not template, html=(fmt == "html" or path.suffix in (".html", ".htm") or path.name.endswith(".html.j2")),
-               colour=colour, folder=path.resolve().parent)
+               colour=colour, folder=path.resolve().parent, md=(fmt == "md" or path.name.endswith((".md", ".md.j2"))))
     context = view(rec, catalog)
     try:
         return sandbox.render(env.get_template(path.name), context, TEMPLATE_SECONDS)

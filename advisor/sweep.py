@@ -301,7 +301,10 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
 def write_summary(csv_path: Path, fields: list[str], out: Path) -> None:
     from advisor import HOME, sandbox
     from advisor.files import write_atomic
+    from advisor.wording import clean_all, markdown_finalize
     html = out.suffix in (".html", ".htm")
-    env = sandbox.environment(sandbox.confined_loader(HOME / "templates"), autoescape=html)
+    # grid values and the CSV's cells are one line of visible text; Markdown escapes them as the memo does
+    env = sandbox.environment(sandbox.confined_loader(HOME / "templates"), autoescape=html,
+                              finalize=None if html else markdown_finalize)
     name = "sweep.html.j2" if html else "sweep.md.j2"
-    write_atomic(out, env.get_template(name).render(**summary_view(csv_path, fields)))
+    write_atomic(out, env.get_template(name).render(**clean_all(summary_view(csv_path, fields))))
