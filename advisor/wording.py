@@ -87,7 +87,7 @@ def plain(text: str) -> str:
 
 
 def offer(p: dict) -> str:
-    """Where the price comes from: provider, instance, region, kind, date."""
+    """Where the price comes from: provider, instance, region, kind, date (one line of visible text)."""
     parts = [p.get("provider") or "unknown provider"]
     inst = p.get("instance")
     count = p.get("instances") or 1
@@ -103,7 +103,7 @@ def offer(p: dict) -> str:
     idle = p.get("idle_gpus") or 0
     if idle:
         parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")
-    return ", ".join(x for x in parts if x)
+    return clean(", ".join(x for x in parts if x))     # the names are a price file's: cleaned for every output
 
 
 def gist(text: str, limit: int = 110) -> str:

@@ -541,14 +541,16 @@ def _hostile_prices(tmp_path) -> tuple[Path, Path]:
     return w, q
 
 
-@pytest.mark.parametrize("fmt", ["text", "md", "html"])
+@pytest.mark.parametrize("fmt", ["text", "md", "html", "summary"])
 def test_names_from_a_price_file_are_one_line_of_plain_text(capsys, tmp_path, fmt):
     w, q = _hostile_prices(tmp_path)
     assert main(["recommend", str(w), "--prices", str(q), "--format", fmt]) == 0
     out = capsys.readouterr().out
-    assert "Use 1 x NVIDIA H200 SXM 141GB" in out
+    assert "1 x NVIDIA H200 SXM 141GB" in out
     for bad in ("\x1b", "\x07", "\u202e", "]0;pwned", "\n# H1", "\n- item"):
         assert bad not in out, (fmt, bad)
+    if fmt == "summary":
+        assert "$0.50/h (Evil <script>alert(1)</script> # H1 `tick` | pipe *em* evil, inst - item [x]" in out
     if fmt == "text":
         assert "Offer: Evil <script>alert(1)</script> # H1 `tick` | pipe *em* evil, inst - item" in " ".join(out.split())
     if fmt == "html":
