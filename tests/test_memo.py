@@ -538,3 +538,71 @@ def test_gist_keeps_a_whole_clause_and_balanced_parentheses():
     assert gist(long) == "a100-80gb-sxm keeps only 0.7 GB per card free."
     odd = "aaaa bbbb cccc dddd: eeee (ffff, gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr ssss tttt uuuu vvvv wwww) x"
     assert gist(odd, 60).endswith("(...).") and gist(odd, 60).count("(") == gist(odd, 60).count(")")
+
+
+# --- names from price files and configs, safe in every format ------------------------------------------
+
+HOSTILE_PROVIDER = "Evil\x1b]0;pwned\x07 <script>alert(1)</script>\n# H1 `tick` | pipe *em* \u202eevil"
+HOSTILE_INSTANCE = "inst\n- item [x](javascript:alert(1)) <img src=x>"
+
+
+def _hostile_prices(tmp_path) -> tuple[Path, Path]:
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\n")
+    q = tmp_path / "q.yaml"          # the cheapest offer, so its names are in the headline, the summary and the tables
+    q.write_text("prices:\n  - {gpu: h200, gpus_per_instance: 1, usd_per_hour: 0.5, date: 2026-11, source: s,\n"
+                 f"     provider: {json.dumps(HOSTILE_PROVIDER)},\n     instance: {json.dumps(HOSTILE_INSTANCE)}}}\n")
+    return w, q
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html", "summary"])
+def test_names_from_a_price_file_are_one_line_of_plain_text(capsys, tmp_path, fmt):
+    w, q = _hostile_prices(tmp_path)
+    assert main(["recommend", str(w), "--prices", str(q), "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    assert "1 x NVIDIA H200 SXM 141GB" in out
+    for bad in ("\x1b", "\x07", "\u202e", "]0;pwned", "\n# H1", "\n- item"):
+        assert bad not in out, (fmt, bad)
+    if fmt == "summary":
+        assert "$0.50/h (Evil <script>alert(1)</script> # H1 `tick` | pipe *em* evil, inst - item [x]" in out
+    if fmt == "text":
+        assert "Offer: Evil <script>alert(1)</script> # H1 `tick` | pipe *em* evil, inst - item" in " ".join(out.split())
+    if fmt == "html":
+        assert "<script>" not in out and "<img" not in out and "&lt;script&gt;alert(1)&lt;/script&gt;" in out
+
+
+def test_names_from_a_price_file_never_become_markdown(capsys, tmp_path):
+    w, q = _hostile_prices(tmp_path)
+    assert main(["recommend", str(w), "--prices", str(q), "--format", "md"]) == 0
+    text = capsys.readouterr().out
+    md = MarkdownIt("commonmark").enable("table")
+    tokens = md.parse(text)
+    inline = [c for t in tokens if t.type == "inline" for c in t.children or []]
+    assert not [t for t in tokens + inline if t.type in ("html_block", "html_inline", "link_open", "image", "em_open",
+                                                         "code_inline") and "Evil" in (t.content or "") + str(t.attrs)]
+    assert not [t for t in inline if t.type in ("html_inline", "link_open", "image")]
+    heads = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert "H1 `tick` | pipe *em* evil, inst - item [x](javascript:alert(1)) <img src=x> (1 x 1-GPU instance), on-demand, " \
+           "quoted 2026-11" not in heads and not any("H1" in h for h in heads)
+    # the offer is one table cell that shows the names exactly as the price file wrote them (less the controls)
+    cells = [inline_t.content for t, inline_t in zip(tokens, tokens[1:]) if t.type == "td_open"]
+    offer = next(c for c in cells if c.startswith("Evil"))
+    rendered = md.renderInline(offer)
+    assert rendered == ("Evil &lt;script&gt;alert(1)&lt;/script&gt; # H1 `tick` | pipe *em* evil, inst - item "
+                        "[x](javascript:alert(1)) &lt;img src=x&gt; (1 x 1-GPU instance), on-demand, quoted 2026-11")
+    # tables intact: every table line became a row, the summary's cost table still has its four rows
+    table_lines = [ln for ln in text.splitlines() if ln.startswith("|")]
+    delimiter = re.compile(r"^\|[\s:|-]*-[\s:|-]*\|$")
+    assert sum(1 for t in tokens if t.type == "tr_open") == len([ln for ln in table_lines if not delimiter.match(ln)])
+    assert all(ln.count("|") - ln.count("\\|") == table_lines[0].count("|") for ln in table_lines[:6])
+
+
+def test_markdown_escaping_keeps_ordinary_values_as_they_are():
+    from advisor.shell.wording import markdown, markdown_code
+    for plain in ("4x_L40S_SECURE", "datacrunch__2xA100_80GB__44__240", "44.4 GB of 48 GB", "+$0.11 effective",
+                  "TP 2 x PP 1 x DP 2", "306.7 MB per sequence [2 (K,V) x 8 KV heads]", "min(tokens, 128) > 3"):
+        assert markdown(plain) == plain
+    assert markdown("# H1") == "\\# H1" and markdown("1. one") == "1\\. one" and markdown("a\nb") == "a b"
+    assert markdown("[x](y)") == "\\[x\\](y)" and markdown("_a_ *b*") == "\\_a\\_ \\*b\\*"
+    assert markdown_code("rules/my_rules.yaml:3") == "`rules/my_rules.yaml:3`"
+    assert markdown_code("a`b|c") == "``a`b\\|c``"

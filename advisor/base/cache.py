@@ -1,5 +1,5 @@
 """Where the advisor keeps what it can rebuild: parsed YAML, the checked and compiled catalog and
-knowledge base (plain JSON), and compiled templates (Jinja's own bytecode cache).
+knowledge base (plain JSON), and the shipped memo templates compiled (Jinja's own bytecode cache).
 
 Every entry is keyed by the bytes it was built from (and the source of the code that built it), so
 a stale entry is never used, and carries the digest of its own content, so an edited or torn entry
@@ -60,7 +60,9 @@ def _private(path: str) -> bool:
 
 def jinja_bytecode_cache(flavour: str = ""):
     """Jinja's on-disk bytecode cache (compiling templates is slow; starts should not be), or None.
-    Environments that compile the same source to different code name their own `flavour`."""
+    Environments that compile the same source to different code name their own `flavour`. For the
+    templates the advisor ships only: an entry is code run on load, and a user's template (or rule
+    text) is compiled afresh, so that nothing a user wrote is ever stored here as code."""
     d = cache_dir()
     if d is None:
         return None

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from advisor import HOME
 from advisor.base import cache, yamlio
-from advisor.base.cache import jinja_bytecode_cache
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.files import note_read
 from advisor.judgement.facts import FACTS, prop
@@ -522,8 +521,7 @@ def _unreachable(cond) -> str | None:
 
 
 class _RuleTexts:
-    """A Jinja loader whose templates are rule texts named by their digest, so that their compiled
-    bytecode can be cached across processes (Jinja compiles slowly; starts should not)."""
+    """A Jinja loader whose templates are rule texts named by their digest."""
 
     def __init__(self):
         self.texts: dict[str, str] = {}
@@ -538,14 +536,13 @@ class _RuleTexts:
 
 
 def template_env():
-    """The sandbox every rule text renders in: only the bound facts and three formatting filters."""
-    from jinja2 import BaseLoader, StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    """The sandbox every rule text renders in (the memo's: plain data only, bounded): the bound facts and
+    three formatting filters. Rule files come from users (--rules), so nothing compiled from a rule text
+    is cached on disk; only texts the plain-text path cannot render (to report an error) reach Jinja."""
+    from jinja2 import BaseLoader
+    from advisor.base import sandbox
     loader = type("RuleTextLoader", (_RuleTexts, BaseLoader), {})()
-    env = SandboxedEnvironment(autoescape=False, undefined=StrictUndefined, loader=loader,
-                               bytecode_cache=jinja_bytecode_cache())
-    env.filters.update(FILTERS)
-    return env
+    return sandbox.environment(loader, filters=FILTERS, layout=False)
 
 
 FILTERS = {"gb": lambda x: f"{x:,.1f} GB", "usd": lambda x: f"${x:,.2f}", "num": lambda x, nd=1: f"{x:,.{nd}f}"}
@@ -615,8 +612,7 @@ def _jinja():
 
 
 def compiled_template(text: str):
-    """A rule text ready to render: plain text with fields, or else compiled once per process in the
-    sandbox (its bytecode cached on disk)."""
+    """A rule text ready to render: plain text with fields, or else compiled once per process in the sandbox."""
     t = _COMPILED.get(text)
     if t is None:
         t = _COMPILED[text] = _PlainText.parse(text) or _jinja_template(text)

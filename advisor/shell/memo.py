@@ -3,8 +3,9 @@
 All arithmetic and formatting happen here (`view`; the wording of citations, money and values in
 advisor/wording.py); templates under templates/ only place the strings they are given: a one-screen
 summary first, then the evidence, the sources, and the audit last (docs/memo.md). Every template,
-shipped or the user's, renders in Jinja's sandbox; HTML with autoescaping. A broken or hostile
-template is an InputError (exit 2).
+shipped or the user's, renders in advisor/sandbox.py (plain data only; only shipped ones cached);
+every value is one line of visible text, escaped as it is printed in Markdown, autoescaped in HTML.
+A broken or hostile template is an InputError (exit 2).
 """
 from __future__ import annotations
 
@@ -13,17 +14,17 @@ import re
 import time
 from pathlib import Path
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import TemplateError
 from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from advisor import HOME
 from advisor.inputs.catalog import Catalog
-from advisor.base.files import note_read
 from advisor.base.errors import InputError, Problem
+from advisor.base.files import note_read
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.wording import _ID, Cites as _Cites, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
-    plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
+from advisor.base.sandbox import MAX_TEXT, TEMPLATE_SECONDS    # the time limit is read from here at each rendering
+from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
+    markdown_code as _markdown_code, markdown_finalize as _markdown_finalize, plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
 
 TEMPLATES = HOME / "templates"
 FORMATS = {"text": "memo.txt.j2", "md": "memo.md.j2", "html": "memo.html.j2"}
@@ -436,7 +437,9 @@ def view(rec: dict, catalog: Catalog) -> dict:
     v["summary"] = summary
     # legacy name kept for user templates written against the first memo
     v["seed_ids"] = v["knowledge_ids"]
-    return v
+    # names from price files and configs (and rule texts from --rules) are one line of visible text in
+    # every format; the Markdown memo escapes them further as it renders (_env)
+    return _clean_all(v)
 
 
 def _id_order(kid: str) -> tuple:
@@ -585,185 +588,6 @@ def _chart(rec: dict, catalog: Catalog) -> dict:
 
 # --- rendering ----------------------------------------------------------------------------------------
 
-# --- the sandbox's limits -----------------------------------------------------------------------------
-# Jinja's sandbox stops a template from reaching Python; these limits stop it from taking the machine:
-# `{{ 9 ** (9 ** 9) }}` (also folded at compile time), `'x' * 300000000`, `num(999999999)`, nested
-# `range(100000)` loops. Every limit is far above what a memo needs.
-
-MAX_TEXT = 1_000_000          # characters of one string a template builds, and of the whole memo x 10
-MAX_ARG = 10_000              # an integer passed to a filter or method (a width, a digit count)
-MAX_POWER = 64                # the largest exponent
-MAX_ITERATIONS = 1_000_000    # items all range() calls of one rendering may yield
-TEMPLATE_SECONDS = 10.0       # wall time of one rendering (the main thread only)
-_WIDE_FORMAT = re.compile(r"\d{5,}|\*")    # a width or precision of 10,000 or more, or one given by '*'
-
-
-def _refuse(why: str):
-    raise SecurityError(why)
-
-
-def _is_num(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _check_binop(op: str, a, b) -> None:
-    if op == "**" and _is_num(a) and _is_num(b) and abs(b) > MAX_POWER and abs(a) > 1:
-        _refuse(f"a power above {MAX_POWER}")
-    if op == "*":
-        seq, n = (a, b) if isinstance(a, (str, list, tuple)) else (b, a)
-        if isinstance(seq, (str, list, tuple)) and _is_num(n) and len(seq) * max(n, 0) > MAX_TEXT:
-            _refuse(f"a repetition longer than {MAX_TEXT:,}")
-        if _is_num(a) and _is_num(b) and isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > 4096:
-            _refuse("a product of more than 4,096 bits")
-    if op == "+" and isinstance(a, (str, list, tuple)) and isinstance(b, (str, list, tuple)) and len(a) + len(b) > MAX_TEXT:
-        _refuse(f"a text longer than {MAX_TEXT:,}")
-    if op == "%" and isinstance(a, str) and _WIDE_FORMAT.search(a):
-        _refuse("a format width of 10,000 or more")
-
-
-def _check_args(args, kwargs) -> None:
-    for x in list(args) + list(kwargs.values()):
-        if _is_num(x) and abs(x) > MAX_ARG:
-            _refuse(f"an argument above {MAX_ARG:,} ({x:g})")
-        if isinstance(x, str) and len(x) > MAX_TEXT:
-            _refuse(f"an argument longer than {MAX_TEXT:,}")
-
-
-def _bounded_text(text):
-    """The result of a `~` concatenation, refused when too long (doubling it in a loop or a macro)."""
-    if len(text) > MAX_TEXT:
-        _refuse(f"a text longer than {MAX_TEXT:,}")
-    return text
-
-
-def _code_generator():
-    from jinja2.compiler import CodeGenerator
-
-    class Bounded(CodeGenerator):
-        def visit_Concat(self, node, frame):
-            self.write("environment.bounded_text(")
-            super().visit_Concat(node, frame)
-            self.write(")")
-    return Bounded
-
-
-class _Bounded(ImmutableSandboxedEnvironment):
-    """Jinja's immutable sandbox with limits on what a template may build."""
-
-    intercepted_binops = frozenset(["**", "*", "+", "%", "//"])
-    bounded_text = staticmethod(_bounded_text)
-
-    def wrap_str_format(self, value):
-        f_self = getattr(value, "__self__", None)
-        if getattr(value, "__name__", "") in ("format", "format_map") and isinstance(f_self, str) and _WIDE_FORMAT.search(f_self):
-            _refuse("a format width of 10,000 or more")
-        return super().wrap_str_format(value)
-
-    def call_binop(self, context, operator, left, right):
-        _check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
-
-    def call(__self, __context, __obj, *args, **kwargs):      # noqa: N805 (Jinja's own signature)
-        _check_args(args, kwargs)
-        name = getattr(__obj, "__name__", "")
-        if name in ("format", "format_map") and isinstance(getattr(__obj, "__self__", None), str) \
-                and _WIDE_FORMAT.search(__obj.__self__):
-            _refuse("a format width of 10,000 or more")
-        return super().call(__context, __obj, *args, **kwargs)
-
-
-def _bounded_filter(f):
-    import functools
-    skip = 2 if getattr(f, "jinja_pass_arg", None) is not None else 1    # the environment/context, the value
-
-    @functools.wraps(f)
-    def run(*args, **kwargs):
-        _check_args(args[skip:], kwargs)
-        if f.__name__ in ("do_format",) and len(args) >= skip and isinstance(args[skip - 1], str) \
-                and _WIDE_FORMAT.search(args[skip - 1]):
-            _refuse("a format width of 10,000 or more")
-        return f(*args, **kwargs)
-    return run
-
-
-class _Budget:
-    """range() for templates: Jinja's sandboxed range, with one budget of items for the rendering."""
-
-    def __init__(self, env):
-        self.env, self.left = env, MAX_ITERATIONS
-
-    def __call__(self, *args):
-        _check_args((), {})
-        r = range(*args)
-        if len(r) > self.left:
-            _refuse(f"loops of more than {MAX_ITERATIONS:,} steps in all")
-        self.left -= len(r)
-        return r
-
-
-def _confined_loader(folder: Path):
-    """Templates from `folder` only: `{% include %}`, `{% import %}` and `{% extends %}` cannot leave
-    it, through '..' (Jinja refuses that) or through a link that points outside."""
-    from jinja2 import FileSystemLoader, TemplateNotFound
-    root = os.path.realpath(folder)
-
-    class Confined(FileSystemLoader):
-        def get_source(self, environment, template):
-            source, filename, uptodate = super().get_source(environment, template)
-            note_read(filename, "template")
-            real = os.path.realpath(filename)
-            if os.path.commonpath([root, real]) != root:
-                raise TemplateNotFound(f"{template} (outside the template's folder)")
-            return source, filename, uptodate
-
-    return Confined(str(folder))
-
-
-def _env(html: bool, colour: bool, folder: Path) -> ImmutableSandboxedEnvironment:
-    from advisor.base.cache import jinja_bytecode_cache
-    _Bounded.code_generator_class = _code_generator()
-    env = _Bounded(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                   keep_trailing_newline=True, loader=_confined_loader(folder),
-                   bytecode_cache=jinja_bytecode_cache("bounded1"))      # its own entries: the code differs
-    on = {"bold": "\033[1m", "dim": "\033[2m", "green": "\033[32m", "yellow": "\033[33m", "red": "\033[31m"}
-    for name, code in on.items():
-        env.filters[name] = (lambda code: (lambda s: f"{code}{s}\033[0m"))(code) if colour else (lambda s: s)
-    env.filters["wrap"] = _wrap
-    for k, f in list(env.filters.items()):
-        env.filters[k] = _bounded_filter(f)
-    env.globals["range"] = _Budget(env)
-    env.globals.pop("lipsum", None)          # generates up to n x max words: nothing a memo needs
-    return env
-
-
-class _TooSlow(SecurityError):
-    pass
-
-
-def _render_bounded(template, context: dict) -> str:
-    """Render with the output and wall-time limits (the alarm only where signals can be used)."""
-    import signal
-    import threading
-    use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    if use_alarm:
-        def stop(signum, frame):
-            raise _TooSlow(f"rendering took longer than {TEMPLATE_SECONDS:g} s")
-        old = signal.signal(signal.SIGALRM, stop)
-        signal.setitimer(signal.ITIMER_REAL, TEMPLATE_SECONDS)
-    try:
-        out, size = [], 0
-        for chunk in template.generate(**context):
-            size += len(chunk)
-            if size > MAX_TEXT * 10:
-                raise SecurityError(f"the memo would be longer than {MAX_TEXT * 10:,} characters")
-            out.append(chunk)
-        return "".join(out)
-    finally:
-        if use_alarm:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
-
-
 def _wrap(text: str, width: int = 78, indent: str = "  ", hang: str | None = None) -> str:
     """Wrap to the terminal memo's width (80 columns); `hang` indents the continuation lines."""
     import textwrap
@@ -772,8 +596,23 @@ def _wrap(text: str, width: int = 78, indent: str = "  ", hang: str | None = Non
                                    break_on_hyphens=False)) or indent
 
 
+def _env(shipped: bool, html: bool, colour: bool, folder: Path, md: bool = False):
+    from advisor.base import sandbox
+    from advisor.base.cache import jinja_bytecode_cache
+    on = {"bold": "\033[1m", "dim": "\033[2m", "green": "\033[32m", "yellow": "\033[33m", "red": "\033[31m"}
+    filters = {name: ((lambda code: (lambda s: f"{code}{s}\033[0m"))(code) if colour else (lambda s: s)) for name, code in on.items()}
+    filters["wrap"] = _wrap
+    filters["code"] = _markdown_code
+    # compiled templates are code loaded back with marshal: only the shipped ones are cached; a user's
+    # template is compiled afresh every time (its environment has no cache to reach or to fill)
+    cache = jinja_bytecode_cache("bounded2") if shipped else None
+    return sandbox.environment(sandbox.confined_loader(folder), autoescape=html, filters=filters, bytecode_cache=cache,
+                               finalize=_markdown_finalize if md and not html else None)
+
+
 def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path | None = None, colour: bool = False) -> str:
     """The memo in a format, from the shipped template or the user's (both sandboxed)."""
+    from advisor.base import sandbox
     path = Path(template) if template else TEMPLATES / FORMATS[fmt]
     name = str(template) if template else f"templates/{FORMATS[fmt]}"
     note_read(path, "template")
@@ -785,11 +624,11 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
         path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(Problem(f"cannot read template: {exc}", name)) from None
-    env = _env(html=(fmt == "html" or path.suffix in (".html", ".htm") or path.name.endswith(".html.j2")), colour=colour,
-               folder=path.resolve().parent)
+    env = _env(shipped=not template, html=(fmt == "html" or path.suffix in (".html", ".htm") or path.name.endswith(".html.j2")),
+               colour=colour, folder=path.resolve().parent, md=(fmt == "md" or path.name.endswith((".md", ".md.j2"))))
     context = view(rec, catalog)
     try:
-        return _render_bounded(env.get_template(path.name), context)
+        return sandbox.render(env.get_template(path.name), context, TEMPLATE_SECONDS)
     except SecurityError as exc:
         raise InputError(Problem(f"template refused by the sandbox: {exc}", name)) from None
     except (MemoryError, RecursionError, OverflowError) as exc:

@@ -303,12 +303,13 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
 
 
 def write_summary(csv_path: Path, fields: list[str], out: Path) -> None:
-    from jinja2 import FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
     from advisor import HOME
+    from advisor.base import sandbox
     from advisor.base.files import write_atomic
+    from advisor.shell.wording import clean_all, markdown_finalize
     html = out.suffix in (".html", ".htm")
-    env = ImmutableSandboxedEnvironment(autoescape=html, undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                                        keep_trailing_newline=True, loader=FileSystemLoader(str(HOME / "templates")))
+    # grid values and the CSV's cells are one line of visible text; Markdown escapes them as the memo does
+    env = sandbox.environment(sandbox.confined_loader(HOME / "templates"), autoescape=html,
+                              finalize=None if html else markdown_finalize)
     name = "sweep.html.j2" if html else "sweep.md.j2"
-    write_atomic(out, env.get_template(name).render(**summary_view(csv_path, fields)))
+    write_atomic(out, env.get_template(name).render(**clean_all(summary_view(csv_path, fields))))

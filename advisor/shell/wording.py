@@ -87,7 +87,7 @@ def plain(text: str) -> str:
 
 
 def offer(p: dict) -> str:
-    """Where the price comes from: provider, instance, region, kind, date."""
+    """Where the price comes from: provider, instance, region, kind, date (one line of visible text)."""
     parts = [p.get("provider") or "unknown provider"]
     inst = p.get("instance")
     count = p.get("instances") or 1
@@ -103,7 +103,7 @@ def offer(p: dict) -> str:
     idle = p.get("idle_gpus") or 0
     if idle:
         parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")
-    return ", ".join(x for x in parts if x)
+    return clean(", ".join(x for x in parts if x))     # the names are a price file's: cleaned for every output
 
 
 def gist(text: str, limit: int = 110) -> str:
@@ -195,3 +195,77 @@ def suggestion(s: dict, cites: Cites) -> str:
     elif saving:
         text += f", saving {words(saving)}"
     return text + "."
+
+
+# --- names from configs and price files, made safe for each output ----------------------------------------
+# A provider, an instance or a model name is whatever a price file or a config.json says: it may hold a
+# terminal control sequence ('\x1b]0;...\x07' retitles the window), a line break (a forged memo line),
+# bidirectional overrides, or Markdown and HTML markup.
+
+_SEQUENCE = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]")   # OSC, CSI
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BREAK = re.compile(r"[\t\n\r\x0b\x0c\x85\u2028\u2029]+")
+
+
+def clean(text: str) -> str:
+    """One line of visible text: terminal escape sequences, control and bidirectional-override characters removed, line breaks
+    and tabs made a space (every memo value passes here, whatever the format)."""
+    return _CONTROL.sub("", _BREAK.sub(" ", _SEQUENCE.sub("", text)))
+
+
+def clean_all(obj):
+    """`clean` on every string inside plain data (a memo's view, the sweep summary's)."""
+    if isinstance(obj, str):
+        return clean(obj)
+    if isinstance(obj, dict):
+        return {k: clean_all(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(clean_all(v) for v in obj) if type(obj) in (list, tuple) else obj
+    return obj
+
+
+# What makes markup in a line of CommonMark/GFM, escaped with a backslash (which renders as nothing):
+# emphasis and strikethrough (`*`, `~`, and `_` unless inside a word: 4x_L40S_SECURE stays as it is),
+# code (`` ` ``), raw HTML and autolinks (`<`), table cells (`|`), a link or image (`](` or `][`), the
+# escape itself; and, as the value may start a line, a heading, quote, list, rule or link definition.
+_MD_INLINE = re.compile(r"[\\`*~<|]|\](?=[(\[])|_+")
+_MD_BLOCK = re.compile(r"^(\s*)(?:([#>\[])|([-+=])(?=\s|[-+=\s]*$)|(\d{1,9})(?=[.)](?:\s|$)))")
+
+
+def _md_inline(m: re.Match) -> str:
+    run = m.group(0)
+    if run[0] != "_":
+        return "\\" + run
+    text, a, b = m.string, m.start(), m.end()
+    inside_word = a > 0 and text[a - 1].isalnum() and b < len(text) and text[b].isalnum()
+    return run if inside_word else "\\_" * len(run)
+
+
+def _md_block(m: re.Match) -> str:
+    lead, mark, line_mark, number = m.groups()
+    return lead + (number + "\\" if number else "\\" + (mark or line_mark))
+
+
+def markdown(text) -> str:
+    """A value as Markdown that shows exactly its text: cleaned (one line, no control characters) and
+    with whatever would be markup escaped, so that it never becomes markup or leaves a table cell."""
+    return _MD_BLOCK.sub(_md_block, _MD_INLINE.sub(_md_inline, clean(str(text))), count=1)
+
+
+class MarkdownText(str):
+    """Markdown the advisor made (a code span): markdown_finalize leaves it as it is."""
+
+
+def markdown_code(text) -> MarkdownText:
+    """A value as a Markdown code span: fenced with more backticks than it holds, a table's '|' escaped
+    (GFM reads '\\|' inside a cell's code span as '|')."""
+    text = clean(str(text)).replace("|", "\\|")
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return MarkdownText(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def markdown_finalize(value):
+    """What a Markdown template prints, as Jinja's `finalize`: every value shows as its text, so the
+    escaping is done once here, not in each template; the advisor's own code spans pass as they are."""
+    return value if isinstance(value, MarkdownText) else markdown(value)

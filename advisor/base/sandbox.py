@@ -1,0 +1,270 @@
+"""The one Jinja sandbox every template renders in: memo templates (shipped or the user's), rule texts
+and the sweep summary.
+
+Jinja's sandbox refuses underscored attributes, but a template still reaches any public attribute of
+any object it is given, and one object that keeps the environment (a callable global, a loader, a
+macro) leads to its bytecode cache, whose buckets unpickle bytes the template wrote (issue 18). So
+here, by construction, a template sees plain data only:
+- attributes are read on plain data alone (text, numbers, lists, tuples, mappings), and on those
+  only a listed set of methods; Jinja's `loop` gives its documented fields, a `namespace` and an
+  imported template the values stored in them; nothing on functions, classes, modules, macros,
+  `self` or the environment's own objects;
+- the globals are two plain functions (`range`, `namespace`); Jinja's `dict`, `cycler`, `joiner`
+  and `lipsum` are gone;
+- the limits below stop a template from taking the machine.
+The environment keeps a bytecode cache only when its caller passes one (the shipped templates).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+
+from jinja2 import StrictUndefined, Undefined
+from jinja2.compiler import CodeGenerator
+from jinja2.exceptions import SecurityError
+from jinja2.environment import TemplateModule
+from jinja2.runtime import LoopContext, Macro
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Namespace
+
+from advisor.base.files import note_read
+
+# --- the limits -----------------------------------------------------------------------------------------
+# `{{ 9 ** (9 ** 9) }}` (also folded at compile time), `'x' * 300000000`, `num(999999999)`, nested
+# `range(100000)` loops: every limit is far above what a memo needs.
+
+MAX_TEXT = 1_000_000          # characters of one string a template builds, and of the whole memo x 10
+MAX_ARG = 10_000              # an integer passed to a filter or method (a width, a digit count)
+MAX_POWER = 64                # the largest exponent
+MAX_ITERATIONS = 1_000_000    # items all range() calls of one rendering may yield
+TEMPLATE_SECONDS = 10.0       # wall time of one rendering (the main thread only)
+_WIDE_FORMAT = re.compile(r"\d{5,}|\*")    # a width or precision of 10,000 or more, or one given by '*'
+
+# --- what a template may read ---------------------------------------------------------------------------
+# Methods that only turn plain data into plain data. Not `encode` (bytes are what the cache exploit fed
+# to pickle), not `format_map`, nothing that mutates (the environment is immutable too).
+_STR_METHODS = frozenset("""capitalize casefold center count endswith find format index isalnum isalpha isdecimal
+    isdigit islower isnumeric isspace istitle isupper join ljust lower lstrip partition removeprefix removesuffix
+    replace rfind rindex rjust rpartition rsplit rstrip split splitlines startswith strip swapcase title upper
+    zfill""".split())
+_METHODS = {dict: frozenset({"get", "items", "keys", "values"}), list: frozenset({"count", "index"}),
+            tuple: frozenset({"count", "index"})}
+_LOOP_FIELDS = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0",
+                          "previtem", "nextitem", "cycle", "changed"})
+_PLAIN = (str, int, float, bool, type(None), list, tuple, dict)
+
+
+def _is_plain(x) -> bool:
+    return isinstance(x, _PLAIN) or isinstance(x, (Namespace, LoopContext))
+
+
+def readable(obj, attr: str, value) -> bool:
+    """Whether a template may read `obj.attr` (its value being `value`): see the module's docstring."""
+    if not isinstance(attr, str) or attr.startswith("_"):
+        return False
+    if isinstance(obj, LoopContext):
+        return attr in _LOOP_FIELDS
+    if isinstance(obj, Namespace):       # `{% set ns.x = ... %}` stores data; reading it back gives data
+        return _is_plain(value)
+    if isinstance(obj, TemplateModule):  # `{% import 'x.j2' as x %}`: its macros (called, never inspected) and values
+        return isinstance(value, Macro) or _is_plain(value)
+    if isinstance(obj, str):
+        return attr in _STR_METHODS
+    if isinstance(obj, tuple) and attr in getattr(type(obj), "_fields", ()):
+        return _is_plain(value)          # a named tuple's field (groupby's grouper and list)
+    for base, names in _METHODS.items():
+        if isinstance(obj, base):
+            return attr in names
+    return False
+
+
+def _check_holder(obj, name) -> None:
+    """Only plain data (and `loop`, a `namespace`, an imported template) has anything a template may
+    read: on anything else even a missing attribute is refused, by name."""
+    if not (_is_plain(obj) or isinstance(obj, (TemplateModule, Undefined))):
+        kind = "function" if callable(obj) else type(obj).__name__
+        _refuse(f"reading {str(name)[:40]!r} of a {kind} is not allowed (templates read plain data only)")
+
+
+def _refuse(why: str):
+    raise SecurityError(why)
+
+
+def _is_num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_binop(op: str, a, b) -> None:
+    if op == "**" and _is_num(a) and _is_num(b) and abs(b) > MAX_POWER and abs(a) > 1:
+        _refuse(f"a power above {MAX_POWER}")
+    if op == "*":
+        seq, n = (a, b) if isinstance(a, (str, list, tuple)) else (b, a)
+        if isinstance(seq, (str, list, tuple)) and _is_num(n) and len(seq) * max(n, 0) > MAX_TEXT:
+            _refuse(f"a repetition longer than {MAX_TEXT:,}")
+        if _is_num(a) and _is_num(b) and isinstance(a, int) and isinstance(b, int) and a.bit_length() + b.bit_length() > 4096:
+            _refuse("a product of more than 4,096 bits")
+    if op == "+" and isinstance(a, (str, list, tuple)) and isinstance(b, (str, list, tuple)) and len(a) + len(b) > MAX_TEXT:
+        _refuse(f"a text longer than {MAX_TEXT:,}")
+    if op == "%" and isinstance(a, str) and _WIDE_FORMAT.search(a):
+        _refuse("a format width of 10,000 or more")
+
+
+def _check_args(args, kwargs) -> None:
+    for x in list(args) + list(kwargs.values()):
+        if _is_num(x) and abs(x) > MAX_ARG:
+            _refuse(f"an argument above {MAX_ARG:,} ({x:g})")
+        if isinstance(x, str) and len(x) > MAX_TEXT:
+            _refuse(f"an argument longer than {MAX_TEXT:,}")
+
+
+def _bounded_text(text):
+    """The result of a `~` concatenation, refused when too long (doubling it in a loop or a macro)."""
+    if len(text) > MAX_TEXT:
+        _refuse(f"a text longer than {MAX_TEXT:,}")
+    return text
+
+
+class _BoundedCode(CodeGenerator):
+    def visit_Concat(self, node, frame):
+        self.write("environment.bounded_text(")
+        super().visit_Concat(node, frame)
+        self.write(")")
+
+
+class Sandbox(ImmutableSandboxedEnvironment):
+    """Jinja's immutable sandbox reading plain data only, with limits on what a template may build."""
+
+    code_generator_class = _BoundedCode
+    intercepted_binops = frozenset(["**", "*", "+", "%", "//"])
+    bounded_text = staticmethod(_bounded_text)
+
+    def is_safe_attribute(self, obj, attr, value) -> bool:
+        return readable(obj, attr, value) and super().is_safe_attribute(obj, attr, value)
+
+    def getattr(self, obj, attribute):
+        _check_holder(obj, attribute)
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj, argument):
+        _check_holder(obj, argument)
+        return super().getitem(obj, argument)
+
+    def unsafe_undefined(self, obj, attribute):
+        # Jinja returns an undefined value that fails only when printed; `map(attribute=...)` and `list`
+        # would carry it on silently. Refusing at once names the attribute.
+        _refuse(f"reading {attribute!r} of a {type(obj).__name__} is not allowed (templates read plain data only)")
+
+    def wrap_str_format(self, value):
+        if getattr(value, "__name__", "") == "format_map":
+            return None                 # then refused as any unlisted method is (Jinja would hand it out first)
+        f_self = getattr(value, "__self__", None)
+        if getattr(value, "__name__", "") in ("format", "format_map") and isinstance(f_self, str) and _WIDE_FORMAT.search(f_self):
+            _refuse("a format width of 10,000 or more")
+        return super().wrap_str_format(value)
+
+    def call_binop(self, context, operator, left, right):
+        _check_binop(operator, left, right)
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context, __obj, *args, **kwargs):      # noqa: N805 (Jinja's own signature)
+        _check_args(args, kwargs)
+        name = getattr(__obj, "__name__", "")
+        if name in ("format", "format_map") and isinstance(getattr(__obj, "__self__", None), str) \
+                and _WIDE_FORMAT.search(__obj.__self__):
+            _refuse("a format width of 10,000 or more")
+        return super().call(__context, __obj, *args, **kwargs)
+
+
+def _bounded_filter(f):
+    skip = 2 if getattr(f, "jinja_pass_arg", None) is not None else 1    # the environment/context, the value
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        _check_args(args[skip:], kwargs)
+        if f.__name__ in ("do_format",) and len(args) >= skip and isinstance(args[skip - 1], str) \
+                and _WIDE_FORMAT.search(args[skip - 1]):
+            _refuse("a format width of 10,000 or more")
+        return f(*args, **kwargs)
+    return run
+
+
+def _budget_range():
+    """range() for one rendering: Python's, with one budget of items for all calls. A closure, so the
+    budget is no attribute a template could reset."""
+    left = MAX_ITERATIONS
+
+    def range_(*args):
+        nonlocal left
+        r = range(*args)
+        if len(r) > left:
+            _refuse(f"loops of more than {MAX_ITERATIONS:,} steps in all")
+        left -= len(r)
+        return r
+    return range_
+
+
+def _namespace(**values):
+    """Jinja's `namespace(...)` (the one way to carry a value out of a loop) without handing out its class."""
+    return Namespace(**values)
+
+
+def environment(loader, *, autoescape: bool = False, finalize=None, filters: dict | None = None,
+                bytecode_cache=None, layout: bool = True) -> Sandbox:
+    """A fresh sandbox: Jinja's filters and `filters` (all bounded), `range` and `namespace` as the only
+    globals. `bytecode_cache` only for templates the advisor ships; `layout` trims block lines (memos)."""
+    env = Sandbox(autoescape=autoescape, undefined=StrictUndefined, loader=loader, finalize=finalize,
+                  bytecode_cache=bytecode_cache, keep_trailing_newline=layout, trim_blocks=layout, lstrip_blocks=layout)
+    env.filters.update(filters or {})
+    for k, f in list(env.filters.items()):
+        env.filters[k] = _bounded_filter(f)
+    env.globals.clear()
+    env.globals.update(range=_budget_range(), namespace=_namespace)
+    return env
+
+
+def confined_loader(folder: Path):
+    """Templates from `folder` only: `{% include %}`, `{% import %}` and `{% extends %}` cannot leave
+    it, through '..' (Jinja refuses that) or through a link that points outside."""
+    from jinja2 import FileSystemLoader, TemplateNotFound
+    root = os.path.realpath(folder)
+
+    class Confined(FileSystemLoader):
+        def get_source(self, environment, template):
+            source, filename, uptodate = super().get_source(environment, template)
+            note_read(filename, "template")          # an included template is an input too
+            real = os.path.realpath(filename)
+            if os.path.commonpath([root, real]) != root:
+                raise TemplateNotFound(f"{template} (outside the template's folder)")
+            return source, filename, uptodate
+
+    return Confined(str(folder))
+
+
+class TooSlow(SecurityError):
+    pass
+
+
+def render(template, context: dict, seconds: float = TEMPLATE_SECONDS) -> str:
+    """Render with the output and wall-time limits (the alarm only where signals can be used)."""
+    import signal
+    import threading
+    use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    if use_alarm:
+        def stop(signum, frame):
+            raise TooSlow(f"rendering took longer than {seconds:g} s")
+        old = signal.signal(signal.SIGALRM, stop)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        out, size = [], 0
+        for chunk in template.generate(**context):
+            size += len(chunk)
+            if size > MAX_TEXT * 10:
+                raise SecurityError(f"the memo would be longer than {MAX_TEXT * 10:,} characters")
+            out.append(chunk)
+        return "".join(out)
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
