@@ -27,4 +27,4 @@ def test_5000_rules_decide_correctly(tmp_path, catalog):
     expected = sorted((r.id, c["id"]) for r in kb.rules for c in cfs if evaluate(r.when, normalise_fact(c)))
     got = sorted({(f.rule.id, f.fact_id) for f in d.firings})
     assert got == expected and len(got) > 1000
-    assert d.record["recommendation"]["gpu"] == d.ranking[0]
+    assert d.record["recommendation"]["gpu"] == d.order[0]

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from advisor import __version__
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.engine import runner
 from advisor.base.errors import InputError, Problem
-from advisor.judgement import ranking
+from advisor.judgement import ranking, record
 from advisor.numbers import estimate as estimator
 from advisor.numbers import planner
 from advisor.numbers.estimate import Estimate
@@ -81,7 +80,7 @@ class Decision:
     scores: dict[str, float]
     contributions: dict[str, list[dict]]
     exclusions: dict[str, list[Firing]]          # per candidate, the exclude firings
-    ranking: list[str]
+    order: list[str]                             # the candidates that may win, best first (see `ranked` for why)
     winner: str | None
     runner_up: str | None
     decisive: dict | None
@@ -90,7 +89,7 @@ class Decision:
     catalog: Catalog | None = field(default=None, repr=False)
     facts: list = field(default_factory=list, repr=False)
     ranked: ranking.Ranking | None = field(default=None, repr=False)
-    suggestions: list = field(default_factory=list)
+    provenance: dict = field(default_factory=dict)   # the rule folders and price files used (judgement.advise)
     _record: dict | None = field(default=None, repr=False)
 
     # rule texts are rendered when something reads them: a sweep reads none
@@ -110,7 +109,7 @@ class Decision:
     def record(self) -> dict:
         """The decision record (JSON-ready), built on first use: a sweep needs only the winner."""
         if self._record is None:
-            self._record = _record(self, self.catalog, self.facts)
+            self._record = record.build(self, _suggestions(self, self.catalog))
         return self._record
 
 
@@ -372,61 +371,3 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
                              + (f"; {1 - o.effective / now.effective:.0%} less after the rules' premiums" if abs(
                                  (1 - o.effective / now.effective) - saving) >= 0.01 else "") + ").")})
     return out
-
-
-def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
-    d.excluded, d.warnings, d.candidate_warnings      # every rule text the record shows, rendered now
-    est = d.estimate
-    by_id = {c.gpu.id: c for c in est.candidates}
-    rec: dict = {}
-    if d.winner:
-        c = by_id[d.winner]
-        rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
-                                 "tp": c.tp, "pp": c.pp, "dp": c.dp, "usd_per_hour": c.usd_per_hour,
-                                 "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
-                                 "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
-                                 "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
-                                 "ranked_on": d.ranked.basis if d.ranked else None}
-    else:
-        rec["recommendation"] = None
-        rec["no_candidate"] = {g: [e["rule"] for e in ex] for g, ex in d.excluded.items()}
-    rec["decisive_rule"] = d.decisive
-    if d.runner_up:
-        r = by_id[d.runner_up]
-        why = [f"{x['rule']} ({x['weight']:+g})" for x in d.contributions[d.runner_up]]
-        o = d.ranked.options[d.runner_up] if d.ranked else None
-        wo = d.ranked.options[d.winner] if d.ranked else None
-        money = (f"{ranking.money(o.cost)} {UNIT_LABELS[d.ranked.unit]} ({ranking.money(o.effective)} after its "
-                 f"{o.premium:+.0%} premium) vs {ranking.money(wo.cost)} ({ranking.money(wo.effective)} after {wo.premium:+.0%}); "
-                 if o and o.cost is not None and wo.cost is not None else "price unknown; " if o and o.cost is None else "")
-        rec["runner_up"] = {"gpu": r.gpu.id, "count": r.count, "score": d.scores[d.runner_up],
-                            "why": (money + f"score {d.scores[d.runner_up]:g} vs {d.scores[d.winner]:g}"
-                                    + (f": {', '.join(why)}" if why else "") + f"; decided by {d.decisive['id']}")}
-    else:
-        rec["runner_up"] = None
-    rec["candidates"] = [{"gpu": g, "count": by_id[g].count, "fits": by_id[g].fits, "excluded": bool(d.excluded[g]),
-                          "excluded_by": d.excluded[g], "score": d.scores[g], "contributions": d.contributions[g],
-                          "rank": (d.ranking.index(g) + 1) if g in d.ranking else None,
-                          "premium": round(ranking.premium(d.scores[g]), 4),
-                          "effective_cost": rounded(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
-                          "warnings": d.candidate_warnings.get(g, [])}
-                         for g in sorted(d.scores, key=lambda g: (g not in d.ranking, d.ranking.index(g) if g in d.ranking else 0, g))]
-    rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": rounded(d.ranked.break_even.get(g))}
-                        for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
-    rec["suggestions"] = _suggestions(d, catalog)
-    rec["estimate"] = est.as_dict()
-    shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
-    rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
-                     "source": list(f.rule.source), "gpu": f.gpu, "bindings": f.bindings, "effect": f.effect,
-                     "because": f.text if f.gpu in shown else None, "overrides": f.rule.overrides,
-                     "replaces": f.rule.replaces} for f in d.firings]
-    rec["warnings"] = d.warnings
-    rec["inputs"] = est.workload.inputs()
-    rec["defaults_filled"] = list(est.workload.defaults)
-    w = est.workload
-    if w.ttft_ms is not None or w.tpot_ms is not None:
-        rec["service_level"] = {"ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "stated": not w.service_level_source,
-                                "source": w.service_level_source or "the workload", "sources": list(w.service_level_refs)}
-    rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": catalog.digest,
-                       "rule_files": d.kb.files, "engine": "durable_rules 2.0.28"}
-    return rec

@@ -166,9 +166,9 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number a decision record holds")
 
 
-def explain_record(rec: dict, gid: str | None, kb, cat) -> str:
+def explain_record(rec: dict, gid: str | None, setup) -> str:
     """The explanation of a saved record (and of why GPU `gid` was not chosen), with the rules and
-    catalog in force now (`kb`, `cat`)."""
+    catalog in force now (`setup`, judgement.advise)."""
     out = []
     r = rec.get("recommendation")
     if r:
@@ -198,12 +198,12 @@ def explain_record(rec: dict, gid: str | None, kb, cat) -> str:
         out.append("Your rules that replace shipped ones:")
         out += replacing.values()
     if gid:
-        out += _why_not(rec, gid, kb, cat)
-    out += _drift(rec, kb, cat)
+        out += _why_not(rec, gid, setup)
+    out += _drift(rec, setup)
     return "\n".join(out) + "\n"
 
 
-def _why_not(rec: dict, gid: str, kb, cat) -> list[str]:
+def _why_not(rec: dict, gid: str, setup) -> list[str]:
     c = next((x for x in rec["candidates"] if x["gpu"] == gid), None)
     if c is None:
         return [f"Why not {gid}: it was not among the candidates of this decision."]
@@ -224,17 +224,17 @@ def _why_not(rec: dict, gid: str, kb, cat) -> list[str]:
             lines.append(f"    {x['rule']}: {x['weight']:+g}")
         cost = f"${est['usd_per_hour']:,.2f}/h" if est.get("usd_per_hour") is not None else "price unknown"
         lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb', 0):,.1f} GB per card, {cost}")
-        lines += _unfired(rec, c, kb, cat)
+        lines += _unfired(rec, c, setup)
     return lines
 
 
-def _unfired(rec: dict, c: dict, kb, cat) -> list[str]:
+def _unfired(rec: dict, c: dict, setup) -> list[str]:
+    kb, cat = setup.kb, setup.catalog
     """The rules that raised the recommendation's score but did not fire for candidate `c` (its entry
     in the record), each with the tests that failed on its facts. The facts are rebuilt by deciding the recorded inputs again,
     which gives the same facts only with the same rules and catalog: otherwise it says so."""
-    from advisor.judgement import decision, knowledge
-    from advisor.inputs import workload
-    from advisor.numbers import estimate as estimator
+    from advisor.judgement import knowledge
+    from advisor.judgement.advise import advise
     from advisor.judgement.engine import normalise_fact, runner
     win, gid = rec["recommendation"]["gpu"], c["gpu"]
     if win == gid:
@@ -251,7 +251,7 @@ def _unfired(rec: dict, c: dict, kb, cat) -> list[str]:
     if refused:
         return [refused]
     try:
-        d = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat)
+        d = advise(rec["inputs"], setup, "decision inputs")
     except InputError as exc:
         return [f"  The recorded inputs no longer validate: {exc.problems[0]}"]
     fact = normalise_fact(next(f for f in d.facts if f["id"] == gid))      # as the engine saw it
@@ -264,7 +264,8 @@ def _unfired(rec: dict, c: dict, kb, cat) -> list[str]:
     return lines
 
 
-def _drift(rec: dict, kb, cat) -> list[str]:
+def _drift(rec: dict, setup) -> list[str]:
+    kb, cat = setup.kb, setup.catalog
     v = rec["versions"]
     out = []
     if kb.digest != v.get("rules_sha256"):
@@ -273,20 +274,18 @@ def _drift(rec: dict, kb, cat) -> list[str]:
         out.append("Warning: the catalog changed since this decision (catalog_sha256 differs).")
     if not out:
         return ["The current rules and catalog are those that produced this decision."]
-    out += _replay(rec, kb, cat)
+    out += _replay(rec, setup)
     return out
 
 
-def _replay(rec: dict, kb, cat) -> list[str]:
+def _replay(rec: dict, setup) -> list[str]:
     """Decide the recorded inputs again with today's rules and catalog and say what changed."""
-    from advisor.numbers import estimate as estimator
-    from advisor.judgement import decision
-    from advisor.inputs import workload
-    refused = _offline_refusal(rec, cat)
+    from advisor.judgement.advise import advise
+    refused = _offline_refusal(rec, setup.catalog)
     if refused:
         return ["What would change today:", refused]
     try:
-        now = decision.decide(estimator.estimate(workload.parse(rec["inputs"], cat, "decision inputs"), cat), kb, cat).record
+        now = advise(rec["inputs"], setup, "decision inputs").record
     except InputError as exc:
         return [f"  The recorded inputs no longer validate: {exc.problems[0]}"]
     old, new = rec.get("recommendation") or {}, now.get("recommendation") or {}

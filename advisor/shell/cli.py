@@ -13,11 +13,13 @@ EXIT_OUTPUT = 120     # the output could not be written (what Python itself exit
 
 
 def _catalog(args):
-    from advisor.inputs import catalog
-    cat = catalog.default()
-    if getattr(args, "prices", None):
-        cat = cat.with_prices(args.prices)
-    return cat
+    from advisor.judgement import advise
+    return advise.load_catalog(getattr(args, "prices", None))
+
+
+def _setup(args):
+    from advisor.judgement import advise
+    return advise.setup(getattr(args, "rules", None), getattr(args, "prices", None))
 
 
 def _workload(args, cat):
@@ -29,10 +31,10 @@ def _workload(args, cat):
 
 
 def cmd_estimate(args) -> int:
+    from advisor.numbers.estimate import estimate
     from advisor.shell import report
-    from advisor.numbers import estimate as estimator
     cat = _catalog(args)
-    est = estimator.estimate(_workload(args, cat), cat)
+    est = estimate(_workload(args, cat), cat)
     if args.format == "json":
         print(json.dumps(est.as_dict(), indent=2, ensure_ascii=False))
     else:
@@ -41,63 +43,26 @@ def cmd_estimate(args) -> int:
 
 
 def _kb(args):
-    from advisor.judgement import knowledge
-    return knowledge.load(_rule_dirs(getattr(args, "rules", None)))
-
-
-def _rule_dirs(extra) -> list:
-    """The rule folders in force; a --rules path that is a FIFO, device or socket is refused before
-    anything opens it (a folder's own files are read only when they are regular files)."""
-    from advisor.judgement import knowledge
-    from advisor.base.files import note_read
-    dirs = knowledge.rule_dirs(extra)
-    for d in dirs:
-        if not os.path.isdir(d):
-            note_read(d, "rule file")
-    return dirs
-
-
-def _decide(args):
-    from advisor.judgement import decision
-    from advisor.numbers import estimate as estimator
-    cat = _catalog(args)
-    kb = _kb(args)
-    est = estimator.estimate(_workload(args, cat), cat)
-    d = decision.decide(est, kb, cat)
-    d.record.setdefault("versions", {}).update(_used_files(args, kb))
-    return d
-
-
-def _used_files(args, kb) -> dict:
-    """The rule folders and price files a decision used beyond the shipped ones, with digests, for
-    the record (so that `explain` re-uses them and tells when they changed)."""
-    import hashlib
-    from pathlib import Path
-
-    from advisor.judgement import knowledge
-    dirs = [d for d in knowledge.rule_dirs(getattr(args, "rules", None)) if d != knowledge.RULES_DIR]
-    rules = [{"path": str(Path(d).resolve()), "given": str(d), "sha256": knowledge.folder_digest(d)} for d in dirs]
-    prices = []
-    if getattr(args, "prices", None):
-        p = Path(args.prices)
-        prices.append({"path": str(p.resolve()), "given": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()})
-    return {"rule_dirs": rules, "price_files": prices, "shipped_rules_sha256": knowledge.folder_digest(knowledge.RULES_DIR)}
+    from advisor.judgement import advise, knowledge
+    return knowledge.load(advise.rule_dirs(getattr(args, "rules", None)))
 
 
 def cmd_recommend(args) -> int:
     from advisor.base.files import write_atomic
-    d = _decide(args)
+    from advisor.judgement.advise import advise
+    s = _setup(args)
+    d = advise(_workload(args, s.catalog), s)
     rec = d.record
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
     elif args.format == "summary":
         from advisor.shell.report import summary_text
-        text = summary_text(rec, _catalog(args))
+        text = summary_text(rec, s.catalog)
     else:
         from advisor.shell import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
             and not os.environ.get("NO_COLOR")
-        text = memo.render(rec, _catalog(args), args.format, args.template, colour=colour)
+        text = memo.render(rec, s.catalog, args.format, args.template, colour=colour)
     if args.out:
         write_atomic(args.out, text)        # refused when it is any file the command read
         print(f"wrote {args.out}", file=sys.stderr)
@@ -115,9 +80,9 @@ def cmd_facts(args) -> int:
 def _kb_for_rules_cmd(args):
     """The knowledge base a rules command works on: a user's folder is checked together with the
     shipped rules it joins (their derived facts, the ids it must not reuse, what it replaces)."""
-    from advisor.judgement import knowledge
+    from advisor.judgement import advise, knowledge
     if args.dir:
-        return knowledge.load(_rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
+        return knowledge.load(advise.rule_dirs([args.dir] + (getattr(args, "rules", None) or [])))
     return _kb(args)
 
 
@@ -191,16 +156,17 @@ def cmd_explain(args) -> int:
     from advisor.judgement import explain
     rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
     args.rules, args.prices, notes, same_files = explain.recorded_inputs(rec, args.rules, args.prices)
+    from advisor.judgement import advise
     cat = _catalog(args)
     gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
-    kb = _kb(args)
+    s = advise.setup(args.rules, args.prices, catalog=cat)
     v = rec.get("versions") or {}
-    if kb.digest != v.get("rules_sha256") and same_files and v.get("shipped_rules_sha256") == _shipped_digest():
+    if s.kb.digest != v.get("rules_sha256") and same_files and v.get("shipped_rules_sha256") == _shipped_digest():
         # the same files under other names (the folder named from another directory): the same rules
-        rec = {**rec, "versions": {**v, "rules_sha256": kb.digest}}
+        rec = {**rec, "versions": {**v, "rules_sha256": s.kb.digest}}
         notes.append("(The rule folders are named differently than when the decision was made; their files are the same.)")
     try:
-        text = explain.explain_record(rec, gid, kb, cat)
+        text = explain.explain_record(rec, gid, s)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
         from advisor.base.errors import Problem
         raise InputError(Problem(f"not a complete decision record ({type(exc).__name__}: {str(exc)[:80]})",
@@ -268,11 +234,9 @@ def cmd_replay(args) -> int:
 def cmd_sweep(args) -> int:
     from pathlib import Path
 
-    from advisor.judgement import knowledge
     from advisor.shell import sweep
-    dirs = _rule_dirs(args.rules)
-    knowledge.load(dirs)                         # a broken knowledge base is refused before any work
-    written, total, interrupted, fields = sweep.run(args.grid, args.out, dirs, args.prices, args.jobs,
+    _setup(args)                                 # a broken knowledge base or price file is refused before any work
+    written, total, interrupted, fields = sweep.run(args.grid, args.out, args.rules, args.prices, args.jobs,
                                                     progress=not args.quiet and sys.stderr.isatty(), summary=args.summary)
     if interrupted:
         print(f"gpu-advisor: interrupted: {written} of {total} rows decided and kept in {args.out}", file=sys.stderr)

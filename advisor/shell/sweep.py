@@ -108,28 +108,20 @@ def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[d
 _STATE: dict = {}
 
 
-def _init(rule_dirs, prices):
+def _init(rules, prices):
     import signal
     import warnings
     warnings.simplefilter("ignore", DeprecationWarning)
     if _STATE.get("worker"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle: no worker tracebacks
-    from advisor.inputs import catalog
-    from advisor.judgement import knowledge
-    cat = catalog.default()
-    if prices:
-        cat = cat.with_prices(prices)
-    _STATE["catalog"] = cat
-    _STATE["kb"] = knowledge.load(rule_dirs)
+    from advisor.judgement import advise
+    _STATE["setup"] = advise.setup(rules, prices)
 
 
 def _decide(doc: dict) -> dict:
-    from advisor.judgement import decision
-    from advisor.inputs import workload
-    from advisor.numbers import estimate as estimator
-    cat, kb = _STATE["catalog"], _STATE["kb"]
+    from advisor.judgement.advise import advise
     try:
-        d = decision.decide(estimator.estimate(workload.parse(doc, cat, "sweep"), cat), kb, cat)
+        d = advise(doc, _STATE["setup"], "sweep")
     except InputError as exc:
         return {"error": str(exc.problems[0])}
     if not d.winner:
@@ -145,7 +137,7 @@ def _r(x):
     return None if x is None else round(x, 4)
 
 
-def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, progress=True, summary=None):
+def run(grid_path, out_path, rules=None, prices=None, jobs: int | None = None, progress=True, summary=None):
     """Decide every combination and write the CSV as rows arrive.
     Returns (rows written, total, interrupted, the varied fields).
 
@@ -155,10 +147,8 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
     finished rows are kept). A sweep killed outright leaves the previous file as it was. The outputs
     (`out_path`, and the `summary` written later) are checked against every file read before any
     work starts."""
-    from advisor.inputs import catalog as catalog_mod
-    cat = catalog_mod.default()
-    if prices:
-        cat = cat.with_prices(prices)
+    from advisor.judgement import advise
+    cat = advise.load_catalog(prices)
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         raise InputError(Problem(f"must be a whole number from 1 to {MAX_JOBS} (got {jobs})", field="--jobs"))
     fields, combos, docs = load_grid(grid_path, cat)
@@ -186,7 +176,7 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
 
         try:
             if jobs == 1 or len(docs) < 8:
-                _init(rule_dirs, prices)
+                _init(rules, prices)
                 for i, doc in enumerate(docs):
                     emit(i, _decide(doc))
             else:
@@ -194,7 +184,7 @@ def run(grid_path, out_path, rule_dirs, prices=None, jobs: int | None = None, pr
                 ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
                 _STATE["worker"] = True               # inherited by the forked workers only
                 try:
-                    pool = ctx.Pool(jobs, initializer=_init, initargs=(rule_dirs, prices))
+                    pool = ctx.Pool(jobs, initializer=_init, initargs=(rules, prices))
                 finally:
                     _STATE.pop("worker", None)
                 with pool:

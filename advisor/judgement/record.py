@@ -1,0 +1,74 @@
+"""The decision record: one typed, JSON-ready account of a decision, built at one point.
+
+It holds the recommendation, the decisive rule, the runner-up, every candidate's score and
+exclusions, the estimate, the trace of every firing, the warnings, the inputs and `versions`: the
+digests of the rules and catalog and, from judgement.advise, the rule folders and price files the
+decision used. The keys are those users script against (docs/rules.md); a key that moves keeps its old
+name for one release.
+"""
+from __future__ import annotations
+
+from advisor import __version__
+from advisor.judgement import ranking
+from advisor.numbers.objective import UNIT_LABELS
+from advisor.numbers.terms import rounded
+
+
+def build(d, suggestions: list[dict]) -> dict:
+    """The decision record of `d` (JSON-ready): what was chosen and why, every candidate, the estimate,
+    the trace of every firing, the inputs, and what the decision was made with (versions, provenance)."""
+    d.excluded, d.warnings, d.candidate_warnings      # every rule text the record shows, rendered now
+    est = d.estimate
+    by_id = {c.gpu.id: c for c in est.candidates}
+    rec: dict = {}
+    if d.winner:
+        c = by_id[d.winner]
+        rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
+                                 "tp": c.tp, "pp": c.pp, "dp": c.dp, "usd_per_hour": c.usd_per_hour,
+                                 "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
+                                 "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
+                                 "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
+                                 "ranked_on": d.ranked.basis if d.ranked else None}
+    else:
+        rec["recommendation"] = None
+        rec["no_candidate"] = {g: [e["rule"] for e in ex] for g, ex in d.excluded.items()}
+    rec["decisive_rule"] = d.decisive
+    if d.runner_up:
+        r = by_id[d.runner_up]
+        why = [f"{x['rule']} ({x['weight']:+g})" for x in d.contributions[d.runner_up]]
+        o = d.ranked.options[d.runner_up] if d.ranked else None
+        wo = d.ranked.options[d.winner] if d.ranked else None
+        money = (f"{ranking.money(o.cost)} {UNIT_LABELS[d.ranked.unit]} ({ranking.money(o.effective)} after its "
+                 f"{o.premium:+.0%} premium) vs {ranking.money(wo.cost)} ({ranking.money(wo.effective)} after {wo.premium:+.0%}); "
+                 if o and o.cost is not None and wo.cost is not None else "price unknown; " if o and o.cost is None else "")
+        rec["runner_up"] = {"gpu": r.gpu.id, "count": r.count, "score": d.scores[d.runner_up],
+                            "why": (money + f"score {d.scores[d.runner_up]:g} vs {d.scores[d.winner]:g}"
+                                    + (f": {', '.join(why)}" if why else "") + f"; decided by {d.decisive['id']}")}
+    else:
+        rec["runner_up"] = None
+    rec["candidates"] = [{"gpu": g, "count": by_id[g].count, "fits": by_id[g].fits, "excluded": bool(d.excluded[g]),
+                          "excluded_by": d.excluded[g], "score": d.scores[g], "contributions": d.contributions[g],
+                          "rank": (d.order.index(g) + 1) if g in d.order else None,
+                          "premium": round(ranking.premium(d.scores[g]), 4),
+                          "effective_cost": rounded(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
+                          "warnings": d.candidate_warnings.get(g, [])}
+                         for g in sorted(d.scores, key=lambda g: (g not in d.order, d.order.index(g) if g in d.order else 0, g))]
+    rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": rounded(d.ranked.break_even.get(g))}
+                        for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
+    rec["suggestions"] = suggestions
+    rec["estimate"] = est.as_dict()
+    shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
+    rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
+                     "source": list(f.rule.source), "gpu": f.gpu, "bindings": f.bindings, "effect": f.effect,
+                     "because": f.text if f.gpu in shown else None, "overrides": f.rule.overrides,
+                     "replaces": f.rule.replaces} for f in d.firings]
+    rec["warnings"] = d.warnings
+    rec["inputs"] = est.workload.inputs()
+    rec["defaults_filled"] = list(est.workload.defaults)
+    w = est.workload
+    if w.ttft_ms is not None or w.tpot_ms is not None:
+        rec["service_level"] = {"ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "stated": not w.service_level_source,
+                                "source": w.service_level_source or "the workload", "sources": list(w.service_level_refs)}
+    rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": d.catalog.digest,
+                       "rule_files": d.kb.files, "engine": "durable_rules 2.0.28", **d.provenance}
+    return rec
