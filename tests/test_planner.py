@@ -90,7 +90,7 @@ def test_fixed_knob_that_costs_a_lot_is_named_with_the_alternative_plan(catalog,
     assert d.estimate.ledger.bytes("total_gb") / 1e9 > 100
     assert d.record["recommendation"]["count"] > 1
     now = d.record["recommendation"]
-    sug = next(s for s in d.record["suggestions"] if s["change"].startswith("micro-batch (concurrency) 1"))
+    sug = next(s for s in d.record["suggestions"] if s["change"].startswith("micro_batch 1"))
     plan = sug["plan"]
     # the same workload decided with the knob turned: one 24-48 GB card, at least 25% less after premiums
     assert plan["count"] == 1 and 24 <= catalog.gpus[plan["gpu"]].memory_gb <= 48

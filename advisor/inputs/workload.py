@@ -38,7 +38,8 @@ FIELDS: dict[str, Spec] = {
     "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens"),
     "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
-    "concurrency": Spec("int", "Inference: sequences served at once, or 'max' for offline throughput at the largest batch that fits. Training: micro-batch per GPU.", min=1, max=1_000_000, default=1, unit="sequences"),
+    "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
+    "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
@@ -109,7 +110,8 @@ class Workload:
     context_tokens: int = 8192
     prompt_tokens: int = 1000
     output_tokens: int = 1000
-    concurrency: int = 1
+    concurrency: int = 1           # inference: sequences at once
+    micro_batch: int = 1           # training: sequences per GPU per micro-batch
     concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits
     training_tokens: float | None = None
     latency: str = "interactive"
@@ -126,6 +128,7 @@ class Workload:
     constraints: Constraints = field(default_factory=Constraints)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
     defaults: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()                # what the advisor read differently from the file (old field names)
     source: str | None = None
 
     @property
@@ -148,6 +151,8 @@ class Workload:
                 continue
             if self.mode in FIELDS[k].modes:
                 out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
+        if self.training:
+            out["concurrency"] = self.micro_batch     # the old name of micro_batch, kept for one release (README)
         if (self.ttft_ms is not None or self.tpot_ms is not None) and not self.service_level_source:
             out["latency"] = {k: v for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)) if v is not None}
         if self.layout:
@@ -256,6 +261,14 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         elif data[required] is None:
             col.add("required field is empty", yamlio.line_of(data, required), required)
     mode = values.get("mode")
+    notes = ()
+    if mode in TRAIN and "concurrency" in values:
+        # `concurrency` meant the micro-batch in training files until micro_batch had a name: read for one release
+        if "micro_batch" in values and values["micro_batch"] != values["concurrency"]:
+            col.add(f"is the old name of micro_batch in training; give micro_batch only (here {values['micro_batch']})",
+                    yamlio.line_of(data, "concurrency"), "concurrency")
+        values["micro_batch"] = values.pop("concurrency")
+        notes = ("The workload's `concurrency` was read as `micro_batch` (its name in training since this release).",)
     if values.get("concurrency_max") and mode != "inference":
         col.add("'max' applies to inference only; training takes a micro-batch per GPU", yamlio.line_of(data, "concurrency"), "concurrency")
     if mode == "inference" and values.get("method") in ("lora", "qlora"):
@@ -269,8 +282,9 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                     yamlio.line_of(data, "context_tokens"), "context_tokens")
     _check_layout(values, model, data, col)
     col.raise_if_any()
+    given = set(data) | ({"micro_batch"} if notes else set())
     defaults = tuple(k for k, s in FIELDS.items()
-                     if k not in data and s.default is not None and mode in s.modes)
+                     if k not in given and s.default is not None and mode in s.modes)
     if mode == "inference" and "context_tokens" not in data and ("prompt_tokens" in values or "output_tokens" in values):
         # a context big enough for the request the user described
         values["context_tokens"] = values.get("prompt_tokens", 1000) + values.get("output_tokens", 1000)
@@ -279,7 +293,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             and "ttft_ms" not in values and "tpot_ms" not in values and not values.get("concurrency_max")):
         # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog))
-    return Workload(defaults=defaults, source=file, **values)
+    return Workload(defaults=defaults, notes=notes, source=file, **values)
 
 
 def _check_layout(values: dict, model, data, col: Collector) -> None:

@@ -39,7 +39,8 @@ FACTS: dict[str, Fact] = {
     "workload.context_tokens": Fact("integer", "tokens", "tokens per sequence"),
     "workload.prompt_tokens": Fact("integer", "tokens", "prompt tokens per request (inference)"),
     "workload.output_tokens": Fact("integer", "tokens", "generated tokens per request (inference)"),
-    "workload.concurrency": Fact("integer", "sequences", "inference: sequences at once; training: micro-batch per GPU"),
+    "workload.concurrency": Fact("integer", "sequences", "inference: sequences at once (training: the micro-batch, its old name, for one release)"),
+    "workload.micro_batch": Fact("integer", "sequences", "training: sequences per GPU in one micro-batch"),
     "workload.training_tokens": Fact("number", "tokens", "tokens the training job processes"),
     "workload.latency": Fact("string", "", "interactive | batch"),
     "workload.params_b": Fact("number", "billions", "total parameters (K01: sets memory)"),
@@ -190,7 +191,7 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
     }
     if w.training:
-        vals.update(method=w.method, optimizer=w.optimizer, zero_stage=w.zero_stage,
+        vals.update(concurrency=w.micro_batch, micro_batch=w.micro_batch, method=w.method, optimizer=w.optimizer, zero_stage=w.zero_stage,
                     activation_checkpointing=w.activation_checkpointing, training_tokens=w.training_tokens)
     else:
         vals.update(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens)

@@ -80,7 +80,7 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
     variants = knob_variants(w, led)
     cands = [plan_candidate(w, led, g, catalog, variants) for g in candidate_gpus(w, catalog, only)]
     need = min(lv.bytes("total_gb") for _, lv in variants)
-    notes = list(led.notes)
+    notes = list(w.notes) + list(led.notes)
     if need < led.bytes("total_gb"):
         notes.append(f"The job needs {_gb(led.bytes('total_gb'))} as given and {_gb(need)} with activation checkpointing, "
                      "which the planner turns on where it pays (C06); the rules judge card sizes by the latter.")

@@ -227,7 +227,7 @@ def inference_ledger(w: Workload) -> Ledger:
 
 def _activation_bytes(w: Workload) -> Term:
     L, h = w.model.num("layers"), w.model.num("hidden_size")
-    s, b = w.context_tokens, w.concurrency
+    s, b = w.context_tokens, w.micro_batch if w.training else w.concurrency
     if not (L and h):
         return Term(0.0, "unknown layers/hidden size: activations not included", ())
     if w.activation_checkpointing:

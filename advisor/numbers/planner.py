@@ -275,9 +275,9 @@ def knob_alternatives(w: Workload) -> list[tuple[str, Workload]]:
     out = []
     if "activation_checkpointing" not in w.defaults and not w.activation_checkpointing:
         out.append(("activation_checkpointing: true", replace(w, activation_checkpointing=True)))
-    if "concurrency" not in w.defaults and w.concurrency > 1:
-        out.append((f"micro-batch (concurrency) 1 instead of {w.concurrency}, with gradient accumulation",
-                    replace(w, concurrency=1)))
+    if "micro_batch" not in w.defaults and w.micro_batch > 1:
+        out.append((f"micro_batch 1 instead of {w.micro_batch}, with gradient accumulation",
+                    replace(w, micro_batch=1)))
     if "zero_stage" not in w.defaults:
         out.append((f"zero_stage chosen by the planner instead of {w.zero_stage}",
                     replace(w, defaults=tuple(w.defaults) + ("zero_stage",))))

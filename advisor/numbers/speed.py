@@ -456,7 +456,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     """Tokens per second per GPU of one training layout: model FLOPs at the fitted share of the
     achievable matmul rate, pipeline bubbles, and data-parallel gradient traffic overlapped with compute."""
     seq = seq or w.context_tokens
-    mbs = micro_batch or w.concurrency
+    mbs = micro_batch or w.micro_batch
     p = precision or training_precision(w)
     p = p if p in ("fp8", "fp4") else "bf16"
     share, _ = cal.train_share_for(gpu, p)

@@ -47,6 +47,7 @@ FIELD_LABELS = {
     "activation_checkpointing": "Recompute activations (activation checkpointing)",
     "context_tokens": "Tokens per sequence (context length)", "prompt_tokens": "Prompt tokens per request",
     "output_tokens": "Generated tokens per request", "concurrency": "Sequences at once (concurrent users or batch size)",
+    "micro_batch": "Micro-batch per GPU",
     "training_tokens": "Tokens in the whole job", "latency": "Interactive users or batch processing",
     "task": "Kind of job", "utilisation": "Share of the month in use",
     "import_restricted": "Barred from US export-controlled accelerators", "liquid_cooling": "Liquid cooling in the data centre",
@@ -54,13 +55,12 @@ FIELD_LABELS = {
     "budget_usd_per_hour": "Most you will pay per hour", "max_gpus": "Most GPUs you can use",
     "deadline_hours": "Deadline for the job", "gpus": "Only these GPUs",
 }
-TRAINING_LABELS = {"concurrency": "Micro-batch per GPU"}
 MODEL_LABELS = {"params_b": "parameters", "active_params_b": "active parameters", "expert_params_b": "expert parameters",
                 "kv_heads": "KV heads", "head_dim": "head size", "mla_kv_dim": "MLA cache width",
                 "max_context": "longest context"}
 INFERENCE_ONLY = {"latency", "prompt_tokens", "output_tokens", "kv_precision"}
 TRAINING_ONLY = {"method", "lora_rank", "optimizer", "master_weights", "zero_stage", "activation_checkpointing",
-                 "training_tokens", "deadline_hours"}
+                 "training_tokens", "deadline_hours", "micro_batch"}
 FIELD_UNITS = {"context_tokens": "tokens", "prompt_tokens": "tokens", "output_tokens": "tokens",
                "training_tokens": "tokens", "power_kw_per_node": "kW", "deadline_hours": "hours"}
 WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory per card", "power_kw_per_node": "Power per node",
@@ -461,8 +461,6 @@ def _tco(t: dict) -> str:
 
 
 def _label(k: str, mode: str) -> str:
-    if mode != "inference" and k in TRAINING_LABELS:
-        return TRAINING_LABELS[k]
     return FIELD_LABELS.get(k, k.replace("_", " "))
 
 
@@ -485,6 +483,8 @@ def _applies(k: str, inputs: dict) -> bool:
     """Whether a workload field means anything for this workload (the dialogue would have asked it)."""
     mode = inputs["mode"]
     if (mode != "inference" and k in INFERENCE_ONLY) or (mode == "inference" and k in TRAINING_ONLY):
+        return False
+    if mode != "inference" and k == "concurrency":        # micro_batch's old name, kept in the record for one release
         return False
     return not (k == "lora_rank" and inputs.get("method") not in ("lora", "qlora"))
 
