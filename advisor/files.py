@@ -66,3 +66,39 @@ def write_atomic(path: str | Path, text: str, inputs=()) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def regular_file(path: str | Path, max_bytes: int | None = None) -> os.stat_result:
+    """The stat of `path` if it is a regular file (links followed) of at most `max_bytes`; anything
+    else is refused before it is opened: reading a FIFO waits for a writer forever, a device never ends."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(Problem("no such file", str(path))) from None
+    except OSError as exc:
+        raise InputError(Problem(f"cannot read: {exc.strerror}", str(path))) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(Problem("is a directory, not a file", str(path)))
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(Problem("is not a regular file (a FIFO, device or socket is not read)", str(path)))
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise InputError(Problem(f"is {st.st_size / 2**20:,.0f} MB, more than the {max_bytes / 2**20:,.0f} MB this tool reads",
+                                 str(path)))
+    return st
+
+
+def open_regular(path: str | Path, max_bytes: int | None = None):
+    """A binary reader of a regular file, checked as `regular_file` does both before opening and on
+    the opened descriptor (the name could be swapped for a FIFO in between: O_NONBLOCK keeps that
+    open from waiting)."""
+    regular_file(path, max_bytes)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise InputError(Problem(f"cannot read: {exc.strerror}", str(path))) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (max_bytes is not None and st.st_size > max_bytes):
+        os.close(fd)
+        raise InputError(Problem("changed while it was opened (not a regular file of a readable size any more)", str(path)))
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")

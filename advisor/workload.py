@@ -9,11 +9,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor import yamlio
-from advisor.catalog import Catalog, Figure, Model
+from advisor.catalog import PRECISIONS, Catalog, Figure, Model
 from advisor.errors import Collector, InputError
 
 MODES = ("inference", "training", "fine-tuning")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
