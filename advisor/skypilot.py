@@ -547,7 +547,7 @@ def _yaml_scalar(v) -> str:
 
 
 def to_yaml(rows: list[dict], header: str) -> str:
-    lines = [f"# {h}" if h else "#" for h in header.splitlines()] + ["prices:"]
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] + ["prices:" if rows else "prices: []"]   # bare 'prices:' is null
     for r in rows:
         lines.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(r[k])}" for k in ORDER if r.get(k) is not None) + "}")
     return "\n".join(lines) + "\n"
