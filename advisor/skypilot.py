@@ -239,7 +239,7 @@ def _encodings(path: Path) -> tuple[str, ...]:
     return ("utf-8", "latin-1")
 
 
-def _records(path: Path, encoding: str, need: tuple[str, ...], what: str, report: Report):
+def _records(path: Path, encoding: str, need: tuple[str, ...], what: str):
     """(line, {column: stripped text}) for each data row of a CSV, read as a stream: a missing column,
     a malformed CSV, a field over the csv module's limit or more than MAX_ROWS rows is one InputError."""
     with open_regular(path, MAX_CSV_BYTES) as raw:
@@ -277,7 +277,7 @@ def _read(path: Path, need: tuple[str, ...], what: str, report: Report, build):
     report.read.append(path)
     for enc in _encodings(path):
         try:
-            return build(_records(path, enc, need, what, report))
+            return build(_records(path, enc, need, what))
         except _NotUTF8:
             report.notes.append(f"{path}: not UTF-8, read as Latin-1")
     raise AssertionError("Latin-1 decodes every byte")
