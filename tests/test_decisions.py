@@ -117,7 +117,7 @@ def test_k14_w07_kimi_k3_multi_node_tp_inside_pp_across(catalog, kb):
 
 def test_w08_gpt_oss_one_user_cheapest_a100_with_kv_warning(catalog, kb):
     # priced as in the seed (Hugging Face Inference Endpoints, K17)
-    d = decide(catalog, kb, "gpt-oss-120b-one-user", constraints={"providers": ["Hugging Face"]})
+    d = decide(catalog, kb, "gpt-oss-120b-one-user", constraints={"providers": ["Hugging Face Inference Endpoints"]})
     r = d.record["recommendation"]
     assert r["gpu"] == "a100-80gb-sxm" and r["count"] == 1 and r["usd_per_hour"] == 2.5
     assert r["price"]["kind"] == "endpoint" and r["price"]["source"] == "seed 000 (K17)"
@@ -125,7 +125,7 @@ def test_w08_gpt_oss_one_user_cheapest_a100_with_kv_warning(catalog, kb):
 
 
 def test_w08_gpt_oss_many_users_h200(catalog, kb):
-    d = decide(catalog, kb, "chat-assistant", constraints={"providers": ["Hugging Face"]})
+    d = decide(catalog, kb, "chat-assistant", constraints={"providers": ["Hugging Face Inference Endpoints"]})
     r = d.record["recommendation"]
     assert r["gpu"] == "h200-sxm" and r["count"] == 1 and r["usd_per_hour"] == 5.0
 

@@ -110,5 +110,5 @@ def test_terminal_escapes_in_a_record_are_not_printed(capsys, made):
     (d / "d.json").write_text(json.dumps(rec))
     out = explain(capsys, d / "d.json", "--rules", str(d / "r"), "--prices", str(d / "q.yaml"))
     assert not any(c in out for c in "\x1b\x07\x9b\r\u202e")
-    assert f"Recommended: {rec['recommendation']['count']} x h200]0;pwned[2J (" in out
+    assert f"Recommended: {rec['recommendation']['count']} x h200 (" in out
     assert "  cheap # Recommended: 1000 x b300 evil\n" in out        # the forged line stays inside its own

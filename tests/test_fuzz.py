@@ -532,3 +532,114 @@ def test_mutated_configs_through_the_command(tmp_path, change):
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert lines[0].startswith(f"gpu-advisor: error: {tmp_path}/config.json: ") and all(l.startswith("gpu-advisor: error: ") for l in lines)
     assert key in r.stderr, r.stderr
+
+
+# --- price CSVs for `prices import` --------------------------------------------------------------------------------
+# Mutations of real SkyPilot CSVs (tests/fixtures/skypilot/ and the reference snapshot beside the checkout): an
+# encoding or a BOM, columns dropped, duplicated or renamed, values replaced (abc, inf, nan, 2.5, -1, huge), quoting
+# broken, binary junk, long fields. Whatever the input: exit 2 with one line, or an import whose file loads with
+# `--prices` and holds no NaN or non-positive price. A long run by hand (0 crashes, hangs or nonsense at 20,000):
+#
+#     GPU_ADVISOR_FUZZ_EXAMPLES=20000 GPU_ADVISOR_FUZZ_REPORT=fuzz.json python -m pytest tests/test_fuzz.py -k price_csv
+
+_REFERENCE_PRICES = ROOT.parent / "shared" / "reference" / "prices"
+PRICE_CSVS = sorted(str(p) for p in (ROOT / "tests" / "fixtures" / "skypilot").glob("*/vms.csv")) \
+    + sorted(str(p) for p in _REFERENCE_PRICES.glob("*.csv"))
+CSV_VALUES = ["", "abc", "inf", "-inf", "nan", "NaN", "2.5", "-1", "0", "1e300", "9" * 400, "9" * 5000, "8.0", "1e-9",
+              "\x1b]0;x\x07", "<script>", "# H1", "a\nb", '"', '""', "A100", "H100", "tpu-v5p-99999999", "tpu-v6e-0",
+              "{'SizeInMiB': 1.2.3}", "{'SizeInMiB': 99999999999}", "x" * 2000, "\x00", "\ufeff", "é€"]
+csv_edits = st.lists(st.tuples(st.sampled_from(["value", "drop_column", "dup_column", "rename_column", "quote", "junk",
+                                                "dup_row", "drop_row", "long"]),
+                               st.integers(0, 10_000), st.sampled_from(CSV_VALUES), st.binary(max_size=12)),
+                     min_size=1, max_size=5)
+
+
+def mutate_csv(text: str, ops) -> str:
+    rows = [line.split(",") for line in text.splitlines()]
+    for kind, at, value, junk in ops:
+        if not rows:
+            rows = [[value]]
+        r = rows[at % len(rows)]
+        j = at % max(len(r), 1)
+        if kind == "value" and r:
+            r[j] = value
+        elif kind in ("drop_column", "dup_column", "rename_column"):
+            for row in rows:
+                if j < len(row):
+                    if kind == "drop_column":
+                        del row[j]
+                    elif kind == "dup_column":
+                        row.insert(j, row[j])
+                    elif row is rows[0]:
+                        row[j] = value or row[j].lower()
+        elif kind == "quote" and r:
+            r[j] = '"' + r[j]
+        elif kind == "junk":
+            r.append(junk.decode("latin-1"))
+        elif kind == "dup_row":
+            rows.insert(at % len(rows), list(r))
+        elif kind == "drop_row":
+            rows.remove(r)
+        elif kind == "long" and r and len(r[j]) < 1000:     # long, not without bound: the runner's memory is not the target
+            r[j] = (r[j] or "x") * 500
+    return "\n".join(",".join(row) for row in rows) + "\n"
+
+
+def _encode(text: str, encoding: str) -> bytes:
+    if encoding == "utf-8-bom":
+        return b"\xef\xbb\xbf" + text.encode("utf-8", "surrogatepass")
+    return text.encode(encoding, "replace")
+
+
+def _import_is_sane(capsys, target: str, argv: list[str], out) -> None:
+    code = run(capsys, target, argv)
+    if code != 0:
+        return
+    from advisor.inputs.catalog import load_prices
+    rows = load_prices(out, catalog_mod.default())     # the file it wrote loads as --prices reads it
+    for p in rows:
+        assert p.usd_per_hour == p.usd_per_hour and 0 < p.usd_per_hour < 1e6, p
+        assert p.usd_per_hour_median is None or p.usd_per_hour_median >= p.usd_per_hour, p
+        assert 1 <= p.gpus_per_instance <= 100_000, p
+        assert all(s.isprintable() for s in (p.provider, p.instance or "", p.source, *p.regions)), p
+
+
+@FUZZ
+@given(name=st.sampled_from(PRICE_CSVS), ops=csv_edits,
+       encoding=st.sampled_from(["utf-8", "utf-8-bom", "utf-16", "latin-1", "cp1252"]), folder=st.booleans())
+def test_mutated_price_csvs(capsys, tmp_path_factory, name, ops, encoding, folder):
+    d = tmp_path_factory.mktemp("csv")
+    src = open(name, encoding="utf-8").read()
+    f = d / "lambda" / "vms.csv" if name.endswith("vms.csv") else d / os.path.basename(name)
+    f.parent.mkdir(exist_ok=True)
+    f.write_bytes(_encode(mutate_csv(src, ops), encoding))
+    out = d / "out.yaml"
+    _import_is_sane(capsys, "price_csv", ["prices", "import", str(d if folder else f), "--out", str(out)], out)
+
+
+@FUZZ
+@given(junk=st.binary(max_size=400), header=st.sampled_from(["", "InstanceType,AcceleratorName,AcceleratorCount,Price\n",
+                                                            "cloud,instance_type,accelerator,accelerator_count,"
+                                                            "price_usd_per_hour_min,price_usd_per_hour_median\n"]))
+def test_binary_price_csvs(capsys, tmp_path_factory, junk, header):
+    d = tmp_path_factory.mktemp("csv")
+    f = d / "aws.csv"
+    f.write_bytes(header.encode() + junk)
+    out = d / "out.yaml"
+    _import_is_sane(capsys, "price_csv_binary", ["prices", "import", str(f), "--out", str(out)], out)
+
+
+def test_price_csvs_via_the_command_line(tmp_path):
+    """A few imports in a fresh process, as a user runs them: one line and exit 2, or a file that loads."""
+    import subprocess
+    bom = tmp_path / "lambda" / "vms.csv"
+    bom.parent.mkdir()
+    bom.write_bytes(b"\xef\xbb\xbf" + open(PRICE_CSVS[0], "rb").read())
+    bad = tmp_path / "bad.csv"
+    bad.write_text("cloud,instance_type\naws,x\n")
+    for path, code in ((bom, 0), (bad, 2)):
+        p = subprocess.run([sys.executable, "-m", "advisor", "prices", "import", str(path), "--out", str(tmp_path / "o.yaml")],
+                           capture_output=True, text=True, timeout=HANG_SECONDS, cwd=ROOT)
+        assert p.returncode == code and "Traceback" not in p.stderr, p.stderr
+        if code == 2:
+            assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith("gpu-advisor: error: ")

@@ -55,10 +55,12 @@ def note_read(path: str | Path, what: str = "file") -> None:
     _READ.setdefault((st.st_dev, st.st_ino), str(path))
 
 
-def read_input(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
-    """The bytes of the input file `path`, at most `max_bytes` of them; every failure an InputError
-    naming the file. Opened without blocking and checked on the open descriptor, so a FIFO put in a
-    file's place between a check and the open cannot hang the command."""
+@contextlib.contextmanager
+def open_input(path: str | Path, max_bytes: int, what: str = "file"):
+    """A binary reader of the input file `path` (at most `max_bytes` by its size), for streaming; every
+    failure an InputError naming the file. Opened without blocking and checked on the open
+    descriptor, so a FIFO put in a file's place between a check and the open cannot hang the
+    command; recorded as read (no output may replace it)."""
     name = str(path)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -75,19 +77,26 @@ def read_input(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
     try:
         st = os.fstat(fd)
         _refuse_kind(st, path, what)
+        if st.st_size > max_bytes:
+            raise InputError(Problem(f"larger than {_size(max_bytes)}: not a {what} this tool reads", name))
+        os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
+    _READ.setdefault((st.st_dev, st.st_ino), name)
     with os.fdopen(fd, "rb") as f:
-        if st.st_size > max_bytes:
-            raise InputError(Problem(f"larger than {_size(max_bytes)}: not a {what} this tool reads", name))
+        yield f
+
+
+def read_input(path: str | Path, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of the input file `path`, at most `max_bytes` of them (see open_input)."""
+    with open_input(path, max_bytes, what) as f:
         try:
             raw = f.read(max_bytes + 1)
         except OSError as exc:
-            raise InputError(Problem(f"cannot read: {exc.strerror}", name)) from None
+            raise InputError(Problem(f"cannot read: {exc.strerror}", str(path))) from None
     if len(raw) > max_bytes:               # it grew while being read
-        raise InputError(Problem(f"larger than {_size(max_bytes)}: not a {what} this tool reads", name))
-    _READ.setdefault((st.st_dev, st.st_ino), name)
+        raise InputError(Problem(f"larger than {_size(max_bytes)}: not a {what} this tool reads", str(path)))
     return raw
 
 

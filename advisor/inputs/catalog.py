@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,9 +15,10 @@ from pathlib import Path
 
 from advisor import HOME
 from advisor.base import cache, yamlio
+from advisor.base.text import clean
 from advisor.base.errors import Collector, InputError, Problem
-from advisor.base.files import note_read
 from advisor.base.gcpause import free_cycles, loads_for_good
+from advisor.base.files import read_input
 
 CATALOG_DIR = HOME / "catalog"
 KNOWLEDGE_ID = re.compile(r"^[KTCAW]\d\d$")
@@ -28,6 +30,12 @@ COOLING = ("air", "liquid", "air-or-liquid")
 FORM_FACTORS = ("sxm", "pcie", "oam", "module", "cloud")
 SOFTWARE = ("cuda", "rocm", "cann", "habana", "xla")
 MATURITY = ("mature", "maturing", "new", "limited")
+#: precisions of weights the memory ledger has a size for (workload files and the catalog's models)
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
+#: parts a model's shipped precision may name: every weight, or the experts and the rest apart
+PRECISION_PARTS = ("all", "experts", "rest")
+#: precisions a GPU's tensor units may run natively (gpus.yaml native_precisions)
+NATIVE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 PRICE_TIERS = ("quote", "catalog", "listing")  # in order of preference
 #: what a price row buys: an instance by the hour (on demand, interruptible spot, reserved for a term),
 #: a managed inference endpoint (serving on one node only), or the hardware itself (purchase.yaml)
@@ -349,6 +357,11 @@ def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
         _check_enum(col, e.get("vendor"), VENDORS, f"{gid}.vendor", yamlio.line_of(e, "vendor", line))
         _check_enum(col, e.get("generation"), GENERATIONS, f"{gid}.generation", yamlio.line_of(e, "generation", line))
         _check_enum(col, e.get("class"), CLASSES, f"{gid}.class", yamlio.line_of(e, "class", line))
+        native = figs.get("native_precisions", NONE).value
+        if native is not None and not (isinstance(native, list) and all(isinstance(x, str) and x in NATIVE_PRECISIONS
+                                                                          for x in native)):
+            col.add(f"must be a list of precisions from {', '.join(NATIVE_PRECISIONS)} (got {str(native)[:60]!r})",
+                    yamlio.line_of(e, "native_precisions", line), f"{gid}.native_precisions")
         cooling = figs.get("cooling", NONE).value
         if cooling is not None:
             _check_enum(col, cooling, COOLING, f"{gid}.cooling", yamlio.line_of(e, "cooling", line))
@@ -403,6 +416,20 @@ def _model_invariants(col, values: dict, entry, owner: str) -> None:
         col.add(problem, yamlio.line_of(entry, k), f"{owner}.{k}")
 
 
+def _check_precision(col, v, line, where) -> None:
+    """A model's shipped precision is one of PRECISIONS, or a mapping of parts to them (the experts
+    and the rest apart, both given): the ledger looks each one up in its table of sizes."""
+    if v is None:
+        return
+    if isinstance(v, dict):
+        bad = [f"{k}: {x}" for k, x in v.items() if k not in PRECISION_PARTS or x not in PRECISIONS]
+        if bad or not v or (("experts" in v) != ("rest" in v)):
+            col.add(f"must map {', '.join(PRECISION_PARTS)} (experts with rest) to one of {', '.join(PRECISIONS)} "
+                    f"(got {str(dict(v))[:60]})", line, where)
+    elif v not in PRECISIONS:
+        col.add(f"'{str(v)[:40]}' is not one of {', '.join(PRECISIONS)}", line, where)
+
+
 def load_models(path: Path, sources: dict) -> dict[str, Model]:
     col = Collector(str(path))
     items, _ = _doc(path, "models", col)
@@ -421,6 +448,7 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
                  whole=("experts", "experts_per_token", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
                         "sliding_window", "mla_kv_dim", "max_context"))
         _model_invariants(col, {k: f.value for k, f in figs.items()}, e, mid)
+        _check_precision(col, figs.get("precision", NONE).value, yamlio.line_of(e, "precision", line), f"{mid}.precision")
         _check_sources(col, figs, e, sources, mid)
         aliases = tuple(e.get("aliases") or ()) + ((e["hf_repo"],) if e.get("hf_repo") else ())
         models[mid] = Model(mid, e.get("name", mid), aliases, figs, str(path), line)
@@ -428,10 +456,45 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
     return models
 
 
+#: characters a name in a price file may have (provider, instance, accelerator, region, date, commit)
+MAX_NAME = 200
+#: characters a longer text may have (source, note)
+MAX_TEXT = 1000
+
+
+def plain_text(text: str) -> str:
+    """`text` as one line of plain text: control and format characters (terminal escapes, bidi
+    overrides, zero-width marks) dropped, line breaks and tabs read as spaces."""
+    return clean(text).strip()
+
+
 def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
-    col = Collector(str(path))
-    items, _ = _doc(path, "prices", col)
+    return prices_from(yamlio.load(path), str(path), catalog_or_gpus)
+
+
+def _price_text(col, e, k, line, limit) -> str | None:
+    """A text field of a price row as plain text of at most `limit` characters (None: absent)."""
+    v = e.get(k)
+    if v is None or v == "":
+        return None
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        col.add(f"must be a text (got {str(v)[:40]!r})", yamlio.line_of(e, k, line), k)
+        return None
+    text = plain_text(str(v))
+    if len(text) > limit:
+        col.add(f"must be at most {limit} characters (got {len(text):,})", yamlio.line_of(e, k, line), k)
+        return None
+    return text
+
+
+def prices_from(data, name: str, catalog_or_gpus) -> list[Price]:
+    """The price rows of a parsed price file (`name` for the messages), each checked: one problem per
+    bad field with its line, as `--prices FILE` and the shipped catalog read them."""
+    col = Collector(name)
+    if not isinstance(data, dict) or "prices" not in data:
+        col.add("expected a mapping with a 'prices' list", getattr(data, "line", 1))
     col.raise_if_any()
+    items = data["prices"]
     gpus = catalog_or_gpus.gpus if isinstance(catalog_or_gpus, Catalog) else catalog_or_gpus
     names = _name_index(gpus.values())
     out: list[Price] = []
@@ -445,6 +508,10 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
             col.add("each price must be a mapping", line)
             continue
         bad = False
+        for k, v in e.items():      # a NaN never compares, an infinity passes every lower bound
+            if isinstance(v, float) and not math.isfinite(v) and k != "usd_per_hour":   # that one: its own check below
+                col.add(f"must be a finite number (got {v})", yamlio.line_of(e, k, line), k)
+                bad = True
         for k in ("gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source"):
             if e.get(k) in (None, ""):
                 col.add("required field is missing", line, k)
@@ -453,8 +520,17 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
             col.add(f"unknown field (known: {', '.join(PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
         if bad:
             continue
+        before = len(col.problems)
+        texts = {k: _price_text(col, e, k, line, MAX_TEXT if k in ("source", "note") else MAX_NAME)
+                 for k in ("provider", "date", "source", "instance", "accelerator", "commit", "note")}
+        if len(col.problems) > before:
+            continue
+        empty = [k for k in ("provider", "date", "source") if not texts[k]]
+        if empty:
+            col.add("required field is empty once control characters are removed", line, empty[0])
+            continue
         try:
-            gid = _resolve(e["gpu"], names, "GPU", "gpu", str(path), yamlio.line_of(e, "gpu", line))
+            gid = _resolve(e["gpu"], names, "GPU", "gpu", name, yamlio.line_of(e, "gpu", line))
         except InputError as exc:
             col.problems.extend(exc.problems)
             continue
@@ -475,28 +551,31 @@ def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
                     "(purchase prices belong in purchase.yaml)", yamlio.line_of(e, "kind", line), "kind")
             continue
         median = e.get("usd_per_hour_median")
-        if median is not None and (not isinstance(median, (int, float)) or isinstance(median, bool) or median < usd):
+        if median is not None and (not _is_number(median) or median < usd):
             col.add(f"must be a number >= usd_per_hour (got {median!r})", yamlio.line_of(e, "usd_per_hour_median", line),
                     "usd_per_hour_median")
             continue
         regions = e.get("regions") or []
         if isinstance(regions, str):
             regions = [regions]
-        if not isinstance(regions, list) or not all(isinstance(r, str) and r for r in regions):
+        if not isinstance(regions, list) or not all(isinstance(r, str) and plain_text(r) for r in regions):
             col.add("must be a list of region names", yamlio.line_of(e, "regions", line), "regions")
             continue
-        rc = e.get("region_count")
-        if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool) or rc < 0):
-            col.add(f"must be a whole number >= 0 (got {rc!r})", yamlio.line_of(e, "region_count", line), "region_count")
+        regions = [plain_text(r) for r in regions]
+        if len(regions) > 10_000 or any(len(r) > MAX_NAME for r in regions):
+            col.add(f"must be at most 10,000 region names of at most {MAX_NAME} characters", yamlio.line_of(e, "regions", line),
+                    "regions")
             continue
-        p = Price(gid, n, float(usd), str(e["provider"]), str(e["date"]), str(e["source"]), tier, str(path), line,
-                  kind, str(e["instance"]) if e.get("instance") not in (None, "") else None, tuple(regions),
-                  rc if rc is not None else (len(regions) or None),
-                  str(e["commit"]) if e.get("commit") not in (None, "") else None,
-                  float(median) if median is not None else None,
-                  str(e["note"]) if e.get("note") else None)
+        rc = e.get("region_count")
+        if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool) or not 0 <= rc <= 100_000):
+            col.add(f"must be a whole number from 0 to 100,000 (got {rc!r})", yamlio.line_of(e, "region_count", line),
+                    "region_count")
+            continue
+        p = Price(gid, n, float(usd), texts["provider"], texts["date"], texts["source"], tier, name, line,
+                  kind, texts["instance"], tuple(regions), rc if rc is not None else (len(regions) or None),
+                  texts["commit"], float(median) if median is not None else None, texts["note"])
         if p.key in seen:
-            col.add(f"duplicate price for {gid} x{n} from {e['provider']}"
+            col.add(f"duplicate price for {gid} x{n} from {p.provider}"
                     + (f" ({p.instance}, {kind})" if p.instance else f" ({kind})"), line)
         seen.add(p.key)
         out.append(p)
@@ -564,11 +643,10 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
              "knowledge.yaml"]
     digest = hashlib.sha256()
     for f in files:
-        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE) and not (directory / f).is_file():
+        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE) and not os.path.lexists(directory / f):
             continue                   # optional files (a user's catalog folder may lack them)
         digest.update(f.encode())
-        note_read(directory / f, "catalog file")
-        digest.update((directory / f).read_bytes())
+        digest.update(read_input(directory / f, yamlio.MAX_BYTES, "catalog file"))   # regular files only, recorded as read
     if cache.cache_dir() is None:
         return _load(directory, digest.hexdigest())
     # the folder as given, since the catalog's entries remember their file by that path
@@ -700,7 +778,6 @@ _CACHE: dict[Path, Catalog] = {}
 
 def default() -> Catalog:
     """The shipped catalog (or the folder GPU_ADVISOR_CATALOG names), loaded once per process."""
-    import os
     directory = Path(os.environ.get("GPU_ADVISOR_CATALOG") or CATALOG_DIR)
     if directory not in _CACHE:
         for f in ("sources.yaml", "gpus.yaml", "models.yaml", "prices.yaml", "efficiency.yaml", "knowledge.yaml"):

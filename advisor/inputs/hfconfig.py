@@ -19,6 +19,7 @@ import stat
 from dataclasses import replace
 from pathlib import Path
 
+from advisor.base.text import clean
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.files import read_input
 from advisor.inputs.schema import MODEL_FIELDS, Spec, check_value, check_model
@@ -91,7 +92,7 @@ def _fail(msg: str, where: str, field: str | None = None, line: int | None = Non
 def plain_text(text: str, limit: int = MAX_TEXT) -> str:
     """A name from a config, or a path, as plain text: control characters (terminal escapes, line
     breaks, bidirectional overrides) dropped, at most `limit` characters."""
-    return "".join(c for c in text if c.isprintable())[:limit]
+    return clean(text, limit)
 
 
 # --- reading: a regular file of bounded size; JSON with bounded nesting and numbers --------------------

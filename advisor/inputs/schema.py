@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.inputs.catalog import model_invariants
+from advisor.inputs.catalog import PRECISIONS, model_invariants  # noqa: F401  (the workload's precisions are the catalog's)
 from advisor.base.errors import Collector
 
 MODES = ("inference", "training", "fine-tuning")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 
 
 @dataclass(frozen=True)

@@ -11,19 +11,40 @@ never guessed.
 `gpu-advisor prices import PATH --out FILE` writes a price file that `--prices FILE` reads; the shipped
 `catalog/prices-skypilot.yaml` is built with
 
-    gpu-advisor prices import ../shared/reference/prices --skip seeweb --out catalog/prices-skypilot.yaml
+    gpu-advisor prices import ../shared/reference/prices catalog/skypilot-excerpts --skip seeweb \
+        --out prices-skypilot.yaml && mv prices-skypilot.yaml catalog/
+
+(`--out` never names a file the import read nor any file of the catalog folder.) What it accepts:
+- CSVs in UTF-8 with or without a BOM, UTF-16 with a BOM; a file that is not UTF-8 is read as Latin-1
+  and the import says so. Only regular files are read (a FIFO, device or socket is refused unopened),
+  of at most MAX_CSV_BYTES and MAX_ROWS rows, read as a stream; a missing column is one error naming
+  the file and the columns.
+- A row with a bad value (a count that is not a whole number from 1 to 100,000; a price that is not a
+  number from $0.0001 to $100,000 an hour: text, NaN, infinity, zero, negative; a name over 200
+  characters) is skipped and counted per column with the first file:line, as unmapped accelerator
+  names are: both are printed after the import and written in the file's header.
+- The commit: `--commit` (hex), else the snapshot README's, else read from the checkout's .git folder
+  without running git and without leaving that folder (a detached HEAD, or a refs/... ref, loose or
+  packed; anything else leaves the commit unknown).
+- The text is checked by the loader `--prices FILE` uses before anything is written.
 """
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime
+import io
+import os
 import re
+import stat
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.base import yamlio
+from advisor.inputs.catalog import MAX_NAME, plain_text, prices_from
 from advisor.base.errors import InputError, Problem
-from advisor.base.files import note_read
+from advisor.base.files import open_input
 
 SOURCE_REPO = "skypilot-org/skypilot-catalog"
 
@@ -51,7 +72,7 @@ NOT_IN_CATALOG = {"A10G", "H100-NVL", "H200-NVL", "GH200", "GB200", "V100", "V10
                   "RTXA2000", "RTX6000", "RTX6000-ADA", "RTX6000ADA", "RTX4000-ADA", "RTX3090", "RTX3080", "RTX3070",
                   "RTX3060", "RTX3060TI", "RTX5070", "RTX5080", "T4G", "RADEON PRO V520", "GAUDI2", "GRAYSKULL-E75",
                   "GRAYSKULL-E150", "TPU-V2-8", "TPU-V3-8", "TPU-V4-8"}
-TPU = re.compile(r"^tpu-(v5litepod|v5p|v6e)-(\d+)$", re.I)
+TPU = re.compile(r"^tpu-(v5litepod|v5p|v6e)-([0-9]{1,5})$", re.I)
 TPU_IDS = {"v5litepod": "tpu-v5e", "v5p": "tpu-v5p", "v6e": "tpu-v6e"}
 
 
@@ -96,6 +117,19 @@ def map_accelerator(name: str, count: int, memory_gib: float | None, instance: s
     return None, count
 
 
+#: a CSV larger than this is refused before it is read (SkyPilot's largest vms.csv is a few tens of MB)
+MAX_CSV_BYTES = 256 * 2**20
+#: data rows one CSV may have: reading stops with an error past it, before memory runs out
+MAX_ROWS = 200_000
+#: characters one field may have (GpuInfo, the longest, is a few hundred)
+MAX_FIELD = 1024
+#: GPUs in one instance, and USD per instance-hour: what the price file's loader reads (and `:g` writes as a number)
+MAX_COUNT = 100_000
+MIN_PRICE, MAX_PRICE = 1e-4, 1e5
+#: a git file read for the commit (HEAD, a ref, packed-refs) and the snapshot's README
+MAX_SMALL_FILE = 4 * 2**20
+
+
 @dataclass
 class Offer:
     """One instance type of one cloud, aggregated over its regions."""
@@ -125,99 +159,251 @@ class Offer:
             self.region_count = len(set(self.regions))
 
 
-def _num(text) -> float | None:
+@dataclass
+class Report:
+    """What an import read and left out: rows skipped for a bad value (per column: how many, and the
+    first one's file:line), how files were decoded, and every file read (an output must not be one)."""
+
+    skipped: dict[str, list] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    read: list[Path] = field(default_factory=list)
+
+    def skip(self, column: str, where: str) -> None:
+        entry = self.skipped.setdefault(plain_text(column)[:MAX_NAME], [0, plain_text(where)])
+        entry[0] += 1
+
+    def skipped_text(self) -> str:
+        return ", ".join(f"{k} ({n}, first at {where})" for k, (n, where) in sorted(self.skipped.items()))
+
+
+class _BadValue(Exception):
+    """A row's value that no price can be made of: the row is skipped and counted under its column."""
+
+    def __init__(self, column: str):
+        self.column = column
+
+
+def _price(text: str, column: str) -> float | None:
+    """USD per hour from a CSV field: None when empty; a text, NaN, infinity, zero, a negative or an
+    absurd figure is a bad value."""
+    if not text:
+        return None
     try:
         v = float(text)
-    except (TypeError, ValueError):
-        return None
-    return v if v == v and v > 0 else None
+    except ValueError:
+        raise _BadValue(column) from None
+    if not MIN_PRICE <= v <= MAX_PRICE:          # False for NaN too
+        raise _BadValue(column)
+    return v
 
 
-def _gpu_memory(info: str, count: int) -> float | None:
+def _whole(text: str, column: str, default: int | None = 1, low: int = 1) -> int | None:
+    """A count from a CSV field (SkyPilot writes 8.0): a whole number from `low` to MAX_COUNT."""
+    if not text:
+        return default
+    try:
+        v = float(text)
+    except ValueError:
+        raise _BadValue(column) from None
+    if not (low <= v <= MAX_COUNT and v == int(v)):
+        raise _BadValue(column)
+    return int(v)
+
+
+def _name(text: str, column: str) -> str:
+    text = plain_text(text)
+    if len(text) > MAX_NAME:
+        raise _BadValue(column)
+    return text
+
+
+def _gpu_memory(info: str) -> float | None:
     """GiB per accelerator from SkyPilot's GpuInfo (a Python-literal dict): SizeInMiB of the first GPU."""
-    m = re.search(r"'SizeInMiB':\s*([\d.]+)", info or "")
+    m = re.search(r"'SizeInMiB':\s*([0-9]{1,9}(?:\.[0-9]{1,9})?)(?![0-9.])", info or "")
     return float(m.group(1)) / 1024 if m else None
 
 
-def read_vms_csv(path: Path, cloud: str, commit: str | None) -> list[Offer]:
+class _NotUTF8(Exception):
+    pass
+
+
+def _encodings(path: Path) -> tuple[str, ...]:
+    """UTF-8 with or without a BOM, UTF-16 with a BOM; a file that is not UTF-8 is read again as Latin-1
+    (every byte is a Latin-1 character: a CSV saved by a Western-European spreadsheet imports, noted)."""
+    with open_input(path, MAX_CSV_BYTES, "CSV file") as f:
+        head = f.read(4)
+    if head.startswith(codecs.BOM_UTF8):
+        return ("utf-8-sig",)
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return ("utf-16",)
+    return ("utf-8", "latin-1")
+
+
+def _records(path: Path, encoding: str, need: tuple[str, ...], what: str):
+    """(line, {column: stripped text}) for each data row of a CSV, read as a stream: a missing column,
+    a malformed CSV, a field over the csv module's limit or more than MAX_ROWS rows is one InputError."""
+    with open_input(path, MAX_CSV_BYTES, "CSV file") as raw:
+        text = io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="")
+        reader = csv.reader(text)
+        try:
+            header = next(reader, None) or []
+            names = [h.strip().lstrip("\ufeff") for h in header]
+            missing = [c for c in need if c not in names]
+            if missing:
+                raise InputError(Problem(f"not a {what}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                                         f"(needs {', '.join(need)})", str(path), 1))
+            index: dict[str, int] = {}
+            for i, n in enumerate(names):
+                index.setdefault(n, i)          # a column given twice: the first one counts
+            rows = 0
+            for row in reader:
+                if not row:
+                    continue
+                rows += 1
+                if rows > MAX_ROWS:
+                    raise InputError(Problem(f"more than {MAX_ROWS:,} rows: not a price table this tool imports "
+                                             "(split it, or import one cloud at a time)", str(path), reader.line_num))
+                yield reader.line_num, {n: (row[i].strip() if i < len(row) else "") for n, i in index.items()}
+        except UnicodeDecodeError:
+            if encoding == "utf-8":
+                raise _NotUTF8() from None
+            raise InputError(Problem(f"not readable as {encoding} text", str(path), reader.line_num + 1)) from None
+        except csv.Error as exc:
+            raise InputError(Problem(f"not a readable CSV: {exc}", str(path), reader.line_num)) from None
+
+
+def _read(path: Path, need: tuple[str, ...], what: str, report: Report, build):
+    """build(records) over the CSV's rows, in the first encoding that decodes the whole file."""
+    report.read.append(path)
+    for enc in _encodings(path):
+        try:
+            return build(_records(path, enc, need, what))
+        except _NotUTF8:
+            report.notes.append(f"{path}: not UTF-8, read as Latin-1")
+    raise AssertionError("Latin-1 decodes every byte")
+
+
+def _row(report: Report, path: Path, line: int, parse):
+    """parse() of one row, or None when a value is bad (counted in the report)."""
+    try:
+        return parse()
+    except _BadValue as bad:
+        report.skip(bad.column, f"{path}:{line}")
+        return None
+
+
+def read_vms_csv(path: Path, cloud: str, commit: str | None, report: Report | None = None) -> list[Offer]:
     """SkyPilot's vms.csv: one row per instance type and region/zone. GCP's accelerator-only rows (no
     InstanceType: the price of the GPUs without the host VM) and host rows without accelerators are
-    skipped: neither is the price of a whole GPU machine."""
-    offers: dict[tuple, Offer] = {}
-    note_read(path, "CSV file")
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        need = {"AcceleratorName", "AcceleratorCount", "Price"}
-        if not reader.fieldnames or not need <= set(reader.fieldnames):
-            raise InputError(Problem(f"not a SkyPilot vms.csv (needs columns {', '.join(sorted(need))})", str(path)))
-        for row in reader:
-            acc = (row.get("AcceleratorName") or "").strip()
-            inst = (row.get("InstanceType") or "").strip()
-            if not acc:
+    skipped: neither is the price of a whole GPU machine. A row with a bad value is skipped and counted."""
+    report = report if report is not None else Report()
+    need = ("AcceleratorName", "AcceleratorCount", "Price")
+
+    def build(records) -> list[Offer]:
+        offers: dict[tuple, Offer] = {}
+        for line, row in records:
+            def parse():
+                if any(len(v) > MAX_FIELD for v in row.values()):
+                    raise _BadValue(next(k for k, v in row.items() if len(v) > MAX_FIELD))
+                acc, inst = _name(row["AcceleratorName"], "AcceleratorName"), _name(row.get("InstanceType", ""), "InstanceType")
+                if not acc:
+                    return None
+                if not inst:
+                    if not TPU.match(acc):
+                        return None             # GPU-only part of a GCP price: the host VM is extra
+                    inst = acc                  # TPU slices are priced whole on an accelerator row
+                count = _whole(row["AcceleratorCount"], "AcceleratorCount")
+                price, spot = _price(row["Price"], "Price"), _price(row.get("SpotPrice", ""), "SpotPrice")
+                return acc, inst, count, price, spot, _name(row.get("Region", ""), "Region")
+            got = _row(report, path, line, parse)
+            if got is None:
                 continue
-            if not inst:
-                if TPU.match(acc):
-                    inst = acc              # TPU slices are priced whole on an accelerator row
-                else:
-                    continue                # GPU-only part of a GCP price: the host VM is extra
-            count = int(float(row.get("AcceleratorCount") or 1))
+            acc, inst, count, price, spot, region = got
             key = (inst, acc, count)
             o = offers.get(key)
             if o is None:
-                o = offers[key] = Offer(cloud, inst, acc, count, _gpu_memory(row.get("GpuInfo", ""), count), commit=commit,
+                o = offers[key] = Offer(cloud, inst, acc, count, _gpu_memory(row.get("GpuInfo", "")), commit=commit,
                                         source=f"{SOURCE_REPO} catalogs/v7/{cloud}/vms.csv")
-            price, spot = _num(row.get("Price")), _num(row.get("SpotPrice"))
             if TPU.match(acc) and (price or 0) >= 700:   # 700.0: GCP's placeholder TPU rows (the snapshot's README)
                 continue
             if price is not None:
                 o.prices.append(price)
             if spot is not None:
                 o.spots.append(spot)
-            region = (row.get("Region") or "").strip()
             if region and (price is not None or spot is not None):
                 o.regions.append(region)
-    for o in offers.values():
-        o.finish()
-        o.regions = sorted(set(o.regions))
-    return list(offers.values())
+        for o in offers.values():
+            o.finish()
+            o.regions = sorted(set(o.regions))
+        return list(offers.values())
+
+    return _read(path, need, "SkyPilot vms.csv", report, build)
 
 
-def read_snapshot_csv(path: Path, commit: str | None) -> list[Offer]:
+SNAPSHOT_COLUMNS = ("cloud", "instance_type", "accelerator", "accelerator_count", "price_usd_per_hour_min",
+                    "price_usd_per_hour_median")
+
+
+def read_snapshot_csv(path: Path, commit: str | None, report: Report | None = None) -> list[Offer]:
     """The reference snapshot's <cloud>.csv (already aggregated per instance type). Rows the snapshot
-    marks as partial prices ('[host VM only ...]', 'accel:... [GPU only ...]') are skipped."""
-    out = []
-    note_read(path, "CSV file")
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        if not reader.fieldnames or "price_usd_per_hour_min" not in reader.fieldnames:
-            raise InputError(Problem("not a price snapshot CSV (needs price_usd_per_hour_min)", str(path)))
-        for row in reader:
-            inst = row["instance_type"]
-            if "host VM only" in inst or "GPU only" in inst:
-                continue
-            note = None
-            m = re.search(r"\s*\[(.*)\]$", inst)
-            if m:
-                note, inst = m.group(1), inst[:m.start()]
-            o = Offer(row["cloud"], inst, row["accelerator"], int(float(row["accelerator_count"] or 1)),
-                      _num(row.get("gpu_memory_gib")), commit=commit,
-                      source=f"{SOURCE_REPO} catalogs/v7/{row['cloud']}/vms.csv (via the snapshot in {path.parent.name}/)")
-            o.price_min, o.price_median = _num(row["price_usd_per_hour_min"]), _num(row["price_usd_per_hour_median"])
-            o.spot_min, o.spot_median = _num(row.get("spot_usd_per_hour_min")), _num(row.get("spot_usd_per_hour_median"))
-            o.region_count = int(row["regions_count"]) if (row.get("regions_count") or "").isdigit() else None
-            if note:
-                o.source += f"; {note}"
-            out.append(o)
-    return out
+    marks as partial prices ('[host VM only ...]', 'accel:... [GPU only ...]') are skipped, and so is a
+    row with a bad value (counted)."""
+    report = report if report is not None else Report()
+
+    def build(records) -> list[Offer]:
+        out = []
+        for line, row in records:
+            def parse():
+                if any(len(v) > MAX_FIELD for v in row.values()):
+                    raise _BadValue(next(k for k, v in row.items() if len(v) > MAX_FIELD))
+                inst = _name(row["instance_type"], "instance_type")
+                if "host VM only" in inst or "GPU only" in inst:
+                    return None
+                cloud = _name(row["cloud"], "cloud").lower()
+                if not cloud or not inst:
+                    raise _BadValue("cloud" if not cloud else "instance_type")
+                note = None
+                m = re.search(r"\s*\[(.*)\]$", inst)
+                if m:
+                    note, inst = m.group(1), inst[:m.start()]
+                o = Offer(cloud, inst, _name(row["accelerator"], "accelerator"),
+                          _whole(row["accelerator_count"], "accelerator_count"),
+                          _price(row.get("gpu_memory_gib", ""), "gpu_memory_gib"), commit=commit,
+                          source=f"{SOURCE_REPO} catalogs/v7/{cloud}/vms.csv (via the snapshot in {plain_text(path.parent.name)}/)")
+                o.price_min = _price(row["price_usd_per_hour_min"], "price_usd_per_hour_min")
+                o.price_median = _price(row["price_usd_per_hour_median"], "price_usd_per_hour_median")
+                o.spot_min = _price(row.get("spot_usd_per_hour_min", ""), "spot_usd_per_hour_min")
+                o.spot_median = _price(row.get("spot_usd_per_hour_median", ""), "spot_usd_per_hour_median")
+                o.region_count = _whole(row.get("regions_count", ""), "regions_count", default=None, low=0) or None
+                if note:
+                    o.source += f"; {note}"
+                return o
+            o = _row(report, path, line, parse)
+            if o is not None:
+                out.append(o)
+        return out
+
+    return _read(path, SNAPSHOT_COLUMNS, "price snapshot CSV", report, build)
 
 
-def _readme_facts(folder: Path) -> tuple[dict[str, str], str | None]:
+def _small_text(path: Path) -> str | None:
+    """A small regular file's text (a README, a git file), or None when it is anything else."""
+    try:
+        with open_input(path, MAX_SMALL_FILE, "file") as f:
+            return f.read(MAX_SMALL_FILE).decode("utf-8", errors="replace")
+    except InputError:
+        return None
+
+
+def _readme_facts(folder: Path, report: Report) -> tuple[dict[str, str], str | None]:
     """Commits per cloud and the retrieval date from the snapshot's README table."""
     readme = folder / "README.md"
-    if not readme.is_file():
+    if not os.path.lexists(readme):
         return {}, None
-    note_read(readme, "README")
-    text = readme.read_text(encoding="utf-8")
+    text = _small_text(readme)
+    if text is None:
+        raise InputError(Problem("is not a regular file of at most 4 MB: not read", str(readme)))
+    report.read.append(readme)
     commits = {m.group(1): m.group(2) for m in re.finditer(r"^\|\s*([a-z]+)\s*\|\s*catalogs/v7/\S+\s*\|\s*`([0-9a-f]{40})`", text, re.M)}
     if not commits:                 # a README naming one commit for every file of the folder
         found = set(re.findall(r"`([0-9a-f]{40})`", text))
@@ -227,63 +413,98 @@ def _readme_facts(folder: Path) -> tuple[dict[str, str], str | None]:
     return commits, (m.group(1) if m else None)
 
 
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+#: a branch ref as git writes one: refs/..., no '..', no component starting with '.' or ending in '.lock'
+REF = re.compile(r"^refs/(?:[A-Za-z0-9_+-][A-Za-z0-9._+-]*/)*[A-Za-z0-9_+-][A-Za-z0-9._+-]*$")
+
+
+def _git_file(git: Path, name: str) -> str | None:
+    """The text of a file inside the .git folder `git`, only if it really is inside it (no link out)
+    and a small regular file."""
+    path = git / name
+    try:
+        real, root = os.path.realpath(path), os.path.realpath(git)
+    except OSError:
+        return None
+    if not real.startswith(root + os.sep):
+        return None
+    return _small_text(Path(real))
+
+
 def _git_commit(folder: Path) -> str | None:
-    """HEAD of a git checkout holding `folder` (read from .git, no git needed)."""
+    """HEAD of a git checkout holding `folder`, read from its .git folder without running git: a
+    detached HEAD's commit, or a branch ref under .git (or in packed-refs). Anything else (a .git file
+    pointing elsewhere, a ref outside refs/, a value that is not 40 hex digits) leaves it unknown."""
     for d in [folder, *folder.parents]:
         git = d / ".git"
-        if git.is_dir():
-            head = (git / "HEAD").read_text().strip()
-            if head.startswith("ref: "):
-                ref = git / head[5:]
-                if ref.is_file():
-                    return ref.read_text().strip()
-                packed = git / "packed-refs"
-                if packed.is_file():
-                    for line in packed.read_text().splitlines():
-                        if line.endswith(head[5:]):
-                            return line.split()[0]
-                return None
+        try:
+            st = os.lstat(git)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):       # a worktree's .git file or a link: a path this import did not choose
+            return None
+        head = (_git_file(git, "HEAD") or "").strip()
+        if COMMIT.match(head):
             return head
+        ref = head[5:].strip() if head.startswith("ref: ") else ""
+        if not REF.match(ref) or any(p.endswith(".lock") for p in ref.split("/")):
+            return None
+        sha = (_git_file(git, ref) or "").strip()
+        if COMMIT.match(sha):
+            return sha
+        for line in (_git_file(git, "packed-refs") or "").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1] == ref and COMMIT.match(parts[0]):
+                return parts[0]
+        return None
     return None
 
 
-def collect(path: Path, skip: tuple[str, ...] = (), commit: str | None = None) -> tuple[list[Offer], str | None]:
+def collect(path: Path, skip: tuple[str, ...] = (), commit: str | None = None,
+            report: Report | None = None) -> tuple[list[Offer], str | None]:
     """Every offer under PATH: a vms.csv, a folder of cloud folders holding vms.csv, or the snapshot folder.
     Returns the offers and the retrieval date the source states (None: not stated)."""
+    report = report if report is not None else Report()
     path = Path(path).expanduser()
-    if not path.exists():
-        raise InputError(Problem("no such file or folder", str(path)))
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise InputError(Problem("no such file or folder", str(path))) from None
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        raise InputError(Problem("is not a regular file or a folder (a FIFO, device or socket is not read)", str(path)))
     offers: list[Offer] = []
-    date = None
     if (path / "catalogs" / "v7").is_dir():      # a skypilot-catalog checkout's root
         path = path / "catalogs" / "v7"
-    if path.is_file():
-        files = [path]
-    else:
+    if path.is_dir():
         files = sorted(path.glob("*/vms.csv")) or sorted(path.glob("*.csv"))
         if not files:
             raise InputError(Problem("holds no <cloud>/vms.csv (a skypilot-catalog catalogs/v7 folder or ~/.sky/catalogs/v7) "
                                      "and no snapshot <cloud>.csv", str(path)))
-    commits, date = _readme_facts(path if path.is_dir() else path.parent)
+    else:
+        files = [path]
+    commits, date = _readme_facts(path if path.is_dir() else path.parent, report)
     for f in files:
         if f.name == "vms.csv":
-            cloud = f.parent.name
+            cloud = plain_text(f.parent.name)
             if cloud in skip:
                 continue
-            offers += read_vms_csv(f, cloud, commit or commits.get(cloud) or commits.get("*") or _git_commit(f.parent))
+            offers += read_vms_csv(f, cloud, commit or commits.get(cloud) or commits.get("*") or _git_commit(f.parent), report)
         else:
             cloud = f.stem
             if cloud in skip:
                 continue
-            offers += read_snapshot_csv(f, commit or commits.get(cloud))
+            offers += read_snapshot_csv(f, commit or commits.get(cloud), report)
     return offers, date
 
 
-def price_rows(offers: list[Offer], date: str) -> tuple[list[dict], dict[str, int]]:
-    """Catalog price rows (prices.yaml schema) and the accelerator names left unmapped (with row counts)."""
+def price_rows(offers: list[Offer], date: str, known=None) -> tuple[list[dict], dict[str, int]]:
+    """Catalog price rows (prices.yaml schema) and the accelerator names left unmapped (with row counts);
+    with `known` (GPU ids), a name mapped to an id outside it counts as unmapped too."""
     rows, unmapped = [], {}
     for o in offers:
         gid, n = map_accelerator(o.accelerator, o.count, o.memory_gib, o.instance, o.cloud)
+        if gid is not None and known is not None and gid not in known:
+            gid = None
         if gid is None:
             unmapped[o.accelerator] = unmapped.get(o.accelerator, 0) + 1
             continue
@@ -326,28 +547,70 @@ def _yaml_scalar(v) -> str:
 
 
 def to_yaml(rows: list[dict], header: str) -> str:
-    lines = [f"# {h}" if h else "#" for h in header.splitlines()] + ["prices:"]
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] + ["prices:" if rows else "prices: []"]   # bare 'prices:' is null
     for r in rows:
         lines.append("  - {" + ", ".join(f"{k}: {_yaml_scalar(r[k])}" for k in ORDER if r.get(k) is not None) + "}")
     return "\n".join(lines) + "\n"
 
 
-def import_prices(paths, skip=(), date: str | None = None, commit: str | None = None) -> tuple[str, list[dict], dict[str, int]]:
-    """The price file text for every offer under PATHS, its rows and the unmapped accelerator names."""
+@dataclass
+class Imported:
+    """A price file made by `prices import`: its text, rows, the accelerator names left unmapped and
+    the report of what was read and skipped."""
+
+    text: str
+    rows: list[dict]
+    unmapped: dict[str, int]
+    report: Report
+
+    def summary(self, limit: int = 20) -> list[str]:
+        """The lines `prices import` prints about what it left out."""
+        out = []
+        if self.unmapped:
+            names = sorted(self.unmapped.items())
+            out.append("not mapped to a catalog GPU (no row written): " + ", ".join(f"{k} ({v})" for k, v in names[:limit])
+                       + (f" and {len(names) - limit} more" if len(names) > limit else ""))
+        if self.report.skipped:
+            out.append("rows skipped for a bad value (no row written): " + self.report.skipped_text())
+        return out + self.report.notes
+
+
+DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+GIVEN_COMMIT = re.compile(r"^[0-9a-f]{4,40}$")
+
+
+def import_prices(paths, skip=(), date: str | None = None, commit: str | None = None, catalog=None) -> Imported:
+    """The price file for every offer under PATHS. With `catalog`, rows only for its GPUs, and the text
+    is checked by the loader `--prices FILE` uses before it is returned: an import never makes a file
+    that the tool itself would refuse."""
+    if date is not None and not DATE.match(date):
+        raise InputError(Problem(f"must be a date YYYY-MM-DD or YYYY-MM (got {plain_text(date)[:40]!r})", field="--date"))
+    if commit is not None and not GIVEN_COMMIT.match(commit):
+        raise InputError(Problem(f"must be a git commit: 4 to 40 hex digits (got {plain_text(commit)[:40]!r})", field="--commit"))
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    report = Report()
     offers, dates = [], []
     for p in paths:
-        found, stated = collect(Path(p), tuple(skip), commit)
+        found, stated = collect(Path(p), tuple(skip), commit, report)
         offers += found
         dates += [stated] if stated else []
     stated = max(dates) if dates else None
-    path = " ".join(str(p) for p in paths)
+    path = plain_text(" ".join(str(p) for p in paths))
     when = date or stated or datetime.date.today().isoformat()
-    rows, unmapped = price_rows(offers, when)
+    rows, unmapped = price_rows(offers, when, set(catalog.gpus) if catalog is not None else None)
     header = (f"Rental prices from SkyPilot's catalog ({SOURCE_REPO}, catalogs/v7), imported by\n"
-              f"`gpu-advisor prices import {path}{''.join(' --skip ' + s for s in skip)}` (do not edit by hand: re-run it).\n"
+              f"`gpu-advisor prices import {path}{''.join(' --skip ' + plain_text(s) for s in skip)}` (do not edit by hand: re-run it).\n"
               f"Retrieved {when}; each row names the source file and its commit. usd_per_hour is the cheapest region's\n"
               f"price for the whole instance, usd_per_hour_median the median over regions. kind: on-demand | spot.\n"
               f"{len(rows)} rows; SkyPilot accelerator names not mapped to a catalog GPU: "
-              + (", ".join(f"{k} ({v})" for k, v in sorted(unmapped.items())) or "none"))
-    return to_yaml(rows, header), rows, unmapped
+              + (", ".join(f"{k} ({v})" for k, v in sorted(unmapped.items())[:50]) or "none")
+              + (f" and {len(unmapped) - 50} more" if len(unmapped) > 50 else "")
+              + (f"\nRows skipped for a bad value: {report.skipped_text()}" if report.skipped else ""))
+    text = to_yaml(rows, header)
+    if catalog is not None:
+        try:
+            prices_from(yamlio.loads(text, "the imported price file"), "the imported price file", catalog)
+        except InputError as exc:
+            raise InputError(Problem(f"the import made a price file its own loader refuses, so nothing was written: "
+                                     f"{exc.problems[0]}")) from None
+    return Imported(text, rows, unmapped, report)

@@ -16,6 +16,8 @@ from advisor.base.errors import Collector, InputError
 from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, _suggest, check_model  # noqa: F401
 
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+#: providers or regions a workload may name (each price row is checked against the set of them)
+MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
 LAYOUT_FIELDS = ("tp", "pp", "dp")
@@ -362,6 +364,9 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
                 v = [v]
             if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() and len(x) < 100 for x in v):
                 col.add("must be a list of names", line, f"constraints.{key}")
+                continue
+            if len(v) > MAX_NAMES:
+                col.add(f"must be at most {MAX_NAMES} names (got {len(v):,})", line, f"constraints.{key}")
                 continue
             values[key] = tuple(dict.fromkeys(x.strip() for x in v))
             continue

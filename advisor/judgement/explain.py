@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from advisor.base.text import clean_all
 from advisor.base.errors import InputError, Problem
 
 
@@ -30,23 +31,10 @@ def read_record(path: str) -> dict:
     return _printable(rec)
 
 
-# C0 and C1 controls (ESC starts a terminal escape, BEL ends an OSC title) and the bidirectional
-# overrides that make text read otherwise than it runs; line breaks and tabs become spaces, so an
-# edited string cannot forge a line of the explanation either.
-_UNPRINTABLE = {c: None for c in (*range(0x00, 0x20), *range(0x7f, 0xa0), *range(0x202a, 0x202f), *range(0x2066, 0x206a))}
-_UNPRINTABLE.update({ord("\n"): " ", ord("\r"): " ", ord("\t"): " "})
-
-
 def _printable(obj):
-    """The record with every string (keys too) stripped of control characters: a hand-edited
-    record is printed as text and never acts on the terminal."""
-    if isinstance(obj, str):
-        return obj.translate(_UNPRINTABLE)
-    if isinstance(obj, dict):
-        return {_printable(k): _printable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_printable(v) for v in obj]
-    return obj
+    """The record with every string (keys too) made one line of visible text: a hand-edited record is
+    printed as text and never acts on the terminal."""
+    return clean_all(obj, keys=True)
 
 
 def _under(path, roots) -> bool:

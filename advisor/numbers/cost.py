@@ -12,11 +12,13 @@ purchase (`catalog/purchase.yaml`). Which kinds may price a plan (`offers`):
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field, replace
 
 from advisor.inputs.catalog import PRICE_TIERS, Price
+from advisor.inputs.skypilot import PROVIDERS
 
 HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW
 HOURS_PER_MONTH = 730              # 8,760 h / 12
@@ -111,15 +113,22 @@ def _name(s: str) -> str:
     return re.sub(r"[^a-z0-9]", "", s.lower())
 
 
-def _provider_ok(p: Price, wanted: tuple[str, ...]) -> bool:
-    if not wanted:
-        return True
-    have = _name(p.provider)
-    return any(_name(x) and (_name(x) == have or have.startswith(_name(x))) for x in wanted)
+@functools.lru_cache(maxsize=4096)
+def _provider_names(provider: str) -> frozenset[str]:
+    """The whole names a provider answers to: its own, without a trailing qualifier in brackets
+    ("DataCrunch (Prime Intellect)" is DataCrunch), and SkyPilot's id for it ("vast" for Vast.ai)."""
+    names = {_name(provider), _name(re.sub(r"\s*\([^()]*\)\s*$", "", provider))}
+    names |= {_name(cloud) for cloud, shown in PROVIDERS.items() if _name(shown) in names}
+    return frozenset(n for n in names if n)
 
 
-def _region_ok(p: Price, wanted: tuple[str, ...]) -> bool:
-    return not wanted or bool({r.lower() for r in p.regions} & {r.lower() for r in wanted})
+def _provider_ok(p: Price, wanted: frozenset[str]) -> bool:
+    """Whole names, case and punctuation aside: "AWS" is not "AWSOME Cheap Cloud"."""
+    return not wanted or not wanted.isdisjoint(_provider_names(p.provider))
+
+
+def _region_ok(p: Price, wanted: frozenset[str]) -> bool:
+    return not wanted or any(r.lower() in wanted for r in p.regions)
 
 
 def offers(gpu, catalog, w=None, nodes: int | None = None) -> list[Price]:
@@ -132,7 +141,9 @@ def offers(gpu, catalog, w=None, nodes: int | None = None) -> list[Price]:
     kinds = set(INSTANCE_KINDS if c.spot else INSTANCE_KINDS[:2])
     if not w.training and (nodes is None or nodes <= 1):
         kinds.add("endpoint")
-    return [p for p in rows if p.kind in kinds and _provider_ok(p, c.providers) and _region_ok(p, c.regions)]
+    providers = frozenset(_name(x) for x in c.providers)
+    regions = frozenset(r.lower() for r in c.regions)
+    return [p for p in rows if p.kind in kinds and _provider_ok(p, providers) and _region_ok(p, regions)]
 
 
 def instance_sizes(gpu, catalog, w=None) -> list[int]:
@@ -155,6 +166,10 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
         c = w.constraints if w is not None else None
         if c is not None and (c.providers or c.regions):
             where = (f" from {', '.join(c.providers)}" if c.providers else "") + (f" in {', '.join(c.regions)}" if c.regions else "")
+            known = {p.provider for p in catalog.prices}
+            wanted = frozenset(_name(x) for x in c.providers)
+            if wanted and not any(_provider_ok(p, wanted) for p in catalog.prices):
+                where += f" (no provider of that name; known: {', '.join(sorted(known, key=str.lower))})"
             return f"no usable quote{where} (quotes exist elsewhere: {', '.join(kinds)})"
         if kinds == ["endpoint"]:
             what = "training" if w is not None and w.training else f"a {nodes}-node plan"

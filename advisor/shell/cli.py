@@ -251,20 +251,20 @@ def cmd_sweep(args) -> int:
 def cmd_prices(args) -> int:
     """`prices import PATH...`: SkyPilot vms.csv files -> a price file; `prices list`: the known quotes."""
     if args.action == "import":
-        from advisor.inputs import skypilot
+        from advisor.inputs import catalog, skypilot
         from advisor.base.files import write_atomic
         if not args.paths:
             raise InputError(Problem("give a skypilot-catalog catalogs/v7 folder, ~/.sky/catalogs/v7 or a vms.csv", None, None, "PATH"))
-        text, rows, unmapped = skypilot.import_prices(args.paths, args.skip or (), args.date, args.commit)
+        cat = catalog.default()
+        imp = skypilot.import_prices(args.paths, args.skip or (), args.date, args.commit, cat)
         if args.out:
-            write_atomic(args.out, text)
+            write_atomic(args.out, imp.text)     # refused when it is any file the import read (base.files)
         else:
-            sys.stdout.write(text)
-        gpus = len({r["gpu"] for r in rows})
-        print(f"{len(rows)} price rows for {gpus} catalog GPUs" + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
-        if unmapped:
-            print("not mapped to a catalog GPU (no row written): " + ", ".join(f"{k} ({v})" for k, v in sorted(unmapped.items())),
-                  file=sys.stderr)
+            sys.stdout.write(imp.text)
+        gpus = len({r["gpu"] for r in imp.rows})
+        print(f"{len(imp.rows)} price rows for {gpus} catalog GPUs" + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
+        for line in imp.summary():
+            print(line, file=sys.stderr)
         return 0
     cat = _catalog(args)
     rows = cat.prices

@@ -202,26 +202,7 @@ def suggestion(s: dict, cites: Cites) -> str:
 # terminal control sequence ('\x1b]0;...\x07' retitles the window), a line break (a forged memo line),
 # bidirectional overrides, or Markdown and HTML markup.
 
-_SEQUENCE = re.compile(r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]")   # OSC, CSI
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_BREAK = re.compile(r"[\t\n\r\x0b\x0c\x85\u2028\u2029]+")
-
-
-def clean(text: str) -> str:
-    """One line of visible text: terminal escape sequences, control and bidirectional-override characters removed, line breaks
-    and tabs made a space (every memo value passes here, whatever the format)."""
-    return _CONTROL.sub("", _BREAK.sub(" ", _SEQUENCE.sub("", text)))
-
-
-def clean_all(obj):
-    """`clean` on every string inside plain data (a memo's view, the sweep summary's)."""
-    if isinstance(obj, str):
-        return clean(obj)
-    if isinstance(obj, dict):
-        return {k: clean_all(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(clean_all(v) for v in obj) if type(obj) in (list, tuple) else obj
-    return obj
+from advisor.base.text import clean, clean_all  # noqa: E402,F401  (one sanitiser, in the base layer)
 
 
 # What makes markup in a line of CommonMark/GFM, escaped with a backslash (which renders as nothing):
