@@ -288,7 +288,7 @@ def _workload(x: _Record) -> dict:
 def _summary(x: _Record, v: dict) -> dict:
     """The one-screen summary, drawn from the sections: what to use, its cost, the reasons, the two best
     alternatives, the top risks, unpriced GPUs and the planner's suggestions."""
-    r, d, mode, cites = x.r, x.d, x.mode, x.cites
+    r, d, cites = x.r, x.d, x.cites
     summary: dict = {"cost": [], "reasons": [], "risks": [], "alternatives": [], "suggestions": [], "unpriced": [],
                      "objective": ""}
     if r:
