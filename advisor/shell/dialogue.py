@@ -14,18 +14,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from advisor.base.errors import Collector, InputError
+from advisor.base.errors import InputError
 from advisor.inputs.catalog import Catalog
-from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, check_value
+from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS
 from advisor.judgement.knowledge import KnowledgeBase
-from advisor.shell import session, transcripts
+from advisor.shell import dialoguehelp, session, transcripts
 # re-exported: the dialogue's callers (cli.py, the tests) reach the questions and the session through it
-from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, UNIT_FORMS, Question, glossary, load_questions, norm  # noqa: F401
+from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, Question, accepted, glossary, load_questions, read_answer  # noqa: F401
 from advisor.shell.session import RESUME_FILE, run_interactive, run_lines  # noqa: F401
 
 MAX_ANSWER = 200
-YES = {"y", "yes", "true", "1", "on"}
-NO = {"n", "no", "false", "0", "off"}
 
 
 @dataclass
@@ -174,129 +172,21 @@ class Dialogue:
 
     def parse(self, q: Question, text: str):
         """(value, None) for an accepted answer, (None, reason) for a refused one."""
-        if text == "":
-            d = self.default_for(q)
-            if d is not None:
-                return d, None
-            if q.optional:
-                return None, None
-            return None, f"An answer is needed. {self.accepted(q)}"
-        if q.kind == "model":
-            if text.lower() == "other":
-                return "other", None
-            try:
-                return self.catalog.model(text).id, None
-            except InputError as exc:
-                return None, exc.problems[0].message.replace("unknown model", "Unknown model") + " (or 'other')"
-        if norm(text) in q.synonyms:
-            text = str(q.synonyms[norm(text)])
-        if q.kind == "bool":
-            if text.lower() in YES:
-                return True, None
-            if text.lower() in NO:
-                return False, None
-            return None, f"Please answer yes or no. {self.accepted(q)}"
-        if q.kind == "enum":
-            matches = [c for c in q.spec.choices if c.startswith(text.lower())]
-            if text.lower() in q.spec.choices:
-                return text.lower(), None
-            if len(matches) == 1:
-                return matches[0], None
-            return None, f"'{text}' is not one of the choices. {self.accepted(q)}"
-        value = text
-        if q.kind in ("int", "float"):
-            from advisor.shell.units import UnitError, parse_number
-            try:
-                value = parse_number(text, q.unit)
-            except UnitError as exc:
-                return None, f"{str(exc)[0].upper()}{str(exc)[1:]}. {self.accepted(q)}"
-            if q.kind == "int" and isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
-                value = int(value)
-        col = Collector()
-        checked = check_value(q.spec, value, col, q.field, None)
-        if col.problems:
-            return None, f"{col.problems[0].message[0].upper()}{col.problems[0].message[1:]}. {self.accepted(q)}"
-        return checked, None
+        return read_answer(q, text, self.catalog, self.default_for(q))
 
     def accepted(self, q: Question) -> str:
-        s = q.spec
-        if q.kind == "model":
-            return "Accepted: a catalog model id (Tab completes) or 'other'."
-        if q.kind == "bool":
-            return "Accepted: yes or no."
-        if q.kind == "enum":
-            firsts = {}
-            for text, target in q.said:             # one synonym per choice, as the file writes it
-                firsts.setdefault(target, text)
-            also = list(firsts.values())[:5]
-            return f"Accepted: {', '.join(s.choices)}" + (f" (also {', '.join(also)} and more)." if also else ".")
-        if q.kind in ("int", "float"):
-            unit = {"B": " billion"}.get(s.unit, f" {s.unit}" if s.unit else "")
-            rng = f"a {'whole ' if q.kind == 'int' else ''}number from {_n(s.min)} to {_n(s.max)}{unit}"
-            forms = UNIT_FORMS.get(q.unit, "")
-            return f"Accepted: {rng}" + (f" ({forms})" if forms else "") + (", or Enter to skip." if q.optional else ".")
-        return "Accepted: a short text."
+        return accepted(q)
 
     def help(self, q: Question) -> list[str]:
-        """`?`: the question in plain words, a line on each term it uses, what is accepted (for the model
-        question, the catalog with sizes), wrapped at the terminal's width."""
-        lines = self._wrap(q.help) + [x for t in q.terms for x in self._wrap(t)]
-        if q.kind == "model":
-            lines += self.model_list()
-        lines += self._wrap(self.accepted(q)) + self._wrap("Commands: ? help, why (rules that use this answer), back, quit.")
-        return lines
-
-    def model_list(self) -> list[str]:
-        """The catalog's models with their sizes, in columns that fit the terminal."""
-        items = []
-        for m in self.catalog.models.values():
-            total, active = m.num("params_b"), m.num("active_params_b")
-            size = _size(total) + (f" ({_size(active)} active)" if active and total and active < total else "")
-            items.append(f"{m.id}: {size}")
-        col = max(len(x) for x in items) + 3
-        per_line = max(1, (self.width - 4) // col)
-        return ["    " + "".join(x.ljust(col) for x in items[i:i + per_line]).rstrip() for i in range(0, len(items), per_line)]
-
-    def _wrap(self, text: str, indent: str = "  ") -> list[str]:
-        import textwrap
-        return textwrap.wrap(text, width=max(30, self.width - 1), initial_indent=indent, subsequent_indent=indent + "  ",
-                             break_on_hyphens=False, break_long_words=False) or [indent]
+        """`?`: the question in plain words, its terms, what is accepted (advisor/shell/dialoguehelp.py)."""
+        return dialoguehelp.help_lines(q, self.catalog, self.width)
 
     def why(self, q: Question) -> list[str]:
         """MYCIN's WHY: the rules that test this answer, and what they conclude."""
-        name = q.field.split(".", 1)[1] if q.field.startswith(("constraints.", "model.")) else q.field
-        facts = {f"workload.{name}"}
-        if q.field == "model" or q.field.startswith("model."):
-            facts |= {"workload.model", "workload.params_b", "workload.active_params_b", "workload.per_card_need_gb",
-                      "workload.weights_gb", "workload.moe"}
-        if q.field in ("context_tokens", "concurrency", "precision", "method"):
-            facts |= {"workload.per_card_need_gb"}
-        rules = [r for r in self.kb.rules if facts & set(r.facts_used) and self._may_apply(r)]
-        if not rules:
-            return ["  No rule tests this answer directly; the estimator uses it for the memory and speed figures."]
-        lines = [f"  {len(rules)} rule(s) use this answer:"]
-        for r in rules[:12]:
-            effects = ", ".join(_effect_word(k, v) for k, v in r.effects.items())
-            lines.append(f"  - {r.title} ({', '.join(r.source)}): {effects}")
-        if len(rules) > 12:
-            lines.append(f"  ... and {len(rules) - 12} more (gpu-advisor rules list)")
-        return lines
+        return dialoguehelp.why_lines(q, self.kb, self.answers)
 
-    def _may_apply(self, rule) -> bool:
-        """False for a rule whose top-level tests on answers already given exclude it (a training rule
-        in an inference session)."""
-        from advisor.judgement.engine import guard
-        from advisor.judgement.knowledge import evaluate
-        known = {}
-        for k, v in self.answers.items():
-            name = k.split(".", 1)[1] if k.startswith(("constraints.", "model.")) else k
-            if not k.startswith("model."):
-                known[f"w_{name}"] = v
-        for leaf in guard(rule.when):
-            if leaf.fact.startswith("workload.") and f"w_{leaf.fact[9:]}" in known and not evaluate(leaf, known):
-                return False
-        return True
-
+    def _wrap(self, text: str, indent: str = "  ") -> list[str]:
+        return dialoguehelp.wrap(text, self.width, indent)
     def back(self) -> list[str]:
         if not self.asked:
             return ["  This is the first question."]
@@ -459,33 +349,12 @@ class Dialogue:
         return transcripts.transcript_yaml(self)
 
 
-def _size(b) -> str:
-    if not b:
-        return "size unknown"
-    return f"{b / 1000:.3g}T" if b >= 1000 else f"{b:.3g}B"
-
-
-def _n(x: float) -> str:
-    return f"{int(x):,}" if float(x).is_integer() else f"{x:,g}"
-
-
 def _show(v) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
-
-
-def _effect_word(kind: str, v) -> str:
-    if kind in ("prefer", "avoid"):
-        target = ", ".join(str(v[s]) for s in ("gpu", "vendor", "generation", "class") if s in v) or "the candidate"
-        return f"{kind} {target} ({v['weight']:g})"
-    if kind == "exclude":
-        return "exclude"
-    if kind == "derive":
-        return "derive " + ", ".join(v)
-    return kind
 
 
 def replay(path: str | Path, catalog: Catalog, kb: KnowledgeBase) -> tuple[bool, list[str]]:
