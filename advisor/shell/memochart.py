@@ -1,0 +1,60 @@
+"""The memo's memory chart: the geometry of the SVG that the HTML template draws (each candidate's
+memory need, split in the ledger's proportions, against the capacity of its cards), as strings."""
+from __future__ import annotations
+
+from advisor.inputs.catalog import Catalog
+
+#: the memory ledger's terms as the memo names them, in the ledger's order (the table and the chart)
+LEDGER_LABELS = {"weights_gb": "Weights", "kv_cache_gb": "KV cache", "activations_gb": "Activations",
+                 "gradients_gb": "Gradients", "optimizer_gb": "Optimizer states", "overhead_gb": "Overhead / safety"}
+
+
+def gb(x) -> str:
+    """A memory figure in words: one decimal below 1,000 GB."""
+    if x is None:
+        return "unknown"
+    return f"{x:,.1f} GB" if x < 1000 else f"{x:,.0f} GB"
+
+
+def chart(rec: dict, catalog: Catalog) -> dict:
+    """Geometry of the SVG chart: each candidate's memory need (split in the ledger's proportions)
+    against the capacity of its cards."""
+    est = rec["estimate"]
+    led = est["ledger"]
+    total = led["total_gb"] or 1
+    shown = [c for c in rec["candidates"] if c["fits"]][:12]
+    cands = {c["gpu"]: c for c in est["candidates"]}
+    rows = []
+    scale_max = max((cands[c["gpu"]]["count"] * catalog.gpus[c["gpu"]].memory_gb for c in shown), default=1)
+    width = 520
+    colours = {"weights_gb": "#4e79a7", "kv_cache_gb": "#f28e2b", "activations_gb": "#59a14f",
+               "gradients_gb": "#e15759", "optimizer_gb": "#b07aa1", "overhead_gb": "#9c9c9c"}
+    for i, c in enumerate(shown):
+        e = cands[c["gpu"]]
+        capacity = e["count"] * catalog.gpus[c["gpu"]].memory_gb
+        need = e["count"] * e["per_card_gb"]
+        x = 0.0
+        segs = []
+        for k, colour in colours.items():
+            share = (led[k] or 0) / total
+            w = need * share / scale_max * width
+            if w <= 0:
+                continue
+            segs.append({"x": f"{160 + x:.1f}", "w": f"{w:.1f}", "colour": colour, "label": LEDGER_LABELS[k]})
+            x += w
+        rows.append({"y": f"{30 + i * 28}", "ty": f"{30 + i * 28 + 14}", "gpu": c["gpu"],
+                     "cap_w": f"{capacity / scale_max * width:.1f}", "segs": segs,
+                     "label": f"{gb(need)} of {gb(capacity)} ({e['count']} card{'s' if e['count'] > 1 else ''})",
+                     "lx": f"{160 + capacity / scale_max * width + 6:.1f}",
+                     "winner": bool(rec.get("recommendation")) and c["gpu"] == rec["recommendation"]["gpu"]})
+    present = [(k, col) for k, col in colours.items() if led[k]]
+    legend, x, row, total_w = [], 160.0, 0, 160 + width + 230
+    for k, col in present:
+        w = 14 + len(LEDGER_LABELS[k]) * 7.5 + 16        # swatch, label (generous 12 px characters), gap
+        if x + w > total_w and x > 160:
+            x, row = 160.0, row + 1
+        legend.append({"x": f"{x:.0f}", "tx": f"{x + 14:.0f}", "right": f"{x + w - 10:.0f}", "colour": col,
+                       "label": LEDGER_LABELS[k], "y": f"{36 + len(rows) * 28 + row * 18}", "ty": f"{46 + len(rows) * 28 + row * 18}"})
+        x += w
+    return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend,
+            "legend_y": f"{36 + len(rows) * 28}", "legend_ty": f"{46 + len(rows) * 28}"}

@@ -1,0 +1,171 @@
+"""The dialogue's questions (rules/questions.yaml): each asks one workload field, checked by that
+field's Spec in the workload schema (advisor/inputs/workload.py), with its help, glossary terms,
+synonyms and the ways its number may be typed (advisor/shell/units.py); and how a typed answer is
+read (`read_answer`) or refused with what is accepted (`accepted`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor import HOME
+from advisor.base import yamlio
+from advisor.base.errors import Collector, InputError
+from advisor.inputs.catalog import Catalog
+from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, Spec, check_value
+
+QUESTIONS_FILE = HOME / "rules" / "questions.yaml"
+#: what every question accepts besides an answer (offered by completion, handled by the dialogue)
+COMMANDS = ("?", "why", "back", "quit")
+YES = {"y", "yes", "true", "1", "on"}
+NO = {"n", "no", "false", "0", "off"}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question of the dialogue (rules/questions.yaml)."""
+
+    id: str
+    field: str
+    prompt: str
+    help: str
+    spec: Spec
+    default: object = None
+    optional: bool = False
+    when: dict = field(default_factory=dict)
+    kind: str = ""
+    unit: str = "count"            # how a number may be typed (advisor/units.py)
+    synonyms: dict = field(default_factory=dict)   # normalised typed text -> accepted answer
+    terms: tuple = ()              # glossary lines shown by `?`
+    said: tuple = ()               # (synonym as written in the questions file, its answer), for the help
+    unset: str = ""                # what Enter leaves to the advisor ("the planner's choice"), shown as the default
+
+
+def spec_of(field_name: str) -> Spec:
+    """The schema's Spec of a question's field (`constraints.X` and `model.X` name nested ones)."""
+    if field_name.startswith("constraints."):
+        return CONSTRAINTS[field_name.split(".", 1)[1]]
+    if field_name.startswith("model."):
+        return MODEL_FIELDS[field_name.split(".", 1)[1]]
+    return FIELDS[field_name]
+
+
+#: the schema's unit of a field -> how advisor/shell/units.py reads a number typed for it
+UNITS = {"B": "billions", "tokens": "tokens", "USD/h": "usd_per_hour", "kW": "kw"}
+
+
+def norm(text: str) -> str:
+    """What people type, compared without case, spaces, hyphens or underscores ('Fine tune' = 'finetune')."""
+    return re.sub(r"[\s_-]+", "", str(text).lower())
+
+
+def glossary(path: Path = QUESTIONS_FILE) -> dict:
+    """The one-line explanations of terms (KV cache, tensor parallelism, ...) in the questions file."""
+    return dict((yamlio.load(path) or {}).get("terms") or {})
+
+
+def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
+    """The questions in the order asked; a malformed file is an InputError naming file:line."""
+    data = yamlio.load(path)
+    col = Collector(str(path))
+    out, seen = [], set()
+    terms = (data or {}).get("terms") or {}
+    for i, q in enumerate((data or {}).get("questions") or []):
+        line = yamlio.line_of(data["questions"], i)
+        try:
+            spec = spec_of(q["field"])
+        except (KeyError, TypeError):
+            col.add(f"question needs an id and a workload field (got {q!r})", line)
+            continue
+        if q["id"] in seen:
+            col.add(f"duplicate question id '{q['id']}'", line)
+        seen.add(q["id"])
+        unknown = [t for t in q.get("terms") or [] if t not in terms]
+        if unknown:
+            col.add(f"question '{q['id']}' names unknown terms: {', '.join(unknown)}", line)
+        out.append(Question(q["id"], q["field"], q["prompt"], q.get("help", ""), spec,
+                            q.get("default", spec.default), bool(q.get("optional")), dict(q.get("when") or {}),
+                            q.get("type", spec.kind), q.get("unit") or UNITS.get(spec.unit, "count"),
+                            {norm(k): v for k, v in (q.get("synonyms") or {}).items()},
+                            tuple(terms[t] for t in q.get("terms") or [] if t in terms),
+                            tuple((str(k), str(v)) for k, v in (q.get("synonyms") or {}).items()),
+                            str(q.get("unset") or "")))
+    col.raise_if_any()
+    return out
+
+
+#: how each kind of number may be typed, for the "Accepted:" line
+UNIT_FORMS = {"billions": "27, 27B, 1.5T or 600M", "tokens": "e.g. 2000, 2k, 60M, 1.5T", "context": "e.g. 8192, 8k, 128K",
+              "count": "e.g. 64 or 1k", "usd_per_hour": "e.g. 20, $20 or 20/h", "kw": "e.g. 5, 5kW or 5000 W",
+              "share": "e.g. 0.5, 50%, 12h/day or 8x5"}
+
+
+def read_answer(q: Question, text: str, catalog: Catalog, default=None):
+    """(value, None) for an accepted answer, (None, reason) for a refused one; Enter takes `default`."""
+    if text == "":
+        if default is not None:
+            return default, None
+        if q.optional:
+            return None, None
+        return None, f"An answer is needed. {accepted(q)}"
+    if q.kind == "model":
+        if text.lower() == "other":
+            return "other", None
+        try:
+            return catalog.model(text).id, None
+        except InputError as exc:
+            return None, exc.problems[0].message.replace("unknown model", "Unknown model") + " (or 'other')"
+    if norm(text) in q.synonyms:
+        text = str(q.synonyms[norm(text)])
+    if q.kind == "bool":
+        if text.lower() in YES:
+            return True, None
+        if text.lower() in NO:
+            return False, None
+        return None, f"Please answer yes or no. {accepted(q)}"
+    if q.kind == "enum":
+        matches = [c for c in q.spec.choices if c.startswith(text.lower())]
+        if text.lower() in q.spec.choices:
+            return text.lower(), None
+        if len(matches) == 1:
+            return matches[0], None
+        return None, f"'{text}' is not one of the choices. {accepted(q)}"
+    value = text
+    if q.kind in ("int", "float"):
+        from advisor.shell.units import UnitError, parse_number
+        try:
+            value = parse_number(text, q.unit)
+        except UnitError as exc:
+            return None, f"{str(exc)[0].upper()}{str(exc)[1:]}. {accepted(q)}"
+        if q.kind == "int" and isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+            value = int(value)
+    col = Collector()
+    checked = check_value(q.spec, value, col, q.field, None)
+    if col.problems:
+        return None, f"{col.problems[0].message[0].upper()}{col.problems[0].message[1:]}. {accepted(q)}"
+    return checked, None
+
+
+def accepted(q: Question) -> str:
+    """What the question accepts, said for the help and for a refused answer."""
+    s = q.spec
+    if q.kind == "model":
+        return "Accepted: a catalog model id (Tab completes) or 'other'."
+    if q.kind == "bool":
+        return "Accepted: yes or no."
+    if q.kind == "enum":
+        firsts = {}
+        for text, target in q.said:             # one synonym per choice, as the file writes it
+            firsts.setdefault(target, text)
+        also = list(firsts.values())[:5]
+        return f"Accepted: {', '.join(s.choices)}" + (f" (also {', '.join(also)} and more)." if also else ".")
+    if q.kind in ("int", "float"):
+        unit = {"B": " billion"}.get(s.unit, f" {s.unit}" if s.unit else "")
+        rng = f"a {'whole ' if q.kind == 'int' else ''}number from {_n(s.min)} to {_n(s.max)}{unit}"
+        forms = UNIT_FORMS.get(q.unit, "")
+        return f"Accepted: {rng}" + (f" ({forms})" if forms else "") + (", or Enter to skip." if q.optional else ".")
+    return "Accepted: a short text."
+
+
+def _n(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,g}"

@@ -1,0 +1,139 @@
+"""The dialogue's session with the world: the prompt-toolkit terminal (and piped lines), the resume
+file that Ctrl-C / Ctrl-D / quit leave, and the memo, decision record and transcript written side by
+side at the end. The dialogue itself (advisor/shell/dialogue.py) only answers one line at a time;
+a dry run (a replay) writes nothing."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from advisor import __version__
+from advisor.base import yamlio
+from advisor.base.errors import InputError
+from advisor.base.files import refuse_output, write_atomic
+from advisor.shell.questions import COMMANDS
+from advisor.shell.transcripts import transcript_yaml
+
+RESUME_FILE = ".gpu-advisor-resume.yaml"
+
+
+def terminal_width() -> int:
+    """The terminal's width for help texts (COLUMNS first, as shutil reads it), at least 40."""
+    import shutil
+    return max(40, shutil.get_terminal_size().columns)
+
+
+# --- the terminal ---------------------------------------------------------------------------------------
+
+def run_interactive(dlg, write=None) -> int:
+    """Drive the dialogue with prompt-toolkit; Ctrl-C / Ctrl-D save the answers. Returns an exit code."""
+    from prompt_toolkit import PromptSession, print_formatted_text
+    from prompt_toolkit.completion import WordCompleter
+    from prompt_toolkit.history import InMemoryHistory
+
+    say = write or (lambda s: print_formatted_text(s))
+    session = PromptSession(history=InMemoryHistory())
+    say("gpu-advisor: a few questions about your workload, then a recommendation and a memo.")
+    say("Type ? for help, why for the rules an answer feeds, back to revise, quit to leave. Enter accepts [defaults].")
+    while dlg.stage not in ("done", "quit"):
+        p = dlg.current()
+        if dlg.stage == "confirm" and p.id == "confirm" and not getattr(dlg, "_summarised", False):
+            for line in dlg.summary():
+                say(line)
+            dlg._summarised = True
+        if dlg.stage != "confirm":
+            dlg._summarised = False
+        try:
+            text = session.prompt(p.text, completer=WordCompleter(p.completions + list(COMMANDS), ignore_case=True,
+                                                                  sentence=True) if p.completions else None)
+        except (KeyboardInterrupt, EOFError) as exc:
+            path = dlg.save_resume()
+            say(f"\nInterrupted: your answers are saved to {path}; continue with: gpu-advisor ask --resume {path}")
+            return 130 if isinstance(exc, KeyboardInterrupt) else 1
+        for line in dlg.submit(text):
+            say(line)
+    return 0
+
+
+def run_lines(dlg, lines, write) -> int:
+    """Drive the dialogue from piped lines (the test harness); running out of lines acts as Ctrl-D."""
+    it = iter(lines)
+    while dlg.stage not in ("done", "quit"):
+        p = dlg.current()
+        if dlg.stage == "confirm":
+            for line in dlg.summary():
+                write(line)
+        write(p.text)
+        try:
+            text = next(it).rstrip("\n")
+        except StopIteration:
+            path = dlg.save_resume()
+            write(f"Input ended: your answers are saved to {path}; continue with: gpu-advisor ask --resume {path}")
+            return 1
+        for line in dlg.submit(text):
+            write(line)
+    return 0
+
+
+# --- the resume file ------------------------------------------------------------------------------------
+
+def save_resume(dlg, path: Path) -> Path:
+    """Write the answers so far to `path` (nothing in a dry run); returns the path."""
+    if dlg.dry_run:              # a replay or a dry run writes nothing
+        return path
+    state = {"resume": 1, "advisor": __version__, "answers": dlg.answers, "preset": sorted(dlg.preset),
+             "asked": dlg.asked, "steps": dlg.steps}
+    # the resume file this session continues is read, and meant to be saved over
+    write_atomic(path, yaml.safe_dump(state, sort_keys=False, allow_unicode=True), replaces=dlg.resumed_from)
+    return path
+
+
+def load_resume(path: str | Path) -> dict:
+    """The state a resume file saved (answers, preset, asked, steps); InputError for anything else."""
+    state = yamlio.load(path)
+    if not isinstance(state, dict) or state.get("resume") != 1 or not isinstance(state.get("answers"), dict):
+        raise InputError(f"{path}: not a gpu-advisor resume file")
+    return yamlio.plain(state)
+
+
+def remove_resume(*paths) -> None:
+    """The session completed: a resume file it was started from (or that an interruption left in the
+    output folder) is no longer needed."""
+    for p in set(paths) - {None}:
+        try:
+            Path(p).unlink()
+        except FileNotFoundError:
+            pass
+
+
+# --- the outputs ----------------------------------------------------------------------------------------
+
+def output_paths(memo_path: Path) -> tuple[Path, Path, Path]:
+    """The memo, and beside it the decision record (-decision.json) and the transcript (-transcript.yaml)."""
+    base = memo_path.with_suffix("") if memo_path.suffix else memo_path
+    return (memo_path, base.parent / (base.name.removesuffix("-memo") + "-decision.json"),
+            base.parent / (base.name.removesuffix("-memo") + "-transcript.yaml"))
+
+
+def refusal(paths) -> str:
+    """Why one of the outputs may not be written (an input, a FIFO, ...), or "" when all may: all three
+    are checked before any is written."""
+    try:
+        for p in paths:
+            refuse_output(p)
+    except InputError as exc:
+        return str(exc.problems[0])
+    return ""
+
+
+def write_outputs(dlg, paths: tuple[Path, Path, Path]) -> list[Path]:
+    """The memo in the dialogue's chosen format, the decision record and the session's transcript."""
+    from advisor.shell import memo           # Jinja and the templates load only when a memo is written
+    memo_path, decision_path, transcript_path = paths
+    rec = dlg.decision.record
+    write_atomic(memo_path, memo.render(rec, dlg.catalog, dlg.memo_format))
+    write_atomic(decision_path, json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_atomic(transcript_path, transcript_yaml(dlg))
+    return [memo_path, decision_path, transcript_path]
