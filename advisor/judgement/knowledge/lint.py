@@ -227,6 +227,8 @@ def _unreachable(cond) -> str | None:
     return None
 
 
+# --- effects --------------------------------------------------------------------------------------
+
 def _parse_effects(raw, col: Collector, line, rid, vocab: dict | None = None) -> dict:
     effects = {}
     if not isinstance(raw, dict) or not raw:
@@ -286,7 +288,10 @@ def _parse_effects(raw, col: Collector, line, rid, vocab: dict | None = None) ->
     return effects
 
 
-def check_rules(raw_rules: list[tuple], shipped_files: set[str], vocab: dict | None = None) -> tuple[list[Rule], dict, list[Problem]]:
+# --- rules: each one, then the set (ids, replacements, scopes, strata, texts) ---------------------
+
+def check_rules(raw_rules: list[tuple], shipped_files: set[str],
+                vocab: dict | None = None) -> tuple[list[Rule], dict, list[Problem]]:
     """Parse and check the rules of every file, given as (file, line, raw rule) in load order: the
     rules in force (a later file's rule may replace a shipped one), the derived facts with their
     scope, and every problem found."""
