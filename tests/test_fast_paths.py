@@ -14,7 +14,7 @@ from advisor.inputs import workload
 from advisor.base import yamlio
 from advisor.numbers import estimate as estimator
 from advisor.base.errors import InputError
-from advisor.judgement.knowledge import _jinja_template, _PlainText, compiled_template
+from advisor.judgement.knowledge.texts import _jinja_template, _PlainText, compiled_template
 
 from conftest import EXAMPLES, ROOT
 
@@ -225,7 +225,7 @@ def test_loaders_leave_the_collector_as_they_found_it(tmp_path):
 
 
 def test_plain_rule_texts_are_checked_without_jinja_but_alike():
-    from advisor.judgement.knowledge import _jinja_refs, _template_refs
+    from advisor.judgement.knowledge.texts import _jinja_refs, _template_refs
     texts = {t for r in knowledge.load().rules for t in _texts(r) if t}
     assert texts
     for text in texts:

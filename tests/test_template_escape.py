@@ -176,9 +176,9 @@ def test_the_environments_offer_two_plain_functions_as_globals():
 
 def test_a_rule_text_cannot_escape_either():
     from jinja2.exceptions import SecurityError, UndefinedError
-    from advisor.judgement import knowledge
+    from advisor.judgement.knowledge.texts import _jinja_template
     for text in ("{{ workload.__class__ }}", "{{ range.env }}", "{{ workload.items.__self__ }}", "{{ cycler }}"):
         with pytest.raises((SecurityError, UndefinedError)):
-            knowledge._jinja_template(text).render(workload={"mode": "inference"}, candidate={}, derived={})
-    assert knowledge._jinja_template("{{ workload.mode }}: {{ workload.x | gb }}").render(
+            _jinja_template(text).render(workload={"mode": "inference"}, candidate={}, derived={})
+    assert _jinja_template("{{ workload.mode }}: {{ workload.x | gb }}").render(
         workload={"mode": "inference", "x": 12.34}) == "inference: 12.3 GB"

@@ -91,7 +91,7 @@ def _own_rules(args, kb):
     from advisor.judgement import knowledge
     if not args.dir:
         return kb
-    own = [r for r in kb.rules if not knowledge._is_shipped(knowledge.HOME / r.file) or r.replaces]
+    own = [r for r in kb.rules if not knowledge.is_shipped(knowledge.HOME / r.file) or r.replaces]
     return knowledge.KnowledgeBase(own, [f for f in kb.files if not f.startswith("rules/")], kb.digest, kb.derived)
 
 
