@@ -183,12 +183,12 @@ def _shipped_digest() -> str:
 def cmd_ask(args) -> int:
     from advisor.shell import dialogue
     from advisor.inputs import workload
-    cat = _catalog(args)
-    kb = _kb(args)
+    s = _setup(args)
+    cat = s.catalog
     out_dir = args.out_dir or "."
     if args.resume:
         try:
-            dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
+            dlg = dialogue.Dialogue.resume(args.resume, s, out_dir=out_dir)
             dlg.current()                          # the state it restores must be one the dialogue can continue
         except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
             from advisor.base.errors import Problem
@@ -200,7 +200,7 @@ def cmd_ask(args) -> int:
             data = workload.yamlio.load(args.from_file)
             workload.parse(data, cat, args.from_file)          # refuse an invalid file up front
             answers = dialogue.answers_from(data, cat)
-        dlg = dialogue.Dialogue(cat, kb, answers=answers, out_dir=out_dir)
+        dlg = dialogue.Dialogue(s, answers=answers, out_dir=out_dir)
     piped = os.environ.get("GPU_ADVISOR_PIPE") == "1"
     if not sys.stdin.isatty() and not piped:
         print("gpu-advisor: error: `ask` is an interactive dialogue and needs a terminal; for a workload file use "
@@ -213,12 +213,11 @@ def cmd_ask(args) -> int:
 
 def cmd_replay(args) -> int:
     from advisor.shell import dialogue
-    cat = _catalog(args)
-    kb = _kb(args)
+    s = _setup(args)
     failed = 0
     for path in args.transcripts:
         try:
-            same, diffs = dialogue.replay(path, cat, kb)
+            same, diffs = dialogue.replay(path, s)
         except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
             from advisor.base.errors import Problem
             raise InputError(Problem(f"not a transcript this version can replay ({type(exc).__name__}: {str(exc)[:80]})",
