@@ -38,6 +38,7 @@ FIELDS: dict[str, Spec] = {
     "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens"),
     "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
+    "prefix_cache_hit": Spec("float", "Share of prompt tokens an API would bill at its cached-input price (a shared system prompt, a repeated context), 0-1.", min=0, max=1, default=0, modes=("inference",)),
     "concurrency": Spec("int", "Inference: sequences served at once, or 'max' for offline throughput at the largest batch that fits. Training: micro-batch per GPU.", min=1, max=1_000_000, default=1, unit="sequences"),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
@@ -109,6 +110,7 @@ class Workload:
     context_tokens: int = 8192
     prompt_tokens: int = 1000
     output_tokens: int = 1000
+    prefix_cache_hit: float = 0.0     # share of prompt tokens read from a prefix cache (API cached-input price)
     concurrency: int = 1
     concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits
     training_tokens: float | None = None

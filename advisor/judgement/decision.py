@@ -11,6 +11,7 @@ from advisor.inputs.catalog import Catalog
 from advisor.judgement.engine import runner
 from advisor.base.errors import InputError, Problem
 from advisor.judgement import ranking
+from advisor.numbers import api
 from advisor.numbers import estimate as estimator
 from advisor.numbers import planner
 from advisor.numbers.estimate import Estimate
@@ -263,7 +264,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
 
 
 def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
-    wf, cfs = facts_for(est)
+    wf, cfs = facts_for(est, catalog)
     wf["id"] = "workload"
     for c in cfs:
         c["id"] = c["c_gpu"]
@@ -414,6 +415,7 @@ def _record(d: Decision, catalog: Catalog, cfs: list[dict]) -> dict:
     rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": rounded(d.ranked.break_even.get(g))}
                         for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
     rec["suggestions"] = _suggestions(d, catalog)
+    rec["api_comparison"] = api.record(by_id.get(d.winner), est.workload, catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
