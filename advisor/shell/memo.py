@@ -22,6 +22,7 @@ from advisor.inputs.catalog import Catalog
 from advisor.base.errors import InputError, Problem
 from advisor.base.files import note_read
 from advisor.numbers.objective import UNIT_LABELS
+from advisor.shell import wording
 from advisor.base.sandbox import MAX_TEXT, TEMPLATE_SECONDS    # the time limit is read from here at each rendering
 from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, fmt_input as _fmt_input, gist as _gist, offer as _offer, \
     markdown_code as _markdown_code, markdown_finalize as _markdown_finalize, plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
@@ -234,6 +235,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
         if isinstance(tco, dict) and tco:
             summary["cost"].append(("Buy or rent", _tco(tco)))
         summary["objective"] = _objective(r)
+        summary["api"] = wording.api_line(rec.get("api_comparison"), c.get("concurrency") or inputs.get("concurrency"))
         v["facts"] = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
                       ("Cards", f"{r['count']} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"),
                       ("Layout", _layout(r, gpu.gpus_per_node)),
