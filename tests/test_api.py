@@ -162,5 +162,5 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
-    assert "an API costs $0.10 per million tokens (prompt + output) here" in line
-    assert "self-hosting is cheaper above 413 million tokens a day" in line
+    assert "An API costs $0.10 per million tokens here (wandb, 2026-12-01)" in line
+    assert "self-hosting is cheaper above 413 million tokens a day (this plan: 318 million at $0.13)" in line

@@ -212,7 +212,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
     d = rec.get("decisive_rule")
     hours, hours_how = _utilisation(inputs)
     summary: dict = {"cost": [], "reasons": [], "risks": [], "alternatives": [], "suggestions": [], "unpriced": [],
-                     "objective": ""}
+                     "objective": "", "api": None}
     if r:
         c = cands[r["gpu"]]
         gpu = catalog.gpus[r["gpu"]]
@@ -235,7 +235,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
         if isinstance(tco, dict) and tco:
             summary["cost"].append(("Buy or rent", _tco(tco)))
         summary["objective"] = _objective(r)
-        summary["api"] = wording.api_line(rec.get("api_comparison"), c.get("concurrency") or inputs.get("concurrency"))
+        summary["api"] = wording.api_line(rec.get("api_comparison"))
         v["facts"] = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
                       ("Cards", f"{r['count']} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"),
                       ("Layout", _layout(r, gpu.gpus_per_node)),
