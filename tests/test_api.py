@@ -163,4 +163,4 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
     assert "An API costs $0.10 per million tokens here (wandb, 2026-12-01)" in line
-    assert "self-hosting is cheaper above 413 million tokens a day (this plan: 318 million at $0.13)" in line
+    assert "this plan costs $0.13 at this load (318 million a day): the API is cheaper, self-hosting wins above 413 million tokens a day" in line

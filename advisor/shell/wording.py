@@ -269,5 +269,7 @@ def api_line(a: dict | None) -> str | None:
     be = a.get("break_even_tokens_per_day")
     if be is None:
         return text + "; the plan has no price or speed to compare"
-    return (text + f"; self-hosting is cheaper above {be / 1e6:,.0f} million tokens a day (this plan: "
-            f"{a['load_tokens_per_day'] / 1e6:,.0f} million at {_per_m(a['plan_usd_per_million_tokens'])})")
+    plan, api = a["plan_usd_per_million_tokens"], a["api_usd_per_million_tokens"]
+    verdict = "the API is cheaper" if plan is not None and api is not None and plan > api else "self-hosting is cheaper"
+    return (text + f"; this plan costs {_per_m(plan)} at this load ({a['load_tokens_per_day'] / 1e6:,.0f} million a day): "
+            f"{verdict}, self-hosting wins above {be / 1e6:,.0f} million tokens a day")
