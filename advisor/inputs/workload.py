@@ -69,7 +69,8 @@ CONSTRAINTS: dict[str, Spec] = {
     "usd_per_kwh": Spec("float", "On premises: electricity price.", min=0.001, max=10, unit="USD/kWh"),
     "pue": Spec("float", "On premises: power usage effectiveness of the data centre (facility / IT power).", min=1, max=5),
     "hosting_usd_per_kw_month": Spec("float", "On premises: hosting (colocation) per kW of IT load per month, power excluded.", min=0, max=10_000, unit="USD/kW-month"),
-    "utilisation": Spec("float", "Share of hours the GPUs are busy (rent is paid only for those; owning costs run on).", min=0.01, max=1),
+    "busy_share": Spec("float", "On premises: share of hours the GPUs are busy (renting them instead is paid for those only; owning costs run on).", min=0.01, max=1),
+    "utilisation": Spec("float", "The old name of busy_share (read for one release).", min=0.01, max=1),
 }
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class Constraints:
     usd_per_kwh: float | None = None
     pue: float | None = None
     hosting_usd_per_kw_month: float | None = None
-    utilisation: float | None = None
+    busy_share: float | None = None           # on premises: share of hours busy (rent versus buy)
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,8 @@ class Workload:
             out["layout"] = dict(zip(LAYOUT_FIELDS, self.layout))
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
+        if self.constraints.busy_share is not None:
+            out["constraints"]["utilisation"] = self.constraints.busy_share   # busy_share's old name, for one release
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -375,6 +378,12 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
         checked = check_value(spec, v, col, f"constraints.{key}", line)
         if checked is not None:
             values[key] = checked
+    if "utilisation" in values:
+        # constraints.utilisation named what busy_share names (the top-level `utilisation` is the memo's share
+        # of the month): the old name is read for one release
+        old = values.pop("utilisation")
+        if values.setdefault("busy_share", old) != old:
+            col.add("is the old name of busy_share; give busy_share only", yamlio.line_of(raw, "utilisation"), "constraints.utilisation")
     return Constraints(**values)
 
 

@@ -11,7 +11,7 @@ Pure arithmetic over a Plan, a Workload and the catalog's API prices; the rules 
   tokens/s of all users at the workload's concurrency);
 - busy share u: rented plans are paid for their busy hours only (the workload's `utilisation`, else
   24x7 as the memo's monthly cost assumes); owned plans (`deployment: on-prem`) run their owning cost
-  around the clock and are busy the share their rent-versus-buy figures assume (constraints.utilisation
+  around the clock and are busy the share their rent-versus-buy figures assume (constraints.busy_share
   or catalog/purchase.yaml);
 - plan cost per day = usd_per_hour x paid hours a day; load = tokens per second x 3600 x 24 u;
 - break-even load = plan cost per day / the API's price per token: above it self-hosting is cheaper;

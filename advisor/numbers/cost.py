@@ -216,8 +216,9 @@ def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
 
 # --- rent versus buy ----------------------------------------------------------------------------
 
-#: the purchase.yaml site figures a workload's constraints may override (same names)
-SITE_KEYS = ("amortisation_years", "usd_per_kwh", "pue", "hosting_usd_per_kw_month", "utilisation")
+#: workload constraint -> the purchase.yaml site figure it overrides
+SITE_KEYS = {"amortisation_years": "amortisation_years", "usd_per_kwh": "usd_per_kwh", "pue": "pue",
+             "hosting_usd_per_kw_month": "hosting_usd_per_kw_month", "busy_share": "utilisation"}
 
 
 def purchase_unit(gpu, catalog) -> int | None:
@@ -229,10 +230,10 @@ def _site(catalog, w) -> dict:
     """The data-centre figures: the workload's overrides, else purchase.yaml's sourced defaults."""
     site = (catalog.purchase or {}).get("site", {})
     out = {}
-    for key in SITE_KEYS:
-        fig = site.get(key, {})
+    for key, figure in SITE_KEYS.items():
+        fig = site.get(figure, {})
         mine = getattr(w.constraints, key, None)
-        out[key] = {"v": mine if mine is not None else fig.get("v"), "range": None if mine is not None else fig.get("range"),
+        out[figure] = {"v": mine if mine is not None else fig.get("v"), "range": None if mine is not None else fig.get("range"),
                     "source": "workload file" if mine is not None else f"{fig.get('src')} ({fig.get('date')})"}
     for key in ("server_overhead", "maintenance_share_per_year"):
         fig = site.get(key, {})

@@ -19,6 +19,7 @@ FIELD_LABELS = {
     "micro_batch": "Micro-batch per GPU",
     "training_tokens": "Tokens in the whole job", "latency": "Interactive users or batch processing",
     "task": "Kind of job", "utilisation": "Share of the month in use",
+    "busy_share": "Share of hours the owned GPUs are busy",
     "import_restricted": "Barred from US export-controlled accelerators", "liquid_cooling": "Liquid cooling in the data centre",
     "power_kw_per_node": "Power available per node", "deployment": "Where the GPUs run", "load": "Load",
     "budget_usd_per_hour": "Most you will pay per hour", "max_gpus": "Most GPUs you can use",
@@ -48,6 +49,8 @@ def workload_rows(inputs: dict, catalog: Catalog) -> list[tuple[str, str]]:
             continue
         if k == "constraints":
             for ck, cv in (val or {}).items():
+                if ck == "utilisation":          # busy_share's old name, kept in the record for one release
+                    continue
                 rows.append((label(ck, mode), _fmt_value(ck, cv, catalog)))
             continue
         rows.append((label(k, mode), _fmt_value(k, val, catalog)))
