@@ -5,8 +5,9 @@ Two kinds of figures: the seed's ideal ones (spec peaks, one user; `ideal_figure
 expected ones, from a small model whose efficiency factors were fitted on published measurements
 (catalog/efficiency.yaml, fitted by bench/fit.py on catalog/measurements.yaml; its error is printed
 by bench/accuracy.py and kept in docs/accuracy.md). The functions evaluate the layout they are given
-(c.tp, c.pp, c.dp, c.count) and never choose one; they read no file (the calibration is read once per
-catalog and the per-GPU figures once per GPU), so a planner may call them for every layout it tries.
+(tp, pp, dp, count) and return a frozen Speed; they never choose a layout and never price one
+(numbers.cost does). The calibration is built once per catalog and the per-GPU figures once per GPU
+(no file is read on the way), so a planner may call them for every layout it tries.
 """
 from __future__ import annotations
 
