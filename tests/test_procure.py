@@ -91,7 +91,7 @@ def test_fleet_file_bad_field_is_one_line(tmp_path, capsys):
 
 
 def test_fleet_flag_answers_what_to_add(capsys):
-    assert main(["recommend", "examples/llama-70b-128-users.yaml", "--fleet", "examples/fleet.yaml", "--format", "json"]) == 0
+    assert main(["recommend", "examples/llama-70b-128-users.yaml", "--fleet", "examples/fleets/team-h100.yaml", "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)
     h = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
     assert h["price"]["kind"] == "owned" and h["price"]["fleet_gpus"] == 16
