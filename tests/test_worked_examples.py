@@ -129,8 +129,10 @@ def test_w12_7b_lora_fits_a_24_gb_card(estimate_file):
 def test_w13_power_of_an_8x_h200_node(estimate_file):
     est = estimate_file("gpt-oss-120b-training")
     h200, a100 = est.candidate("h200-sxm"), est.candidate("a100-80gb-sxm")
-    assert h200.count >= 8 and 6 <= h200.power_kw_per_node <= 8
-    assert a100.count >= 8 and 4 <= a100.power_kw_per_node <= 5
+    # issue 22: the vendor's DGX H200 rating (10.2 kW max; C14's 6-8 kW is its typical draw, 6.5-8.5 kW)
+    assert h200.count >= 8 and h200.power_kw_per_node == 10.2 and "NV_DGX_H100_POWER" in h200.why["power_kw_per_node"]
+    # no system figure in the catalog for A100: the seed's host factor, and the memo says so
+    assert a100.count >= 8 and 4 <= a100.power_kw_per_node <= 5 and "host factor" in a100.why["power_kw_per_node"]
 
 
 def test_w06_ideal_and_expected_side_by_side(estimate_file):

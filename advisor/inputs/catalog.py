@@ -324,10 +324,11 @@ def _numbers(col, figs: dict[str, Figure], entry, owner: str, names, positive=()
 
 GPU_REQUIRED = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "gpus_per_node")
 GPU_NUMBERS = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "gpus_per_node",
-               "tdp_w", "mig_instances")
+               "tdp_w", "mig_instances", "system_kw")
 GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops",
                "native_precisions", "interconnect", "form_factor", "gpus_per_node", "tdp_w", "cooling",
-               "mig_instances", "us_export_controlled", "software")
+               "mig_instances", "us_export_controlled", "software",
+               "system_kw")   # power of the vendor's gpus_per_node-GPU system at the wall (issue 22)
 
 
 def _entries(items, kind: str, col: Collector, seen: dict):

@@ -24,6 +24,10 @@ LAYOUT_FIELDS = ("tp", "pp", "dp")
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
 TRAIN = ("training", "fine-tuning")
+DEPLOYMENTS = ("cloud", "on-prem", "air-gapped", "workstation")
+FLEET_FIELDS = {"gpu": "GPU id or alias", "count": "GPUs owned or reserved", "nodes": "nodes they sit in",
+                "location": "where they are", "interconnect": "links between them (e.g. NVLink + InfiniBand)",
+                "usd_per_gpu_hour": "the team's own negotiated price per GPU-hour (reserved capacity), replacing the running cost"}
 
 FIELDS: dict[str, Spec] = {
     "name": Spec("str", "A short name for the workload, used in titles."),
@@ -50,13 +54,16 @@ FIELDS: dict[str, Spec] = {
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
+    "fleet": Spec("fleet", "GPUs the team already owns or has reserved: a list of {gpu, count, nodes, location, interconnect, usd_per_gpu_hour}; owned cards cost their running cost only (or the negotiated usd_per_gpu_hour)."),
 }
 
 CONSTRAINTS: dict[str, Spec] = {
     "import_restricted": Spec("bool", "The team cannot obtain US export-controlled accelerators (T08).", default=False),
     "liquid_cooling": Spec("bool", "The data centre offers liquid cooling (T10).", default=True),
-    "power_kw_per_node": Spec("float", "Power available per node (rack position), kW (C14).", min=0.1, max=1000, unit="kW"),
-    "deployment": Spec("enum", "Where the GPUs run (K02).", ("cloud", "on-prem", "air-gapped"), default="cloud"),
+    "power_kw_per_node": Spec("float", "Power available per node (rack position; on a workstation, its power supply), kW (C14).", min=0.1, max=1000, unit="kW"),
+    "power_kw_per_rack": Spec("float", "Power available per rack, kW: sets how many nodes share a rack (C14).", min=0.1, max=10_000, unit="kW"),
+    "deployment": Spec("enum", "Where the GPUs run (K02): a cloud, the team's data centre, an isolated one, or a desk or lab workstation (wall power, no hosting).", DEPLOYMENTS, default="cloud"),
+    "jobs_per_month": Spec("float", "Training on owned hardware: jobs the cluster runs a month; each job carries its share of the month's owning cost.", min=0.01, max=100_000, unit="jobs"),
     "load": Spec("enum", "Steady or irregular load (T11: irregular favours renting).", ("steady", "irregular"), default="steady"),
     "budget_usd_per_hour": Spec("float", "Most the team will pay per hour for the whole deployment.", min=0.01, max=1e7, unit="USD/h"),
     "max_gpus": Spec("int", "Most GPUs the team can use.", min=1, max=100_000, unit="GPUs"),
@@ -80,7 +87,9 @@ class Constraints:
     import_restricted: bool = False
     liquid_cooling: bool = True
     power_kw_per_node: float | None = None
+    power_kw_per_rack: float | None = None
     deployment: str = "cloud"
+    jobs_per_month: float | None = None
     load: str = "steady"
     budget_usd_per_hour: float | None = None
     max_gpus: int | None = None
@@ -94,6 +103,18 @@ class Constraints:
     pue: float | None = None
     hosting_usd_per_kw_month: float | None = None
     busy_share: float | None = None           # on premises: share of hours busy (rent versus buy)
+
+
+@dataclass(frozen=True)
+class FleetEntry:
+    """GPUs the team owns or has reserved: priced at their running cost, or at the team's own rate."""
+
+    gpu: str
+    count: int
+    nodes: int | None = None
+    location: str | None = None
+    interconnect: str | None = None
+    usd_per_gpu_hour: float | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +152,7 @@ class Workload:
     service_level_refs: tuple[str, ...] = ()   # catalog source IDs of that default (MLPERF_CONF)
     layout: tuple[int, int, int] | None = None   # (tp, pp, dp) given by the user; None: the planner chooses
     constraints: Constraints = field(default_factory=Constraints)
+    fleet: tuple[FleetEntry, ...] = ()          # what the team owns or has reserved (`fleet:`, --fleet)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
     defaults: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()                # what the advisor read differently from the file (old field names)
@@ -152,7 +174,7 @@ class Workload:
             model["name"] = self.model.name
         out = {"name": self.name, "mode": self.mode, "model": model}
         for k in FIELDS:
-            if k in ("name", "mode", "model", "constraints"):
+            if k in ("name", "mode", "model", "constraints", "fleet"):
                 continue
             if self.mode in FIELDS[k].modes:
                 out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
@@ -166,6 +188,8 @@ class Workload:
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
         if self.constraints.busy_share is not None:
             out["constraints"]["utilisation"] = self.constraints.busy_share   # busy_share's old name, for one release
+        if self.fleet:
+            out["fleet"] = [{k: v for k, v in f.__dict__.items() if v is not None} for f in self.fleet]
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -256,6 +280,8 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 col.add("must be a mapping", line, "constraints")
                 continue
             values["constraints"] = _constraints(raw, catalog, col, file)
+        elif spec.kind == "fleet":
+            values["fleet"] = parse_fleet(raw, catalog, col, file, line)
         elif key == "concurrency" and raw == "max":
             values["concurrency_max"] = True
         else:
@@ -385,6 +411,58 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
         if values.setdefault("busy_share", old) != old:
             col.add("is the old name of busy_share; give busy_share only", yamlio.line_of(raw, "utilisation"), "constraints.utilisation")
     return Constraints(**values)
+
+
+def parse_fleet(raw, catalog: Catalog, col: Collector, file: str, line: int | None) -> tuple[FleetEntry, ...]:
+    """`fleet:` (in a workload or a --fleet file): a list of {gpu, count, ...}; each GPU once."""
+    if not isinstance(raw, list) or not raw:
+        col.add("must be a list of {gpu, count, nodes, location, interconnect, usd_per_gpu_hour}", line, "fleet")
+        return ()
+    out: dict[str, FleetEntry] = {}
+    for i, e in enumerate(raw):
+        at = yamlio.line_of(raw, i, line)
+        if not isinstance(e, dict):
+            col.add("must be a mapping {gpu: ID, count: N, ...}", at, f"fleet[{i}]")
+            continue
+        vals: dict = {}
+        for k, v in e.items():
+            kat = yamlio.line_of(e, k, at)
+            if k not in FLEET_FIELDS:
+                col.add(f"unknown fleet field{_suggest(k, FLEET_FIELDS)}", kat, f"fleet[{i}].{k}")
+            elif k == "gpu":
+                try:
+                    vals["gpu"] = catalog.gpu(str(v), f"fleet[{i}].gpu", file, kat).id
+                except InputError as exc:
+                    col.problems.extend(exc.problems)
+            elif k in ("count", "nodes"):
+                got = check_value(Spec("int", FLEET_FIELDS[k], min=1, max=1_000_000), v, col, f"fleet[{i}].{k}", kat)
+                if got is not None:
+                    vals[k] = got
+            elif k == "usd_per_gpu_hour":
+                got = check_value(Spec("float", FLEET_FIELDS[k], min=0, max=10_000, unit="USD/h"), v, col, f"fleet[{i}].{k}", kat)
+                if got is not None:
+                    vals[k] = got
+            elif v is not None:
+                vals[k] = str(v)
+        if "gpu" not in e or "count" not in e:
+            col.add("needs gpu and count", at, f"fleet[{i}]")
+            continue
+        if "gpu" in vals and "count" in vals:
+            if vals["gpu"] in out:
+                col.add(f"{vals['gpu']} is listed twice: give one entry with the total count", at, f"fleet[{i}].gpu")
+                continue
+            out[vals["gpu"]] = FleetEntry(**vals)
+    return tuple(out.values())
+
+
+def load_fleet(path: str | Path, catalog: Catalog) -> tuple[FleetEntry, ...]:
+    """A --fleet file: `fleet: [...]` (or the bare list)."""
+    data = yamlio.load(path)
+    col = Collector(str(path))
+    raw = data.get("fleet") if isinstance(data, dict) else data
+    got = parse_fleet(raw, catalog, col, str(path), yamlio.line_of(data, "fleet", 1) if isinstance(data, dict) else 1)
+    col.raise_if_any()
+    return got
 
 
 def load(path: str | Path, catalog: Catalog) -> Workload:

@@ -163,7 +163,7 @@ def _option(c: Plan, score: float, unit: str, w) -> ranking.Option:
     # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
     listed = bool(c.price) and c.price.get("tier") == "listing"
     # on premises a rental quote is not what the hardware costs: only an owning cost (kind purchase) ranks
-    rental_on_prem = w.constraints.deployment != "cloud" and bool(c.price) and c.price.get("kind") != "purchase"
+    rental_on_prem = w.constraints.deployment != "cloud" and bool(c.price) and c.price.get("kind") not in ("purchase", "owned")
     return ranking.Option(c.gpu.id, c.count or 0, score, None if listed or rental_on_prem else unit_cost(c, unit), hours, t)
 
 

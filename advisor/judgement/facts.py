@@ -54,7 +54,9 @@ FACTS: dict[str, Fact] = {
     "workload.import_restricted": Fact("boolean", "", "the team cannot obtain US export-controlled accelerators"),
     "workload.liquid_cooling": Fact("boolean", "", "the data centre offers liquid cooling"),
     "workload.power_kw_per_node": Fact("number", "kW", "power available per node (absent: no limit given)"),
-    "workload.deployment": Fact("string", "", "cloud | on-prem | air-gapped"),
+    "workload.power_kw_per_rack": Fact("number", "kW", "power available per rack (absent: no limit given)"),
+    "workload.fleet_gpus": Fact("integer", "GPUs", "GPUs the team owns or has reserved, all kinds (absent: no fleet given)"),
+    "workload.deployment": Fact("string", "", "cloud | on-prem | air-gapped | workstation"),
     "workload.load": Fact("string", "", "steady | irregular"),
     "workload.budget_usd_per_hour": Fact("number", "USD/h", "most the team pays per hour (absent: no limit given)"),
     "workload.objective": Fact("string", "", "what the plan minimises: cost | time | cards"),
@@ -100,6 +102,10 @@ FACTS: dict[str, Fact] = {
     "candidate.tokens_per_s_per_user": Fact("number", "tokens/s", "output tokens per second for one user"),
     "candidate.training_hours": Fact("number", "h", "hours to process the training tokens"),
     "candidate.power_kw_per_node": Fact("number", "kW", "power per node incl. host (C14)"),
+    "candidate.nodes_per_rack": Fact("integer", "nodes", "whole nodes the rack's power feeds (absent: no rack power given)"),
+    "candidate.system_power_known": Fact("boolean", "", "power per node comes from the vendor's system specification, not the C14 host factor"),
+    "candidate.owned_gpus": Fact("integer", "GPUs", "cards of the plan that the team's fleet already holds (absent: none)"),
+    "candidate.added_gpus": Fact("integer", "GPUs", "cards the plan needs beyond the team's fleet of this GPU"),
     "candidate.power_margin_kw": Fact("number", "kW", "available power per node minus the node's need (absent: no limit given)"),
     "candidate.usd_per_hour": Fact("number", "USD/h", "rental cost of the layout (absent: price unknown)"),
     "candidate.budget_margin_usd_per_hour": Fact("number", "USD/h", "budget minus cost per hour (absent: no budget or price)"),
@@ -109,7 +115,7 @@ FACTS: dict[str, Fact] = {
     "candidate.idle_gpus": Fact("integer", "GPUs", "GPUs rented with the instances but not used by the layout (K13)"),
     "candidate.idle_share": Fact("number", "", "idle_gpus / GPUs rented: 0 when the layout uses every rented GPU"),
     "candidate.price_tier": Fact("string", "", "quote | catalog | listing: how trustworthy the price is"),
-    "candidate.price_kind": Fact("string", "", "on-demand | spot | reserved | endpoint | purchase: what kind of offer prices the plan"),
+    "candidate.price_kind": Fact("string", "", "on-demand | spot | reserved | endpoint | purchase | owned (the team's fleet): what kind of offer prices the plan"),
     "candidate.unit_cost": Fact("number", "USD", "cost per unit of work: per job (training with training_tokens), per million training tokens (training without), per million output tokens (batch serving), per hour (interactive serving)"),
     "candidate.cost_ratio_to_cheapest": Fact("number", "", "unit_cost / the lowest unit_cost of the priced candidates that fit (1: the cheapest; absent: unpriced or listing-only)"),
     "candidate.rental_multiple": Fact("number", "", "cards of the plan / the fewest cards any layout needs (1: no card beyond what the memory needs)"),
@@ -198,6 +204,8 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "kv_fallback": led.kv_fallback, "import_restricted": w.constraints.import_restricted,
         "liquid_cooling": w.constraints.liquid_cooling, "power_kw_per_node": w.constraints.power_kw_per_node,
         "deployment": w.constraints.deployment, "load": w.constraints.load,
+        "power_kw_per_rack": w.constraints.power_kw_per_rack,
+        "fleet_gpus": sum(f.count for f in w.fleet) if w.fleet else None,
         "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
     }
@@ -247,6 +255,11 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              load_million_tokens_per_day=a.load_tokens_per_day / 1e6 if a.load_tokens_per_day else None,
                              break_even_million_tokens_per_day=a.break_even_tokens_per_day / 1e6 if a.break_even_tokens_per_day else None,
                              break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
+            cvals["system_power_known"] = c.gpu.num("system_kw") is not None
+            if c.price and c.price.get("kind") == "owned":
+                cvals.update(owned_gpus=c.price["owned_gpus"], added_gpus=c.price["added_gpus"])
+            if w.constraints.power_kw_per_rack is not None and c.power_kw_per_node:
+                cvals["nodes_per_rack"] = int(w.constraints.power_kw_per_rack // c.power_kw_per_node)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:
                 cvals["power_margin_kw"] = w.constraints.power_kw_per_node - c.power_kw_per_node
             if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:

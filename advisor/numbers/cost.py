@@ -20,10 +20,14 @@ from dataclasses import dataclass, field, replace
 from advisor.inputs.catalog import PRICE_TIERS, Price
 from advisor.inputs.skypilot import PROVIDERS
 
-HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW
+HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW (fallback only)
 HOURS_PER_MONTH = 730              # 8,760 h / 12
 INSTANCE_KINDS = ("on-demand", "reserved", "spot")
-ON_PREM = ("on-prem", "air-gapped")
+#: where the plan is bought rather than rented; a workstation is a desk or lab machine (issue 22)
+ON_PREM = ("on-prem", "air-gapped", "workstation")
+#: a machine under a desk: wall power with no cooling plant (PUE 1), no colocation, no server around
+#: the card (the card goes into a PC): the data-centre figures that do not apply there
+WORKSTATION_SITE = {"pue": 1.0, "hosting_usd_per_kw_month": 0.0, "server_overhead": 1.0}
 
 
 def pick_price(prices: list[Price], count: int, group: int):
@@ -66,13 +70,40 @@ class Cost:
     why: dict = field(default_factory=dict)
 
 
-def power(gpu, count: int) -> tuple[float | None, str | None]:
-    """C14: power per node = the node's cards x TDP x the host factor, and how it was had."""
-    cards_in_node = min(count, gpu.gpus_per_node)
+def kw_per_card(gpu) -> tuple[float | None, str | None]:
+    """The wall power one card stands for: its share of the vendor's system figure (DGX/HGX: the whole
+    8-GPU box with CPUs, NICs and fans), else TDP x the seed's host factor (C14), and which it was."""
+    system = gpu.num("system_kw")
+    if system:
+        n = gpu.gpus_per_node
+        src = ", ".join(gpu.fig("system_kw").sources)
+        return system / n, f"{system:g} kW per {n}-GPU system ({src}: vendor specification)"
     tdp = gpu.num("tdp_w")
     if not tdp:
         return None, None
-    return cards_in_node * tdp * HOST_POWER_FACTOR / 1000, f"{cards_in_node} x {tdp:g} W x 1.25 host factor (C14)"
+    return tdp * HOST_POWER_FACTOR / 1000, f"{tdp:g} W x 1.25 host factor (C14; no vendor system figure in the catalog)"
+
+
+def power(gpu, count: int) -> tuple[float | None, str | None]:
+    """Power per node, and how it was had: the vendor's system figure for a full node, its share for a
+    part-filled one; TDP x the host factor (C14) only where no system figure exists."""
+    cards_in_node = min(count, gpu.gpus_per_node)
+    per, how = kw_per_card(gpu)
+    if per is None:
+        return None, None
+    if gpu.num("system_kw"):
+        # an HGX/DGX board is bought and fed whole: the rack position must carry the system's rating
+        # however many of its cards the plan uses
+        return per * gpu.gpus_per_node, how + (f" ({cards_in_node} of its {gpu.gpus_per_node} GPUs used)"
+                                               if cards_in_node < gpu.gpus_per_node else "")
+    return per * cards_in_node, f"{cards_in_node} x {how}"
+
+
+def nodes_per_rack(node_kw: float | None, rack_kw: float | None) -> int | None:
+    """Density: whole nodes a rack's power feeds (C14); None when either figure is unknown."""
+    if not node_kw or not rack_kw:
+        return None
+    return int(rack_kw // node_kw)
 
 
 def plan_cost(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
@@ -80,8 +111,12 @@ def plan_cost(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     instance (K13): rented from the offers usable for `w`, or on premises owned (kind 'purchase')."""
     kw, how = power(gpu, count)
     why = {"power_kw_per_node": how} if how else {}
-    got = own(gpu, catalog, count, nodes, group, w) if w is not None and w.constraints.deployment in ON_PREM \
-        else price(gpu, catalog, count, nodes, group, w)
+    mine = next((f for f in w.fleet if f.gpu == gpu.id), None) if w is not None else None
+    if mine is not None:
+        got = fleet_cost(gpu, catalog, count, nodes, group, w, mine)
+    else:
+        got = own(gpu, catalog, count, nodes, group, w) if w is not None and w.constraints.deployment in ON_PREM \
+            else price(gpu, catalog, count, nodes, group, w)
     return replace(got, power_kw_per_node=kw, why={**why, **got.why})
 
 
@@ -97,6 +132,15 @@ def per_unit(c: Cost, speed, w) -> Cost:
             return c
         why["usd_per_million_tokens"] = f"${c.usd_per_hour:,.2f}/h / ({speed.tokens_per_s:,.0f} tokens/s x 3600) x 10^6 (T07)"
         return replace(c, usd_per_million_tokens=c.usd_per_hour / (speed.tokens_per_s * 3600) * 1e6, why=why)
+    jobs = w.constraints.jobs_per_month
+    if speed.training_hours is not None and jobs and c.price and c.price.get("kind") == "purchase":
+        # owned hardware is paid for every hour of the month, busy or not: each job carries its share
+        month = c.usd_per_hour * HOURS_PER_MONTH
+        busy = speed.training_hours * jobs
+        why["usd_per_job"] = (f"${c.usd_per_hour:,.2f}/h owning x {HOURS_PER_MONTH} h / {jobs:g} jobs a month"
+                              + (f" (the jobs need {busy:,.0f} h: more than a month, the cluster is too small for them)"
+                                 if busy > HOURS_PER_MONTH else f" (busy {busy / HOURS_PER_MONTH:.0%} of the month)"))
+        return replace(c, usd_per_job=max(month / jobs, speed.training_hours * c.usd_per_hour), why=why)
     if speed.training_hours is not None:
         why["usd_per_job"] = f"{speed.training_hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
         return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, why=why)
@@ -238,6 +282,10 @@ def _site(catalog, w) -> dict:
     for key in ("server_overhead", "maintenance_share_per_year"):
         fig = site.get(key, {})
         out[key] = {"v": fig.get("v"), "range": fig.get("range"), "source": f"{fig.get('src')} ({fig.get('date')})"}
+    if w.constraints.deployment == "workstation":
+        for key, v in WORKSTATION_SITE.items():
+            if key == "pue" or getattr(w.constraints, key, None) is None:
+                out[key] = {"v": v, "range": None, "source": "a workstation: wall power, no cooling plant, colocation or server chassis"}
     return out
 
 
@@ -275,9 +323,9 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     if any(x["v"] is None for x in s.values()):
         missing = [k for k, x in s.items() if x["v"] is None]
         return Cost(price_unknown=f"no data-centre figure for {', '.join(missing)} (catalog/purchase.yaml or the workload)")
-    unit = int(entry.get("unit_gpus", 1))
+    unit = 1 if w.constraints.deployment == "workstation" else int(entry.get("unit_gpus", 1))
     bought = math.ceil(count / unit) * unit
-    it_kw = bought * tdp * HOST_POWER_FACTOR / 1000
+    it_kw = bought * kw_per_card(gpu)[0]
     fig = entry["usd_per_gpu"]
     # renting the same plan: instances only (an endpoint does not stand in for owned hardware)
     rented = pick_price([p for p in offers(gpu, catalog, _as_cloud(w), nodes) if p.kind in ("on-demand", "reserved")],
@@ -288,7 +336,8 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     high = tco(bought, fig["range"][1], it_kw, rent_h, s)
     usd_per_hour = mid["owning_usd_per_hour"]
     servers = bought // unit
-    offer = {"provider": "bought (on premises)", "region": None, "kind": "purchase",
+    where = "bought (workstation)" if w.constraints.deployment == "workstation" else "bought (on premises)"
+    offer = {"provider": where, "region": None, "kind": "purchase",
                "instance": (f"{servers} x {unit}-GPU server{'s' if servers > 1 else ''}" if unit > 1
                             else f"{bought} card{'s' if bought > 1 else ''}"),
                "date": fig.get("date", "unknown"), "commit": None, "source": "; ".join(fig.get("sources", [])),
@@ -317,6 +366,55 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     return Cost(usd_per_hour=usd_per_hour, price=offer, tco=t, why=why)
 
 
+def fleet_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cost:
+    """Cards the team owns or has reserved (`fleet`): the owned ones cost their running cost only (power
+    x PUE x $/kWh + hosting per kW, per hour) or the team's own rate; cards beyond the fleet are added
+    the way the deployment gets cards (rented in a cloud, bought on premises), and both are shown."""
+    owned = min(count, mine.count)
+    extra = count - owned
+    s = _site(catalog, w)
+    per, how = kw_per_card(gpu)
+    if mine.usd_per_gpu_hour is not None:
+        owned_h = owned * mine.usd_per_gpu_hour
+        owned_how = f"{owned} owned x ${mine.usd_per_gpu_hour:g}/GPU-h (the team's negotiated rate, fleet file)"
+    elif per is None or any(s[k]["v"] is None for k in ("pue", "usd_per_kwh", "hosting_usd_per_kw_month")):
+        return Cost(price_unknown="the fleet's running cost is unknown: no power figure or site figures for this GPU")
+    else:
+        kw = owned * per
+        energy = kw * s["pue"]["v"] * s["usd_per_kwh"]["v"]
+        hosting = kw * s["hosting_usd_per_kw_month"]["v"] / HOURS_PER_MONTH
+        owned_h = energy + hosting
+        owned_how = (f"{owned} owned x {per:.2f} kW ({how}) = {kw:.1f} kW: energy x PUE {s['pue']['v']:g} x ${s['usd_per_kwh']['v']:g}/kWh"
+                     f" ${energy:,.2f}/h + hosting ${s['hosting_usd_per_kw_month']['v']:g}/kW-month ${hosting:,.2f}/h (running cost only: already bought)")
+    added = None
+    if extra:
+        # the cards beyond the fleet: their own whole instances (or servers), beside the owned nodes
+        g = max(group, 1)
+        if w.constraints.deployment in ON_PREM:
+            added = own(gpu, catalog, extra, max(1, math.ceil(extra / gpu.gpus_per_node)), g, w)
+        else:
+            added = price(gpu, catalog, extra, max(1, math.ceil(extra / gpu.gpus_per_node)), g, w)
+        if added.usd_per_hour is None:
+            return Cost(price_unknown=f"the fleet holds {owned} of the {count} {gpu.id} needed, and the other {extra}: "
+                                      f"{added.price_unknown}")
+    usd = owned_h + (added.usd_per_hour if added else 0.0)
+    where = ", ".join(x for x in (mine.location, mine.interconnect) if x)
+    offer = {"provider": "the team's fleet" + (f" ({where})" if where else ""), "region": mine.location, "kind": "owned",
+             "instance": f"{owned} of {mine.count} owned {gpu.id}" + (f" on {mine.nodes} node{'s' if mine.nodes > 1 else ''}" if mine.nodes else ""),
+             "date": "fleet file", "commit": None, "source": "fleet", "tier": "quote",
+             "instances": 1, "gpus_per_instance": owned, "usd_per_instance_hour": owned_h, "idle_gpus": 0,
+             "owned_gpus": owned, "fleet_gpus": mine.count, "owned_usd_per_hour": owned_h,
+             "added_gpus": extra, "added": (added.price if added else None),
+             "added_usd_per_hour": (added.usd_per_hour if added else None)}
+    why = {"usd_per_hour": owned_how + (f"; plus {extra} more {gpu.id}: {added.why.get('usd_per_hour')}" if added else ""),
+           "fleet": (f"the job fits the team's {mine.count} {gpu.id} ({owned} used)" if not extra else
+                     f"the team owns {owned} {gpu.id}; the job needs {count}: add {extra} "
+                     + ("bought" if w.constraints.deployment in ON_PREM else f"rented ({added.price.get('provider')})"))}
+    if added and added.tco:
+        why["rent_vs_buy"] = added.why.get("rent_vs_buy")
+    return Cost(usd_per_hour=usd, price=offer, tco=added.tco if added else None, why=why)
+
+
 def _months(x) -> str:
     return "never (renting is cheaper)" if x is None else f"{x:,.1f} months"
 
@@ -335,8 +433,55 @@ def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
     o = t["rent_offer"]
     if o is None:
         return text + "; no rental quote for the same plan to compare with"
-    return (text + f"; renting the same plan ({o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']}) "
+    plan = t.get("rent_plan")
+    same = (f"the cheapest rentable plan for the same work, {plan['count']} x {plan['gpu']} ({gpu_id} is rented nowhere; "
+            f"{o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']}, scaled to this plan's speed)"
+            if plan else f"the same plan ({o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']})")
+    return (text + f"; renting {same} "
             f"{s['utilisation']['v']:.0%} of the time: ${t['rent_usd_per_month']:,.0f}/month; break-even: {be}{span}")
+
+
+def _hours_per_unit(plan, w) -> float | None:
+    sp = plan.speed
+    if sp is None:
+        return None
+    if w.training:
+        return sp.training_hours or sp.hours_per_million_tokens
+    return 1 / sp.tokens_per_s if sp.tokens_per_s else None
+
+
+def rent_fallback(plans: list, w) -> list:
+    """Rent versus buy always answered: an owned plan whose GPU is rented nowhere is compared with the
+    cheapest rentable plan (another GPU's same-plan rental) that does the same work, its hourly rent
+    scaled by how long each takes per unit of work."""
+    rentals = []
+    for p in plans:
+        t = p.cost.tco if p.fits and p.cost is not None else None
+        hpu = _hours_per_unit(p, w)
+        if t and t.get("rent_offer") and hpu:
+            rentals.append((t["rent_usd_per_hour"] * hpu, p, t))   # rented cost per unit of work
+    if not rentals:
+        return plans
+    out = []
+    for p in plans:
+        t = p.cost.tco if p.fits and p.cost is not None else None
+        mine = _hours_per_unit(p, w)
+        if not t or t.get("rent_offer") or not mine:
+            out.append(p)
+            continue
+        rate, other, ot = min(rentals, key=lambda r: r[0])
+        rent_h = rate / mine       # renting `other` long enough to do what this plan does in an hour
+        s = {k: {"v": x["value"], "range": x["range"], "source": x["source"]} for k, x in t["inputs"].items()}
+        mid, low, high = (tco(t["gpus_bought"], v, t["it_kw"], rent_h, s)
+                          for v in (t["usd_per_gpu"], *t["usd_per_gpu_range"]))
+        t2 = dict(t, rent_usd_per_month=mid["rent_usd_per_month"], break_even_months=mid["break_even_months"],
+                  break_even_months_range=[low["break_even_months"], high["break_even_months"]],
+                  rent_usd_per_hour=rent_h, rent_offer=ot["rent_offer"],
+                  rent_plan={"gpu": other.gpu.id, "count": other.count, "usd_per_hour": ot["rent_usd_per_hour"],
+                             "note": f"{p.gpu.id} is rented nowhere: the cheapest rentable plan for the same work"})
+        why = dict(p.cost.why, rent_vs_buy=rent_vs_buy_text(t2, s, p.gpu.id))
+        out.append(replace(p, cost=replace(p.cost, tco=t2, why=why)))
+    return out
 
 
 def _as_cloud(w):

@@ -27,6 +27,10 @@ def _workload(args, cat):
     w = workload.load(args.workload, cat)
     if getattr(args, "gpu", None):
         w = workload.with_gpus(w, [cat.gpu(g, "--gpu").id for g in args.gpu])
+    if getattr(args, "fleet", None):
+        # the file's fleet replaces the workload's own `fleet:` (one list of what the team holds)
+        from dataclasses import replace
+        w = replace(w, fleet=workload.load_fleet(args.fleet, cat))
     return w
 
 
@@ -350,6 +354,8 @@ def _estimate_args(e) -> None:
 def _recommend_args(r) -> None:
     r.add_argument("workload", metavar="WORKLOAD.yaml")
     r.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
+    r.add_argument("--fleet", metavar="FLEET.yaml", help="the GPUs the team owns or has reserved (fleet: [{gpu, count, ...}]): "
+                   "owned cards cost their running cost; the plan says what to rent or buy on top")
     r.add_argument("--format", choices=("text", "md", "html", "json", "summary"), default="text",
                    help="text: the memo for the terminal (default); md, html: the memo; json: the decision record; summary: a few lines")
     r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")

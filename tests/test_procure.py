@@ -1,0 +1,97 @@
+"""Issue 22: rent or buy answered every time, system power, cooling, GeForce licence, workstation, fleet."""
+import json
+
+import pytest
+import yaml
+
+from advisor.shell.cli import main
+
+
+def rec(tmp_path, capsys, doc, *extra):
+    p = tmp_path / "w.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    assert main(["recommend", str(p), "--format", "json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def cand(r, gpu):
+    return next(c for c in r["candidates"] if c["gpu"] == gpu)
+
+
+def serve70(**cons):
+    return {"mode": "inference", "model": "llama-3.1-70b", "precision": "bf16", "constraints": cons}
+
+
+def test_8_h100_draw_the_dgx_rating_and_a_10kw_rack_refuses_b200(tmp_path, capsys):
+    r = rec(tmp_path, capsys, serve70(deployment="on-prem", power_kw_per_rack=10, gpus=["b200", "h100-sxm"]))
+    est = {c["gpu"]: c for c in r["estimate"]["candidates"]}
+    assert est["h100-sxm"]["power_kw_per_node"] == pytest.approx(10.2)     # DGX H100, not 8 x 700 W x 1.25 = 7.0
+    assert est["b200"]["power_kw_per_node"] == pytest.approx(14.3)         # DGX B200
+    assert [e["rule"] for e in cand(r, "b200")["excluded_by"]] == ["node-over-the-rack"]
+
+
+def test_air_cooled_b200_allowed_at_its_rated_power(tmp_path, capsys):
+    r = rec(tmp_path, capsys, serve70(deployment="on-prem", liquid_cooling=False, gpus=["b200"]))
+    c = cand(r, "b200")
+    assert not c["excluded"]
+    assert any(w["rule"] == "blackwell-air-cooled-hgx" and "14.3 kW" in w["text"] for w in c["warnings"])
+
+
+def test_geforce_in_a_data_centre_is_excluded_and_rented_is_flagged_high(tmp_path, capsys):
+    r = rec(tmp_path, capsys, serve70(deployment="on-prem", gpus=["rtx-5090", "h100-sxm"]))
+    assert cand(r, "rtx-5090")["excluded_by"][0]["rule"] == "geforce-not-for-the-data-centre"
+    r = rec(tmp_path, capsys, serve70(gpus=["rtx-5090"]))
+    assert any(w["rule"] == "geforce-rented-marketplace" and w["severity"] == "high" for w in cand(r, "rtx-5090")["warnings"])
+
+
+def test_on_prem_70b_finetune_gets_a_break_even_or_names_the_rental_compared(tmp_path, capsys):
+    r = rec(tmp_path, capsys, {"mode": "fine-tuning", "model": "llama-3.1-70b", "precision": "bf16", "method": "full",
+                               "training_tokens": 2e9, "constraints": {"deployment": "on-prem", "jobs_per_month": 4}})
+    t = r["recommendation"]["tco"]
+    assert t["rent_offer"] is not None                          # always compared with a rental
+    if t.get("rent_plan"):
+        assert t["rent_plan"]["gpu"] != r["recommendation"]["gpu"]
+
+
+def test_workstation_has_no_hosting_and_a_current_card(tmp_path, capsys):
+    assert main(["recommend", "examples/workstation-gemma-27b.yaml", "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)["recommendation"]
+    assert r["price"]["provider"] == "bought (workstation)"
+    assert r["tco"]["hosting_usd_per_month"] == 0 and r["tco"]["inputs"]["pue"]["value"] == 1.0
+    assert r["tco"]["capex_usd"] == pytest.approx(r["tco"]["usd_per_gpu"] * r["count"])    # no server markup
+    assert r["gpu"] == "rtx-pro-6000"
+
+
+def test_fleet_of_16_h100_takes_a_fitting_job_at_running_cost(tmp_path, capsys):
+    fleet = [{"gpu": "h100-sxm", "count": 16, "nodes": 2}]
+    r = rec(tmp_path, capsys, {**serve70(gpus=["h100-sxm"]), "fleet": fleet})["recommendation"]
+    p = r["price"]
+    assert p["kind"] == "owned" and p["added_gpus"] == 0 and p["owned_gpus"] == r["count"]
+    per_card = 10.2 / 8
+    assert r["usd_per_hour"] == pytest.approx(r["count"] * per_card * (1.3 * 0.08 + 185 / 730))
+
+
+def test_a_larger_job_gets_the_fleet_plus_what_to_add(capsys):
+    assert main(["recommend", "examples/fleet-h100.yaml", "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)["recommendation"]
+    p = r["price"]
+    assert p["kind"] == "owned" and p["owned_gpus"] == 16 and p["added_gpus"] == r["count"] - 16 > 0
+    assert p["added"]["kind"] in ("on-demand", "reserved")
+    assert r["usd_per_hour"] == pytest.approx(p["owned_usd_per_hour"] + p["added_usd_per_hour"])
+
+
+def test_fleet_file_bad_field_is_one_line(tmp_path, capsys):
+    f = tmp_path / "fleet.yaml"
+    f.write_text("fleet:\n  - gpu: h100-sxm\n    cuont: 16\n")
+    w = tmp_path / "w.yaml"
+    w.write_text(yaml.safe_dump({**serve70(), "fleet": [{"gpu": "h100-sxm", "cuont": 16}]}))
+    assert main(["recommend", str(w)]) == 2
+    err = capsys.readouterr().err
+    assert "fleet[0].cuont" in err and "Traceback" not in err
+
+
+def test_fleet_flag_answers_what_to_add(capsys):
+    assert main(["recommend", "examples/llama-70b-128-users.yaml", "--fleet", "examples/fleets/team-h100.yaml", "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    h = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
+    assert h["price"]["kind"] == "owned" and h["price"]["fleet_gpus"] == 16
