@@ -76,3 +76,28 @@ def test_expert_parallelism_on_a_dense_model_is_refused(capsys, tmp_path):
     code = main(["estimate", _file(tmp_path, "mode: inference\nmodel: llama-3.1-70b\nlayout: {tp: 8, ep: 8}\n")])
     err = capsys.readouterr().err
     assert code == 2 and "w.yaml:3: layout.ep: ep 8: expert parallelism needs a mixture-of-experts model" in err
+
+
+def test_the_nvlink_domain_of_an_hgx_node_is_its_eight_gpus(catalog):
+    from advisor.numbers import comm
+    assert comm.nvlink_domain(catalog.gpus["h200-sxm"]) == 8
+    assert comm.nvlink_domain(catalog.gpus["b200"]) == 8
+    assert catalog.gpus["h200-sxm"].fig("nvlink_domain").sources == ("K14",)
+
+
+def test_a_dep_group_wider_than_the_nvlink_domain_goes_over_the_network(catalog):
+    from dataclasses import replace
+    from advisor.numbers import speed
+    cal = speed.calibration(catalog)
+    g = catalog.gpus["h200-sxm"]
+    link, how = speed.group_link(g, cal, 16)
+    assert link == cal.scale_out_gb_s * 1e9 and "beyond the 8-GPU NVLink domain" in how
+    assert speed.group_link(g, cal, 8) == cal.link_bytes_s(g)
+    # a rack-scale domain (an NVL72-like entry) lets the planner try DEP 16 and DEP 32 inside it
+    figs = dict(g.figures)
+    figs["nvlink_domain"] = replace(figs["nvlink_domain"], value=72)
+    rack = replace(g, figures=figs)
+    w, led = deepseek(catalog)
+    got = {(lay.tp, lay.ep, lay.attention_dp) for lay in layouts.inference_layouts(w, led, rack, 4096)}
+    assert {(16, 16, 16), (32, 32, 32), (64, 64, 64)} <= got
+    assert (16, 1, 1) not in got

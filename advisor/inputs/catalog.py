@@ -307,10 +307,10 @@ def _numbers(col, figs: dict[str, Figure], entry, owner: str, names, positive=()
 
 GPU_REQUIRED = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "gpus_per_node")
 GPU_NUMBERS = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "gpus_per_node",
-               "tdp_w", "mig_instances")
+               "tdp_w", "mig_instances", "nvlink_domain")
 GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops",
                "native_precisions", "interconnect", "form_factor", "gpus_per_node", "tdp_w", "cooling",
-               "mig_instances", "us_export_controlled", "software")
+               "mig_instances", "us_export_controlled", "software", "nvlink_domain")
 
 
 def _entries(items, kind: str, col: Collector, seen: dict):

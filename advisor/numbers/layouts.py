@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from advisor.inputs.catalog import GPU
+from advisor.numbers import comm
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
 from advisor.numbers.terms import GB, _gb
 from advisor.inputs.workload import Workload
@@ -136,6 +137,15 @@ def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list
     layers = int(w.model.num("layers") or 64)
     gpn = gpu.gpus_per_node
     out = []
+    # a rack-scale NVLink domain (NVL72) holds DEP groups wider than a node: each card one attention
+    # rank and 1/tp of the experts, so no tensor split leaves a card and the all-to-all stays on NVLink
+    domain = comm.nvlink_domain(gpu)
+    wide = [t for t in TP_SIZES if gpn < t <= domain and moe_options(w, gpu, t)[-1] == (t, t)]
+    for t in wide:
+        r = inference_replicas(w, led, gpu, t, 1, t)
+        if r and t * r[2] <= max_gpus:
+            fixed, kv_card, dp, rep = r
+            out.append(Layout(t, 1, dp, fixed + kv_card / dp, rep, None, dp, t, t))
     for tp in _tp_options(gpu, kv_heads):
         for ep, adp in moe_options(w, gpu, tp):
             for pp in _pp_options(tp, gpn, layers, lambda p: inference_replicas(w, led, gpu, tp, p, adp) is not None):
