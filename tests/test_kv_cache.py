@@ -20,10 +20,19 @@ def test_gpt_oss_120b_half_sliding_window(estimate_file):
 
 def test_kv_heads_replicated_beyond_tensor_parallelism(catalog, estimate_file):
     # Qwen3-235B has 4 KV heads: at TP 8 each card holds one head, so the cache is stored twice.
-    est = estimate_file("chat-assistant", model="qwen3-235b-a22b", concurrency=256)
+    est = estimate_file("chat-assistant", model="qwen3-235b-a22b", concurrency=256, layout={"tp": 8, "dp": 11})
     plan = est.candidate("h100-sxm")
     assert plan.tp == 8
     assert "replicated x2" in plan.why["per_card_gb"]
+
+
+def test_attention_dp_keeps_one_copy_of_the_kv_heads(estimate_file):
+    # the same 256 users: with 8 attention ranks of one card each (DEP8) no head is copied, and the
+    # planner needs 16 H100s where TP 8 with its cache stored twice needed 88 (TP 8 x DP 11)
+    est = estimate_file("chat-assistant", model="qwen3-235b-a22b", concurrency=256)
+    plan = est.candidate("h100-sxm")
+    assert (plan.tp, plan.pp, plan.ep, plan.attention_dp, plan.count) == (8, 2, 8, 8, 16)
+    assert plan.layout.rep == 1.0 and "replicated" not in plan.why["per_card_gb"]
 
 
 def test_unknown_architecture_falls_back_to_half_the_weights(estimate_file):

@@ -229,7 +229,9 @@ def test_moe_training_states_the_wider_moe_spread(estimate_file, catalog):
     assert c.training_hours_range[1] / c.training_hours == pytest.approx(math.exp(cal.train_moe_spread))
 
 
-def test_expert_parallel_adds_all_to_all(catalog, cal):
+def test_expert_parallel_trades_the_moe_all_reduce_for_dispatch_and_combine(catalog, cal):
+    # Mixtral 8x7B on 2 x H100, 8 sequences: with EP 2 each of the 32 layers keeps attention's
+    # all-reduce over TP 2 and replaces the MoE all-reduce by a dispatch and a combine all-to-all
     w = workload.parse({"mode": "inference", "model": "mixtral-8x7b", "precision": "bf16", "prompt_tokens": 1000,
                         "output_tokens": 1000, "concurrency": 8}, catalog)
     led = inference_ledger(w)
@@ -237,10 +239,30 @@ def test_expert_parallel_adds_all_to_all(catalog, cal):
     rate = speed.achievable_tflops(catalog, g, "bf16")
     plain = speed.inference_speed(w, led, g, Layout(2, 1, 1, 0.0), rate, cal)
     spread = speed.inference_speed(w, led, g, Layout(2, 1, 1, 0.0, ep=2), rate, cal)
-    h = w.model.num("hidden_size")
-    a2a = comm.alltoall_s(8 * 2 * h * 2, 2, 450e9, 10e-6)            # 8 tokens x k=2 experts x hidden x 2 B, dispatch and combine
+    h = 4096
+    assert w.model.num("hidden_size") == h
+    # each card dispatches its 4 of the 8 tokens x top-2 x 4096 x 2 B = 65,536 B, half of it off the card
+    assert comm.moe_alltoall_bytes(4, 2, h, 2) == 32_768
+    moe_all_reduce = comm.allreduce_s(8 * h * 2, 2, 450e9, 10e-6)       # 10 us + 65,536 B / 450 GB/s
+    dispatch_combine = 2 * (10e-6 + 32_768 / 450e9)
     extra = spread.speed_explained["tp_allreduce_ms"]["value"] - plain.speed_explained["tp_allreduce_ms"]["value"]
-    assert extra == pytest.approx(2 * 32 * a2a * 1e3, rel=1e-6)
+    assert extra == pytest.approx(32 * (dispatch_combine - moe_all_reduce) * 1e3, rel=1e-6)
+
+
+def test_deepseek_dep8_all_to_all_bytes_by_hand():
+    # DeepSeek-V3 DEP8 (tp 8, ep 8, attention_dp 8) at 256 sequences: each card holds 32 of them and
+    # sends each token's 7,168-wide bf16 vector to 8 experts, 7 in 8 of which live on other cards:
+    # 32 x 8 x 7,168 x 2 B x 7/8 = 3,211,264 B per dispatch per layer
+    assert comm.moe_alltoall_bytes(256 / 8, 8, 7168, 8) == 3_211_264
+    assert comm.moe_alltoall_bytes(32, 8, 7168, 1) == 0.0
+
+
+def test_expert_imbalance_is_the_balls_into_bins_floor():
+    # 32 tokens x top-8 over 8 ranks: mean 32 per rank, binomial variance 256 x 1/8 x 7/8 = 28,
+    # expected maximum ~ mean + sqrt(2 ln 8 x 28): 1 + sqrt(2 ln 8 x 7 / 256)
+    assert speed.expert_imbalance(32, 8, 8) == pytest.approx(1 + math.sqrt(2 * math.log(8) * 7 / 256))
+    assert speed.expert_imbalance(32, 8, 8) == pytest.approx(1.3372, abs=1e-4)
+    assert speed.expert_imbalance(32, 8, 1) == 1.0
 
 
 def test_a_bad_efficiency_factor_is_a_one_line_error(catalog):

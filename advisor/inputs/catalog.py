@@ -324,11 +324,12 @@ def _numbers(col, figs: dict[str, Figure], entry, owner: str, names, positive=()
 
 GPU_REQUIRED = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "gpus_per_node")
 GPU_NUMBERS = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "gpus_per_node",
-               "tdp_w", "mig_instances", "system_kw")
+               "tdp_w", "mig_instances", "system_kw", "nvlink_domain")
 GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops",
                "native_precisions", "interconnect", "form_factor", "gpus_per_node", "tdp_w", "cooling",
                "mig_instances", "us_export_controlled", "software",
-               "system_kw")   # power of the vendor's gpus_per_node-GPU system at the wall (issue 22)
+               "system_kw",       # power of the vendor's gpus_per_node-GPU system at the wall (issue 22)
+               "nvlink_domain")   # GPUs one NVLink domain spans (8 for HGX, 72 for NVL72)
 
 
 def _entries(items, kind: str, col: Collector, seen: dict):

@@ -20,7 +20,7 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
-LAYOUT_FIELDS = ("tp", "pp", "dp")
+LAYOUT_FIELDS = ("tp", "pp", "dp", "ep", "attention_dp")
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
 TRAIN = ("training", "fine-tuning")
@@ -50,7 +50,7 @@ FIELDS: dict[str, Spec] = {
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
-    "layout": Spec("layout", "A fixed layout {tp, pp, dp} evaluated as given on every GPU (for scripts and benchmarks); default: the planner searches."),
+    "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); default: the planner searches."),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
@@ -150,7 +150,7 @@ class Workload:
     #: catalog's default (catalog/efficiency.yaml service_levels, MLPerf's Server limits); None: stated
     service_level_source: str | None = None
     service_level_refs: tuple[str, ...] = ()   # catalog source IDs of that default (MLPERF_CONF)
-    layout: tuple[int, int, int] | None = None   # (tp, pp, dp) given by the user; None: the planner chooses
+    layout: tuple[int, int, int, int, int] | None = None   # (tp, pp, dp, ep, attention_dp) given by the user; None: the planner chooses
     constraints: Constraints = field(default_factory=Constraints)
     fleet: tuple[FleetEntry, ...] = ()          # what the team owns or has reserved (`fleet:`, --fleet)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
@@ -183,7 +183,8 @@ class Workload:
         if (self.ttft_ms is not None or self.tpot_ms is not None) and not self.service_level_source:
             out["latency"] = {k: v for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)) if v is not None}
         if self.layout:
-            out["layout"] = dict(zip(LAYOUT_FIELDS, self.layout))
+            # ep and attention_dp are shown when used (a dense layout reads as it was written)
+            out["layout"] = {k: v for k, v in zip(LAYOUT_FIELDS, self.layout) if k in ("tp", "pp", "dp") or v != 1}
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
         if self.constraints.busy_share is not None:
@@ -263,7 +264,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             values["latency"] = "interactive"
         elif spec.kind == "layout":
             if not isinstance(raw, dict):
-                col.add("must be a mapping {tp: N, pp: N, dp: N}", line, "layout")
+                col.add("must be a mapping {tp: N, pp: N, dp: N, ep: N, attention_dp: N}", line, "layout")
                 continue
             got = {}
             for k, v in raw.items():
@@ -336,8 +337,21 @@ def _check_layout(values: dict, model, data, col: Collector) -> None:
     layout = values.get("layout")
     if not layout:
         return
-    tp, pp, dp = layout
+    tp, pp, dp, ep, adp = layout
     line = yamlio.line_of(data, "layout")
+    raw = data.get("layout") if isinstance(data.get("layout"), dict) else data
+    for name, n in (("ep", ep), ("attention_dp", adp)):
+        if n > 1 and tp % n:
+            col.add(f"{name} {n} must divide tp {tp}: its ranks split the TP group's cards",
+                    yamlio.line_of(raw, name, line), f"layout.{name}")
+    experts = model.num("experts") if isinstance(model, Model) else None
+    if ep > 1 and isinstance(model, Model) and not (experts and (model.num("experts_per_token") or 0) < experts):
+        col.add(f"ep {ep}: expert parallelism needs a mixture-of-experts model, and {model.id} has no routed experts",
+                yamlio.line_of(raw, "ep", line), "layout.ep")
+    elif ep > 1 and experts and experts % ep:
+        col.add(f"ep {ep} does not divide {model.id}'s {experts:.0f} experts", yamlio.line_of(raw, "ep", line), "layout.ep")
+    if (ep > 1 or adp > 1) and values.get("mode") in TRAIN:
+        col.add("ep and attention_dp are serving layouts; training takes tp, pp and dp", line, "layout")
     cons = values.get("constraints")
     cap = cons.max_gpus if cons is not None else None
     if cap and tp * pp * dp > cap:

@@ -18,6 +18,19 @@ def alltoall_bytes(bytes_per_gpu: float, n: int) -> float:
     return (n - 1) / n * bytes_per_gpu if n > 1 else 0.0
 
 
+def moe_alltoall_bytes(tokens_per_gpu: float, k: int, hidden: float, ep: int, bytes_per_value: float = 2) -> float:
+    """Bytes each GPU sends in one MoE dispatch (or combine): each of its tokens goes to k experts as
+    a hidden-size vector, and the share (ep - 1) / ep of those experts lives on other ranks."""
+    return alltoall_bytes(tokens_per_gpu * k * hidden * bytes_per_value, ep)
+
+
+def nvlink_domain(gpu) -> int:
+    """GPUs that reach each other over the scale-up link (NVLink/NVSwitch, xGMI): the catalog's
+    `nvlink_domain` (72 for an NVL72 rack), else one node."""
+    n = gpu.num("nvlink_domain")
+    return int(n) if n else gpu.gpus_per_node
+
+
 def allreduce_s(message_bytes: float, n: int, link_bytes_s: float, latency_s: float) -> float:
     """Seconds for one all-reduce: the latency floor plus the ring's bytes over the link."""
     if n <= 1:

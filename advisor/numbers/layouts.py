@@ -11,9 +11,10 @@ one (numbers.planner does, by the workload's objective); `memory` gives what a c
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor.inputs.catalog import GPU
+from advisor.numbers import comm
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
 from advisor.numbers.terms import GB, _gb
 from advisor.inputs.workload import Workload
@@ -31,8 +32,12 @@ class Layout:
     """One way to lay the job out on a GPU: TP x PP x DP cards and what each card holds.
 
     A new dimension is a field here (with its default meaning "not used"), the enumeration below that
-    tries it, and the speed and memory terms that read it: expert parallelism (`ep`) and attention
-    data parallelism (`attention_dp`) have their fields; the planner does not search them yet."""
+    tries it, and the speed and memory terms that read it. `tp` is the model-parallel group of one
+    pipeline stage (SGLang's `--tp`, TensorRT-LLM's `tp_size`); inside it the MoE layers put their
+    experts on `ep` ranks (each expert split over tp / ep cards) and attention runs as `attention_dp`
+    data-parallel ranks of tp / attention_dp cards, each with its own sequences and KV cache (SGLang
+    `--enable-dp-attention --dp N`, TensorRT-LLM `enable_attention_dp`: "DEP8" is tp 8, ep 8,
+    attention_dp 8)."""
 
     tp: int
     pp: int
@@ -41,8 +46,17 @@ class Layout:
     rep: float = field(default=1.0, metadata=INTERNAL)      # KV heads replicated when TP exceeds them
     zero_stage: int | None = None  # training only
     min_dp: int = field(default=1, metadata=INTERNAL)       # replicas the memory needs (the rest: speed, filled instances)
-    ep: int = field(default=1, metadata=INTERNAL)           # expert-parallel ranks of the MoE layers
-    attention_dp: int = field(default=1, metadata=INTERNAL)  # attention data-parallel ranks (KV split, not copied)
+    ep: int = 1                    # expert-parallel ranks of the MoE layers (inside the TP group)
+    attention_dp: int = 1          # attention data-parallel ranks (inside the TP group; KV split, not copied)
+
+    @property
+    def attention_tp(self) -> int:
+        """Cards one attention rank splits its heads over."""
+        return self.tp // self.attention_dp
+
+    def as_dict(self) -> dict:
+        """The record's `layout`: every parallel dimension, by its workload name."""
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "attention_dp": self.attention_dp}
 
     @property
     def count(self) -> int:
@@ -74,13 +88,23 @@ def _pp_options(tp: int, gpn: int, layers: int, fits) -> list[int]:
     return []
 
 
-def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int):
-    """(per-card bytes of a replica's fixed part, KV bytes per card, fewest replicas, KV replication)
-    for TP x PP, or None when the fixed part alone does not fit."""
-    mem = gpu.memory_gb * GB
+def kv_replication(led: Ledger, tp: int, attention_dp: int = 1) -> float:
+    """How many copies of each sequence's KV cache an attention rank keeps: its tp / attention_dp
+    cards split the KV heads, and hold them whole when they outnumber them (MLA has one latent head,
+    so tensor parallelism copies it onto every card; attention DP does not, K14)."""
     kv_heads = led.kv.kv_heads if led.kv else None
-    rep = max(1.0, tp / kv_heads) if kv_heads else 1.0
-    fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) / (tp * pp) + led.bytes("activations_gb") / tp
+    return max(1.0, tp / attention_dp / kv_heads) if kv_heads else 1.0
+
+
+def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int = 1):
+    """(per-card bytes of a replica's fixed part, KV bytes per card, fewest replicas, KV replication)
+    for TP x PP (with `attention_dp` attention ranks in the TP group), or None when the fixed part
+    alone does not fit."""
+    mem = gpu.memory_gb * GB
+    rep = kv_replication(led, tp, attention_dp)
+    copies = led.weight_copies(attention_dp)
+    fixed = ((led.bytes("weights_gb") + led.bytes("overhead_gb")) * copies / (tp * pp)
+             + led.bytes("activations_gb") * attention_dp / tp)
     if fixed >= mem:
         return None
     kv_card = led.bytes("kv_cache_gb") * rep / (tp * pp)
@@ -94,29 +118,53 @@ def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int):
     return fixed, kv_card, dp, rep
 
 
+def moe_options(w: Workload, gpu: GPU, tp: int) -> list[tuple[int, int]]:
+    """(ep, attention_dp) pairs practitioners serve a MoE model with on a TP group (SGLang, vLLM and
+    TensorRT-LLM's layouts): plain TP, TP attention with expert parallelism ("TEP"), and data-parallel
+    attention with expert parallelism ("DEP"); a dense model (or a single card) has only plain TP."""
+    n = w.model.num("experts")
+    k = w.model.num("experts_per_token")
+    if tp == 1 or not (n and k and n > k) or n % tp:
+        return [(1, 1)]
+    return [(1, 1), (tp, 1), (tp, tp)]
+
+
 def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
-    """Every (TP, PP) that holds one replica, with the fewest data-parallel replicas its KV cache needs."""
+    """Every (TP, PP) that holds one replica, with the fewest data-parallel replicas its KV cache
+    needs; for a MoE model also every expert-parallel and attention-DP form of each TP group that
+    stays inside the GPU's NVLink domain (numbers.comm.nvlink_domain)."""
     kv_heads = led.kv.kv_heads if led.kv else None
     layers = int(w.model.num("layers") or 64)
     gpn = gpu.gpus_per_node
     out = []
+    # a rack-scale NVLink domain (NVL72) holds DEP groups wider than a node: each card one attention
+    # rank and 1/tp of the experts, so no tensor split leaves a card and the all-to-all stays on NVLink
+    domain = comm.nvlink_domain(gpu)
+    wide = [t for t in TP_SIZES if gpn < t <= domain and moe_options(w, gpu, t)[-1] == (t, t)]
+    for t in wide:
+        r = inference_replicas(w, led, gpu, t, 1, t)
+        if r and t * r[2] <= max_gpus:
+            fixed, kv_card, dp, rep = r
+            out.append(Layout(t, 1, dp, fixed + kv_card / dp, rep, None, dp, t, t))
     for tp in _tp_options(gpu, kv_heads):
-        for pp in _pp_options(tp, gpn, layers, lambda p: inference_replicas(w, led, gpu, tp, p) is not None):
-            fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, tp, pp)
-            if tp * pp * dp <= max_gpus:
-                out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, None, dp))
+        for ep, adp in moe_options(w, gpu, tp):
+            for pp in _pp_options(tp, gpn, layers, lambda p: inference_replicas(w, led, gpu, tp, p, adp) is not None):
+                fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, tp, pp, adp)
+                if tp * pp * dp <= max_gpus:
+                    out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, None, dp, ep, adp))
     return out
 
 
 def with_replicas(w: Workload, led: Ledger, gpu: GPU, base: Layout, dp: int) -> Layout:
-    """The same TP x PP with `dp` replicas (at least the base's): memory per card recomputed."""
+    """The same TP x PP (and EP, attention DP) with `dp` replicas (at least the base's): memory per
+    card recomputed."""
     dp = max(dp, base.min_dp)
     if w.training:
         per_card = training_per_card(led, base.tp * base.pp, dp, base.zero_stage or 0)
     else:
-        fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base.tp, base.pp)
+        fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base.tp, base.pp, base.attention_dp)
         per_card = fixed + kv_card / min(dp, w.concurrency)
-    return Layout(base.tp, base.pp, dp, per_card, base.rep, base.zero_stage, base.min_dp)
+    return replace(base, dp=dp, per_card_bytes=per_card)
 
 
 def _training_split(led: Ledger, z: int):
@@ -156,12 +204,18 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
     return out
 
 
+def split_width(tp: int, ep: int = 1, attention_dp: int = 1) -> int:
+    """The widest tensor split of a TP group: attention over tp / attention_dp cards, each expert over
+    tp / ep; that split must stay inside one node's links (K14), the group itself need not."""
+    return max(tp // attention_dp, tp // ep)
+
+
 def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layout | None:
-    """The workload's own `layout: {tp, pp, dp}` on this GPU, or None when it does not hold the job
-    (for training, with the lowest ZeRO stage that makes it fit). Tensor parallelism wider than a
-    node is no layout at all: it stays inside one node's links (K14)."""
-    tp, pp, dp = w.layout
-    if tp > gpu.gpus_per_node:
+    """The workload's own `layout: {tp, pp, dp, ep, attention_dp}` on this GPU, or None when it does
+    not hold the job (for training, with the lowest ZeRO stage that makes it fit). A tensor split
+    wider than a node is no layout at all: it stays inside one node's links (K14)."""
+    tp, pp, dp, ep, adp = w.layout
+    if split_width(tp, ep, adp) > gpu.gpus_per_node:
         return None
     if w.training:
         mem = gpu.memory_gb * GB
@@ -170,12 +224,12 @@ def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layo
             if per_card <= mem:
                 return Layout(tp, pp, dp, per_card, 1.0, z, dp)
         return None
-    r = inference_replicas(w, led, gpu, tp, pp)
+    r = inference_replicas(w, led, gpu, tp, pp, adp)
     if r is None:
         return None
     fixed, kv_card, _, rep = r
     per_card = fixed + kv_card / min(dp, w.concurrency)
-    return Layout(tp, pp, dp, per_card, rep, None, dp) if per_card <= gpu.memory_gb * GB else None
+    return Layout(tp, pp, dp, per_card, rep, None, dp, ep, adp) if per_card <= gpu.memory_gb * GB else None
 
 
 def min_cards(layouts: list[Layout]) -> int | None:
@@ -204,15 +258,18 @@ def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | Non
         return Memory(per_card, gpu.memory_gb - per_card)
     s = led.sized
     replica = lay.tp * lay.pp * gpu.memory_gb * GB
-    why = {"kv_headroom_gb": f"TP {lay.tp} x PP {lay.pp} x {gpu.memory_gb:g} GB - weights {_gb(s.weights_bytes)} (K05, W06)"}
+    held = s.weights_bytes * led.weight_copies(lay.attention_dp)
+    copies = f" ({led.weight_copies(lay.attention_dp):.2f} copies: non-expert weights on each of {lay.attention_dp} attention ranks)" if lay.attention_dp > 1 else ""
+    why = {"kv_headroom_gb": f"TP {lay.tp} x PP {lay.pp} x {gpu.memory_gb:g} GB - weights {_gb(held)}{copies} (K05, W06)"}
     max_conc = max_ctx = None
     if led.kv and not led.kv_fallback:
-        rep = max(1.0, lay.tp / led.kv.kv_heads)
-        fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) + led.bytes("activations_gb") * lay.pp
+        rep = kv_replication(led, lay.tp, lay.attention_dp)
+        fixed = ((led.bytes("weights_gb") + led.bytes("overhead_gb")) * led.weight_copies(lay.attention_dp)
+                 + led.bytes("activations_gb") * lay.pp * lay.attention_dp)
         free = lay.count * gpu.memory_gb * GB - fixed * lay.dp
         per_seq = led.kv.bytes_per_sequence(w.context_tokens) * rep
         max_conc = max(0.0, math.floor(free / per_seq)) if per_seq else None
         longest = led.kv.max_tokens(free / max(sequences or 0, 1) / rep)
         limit = w.model.num("max_context")
         max_ctx = min(longest, limit) if limit else (None if math.isinf(longest) else math.floor(longest))
-    return Memory(per_card, gpu.memory_gb - per_card, (replica - s.weights_bytes) / GB, max_conc, max_ctx, why)
+    return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, why)

@@ -193,6 +193,22 @@ class Ledger:
         t = self.terms.get(key)
         return t.value if t and t.value else 0.0
 
+    @property
+    def expert_share(self) -> float:
+        """Share of the weights in routed experts: they are sharded over every card of a TP group,
+        whether each expert is split (TP) or the set of them is (EP)."""
+        raw = sum(pt.params * pt.bpp for pt in self.sized.parts)
+        exp = sum(pt.params * pt.bpp for pt in self.sized.parts if pt.name == "experts")
+        return exp / raw if raw else 0.0
+
+    def weight_copies(self, attention_dp: int) -> float:
+        """How many times one TP group holds the model's weights with `attention_dp` attention ranks:
+        the experts once, the rest (attention, dense layers, embeddings) once per attention rank."""
+        if attention_dp == 1:
+            return 1.0
+        e = self.expert_share
+        return e + (1 - e) * attention_dp
+
 
 def inference_ledger(w: Workload) -> Ledger:
     s = size_model(w)

@@ -60,7 +60,7 @@ def plan_key(w, plan, unit: str, rate: float | None):
     """How the planner orders one GPU's layouts: a plan that misses a stated target last, then the
     objective (cost: the fewest GPUs rented, then the cost per unit of work), a priced plan before an
     unpriced one, no idle rented GPUs, fewer cards, the least model parallelism (pipeline bubbles, TP
-    traffic), the lowest ZeRO stage (C12)."""
+    traffic), the lowest ZeRO stage (C12), then the shorter time per output token."""
     cost, priced = money(plan, unit, rate)
     if cost is not None:
         cost = float(f"{cost:.9g}")   # equal costs compare equal whatever the float rounding
@@ -80,7 +80,9 @@ def plan_key(w, plan, unit: str, rate: float | None):
         # which experts do not count on (T03, C18); a deadline or service level adds them
         first = (plan.count + idle, cost_or_inf)
     lay = plan.layout
-    return (plan.misses is not None,) + first + (not priced, idle, plan.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
+    # last, among one TP group's expert-parallel and attention-DP forms (same cards, same price): the faster
+    return ((plan.misses is not None,) + first + (not priced, idle, plan.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
+            + (plan.tpot_ms if plan.tpot_ms is not None else 0.0,))
 
 
 def rank_key(objective: str, basis: str, option):

@@ -73,7 +73,8 @@ class Plan:
 
     def as_dict(self) -> dict:
         """The record's candidate entry: the plan's own fields and every part's recorded figures, flat."""
-        d = {"gpu": self.gpu.id, "count": self.count, "nodes": self.nodes}
+        d = {"gpu": self.gpu.id, "count": self.count, "nodes": self.nodes,
+             "layout": self.layout.as_dict() if self.layout else None}
         for name, part in _owner().items():
             if _PART_TYPES[part].__dataclass_fields__[name].metadata.get("record", True):
                 d[name] = _plain(getattr(self, name))

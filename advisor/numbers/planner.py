@@ -165,7 +165,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
 
         def attempt(base, dp, wv=wv, lv=lv, seen=seen):
             lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
-            sig = (lay.count, lay.tp, lay.pp)
+            sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp)
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             seen.add(sig)
@@ -231,23 +231,36 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
 
 
 def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> str:
-    if w.layout and w.layout[0] > gpu.gpus_per_node:
-        return (f"the given TP {w.layout[0]} spans more than the {gpu.gpus_per_node} GPUs of one node; "
+    if w.layout and layouts.split_width(w.layout[0], w.layout[3], w.layout[4]) > gpu.gpus_per_node:
+        width = layouts.split_width(w.layout[0], w.layout[3], w.layout[4])
+        what = f"TP {width} spans" if width == w.layout[0] else f"layout splits attention or an expert over {width} GPUs,"
+        return (f"the given {what} more than the {gpu.gpus_per_node} GPUs of one node; "
                 "tensor parallelism stays inside a node (K14)")
-    given = "TP {} x PP {} x DP {}".format(*w.layout) if w.layout else f"at most {max_gpus}"
+    given = describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
     return (f"needs {_gb(led.bytes('total_gb'))} and no layout of {given}"
             f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
+
+
+def describe_layout(layout: tuple) -> str:
+    """A layout tuple (tp, pp, dp, ep, attention_dp) in words, the EP and attention-DP parts when used."""
+    tp, pp, dp, ep, adp = layout
+    return (f"TP {tp} x PP {pp} x DP {dp}" + (f", EP {ep}" if ep > 1 else "")
+            + (f", attention DP {adp}" if adp > 1 else ""))
 
 
 def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: int) -> dict:
     """The `why` of the chosen plan: its memory split, layout, ZeRO stage, checkpointing, idle GPUs."""
     why = {}
     why["per_card_gb"] = (f"ledger split over TP {lay.tp} x PP {lay.pp}" + (f" with KV heads replicated x{lay.rep:g}" if lay.rep > 1 else "")
+                          + (f", non-expert weights on each of {lay.attention_dp} attention ranks" if lay.attention_dp > 1 else "")
                           + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
                           + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
                           + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
     why["layout"] = (f"{'the layout given in the workload' if w.layout else f'{objective.describe(w, unit)} of {tried} layouts tried'}: "
                      f"TP {lay.tp} inside a node (K14, C12)" + (f", PP {lay.pp} across nodes" if lay.pp > 1 else "")
+                     + (f", experts over EP {lay.ep} (dispatch and combine all-to-all)" if lay.ep > 1 else "")
+                     + (f", attention as {lay.attention_dp} data-parallel ranks of TP {lay.attention_tp} (the KV cache split, not copied)"
+                        if lay.attention_dp > 1 else "")
                      + (f", DP {lay.dp} ({lay.min_dp} for memory" + (f", {lay.dp - lay.min_dp} more" if lay.dp > lay.min_dp else "") + ")"
                         if lay.dp > 1 else ""))
     if w.training and "zero_stage" in w.defaults and lay.zero_stage is not None:

@@ -297,43 +297,90 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
     return sh.expert_bytes * t / sh.experts, tokens * sh.k / t
 
 
+def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gpu: float, tp: int, att: int, ep: int,
+                link: float, alpha: float) -> float:
+    """Seconds of one step's collectives in a TP group, per layer: attention's all-reduce of its rank's
+    `att_tokens` over its tp / attention_dp cards, then the MoE or MLP layer's: with EP a dispatch and
+    a combine all-to-all of each card's `dispatch_per_gpu` tokens x top-k hidden vectors (16 bits,
+    comm.moe_alltoall_bytes), each with the latency floor; else an all-reduce of `moe_tokens` over
+    the whole group."""
+    L, h = sh.layers or 0, sh.hidden or 0.0
+    t = L * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
+    if ep > 1:
+        t += 2 * L * (alpha + comm.moe_alltoall_bytes(dispatch_per_gpu, sh.k, h, ep, ACT_BYTES) / link)
+    else:
+        t += L * comm.allreduce_s(moe_tokens * h * ACT_BYTES, tp, link, alpha)
+    return t
+
+
+def expert_imbalance(tokens: float, k: int | None, ep: int) -> float:
+    """Busiest expert-parallel rank's load over the mean when `tokens` tokens each route to k experts
+    spread evenly over `ep` ranks: the mean plus the expected maximum deviation of ep binomial counts,
+    sqrt(2 ln ep x variance) (balls into bins); real routers are more skewed and EPLB rebalances, so
+    this is the floor of the imbalance, not a fit. With ep = 1 every card holds a slice of every
+    expert and there is none."""
+    if ep <= 1 or not k or tokens <= 0:
+        return 1.0
+    return 1 + math.sqrt(2 * math.log(ep) * (ep - 1) / (tokens * k))
+
+
+def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
+    """The link a TP group's collectives run over: the scale-up link inside the NVLink domain, the
+    scale-out network per GPU beyond it."""
+    if tp > comm.nvlink_domain(gpu):
+        return cal.scale_out_gb_s * 1e9, f"{cal.scale_out_gb_s:g} GB/s per GPU over the network (the group spans {tp} GPUs, beyond the {comm.nvlink_domain(gpu)}-GPU NVLink domain)"
+    return cal.link_bytes_s(gpu)
+
+
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1) -> Serving:
-    """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences."""
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1) -> Serving:
+    """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences; with
+    `attention_dp` attention ranks of tp / attention_dp cards (each its own sequences and KV) and the
+    experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce)."""
     mat = cal.maturity(gpu)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
     R = rate_tflops * TFLOP * cal.compute_share * mat
-    link, _ = cal.link_bytes_s(gpu)
+    link, _ = group_link(gpu, cal, tp)
     alpha = cal.allreduce_us * 1e-6
     L = sh.layers or 0
     over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
     h = sh.hidden or 0.0
     d = sh.attn_dim or 0.0
     ctx = prompt + output / 2                      # average context of a sequence being decoded
+    adp = attention_dp
+    att = tp // adp                                # cards of one attention rank
+    moe = ep > 1 and bool(sh.expert_bytes)
 
     # decode step: pp micro-batches of batch/pp sequences pass the stages in turn
     mb = max(batch / pp, 1.0)
+    # the busiest attention rank sets the pace: sequences are dealt out whole
+    b_att = math.ceil(batch / adp) * adp
     exp_bytes, tpe = _touched_bytes(sh, mb)
-    kv_read = batch * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
-    t_mem = (sh.dense_bytes + exp_bytes + kv_read) / (tp * bw)
+    kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
+    # every attention rank reads the non-expert weights whole over its own cards
+    t_mem = (sh.dense_bytes * adp + exp_bytes + kv_read) / (tp * bw)
     attn_f = 4 * L * ctx * d
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
     wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
-    flops = batch * (sh.dense_flops + attn_f + sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide))
+    imb = expert_imbalance(mb, sh.k, ep) if moe else 1.0
+    flops = b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb
     t_cmp = flops / (tp * pp * R)
-    t_comm = 2 * L * comm.allreduce_s(mb * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
-    if ep > 1 and sh.expert_bytes:
-        t_comm += 2 * L * comm.alltoall_s(mb * sh.k * h * ACT_BYTES, ep, link, alpha)
+    t_comm = _layer_comm(sh, mb / adp, mb, mb / tp, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
     step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
 
-    # prefill of one prompt alone (compute-bound; the whole model's weights read once)
+    # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
+    # attention rank: its attention and dense layers on tp / attention_dp cards, its experts on all tp
     exp_pf, tpe_pf = _touched_bytes(sh, prompt)
-    f_pf = prompt * (sh.dense_flops + sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)) + 2 * L * prompt ** 2 * d
-    pf_cmp = f_pf / (tp * R)
-    pf_comm = 2 * L * comm.allreduce_s(prompt * h * ACT_BYTES, tp, link, alpha) + (pp - 1) * alpha
-    prefill = max(pf_cmp, (sh.dense_bytes + exp_pf) / (tp * bw)) + pf_comm + over
-    # inside a running batch the prompt's compute is shared out over the pipeline
-    pf_batched = f_pf / (tp * pp * R) + pf_comm / pp
+    imb_pf = expert_imbalance(prompt, sh.k, ep) if moe else 1.0
+    f_dense = prompt * sh.dense_flops + 2 * L * prompt ** 2 * d
+    f_exp = prompt * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
+    f_pf = f_dense + f_exp
+    pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
+    pf_comm = _layer_comm(sh, prompt, prompt, prompt / att, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+    prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / tp) / bw) + pf_comm + over
+    # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
+    # DP its collectives run beside the other ranks' prompts (each card sends its own tokens)
+    pf_batched = f_pf / (tp * pp * R) + pf_comm / (pp * adp)
 
     interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
     tpot = step + interference
@@ -343,10 +390,11 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
 
 
 def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp: int, prompt: int, output: int,
-              kv_rep: float) -> tuple[int, str]:
+              kv_rep: float, attention_dp: int = 1) -> tuple[int, str]:
     """Largest batch of one replica whose KV cache fits (each sequence holds prompt + output tokens),
-    capped by the engine's batch limit."""
-    fixed = led.bytes("weights_gb") + led.bytes("activations_gb")
+    capped by the engine's batch limit; with attention DP the non-expert weights are held once per
+    attention rank."""
+    fixed = led.bytes("weights_gb") * led.weight_copies(attention_dp) + led.bytes("activations_gb") * attention_dp
     budget = ((tp * pp * gpu.memory_gb * GB - fixed) * cal.memory_utilisation if cal.kv_share_of_free
               else tp * pp * gpu.memory_gb * GB * cal.memory_utilisation - fixed)
     per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
@@ -368,24 +416,33 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     m = w.model
     sh = shape(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
-    rep = max(1.0, tp / led.kv.kv_heads) if led.kv else 1.0
+    ep, adp = lay.ep, lay.attention_dp
+    # the KV heads are split over one attention rank's cards (MLA's single latent head is copied
+    # onto each of them); attention DP ranks each keep their own sequences' cache
+    rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
     kv_seq = led.kv.bytes_per_sequence if led.kv else None
     read_rep = rep
     if not cal.grouped_kv_reads and led.kv and m.num("attention_heads"):
         read_rep = max(rep, m.num("attention_heads") / led.kv.kv_heads)   # every query head reads its KV head
     why = {}
     if w.concurrency_max:
-        b, how = max_batch(w, led, gpu, cal, tp, pp, w.prompt_tokens, w.output_tokens, rep)
+        b, how = max_batch(w, led, gpu, cal, tp, pp, w.prompt_tokens, w.output_tokens, rep, adp)
         total = b * dp
         why["concurrency"] = f"concurrency: max = {b:,} sequences per replica x DP {dp}: {how}"
     else:
         total = w.concurrency
         b = math.ceil(total / dp)
-    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep, ep=lay.ep)
+    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
+                       ep=ep, attention_dp=adp)
     tpot_ms = sv.tpot * 1e3
     tokens_per_s = total / sv.tpot
-    link, link_how = cal.link_bytes_s(gpu)
+    link, link_how = group_link(gpu, cal, tp)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
+    moe = ep > 1 and bool(sh.expert_bytes)
+    groups = (f" (attention: {adp} data-parallel ranks of TP {tp // adp}, each its own sequences and KV cache)" if adp > 1 else "") + \
+             (f" (experts over EP {ep}: dispatch and combine all-to-all of each card's tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden x 2 B, "
+              f"x (EP - 1) / EP off the card, each with the {cal.allreduce_us:g} us floor; the busiest EP rank's expert load "
+              f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep):.3f}, balls-into-bins)" if moe else "")
     explained = {
         "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
                                    "formula": f"(dense weights {_gb(sh.dense_bytes)} + experts touched by {b} sequences + KV of {b} sequences) / "
@@ -394,7 +451,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                             "formula": f"{b} x (2 x active + attention 4 x layers x context x heads x dim) FLOPs / "
                                        f"(TP {tp} x PP {pp} x {rate.formula} x {cal.compute_share:g}) (K04)"},
         "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
-                            "source": src, "formula": f"2 all-reduces per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"},
+                            "source": src, "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)" + groups},
         "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / pp) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
