@@ -233,7 +233,10 @@ def _alternatives(x: _Record) -> dict:
             # the effective cost is per unit of work (per million tokens, per job), not per hour
             diff += f" effective cost {UNIT_LABELS.get(unit, 'per unit of work')}" if use_effective else " per hour"
         prem = _premium(dc.get("premium"))
-        alts.append({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
+        alts.append({"unit_cost": _ranking_cost(unit, c), "work_cost": _unit_cost(mode, c) or "-",
+                     "speed": _speed_short(mode, c), "layout": f"{c['count']} x {g}, {_plan(c)}" if c["fits"] else "does not fit",
+                     "plain": _plain_reason(dc, reasons, x.rule_titles, _ratio(unit, c, base), x.decided[r["gpu"]] if r else None), "cost_range": _range(dc.get("cost_range"))})
+        alts[-1].update({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
                      "rank": dc.get("rank"), "excluded": dc["excluded"], "count": str(c.get("count") or "-"),
                      "cost": _usd(c.get("usd_per_hour")) + " per hour" if c.get("usd_per_hour") is not None else "price unknown",
                      "diff": diff + (f" ({prem})" if prem else ""), "diff_short": diff,
@@ -305,13 +308,17 @@ def _summary(x: _Record, v: dict) -> dict:
                 by_rule.setdefault(x.rule_titles.get(k, k), []).append(g)
         summary["reasons"] = [f"{t}: {', '.join(gs[:4])}{f' and {len(gs) - 4} more' if len(gs) > 4 else ''}."
                               for t, gs in sorted(by_rule.items(), key=lambda kv: -len(kv[1]))][:3]
-    if v["decisive"]:
+    if r:
+        summary["reasons"] = _forward_reasons(x, v)
+    elif v["decisive"]:
         first = v["decisive"]["because"]
         head = v["decisive"]["title"].split(":")[0]
         if first.startswith(head + ":"):
             first = first[len(head) + 1:].strip()
         summary["reasons"].append(f"{v['decisive']['title']}: {_gist(first, 90)}" if first else v["decisive"]["title"] + ".")
-    summary["reasons"] += [s["title"] + "." for s in v["supporting"]][:3 - len(summary["reasons"])]
+    if not r:
+        summary["reasons"] += [s["title"] + "." for s in v["supporting"]][:3 - len(summary["reasons"])]
+    summary["stability"] = _stability_lines(x)
     # the two best alternatives and the difference alone (the rule premium is in the alternatives table)
     summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
                                 "diff": a["diff_short"].split(" effective cost")[0] + (" effective" if " effective cost" in a["diff_short"] else ""),
@@ -326,9 +333,118 @@ def _summary(x: _Record, v: dict) -> dict:
         (r or {}).get("objective") == "cost" else summary["objective"]
     summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
     summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55)}
-                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:2] or \
+                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:3] or \
                        [{"severity": k["severity"], "text": _gist(k["text"], 55)} for k in v["risks"]][:1]
     return summary
+
+
+def _forward_reasons(x: _Record, v: dict) -> list[str]:
+    """Why the winner, in the forward direction: its cost per unit and its speed against the service
+    level, the rules in its favour, then one line on why it beat the runner-up, then an excluded GPU
+    only when an exclusion decided (the reader would have expected that GPU)."""
+    r, c = x.r, x.cands[x.r["gpu"]]
+    g = r["gpu"]
+    costs = ", ".join(t for t in (f"{_usd(c['usd_per_hour'])} per hour" if c.get("usd_per_hour") is not None else "",
+                                   _unit_cost(x.mode, c)) if t)
+    first = f"{g} gives the lowest cost {UNIT_LABELS.get(r.get('unit') or '', 'per unit of work')} among the options that fit" \
+        if r.get("objective") == "cost" and c.get("usd_per_hour") is not None else f"{g} ranks first"
+    speed = _speed_against_level(x, c)
+    out = [f"{first}: {costs}" + (f"; {speed}" if speed else "") + "." if costs else f"{first}" + (f"; {speed}" if speed else "") + "."]
+    if v["supporting"]:
+        out.append("In its favour: " + "; ".join(s["title"] for s in v["supporting"][:2]) + ".")
+    ru = x.rec.get("runner_up")
+    alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
+    if alt:
+        out.append(f"It beats {alt['layout']} ({alt['unit_cost']}): {alt['plain']}.")
+    d = x.d
+    if d and any(t["rule"] == d["id"] and t["effect"]["kind"] == "exclude" for t in x.rec["trace"]):
+        out.append(f"{v['decisive']['title']}: {_gist(v['decisive']['because'], 90)}")
+    return out[:4]
+
+
+def _speed_against_level(x: _Record, c: dict) -> str:
+    """The winner's speed per user against the service level, or its hours against the deadline."""
+    if x.mode == "inference" and c.get("tokens_per_s_per_user") is not None:
+        sl = x.rec.get("service_level") or {}
+        text = f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user"
+        if sl.get("tpot_ms"):
+            text += f" against the {1000 / sl['tpot_ms']:,.0f} tokens/s ({sl['tpot_ms']:,.0f} ms per token) the service level asks"
+        return text
+    if c.get("training_hours") is not None:
+        dl = x.inputs.get("deadline_hours")
+        return f"about {_num(c['training_hours'], 0)} hours" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
+    return ""
+
+
+def _stability_lines(x: _Record) -> list[str]:
+    """Whether the answer survives the speed model's own error (record: recommendation.within_error)."""
+    r, o = x.r or {}, x.rec.get("runner_up_overlap")
+    basis = r.get("cost_range_basis") or {}
+    if not o or r.get("within_error") is None:
+        return []
+    unit, err = basis.get("unit", ""), basis.get("model_error") or 0
+    w, ru = o["winner_range"], o["runner_up_range"]
+    head = (f"{r['gpu']} {_range(w)} and {o['gpu']} {_range(ru)} {unit}, each with the speed model's "
+            f"{err:.0%} median error (docs/accuracy.md)")
+    if not o["overlap"]:
+        return [f"Stable: {head}; the ranges do not overlap, so the model's error does not change the answer."]
+    return [f"Close call: {head} overlap.",
+            f"At {r['gpu']}'s slow end and {o['gpu']}'s fast end {o['if_winner_slow_runner_up_fast']} is cheaper; "
+            f"at the other ends {o['if_winner_fast_runner_up_slow']}. To settle it, run {o['settle_by']}."]
+
+
+def _range(rg) -> str:
+    if not rg:
+        return ""
+    lo, hi = rg
+    return f"{_usd(lo) if lo >= 0.1 else f'${lo:.3g}'}-{_usd(hi) if hi >= 0.1 else f'${hi:.3g}'}"
+
+
+def _ranking_cost(unit: str, c: dict) -> str:
+    """The cost in the ranking's unit (per hour of interactive serving, per million tokens, per job)."""
+    field = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
+             "million_training_tokens": "usd_per_million_tokens"}.get(unit or "hour", "usd_per_hour")
+    v = c.get(field)
+    if v is None:
+        return "price unknown"
+    return f"{_usd(v, 0) if field == 'usd_per_job' else _usd(v)} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
+
+
+def _speed_short(mode: str, c: dict) -> str:
+    if not c.get("fits"):
+        return "-"
+    if mode == "inference":
+        return f"{_num(c.get('tokens_per_s_per_user'), 0)} tokens/s per user"
+    return f"{_num(c.get('training_hours'), 0)} h" if c.get("training_hours") is not None else "-"
+
+
+def _ratio(unit: str, c: dict, base: dict) -> float | None:
+    """The alternative's cost over the winner's, in the ranking's unit (None when either is unpriced)."""
+    field = {"hour": "usd_per_hour", "job": "usd_per_job"}.get(unit or "hour", "usd_per_million_tokens")
+    a, b = c.get(field), (base or {}).get(field)
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0 else None
+
+
+def _plain_reason(dc: dict, reasons: list[str], titles: dict, ratio: float | None, win: dict | None) -> str:
+    """Why an alternative lost, in plain words: its cost against the winner's, then the rules' premiums
+    said as what they are worth ("worth paying up to X% more for ...")."""
+    if dc["excluded"]:
+        return "; ".join(reasons)
+    parts = []
+    if ratio is not None:
+        parts.append(f"it costs {ratio - 1:.0%} more" if ratio > 1.005 else f"it costs {1 - ratio:.0%} less" if ratio < 0.995
+                     else "it costs the same")
+    p, wp = dc.get("premium") or 0, (win or {}).get("premium") or 0
+    against = [titles.get(k["rule"], k["rule"]) for k in dc["contributions"] if k["weight"] < 0]
+    favour_win = [titles.get(k["rule"], k["rule"]) for k in (win or {}).get("contributions", []) if k["weight"] > 0]
+    if p < 0:
+        parts.append(f"the rules count it {-p:.0%} dearer still ({'; '.join(against)})" if ratio and ratio > 1
+                     else f"but the rules count it {-p:.0%} dearer ({'; '.join(against)})")
+    if wp > p and favour_win:
+        parts.append(f"worth paying up to {wp - p:.0%} more for the winner ({'; '.join(favour_win)})")
+    if not parts:
+        return reasons[0] if reasons else "ranked lower"
+    return ", ".join(parts)
 
 
 def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
