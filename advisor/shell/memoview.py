@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.memochart import LEDGER_LABELS, chart, gb as _gb
+from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, gist as _gist, offer as _offer, \
     plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
@@ -252,7 +252,8 @@ def _risks(x: _Record) -> dict:
     """The rules' warnings and notes (warnings first, by severity), and what the site must provide."""
     cites = x.cites
     risks = [{"severity": w["severity"], "kind": w["kind"], "text": cites.prose(w["text"], w["source"]), "rule": w["rule"],
-              "source": cites.names(w["source"])} for w in x.rec["warnings"]]
+              "source": cites.names(w["source"]), "mitigation": cites.prose(w.get("mitigation") or "", w["source"])}
+             for w in x.rec["warnings"]]
     pre = []
     r = x.r
     if r:
@@ -319,10 +320,14 @@ def _summary(x: _Record, v: dict) -> dict:
     if not r:
         summary["reasons"] += [s["title"] + "." for s in v["supporting"]][:3 - len(summary["reasons"])]
     summary["stability"] = _stability_lines(x)
+    # the text memo's one-screen summary keeps the verdict; the detail (ends, measurement) is in md/html and below
+    summary["stability_short"] = [t.split(":")[0] + ": " + _gist(t.split(":", 1)[1].strip(), 110) for t in summary["stability"]]
     # the two best alternatives and the difference alone (the rule premium is in the alternatives table)
     summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
                                 "diff": a["diff_short"].split(" effective cost")[0] + (" effective" if " effective cost" in a["diff_short"] else ""),
-                                "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule"}
+                                "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule",
+                                "unit_cost": a["unit_cost"], "work_cost": a["work_cost"], "speed": a["speed"],
+                                "layout": a["layout"], "plain": a["plain"]}
                                for a in [a for a in v["alternatives"] if not a["excluded"]][:2]]
     line = _unpriced_line([u for u in (x.rec.get("unpriced") or []) if isinstance(u, dict)])
     if line:
@@ -332,9 +337,9 @@ def _summary(x: _Record, v: dict) -> dict:
     summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
         (r or {}).get("objective") == "cost" else summary["objective"]
     summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
-    summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55)}
+    summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]}
                         for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:3] or \
-                       [{"severity": k["severity"], "text": _gist(k["text"], 55)} for k in v["risks"]][:1]
+                       [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]} for k in v["risks"]][:1]
     return summary
 
 
@@ -385,12 +390,12 @@ def _stability_lines(x: _Record) -> list[str]:
     unit, err = basis.get("unit", ""), basis.get("model_error") or 0
     w, ru = o["winner_range"], o["runner_up_range"]
     head = (f"{r['gpu']} {_range(w)} and {o['gpu']} {_range(ru)} {unit}, each with the speed model's "
-            f"{err:.0%} median error (docs/accuracy.md)")
+            f"{err:.1%} median error (docs/accuracy.md)")
     if not o["overlap"]:
         return [f"Stable: {head}; the ranges do not overlap, so the model's error does not change the answer."]
-    return [f"Close call: {head} overlap.",
-            f"At {r['gpu']}'s slow end and {o['gpu']}'s fast end {o['if_winner_slow_runner_up_fast']} is cheaper; "
-            f"at the other ends {o['if_winner_fast_runner_up_slow']}. To settle it, run {o['settle_by']}."]
+    return [f"Close call: {head} overlap: at {r['gpu']}'s slow end and {o['gpu']}'s fast end "
+            f"{o['if_winner_slow_runner_up_fast']} is cheaper, at the other ends {o['if_winner_fast_runner_up_slow']}. "
+            f"To settle it, run {o['settle_by']}."]
 
 
 def _range(rg) -> str:
@@ -517,7 +522,7 @@ def _audit(x: _Record) -> dict:
              for t in rec["trace"]]
     ver = rec["versions"]
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
-    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog)}
+    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog)}
 
 
 # --- wording of single values -------------------------------------------------------------------------
