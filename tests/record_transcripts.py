@@ -16,6 +16,7 @@ sys.path.insert(0, str(ROOT))
 
 from advisor.inputs import catalog
 from advisor.judgement import knowledge  # noqa: E402
+from advisor.judgement.advise import Setup  # noqa: E402
 from advisor.shell.dialogue import Dialogue  # noqa: E402
 
 SCENARIOS = {
@@ -58,7 +59,7 @@ SCENARIOS = {
 
 
 def record(name: str, answers: dict, cat, kb, out: Path) -> dict:
-    dlg = Dialogue(cat, kb, dry_run=True)
+    dlg = Dialogue(Setup(cat, kb), dry_run=True)
     queue = {k: list(v) if isinstance(v, list) else [v] for k, v in answers.items()}
     while dlg.stage not in ("done", "quit"):
         p = dlg.current()

@@ -17,6 +17,7 @@ from prompt_toolkit.output import DummyOutput
 
 from advisor.shell import dialogue
 from advisor.judgement import knowledge
+from advisor.judgement.advise import Setup
 from advisor.inputs import workload
 from advisor.shell.cli import main
 
@@ -57,7 +58,7 @@ ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 5 + "\r"
 
 
 def test_whole_session_to_the_memo(catalog, kb, tmp_path):
-    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     code, shown = drive(dlg, ONE_USER + "yes\r" + "md\r" + "\r")
     assert code == 0 and dlg.stage == "done"
     assert any(line.startswith("Recommendation: 2 x NVIDIA L40S 48GB") for line in shown)
@@ -68,7 +69,7 @@ def test_whole_session_to_the_memo(catalog, kb, tmp_path):
 
 
 def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path):
-    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     keys = "sell\r" + "serve\r" + "gpt-oss-120b\r" + "\r\r" + "-5\r" + "\x15" + "2e9\r" + "\x15" + "8192\r"
     code, shown = drive(dlg, keys)
     assert "  'sell' is not one of the choices. Accepted: inference, training, fine-tuning (also serve, train, finetune and more)." in shown
@@ -80,7 +81,7 @@ def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path
 
 
 def test_help_why_and_back(catalog, kb, tmp_path):
-    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     keys = "inference\r" + "?\r" + "why\r" + "kimi-k3\r" + "back\r" + "\r"
     code, shown = drive(dlg, keys)
     text = "\n".join(shown)
@@ -92,12 +93,12 @@ def test_help_why_and_back(catalog, kb, tmp_path):
 
 
 def test_ctrl_c_saves_and_resume_continues(catalog, kb, tmp_path):
-    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     code, shown = drive(dlg, "inference\rllama-3.1-8b\r\x03")
     assert code == 130
     resume = tmp_path / dialogue.RESUME_FILE
     assert "saved to" in shown[-1] and resume.exists()
-    again = dialogue.Dialogue.resume(resume, catalog, kb, out_dir=tmp_path)
+    again = dialogue.Dialogue.resume(resume, Setup(catalog, kb), out_dir=tmp_path)
     assert again.answers == {"mode": "inference", "model": "llama-3.1-8b"}
     assert again.current().id == "task"
     code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
@@ -106,21 +107,21 @@ def test_ctrl_c_saves_and_resume_continues(catalog, kb, tmp_path):
 
 
 def test_ctrl_d_saves_too(catalog, kb, tmp_path):
-    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     code, shown = drive(dlg, "training\r\x04")
     assert code == 1 and (tmp_path / dialogue.RESUME_FILE).exists()
     assert yaml.safe_load((tmp_path / dialogue.RESUME_FILE).read_text())["answers"] == {"mode": "training"}
 
 
 def test_completion_of_model_ids(catalog, kb, tmp_path):
-    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     drive(dlg, "inference\r", "deepseek-v", "\t", "\r")   # Tab once the text is in, as a person types
     assert dlg.answers["model"] == "deepseek-v3"
 
 
 def test_questions_asked_only_when_relevant(catalog, kb, tmp_path):
-    inference = dialogue.Dialogue(catalog, kb, dry_run=True)
-    training = dialogue.Dialogue(catalog, kb, dry_run=True)
+    inference = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
+    training = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
     for d, mode in ((inference, "inference"), (training, "training")):
         asked = []
         d.submit(mode)
@@ -131,14 +132,14 @@ def test_questions_asked_only_when_relevant(catalog, kb, tmp_path):
             assert "optimizer" not in asked and "concurrency" in asked and "params_b" not in asked
         else:
             assert "optimizer" in asked and "concurrency" not in asked and "prompt_tokens" not in asked
-    custom = dialogue.Dialogue(catalog, kb, dry_run=True)
+    custom = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
     custom.submit("inference")
     custom.submit("other")
     assert custom.current().id == "params_b"       # architecture questions only for a model not in the catalog
 
 
 def test_garbage_overlong_and_control_characters(catalog, kb):
-    d = dialogue.Dialogue(catalog, kb, dry_run=True)
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
     assert "too long" in d.submit("x" * 500)[0]
     assert "control characters" in d.submit("infer\x1b[2Jence")[0]
     assert d.current().id == "mode"
@@ -171,7 +172,7 @@ def test_non_interactive_use_is_refused_politely(capsys, monkeypatch):
 
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
 def test_transcript_replays(catalog, kb, path):
-    same, diffs = dialogue.replay(path, catalog, kb)
+    same, diffs = dialogue.replay(path, Setup(catalog, kb))
     assert same, diffs
 
 
@@ -250,7 +251,7 @@ def test_real_terminal_under_tmux(tmp_path):
 
 
 def test_final_prompts_take_help_back_and_quit(catalog, kb, tmp_path):
-    d = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    d = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     d.submit("inference")
     d.submit("gpt-oss-120b")
     while d.current().id not in ("confirm",):
@@ -271,7 +272,7 @@ def test_final_prompts_take_help_back_and_quit(catalog, kb, tmp_path):
 
 
 def test_why_leaves_out_rules_for_another_mode(catalog, kb):
-    d = dialogue.Dialogue(catalog, kb, dry_run=True)
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
     d.submit("inference")
     text = "\n".join(d.submit("why"))          # the model question
     assert "Inference of a large model belongs on H200" in text
@@ -280,7 +281,7 @@ def test_why_leaves_out_rules_for_another_mode(catalog, kb):
 
 def test_written_files_are_readable_by_colleagues(catalog, kb, tmp_path):
     import stat
-    d = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    d = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     d.submit("inference")
     d.submit("gpt-oss-20b")
     while d.stage not in ("done", "quit"):
@@ -325,7 +326,7 @@ def test_numbers_that_are_not(text, unit):
 
 def _at(catalog, kb, qid, *before, **answers):
     """A dialogue at question `qid`: `before` typed first, then Enter (or `answers[id]`) at each question."""
-    d = dialogue.Dialogue(catalog, kb, dry_run=True, width=80)
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True, width=80)
     for answer in before:
         d.submit(answer)
     while d.current().id != qid:
@@ -340,7 +341,7 @@ def _at(catalog, kb, qid, *before, **answers):
     ("finetune", "fine-tuning"), ("fine tune", "fine-tuning"), ("Fine-Tune", "fine-tuning"), ("sft", "fine-tuning"),
 ])
 def test_mode_synonyms(catalog, kb, typed, mode):
-    d = dialogue.Dialogue(catalog, kb, dry_run=True)
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
     assert d.submit(typed) == [] and d.answers["mode"] == mode
 
 
@@ -384,11 +385,11 @@ def test_dialogue_takes_units(catalog, kb, qid, typed, field, value, before):
 
 def test_help_is_plain_words_without_seed_codes(catalog, kb):
     import re
-    d = dialogue.Dialogue(catalog, kb, dry_run=True, width=80)
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True, width=80)
     code = re.compile(r"\b[KTCAW]\d\d\b|seed \d{3}")
     seen = set()
     for mode in ("inference", "fine-tuning"):
-        d = dialogue.Dialogue(catalog, kb, dry_run=True, width=80)
+        d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True, width=80)
         d.submit(mode)
         d.submit("other")
         d.answers["constraints.deployment"] = "on-prem"
@@ -407,7 +408,7 @@ def test_help_is_plain_words_without_seed_codes(catalog, kb):
 
 def test_help_wraps_at_the_terminal_width(catalog, kb):
     for width in (50, 80, 120):
-        d = dialogue.Dialogue(catalog, kb, dry_run=True, width=width)
+        d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True, width=width)
         zero = next(q for q in d.questions if q.id == "zero_stage")
         lines = d.help(zero)
         assert max(len(line) for line in lines) < width
@@ -416,7 +417,7 @@ def test_help_wraps_at_the_terminal_width(catalog, kb):
 
 
 def test_question_mark_at_the_model_lists_the_catalog_with_sizes(catalog, kb):
-    d = dialogue.Dialogue(catalog, kb, dry_run=True, width=120)
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True, width=120)
     d.submit("inference")
     text = "\n".join(d.submit("?"))
     assert "kimi-k3: 2.8T (104B active)" in text and "llama-3.1-70b: 70.6B" in text and "mistral-7b: 7.24B" in text
@@ -432,11 +433,11 @@ def test_liquid_cooling_on_premises_has_no_default(catalog, kb):
 
 
 def test_resume_file_is_removed_when_the_session_completes(catalog, kb, tmp_path):
-    dlg = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     code, _ = drive(dlg, "inference\rllama-3.1-8b\r\x03")
     resume = tmp_path / dialogue.RESUME_FILE
     assert code == 130 and resume.exists()
-    again = dialogue.Dialogue.resume(resume, catalog, kb, out_dir=tmp_path)
+    again = dialogue.Dialogue.resume(resume, Setup(catalog, kb), out_dir=tmp_path)
     code, shown = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
     assert code == 0 and again.written
     assert not resume.exists()                                  # nothing left behind to resume by mistake

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from advisor.inputs import catalog as catalog_mod
+from advisor.judgement.advise import Setup
 from advisor.judgement import decision, knowledge
 from advisor.inputs import workload
 from advisor.base import yamlio
@@ -208,7 +209,7 @@ def test_every_question_survives_garbage(catalog):
     from advisor.shell import dialogue
     kb = knowledge.load()
     for q in dialogue.load_questions():
-        d = dialogue.Dialogue(catalog, kb, dry_run=True)
+        d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
         if q.field != "mode":
             d.answers["mode"] = "training" if "training" in str(q.when) else "inference"
         if q.when.get("model_in_catalog") is False:
@@ -233,7 +234,7 @@ def test_every_question_survives_garbage(catalog):
 def test_ctrl_c_at_every_step_keeps_the_answers(catalog, tmp_path, stop):
     from advisor.shell import dialogue
     kb = knowledge.load()
-    d = dialogue.Dialogue(catalog, kb, out_dir=tmp_path)
+    d = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     answers = ["inference", "gpt-oss-120b"] + [""] * 20
     given = 0
     for a in answers[:stop]:
@@ -242,7 +243,7 @@ def test_ctrl_c_at_every_step_keeps_the_answers(catalog, tmp_path, stop):
         d.submit(a)
         given += 1
     path = d.save_resume()                     # what Ctrl-C does
-    again = dialogue.Dialogue.resume(path, catalog, kb, out_dir=tmp_path)
+    again = dialogue.Dialogue.resume(path, Setup(catalog, kb), out_dir=tmp_path)
     assert again.answers == d.answers and again.asked == d.asked and len(again.steps) == given
 
 

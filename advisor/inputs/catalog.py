@@ -9,7 +9,7 @@ import hashlib
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 
@@ -172,6 +172,22 @@ class Price:
         return (self.gpu, self.gpus_per_instance, self.provider.lower(), (self.instance or "").lower(), self.kind)
 
 
+@dataclass(frozen=True)
+class ApiPrice:
+    """One API offer for a catalog model: USD per million tokens (cached input: None when not listed)."""
+
+    model: str
+    provider: str
+    provider_model: str
+    usd_per_million_input: float
+    usd_per_million_cached_input: float | None
+    usd_per_million_output: float
+    date: str
+    source: str
+    file: str
+    line: int
+
+
 @dataclass(eq=False)
 class Catalog:
     """GPUs, models, prices, efficiency figures and the sources they cite."""
@@ -184,6 +200,7 @@ class Catalog:
     knowledge: dict
     digest: str
     purchase: dict = field(default_factory=dict)   # purchase.yaml: per-GPU prices and data-centre costs
+    api_prices: list[ApiPrice] = field(default_factory=list)   # api-prices.yaml: per-token API offers
 
     @cached_property
     def _gpu_names(self) -> dict[str, str]:
@@ -226,7 +243,7 @@ class Catalog:
         h = hashlib.sha256(self.digest.encode())
         h.update(Path(path).read_bytes())
         return Catalog(self.gpus, self.models, prices, self.efficiency, self.sources, self.knowledge, h.hexdigest(),
-                       self.purchase)
+                       self.purchase, self.api_prices)
 
 
 def _name_index(items) -> dict[str, str]:
@@ -583,6 +600,52 @@ def prices_from(data, name: str, catalog_or_gpus) -> list[Price]:
     return out
 
 
+API_PRICE_FILE = "api-prices.yaml"
+API_PRICE_FIELDS = ("model", "provider", "provider_model", "usd_per_million_input", "usd_per_million_cached_input",
+                    "usd_per_million_output", "date", "source")
+
+
+def load_api_prices(path: Path, models: dict) -> list[ApiPrice]:
+    """api-prices.yaml (written by `prices import-api`): one row per provider model id, every price a
+    number >= 0 per million tokens, each row dated and sourced; problems reported with file:line."""
+    col = Collector(str(path))
+    data = yamlio.load(path)
+    items = data.get("api_prices") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        col.add("expected a mapping with an 'api_prices' list", getattr(data, "line", 1), "api_prices")
+        col.raise_if_any()
+    names = _name_index(models.values())
+    out: list[ApiPrice] = []
+    for i, e in enumerate(items):
+        line = yamlio.line_of(items, i)
+        if not isinstance(e, dict):
+            col.add("each API price must be a mapping", line)
+            continue
+        bad = [k for k in API_PRICE_FIELDS if k != "usd_per_million_cached_input" and e.get(k) in (None, "")]
+        for k in bad:
+            col.add("required field is missing", line, k)
+        for k in set(e) - set(API_PRICE_FIELDS):
+            col.add(f"unknown field (known: {', '.join(API_PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
+        for k in ("usd_per_million_input", "usd_per_million_cached_input", "usd_per_million_output"):
+            v = e.get(k)
+            if v is not None and (not _is_number(v) or v < 0):
+                col.add(f"must be a number >= 0 (got {v!r})", yamlio.line_of(e, k, line), k)
+                bad.append(k)
+        if bad:
+            continue
+        try:
+            mid = _resolve(e["model"], names, "model", "model", str(path), yamlio.line_of(e, "model", line))
+        except InputError as exc:
+            col.problems.extend(exc.problems)
+            continue
+        cached = e.get("usd_per_million_cached_input")
+        out.append(ApiPrice(mid, str(e["provider"]), str(e["provider_model"]), float(e["usd_per_million_input"]),
+                            float(cached) if cached is not None else None, float(e["usd_per_million_output"]),
+                            str(e["date"]), str(e["source"]), str(path), line))
+    col.raise_if_any()
+    return out
+
+
 PURCHASE_FILE = "purchase.yaml"
 MODEL_SOURCES_FILE = "sources-models.yaml"   # sources of the config-derived models (catalog/build/modelbuild.py)
 PRICE_FILES = ("prices.yaml", "prices-skypilot.yaml")
@@ -640,10 +703,10 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     that passed is kept compiled in the cache, keyed by its folder, its files' bytes and this module."""
     directory = Path(directory)
     files = ["sources.yaml", MODEL_SOURCES_FILE, "gpus.yaml", "models.yaml", *PRICE_FILES, PURCHASE_FILE, "efficiency.yaml",
-             "knowledge.yaml"]
+             "knowledge.yaml", API_PRICE_FILE]
     digest = hashlib.sha256()
     for f in files:
-        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE) and not os.path.lexists(directory / f):
+        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE, API_PRICE_FILE) and not os.path.lexists(directory / f):
             continue                   # optional files (a user's catalog folder may lack them)
         digest.update(f.encode())
         digest.update(read_input(directory / f, yamlio.MAX_BYTES, "catalog file"))   # regular files only, recorded as read
@@ -726,13 +789,14 @@ def _load(directory: Path, digest: str) -> Catalog:
         if (directory / extra).is_file():
             prices += load_prices(directory / extra, gpus)
     purchase = load_purchase(directory / PURCHASE_FILE, gpus) if (directory / PURCHASE_FILE).is_file() else {}
+    api = load_api_prices(directory / API_PRICE_FILE, models) if (directory / API_PRICE_FILE).is_file() else []
     free_cycles()                 # parsing YAML left some behind
-    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest, purchase)
+    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest, purchase, api)
 
 
 # --- the compiled-catalog cache (plain JSON; see advisor/cache.py) -----------------------------------
 
-COMPILED_VERSION = "catalog-4"
+COMPILED_VERSION = "catalog-5"
 
 
 def _enc_figures(figs: dict[str, Figure]) -> list:
@@ -752,6 +816,7 @@ def _compiled_put(name: str, cat: Catalog) -> None:
                     p.kind, p.instance, list(p.regions), p.region_count, p.commit, p.usd_per_hour_median, p.note]
                    for p in cat.prices],
         "purchase": cache.pack(cat.purchase),
+        "api_prices": [[getattr(a, f.name) for f in fields(ApiPrice)] for a in cat.api_prices],
         "efficiency": cache.pack(cat.efficiency), "sources": cache.pack(cat.sources),
         "knowledge": cache.pack(cat.knowledge), "digest": cat.digest,
     }
@@ -768,7 +833,7 @@ def _compiled_get(name: str) -> Catalog | None:
         models = {m[0]: Model(m[0], m[1], tuple(m[2]), _dec_figures(m[3]), m[4], m[5]) for m in data["models"]}
         prices = [Price(*p[:11], tuple(p[11]), *p[12:]) for p in data["prices"]]
         return Catalog(gpus, models, prices, data["efficiency"], data["sources"], data["knowledge"], data["digest"],
-                       data["purchase"])
+                       data["purchase"], [ApiPrice(*a) for a in data["api_prices"]])
     except (KeyError, TypeError, IndexError, ValueError):
         return None
 

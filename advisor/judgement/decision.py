@@ -265,7 +265,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
 
 
 def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
-    wf, cfs = facts_for(est)
+    wf, cfs = facts_for(est, catalog)
     wf["id"] = "workload"
     for c in cfs:
         c["id"] = c["c_gpu"]

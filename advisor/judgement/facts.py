@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from advisor.inputs.catalog import GPU
+from advisor.numbers import api
 from advisor.numbers.estimate import GB, Estimate
 from advisor.numbers.objective import unit_cost, unit_of_work
 
@@ -118,6 +119,15 @@ FACTS: dict[str, Fact] = {
     "candidate.activation_checkpointing": Fact("boolean", "", "training: activations recomputed in the plan"),
     "candidate.misses_target": Fact("boolean", "", "the best plan misses a stated deadline or service level"),
     "candidate.missed": Fact("string", "", "the figure that missed the deadline or service level (absent: none missed)"),
+    # serving: the plan against the APIs that sell the model (numbers.api, catalog/api-prices.yaml)
+    "workload.api_match": Fact("string", "", "model | size-class | none: whether APIs sell this model, only models of its size class, or neither"),
+    "workload.api_offers": Fact("integer", "offers", "API rows for the model (or its size class) in catalog/api-prices.yaml"),
+    "workload.api_usd_per_million_tokens": Fact("number", "USD", "cheapest API price per million prompt + output tokens at the workload's request shape and prefix_cache_hit"),
+    "candidate.self_host_usd_per_million_tokens": Fact("number", "USD", "the plan's cost per million prompt + output tokens at the workload's load (rented: busy hours; owned: running cost)"),
+    "candidate.load_million_tokens_per_day": Fact("number", "million tokens", "prompt + output tokens a day the plan serves at the workload's concurrency and utilisation"),
+    "candidate.break_even_million_tokens_per_day": Fact("number", "million tokens", "tokens a day above which the plan costs less than the cheapest API"),
+    "candidate.break_even_utilisation": Fact("number", "", "break-even load / the plan's tokens in a full day at the workload's concurrency (above 1: never cheaper at this concurrency)"),
+    "candidate.load_share_of_break_even": Fact("number", "", "the workload's load / the break-even load (below 1: the API is cheaper)"),
 }
 
 SCOPES = ("workload", "candidate", "derived")
@@ -172,8 +182,9 @@ def _gpu_facts(g: GPU) -> dict:
     return out
 
 
-def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
-    """The workload fact and one candidate fact per GPU, keyed by flat property names (None omitted)."""
+def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
+    """The workload fact and one candidate fact per GPU, keyed by flat property names (None omitted);
+    with the catalog, serving plans also carry their comparison with the APIs (numbers.api)."""
     w = est.workload
     led = est.ledger
     wf: dict = {}
@@ -196,6 +207,11 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
                     activation_checkpointing=w.activation_checkpointing, training_tokens=w.training_tokens)
     else:
         vals.update(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens)
+    compared = {c.gpu.id: api.compare(c, w, catalog) for c in est.candidates} if catalog is not None and not w.training else {}
+    first = next(iter(compared.values()), None)
+    if first is not None:
+        vals.update(api_match=first.match, api_offers=first.offers_considered,
+                    api_usd_per_million_tokens=first.api_usd_per_million_tokens)
     for k, v in vals.items():
         _put(wf, f"workload.{k}", v)
     cands = []
@@ -227,6 +243,12 @@ def facts_for(est: Estimate) -> tuple[dict, list[dict]]:
                          activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
                          missed=c.misses,
                          cost_ratio_to_cheapest=(costs[c.gpu.id] / cheapest) if cheapest and costs.get(c.gpu.id) else None)
+            a = compared.get(c.gpu.id)
+            if a is not None:
+                cvals.update(self_host_usd_per_million_tokens=a.plan_usd_per_million_tokens,
+                             load_million_tokens_per_day=a.load_tokens_per_day / 1e6 if a.load_tokens_per_day else None,
+                             break_even_million_tokens_per_day=a.break_even_tokens_per_day / 1e6 if a.break_even_tokens_per_day else None,
+                             break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:
                 cvals["power_margin_kw"] = w.constraints.power_kw_per_node - c.power_kw_per_node
             if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:

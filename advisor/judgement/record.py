@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from advisor import __version__
 from advisor.judgement import ranking
+from advisor.numbers import api
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.numbers.terms import rounded
 
@@ -57,6 +58,7 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": rounded(d.ranked.break_even.get(g))}
                         for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
     rec["suggestions"] = suggestions
+    rec["api_comparison"] = api.record(by_id.get(d.winner), est.workload, d.catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,

@@ -183,12 +183,12 @@ def _shipped_digest() -> str:
 def cmd_ask(args) -> int:
     from advisor.shell import dialogue
     from advisor.inputs import workload
-    cat = _catalog(args)
-    kb = _kb(args)
+    s = _setup(args)
+    cat = s.catalog
     out_dir = args.out_dir or "."
     if args.resume:
         try:
-            dlg = dialogue.Dialogue.resume(args.resume, cat, kb, out_dir=out_dir)
+            dlg = dialogue.Dialogue.resume(args.resume, s, out_dir=out_dir)
             dlg.current()                          # the state it restores must be one the dialogue can continue
         except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
             from advisor.base.errors import Problem
@@ -200,7 +200,7 @@ def cmd_ask(args) -> int:
             data = workload.yamlio.load(args.from_file)
             workload.parse(data, cat, args.from_file)          # refuse an invalid file up front
             answers = dialogue.answers_from(data, cat)
-        dlg = dialogue.Dialogue(cat, kb, answers=answers, out_dir=out_dir)
+        dlg = dialogue.Dialogue(s, answers=answers, out_dir=out_dir)
     piped = os.environ.get("GPU_ADVISOR_PIPE") == "1"
     if not sys.stdin.isatty() and not piped:
         print("gpu-advisor: error: `ask` is an interactive dialogue and needs a terminal; for a workload file use "
@@ -213,12 +213,11 @@ def cmd_ask(args) -> int:
 
 def cmd_replay(args) -> int:
     from advisor.shell import dialogue
-    cat = _catalog(args)
-    kb = _kb(args)
+    s = _setup(args)
     failed = 0
     for path in args.transcripts:
         try:
-            same, diffs = dialogue.replay(path, cat, kb)
+            same, diffs = dialogue.replay(path, s)
         except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
             from advisor.base.errors import Problem
             raise InputError(Problem(f"not a transcript this version can replay ({type(exc).__name__}: {str(exc)[:80]})",
@@ -249,7 +248,10 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_prices(args) -> int:
-    """`prices import PATH...`: SkyPilot vms.csv files -> a price file; `prices list`: the known quotes."""
+    """`prices import PATH...`: SkyPilot vms.csv files -> a price file; `prices import-api FILE`: LiteLLM's
+    per-token price table -> an api-prices file; `prices list`: the known quotes."""
+    if args.action == "import-api":
+        return _import_api(args)
     if args.action == "import":
         from advisor.inputs import catalog, skypilot
         from advisor.base.files import write_atomic
@@ -291,8 +293,30 @@ def cmd_prices(args) -> int:
     return 0
 
 
+def _import_api(args) -> int:
+    import datetime
+    from pathlib import Path
+    from advisor.inputs import apiprices
+    from advisor.base.files import write_atomic
+    if len(args.paths) != 1:
+        raise InputError(Problem("give one LiteLLM model_prices_and_context_window.json", None, None, "FILE"))
+    date = args.date or datetime.date.today().isoformat()
+    source = args.source or f"BerriAI/litellm model_prices_and_context_window.json ({Path(args.paths[0]).name})"
+    text, rows, unmapped = apiprices.import_api_prices(args.paths[0], _catalog(args), date, source)
+    if args.out:
+        write_atomic(args.out, text)
+    else:
+        sys.stdout.write(text)
+    print(f"{len(rows)} API price rows for {len({r['model'] for r in rows})} catalog models"
+          + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
+    if unmapped:
+        print(f"not mapped to a catalog model (no row written), {len(unmapped)} ids of catalog model families: "
+              + ", ".join(unmapped), file=sys.stderr)
+    return 0
+
+
 def _prices_args(pr) -> None:
-    pr.add_argument("action", choices=("list", "import"))
+    pr.add_argument("action", choices=("list", "import", "import-api"))
     pr.add_argument("paths", nargs="*", metavar="PATH", help="import: skypilot-catalog catalogs/v7 folder, ~/.sky/catalogs/v7, a vms.csv")
     pr.add_argument("--gpu", action="append", metavar="ID", help="list: only this GPU (repeatable)")
     pr.add_argument("--kind", choices=("on-demand", "spot", "reserved", "endpoint"), help="list: only this kind")
@@ -301,6 +325,7 @@ def _prices_args(pr) -> None:
     pr.add_argument("--skip", action="append", metavar="CLOUD", help="import: leave out this cloud (repeatable)")
     pr.add_argument("--date", help="import: the retrieval date to record (default: the source's, else today)")
     pr.add_argument("--commit", help="import: the catalog commit to record (default: read from the checkout)")
+    pr.add_argument("--source", help="import-api: the source to record on every row (repository, version or commit)")
     _common(pr, rules=False, prices=True)
     pr.set_defaults(func=cmd_prices)
 

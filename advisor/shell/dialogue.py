@@ -17,7 +17,7 @@ from pathlib import Path
 from advisor.base.errors import InputError
 from advisor.inputs.catalog import Catalog
 from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS
-from advisor.judgement.knowledge import KnowledgeBase
+from advisor.judgement.advise import Setup
 from advisor.shell import dialoguehelp, session, transcripts
 # re-exported: the dialogue's callers (cli.py, the tests) reach the questions and the session through it
 from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, Question, accepted, glossary, load_questions, read_answer  # noqa: F401
@@ -38,9 +38,10 @@ class Prompt:
 class Dialogue:
     """The interview as a state machine; `answers` maps workload fields to validated values."""
 
-    def __init__(self, catalog: Catalog, kb: KnowledgeBase, questions: list[Question] | None = None,
+    def __init__(self, setup: Setup, questions: list[Question] | None = None,
                  answers: dict | None = None, out_dir: Path | str = ".", dry_run: bool = False, width: int | None = None):
-        self.catalog, self.kb = catalog, kb
+        self.setup = setup                         # what the recommendation is decided with (judgement.advise)
+        self.catalog, self.kb = setup.catalog, setup.kb
         self.width = width or session.terminal_width()
         self.resumed_from: Path | None = None        # a resume file to remove once the session completes
         self.questions = questions or load_questions()
@@ -246,16 +247,13 @@ class Dialogue:
         return data
 
     def recommend(self) -> list[str]:
-        from advisor.judgement import decision
-        from advisor.inputs import workload
-        from advisor.numbers import estimate as estimator
+        from advisor.judgement.advise import advise
         from advisor.shell.report import summary_text
         try:
-            w = workload.parse(self.workload_data(), self.catalog, "your answers")
+            self.decision = advise(self.workload_data(), self.setup, "your answers")
         except InputError as exc:
             self.stage = "confirm"
             return [f"  {p}" for p in exc.problems] + ["  Use 'edit ID' to change an answer."]
-        self.decision = decision.decide(estimator.estimate(w, self.catalog), self.kb, self.catalog)
         self.stage = "format"
         return [""] + summary_text(self.decision.record, self.catalog).rstrip().splitlines()[:-1] + [""]
 
@@ -332,10 +330,10 @@ class Dialogue:
         session.remove_resume(self.resumed_from, self.resume_path())
 
     @classmethod
-    def resume(cls, path: str | Path, catalog: Catalog, kb: KnowledgeBase, **kw) -> "Dialogue":
+    def resume(cls, path: str | Path, setup: Setup, **kw) -> "Dialogue":
         """The dialogue a resume file saved, continued where it stopped."""
         state = session.load_resume(path)
-        d = cls(catalog, kb, answers=state["answers"], **kw)
+        d = cls(setup, answers=state["answers"], **kw)
         d.resumed_from = Path(path)
         d.preset = set(state.get("preset") or [])
         d.asked = list(state.get("asked") or [])
@@ -357,9 +355,9 @@ def _show(v) -> str:
     return str(v)
 
 
-def replay(path: str | Path, catalog: Catalog, kb: KnowledgeBase) -> tuple[bool, list[str]]:
+def replay(path: str | Path, setup: Setup) -> tuple[bool, list[str]]:
     """Feed a transcript's answers through a fresh dialogue (a dry run); (same, differences)."""
-    return transcripts.replay(path, lambda preset: Dialogue(catalog, kb, answers=preset, dry_run=True))
+    return transcripts.replay(path, lambda preset: Dialogue(setup, answers=preset, dry_run=True))
 
 
 def answers_from(data: dict, catalog: Catalog) -> dict:

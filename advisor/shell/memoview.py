@@ -20,7 +20,8 @@ from advisor.numbers.objective import UNIT_LABELS
 from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, gist as _gist, offer as _offer, \
-    plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost
+    plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost, \
+    api_line as _api_line
 
 DISAGREEMENTS = [
     "Bytes per parameter for mixed-precision AdamW: this memo uses 16 (C06); another seed document counts 18 (K08), "
@@ -294,11 +295,12 @@ def _summary(x: _Record, v: dict) -> dict:
     alternatives, the top risks, unpriced GPUs and the planner's suggestions."""
     r, d, cites = x.r, x.d, x.cites
     summary: dict = {"cost": [], "reasons": [], "risks": [], "alternatives": [], "suggestions": [], "unpriced": [],
-                     "objective": ""}
+                     "objective": "", "api": None}
     if r:
         c = x.cands[r["gpu"]]
         summary["cost"] = _summary_cost(x, c)
         summary["objective"] = _objective(r)
+        summary["api"] = _api_line(x.rec.get("api_comparison"))
         summary["sentence"] = (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''} "
                                f"({_layout_short(r)}).")
     else:

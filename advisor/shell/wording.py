@@ -250,3 +250,26 @@ def markdown_finalize(value):
     """What a Markdown template prints, as Jinja's `finalize`: every value shows as its text, so the
     escaping is done once here, not in each template; the advisor's own code spans pass as they are."""
     return value if isinstance(value, MarkdownText) else markdown(value)
+
+
+def _per_m(x: float) -> str:
+    return f"${x:,.2f}" if x >= 0.1 else f"${x:.3f}"
+
+
+def api_line(a: dict | None) -> str | None:
+    """The memo's one line on self-hosting against paying per token (the record's api_comparison; tokens
+    are prompt + output tokens, the plan at the workload's concurrency and busy hours)."""
+    if not a:
+        return None
+    if a.get("match") == "none":
+        return "No API in catalog/api-prices.yaml sells this model or one of its size: self-hosting is the only way to serve it"
+    o = (a.get("offers") or [{}])[0]
+    what = "here" if a["match"] == "model" else f"here for a model of its size ({', '.join(a.get('models') or [])})"
+    text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens {what} ({o.get('provider')}, {o.get('date')})"
+    be = a.get("break_even_tokens_per_day")
+    if be is None:
+        return text + "; the plan has no price or speed to compare"
+    plan, api = a["plan_usd_per_million_tokens"], a["api_usd_per_million_tokens"]
+    verdict = "the API is cheaper" if plan is not None and api is not None and plan > api else "self-hosting is cheaper"
+    return (text + f"; this plan costs {_per_m(plan)} at this load ({a['load_tokens_per_day'] / 1e6:,.0f} million a day): "
+            f"{verdict}, self-hosting wins above {be / 1e6:,.0f} million tokens a day")

@@ -1,0 +1,153 @@
+"""Per-token API prices for the catalog's open models, from LiteLLM's public price table.
+
+LiteLLM (BerriAI/litellm) keeps `model_prices_and_context_window.json`: one entry per provider model id
+with `litellm_provider`, `mode` and USD per token for input (`input_cost_per_token`), cached input
+(`cache_read_input_token_cost`) and output (`output_cost_per_token`). The importer keeps the chat and
+completion entries with a positive input and output price, maps each provider model id to a catalog
+model (`map_model`: a normaliser checked against the catalog's own ids and aliases) and lists the ids of
+a catalog model family it could not map (a fine-tune, another checkpoint), never guessing.
+
+`gpu-advisor prices import-api FILE --out OUT.yaml --source TEXT --date DATE` writes the file the
+catalog loads as `catalog/api-prices.yaml` (advisor.inputs.catalog.load_api_prices); docs/api-prices.md
+says how the shipped one was built.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from advisor.base.errors import InputError, Problem
+from advisor.base.files import read_input
+
+#: the price table is ~3.5 MB (2026); anything past this is not that file
+MAX_BYTES = 64 * 2**20
+MODES = ("chat", "completion")
+
+#: the row fields of api-prices.yaml, in the order written
+ORDER = ("model", "provider", "provider_model", "usd_per_million_input", "usd_per_million_cached_input",
+         "usd_per_million_output", "date", "source")
+
+#: region and vendor prefixes of cloud model ids (Bedrock's 'us.meta.llama3-1-70b-instruct-v1:0',
+#: OCI's 'meta.llama-3.1-70b-instruct'): where the model is served or who published it, not which it is
+_PREFIXES = re.compile(r"^(?:(?:us|eu|apac|jp|au|ca|global|us-gov)\.)?(?:meta|openai|mistral|qwen|deepseek|google|"
+                       r"moonshotai|microsoft|tii)\.|^(?:meta|databricks|databricks-meta)-(?=llama)")
+#: trailing words that name how a provider serves a model (instruction-tuned release, quantised fast
+#: tier, a cloud's own label), not another model: the catalog sizes the same weights either way
+SERVING_WORDS = {"instruct", "turbo", "versatile", "maas", "fp8", "fast", "dynamic", "chat", "it", "hf",
+                 "instant", "reference"}
+
+
+def canonical(name: str) -> str:
+    """A provider's model id or a catalog name reduced to one spelling: the last path segment, lower
+    case, prefixes and serving words dropped, version spellings unified ('llama-v3p1', 'llama3-1',
+    'Llama-3_1' -> 'llama-3.1')."""
+    s = str(name).strip().lower().rsplit("/", 1)[-1]
+    s = _PREFIXES.sub("", s)
+    s = re.sub(r"[\s_]+", "-", s)
+    s = re.sub(r"-v?\d+:\d+$", "", s)                      # Bedrock's model version: -v1:0
+    s = re.sub(r"^(llama-?\d)-(\d)(?=-\d)", r"\1.\2", s)     # llama3-1-70b
+    s = re.sub(r"v(\d+)p(\d+)", r"\1.\2", s)                 # fireworks: llama-v3p1-70b
+    s = re.sub(r"(?<=\d)_(?=\d)", ".", s)
+    s = re.sub(r"^llama-?(\d)", r"llama-\1", s)               # llama3.1 -> llama-3.1
+    words = s.split("-")
+    words = [w for i, w in enumerate(words) if i == 0 or w not in SERVING_WORDS]
+    return "-".join(words)
+
+
+def model_index(catalog) -> dict[str, str]:
+    """canonical name -> catalog model id, from every model's id, name and aliases (its Hugging Face repo)."""
+    index: dict[str, str] = {}
+    for m in catalog.models.values():
+        for n in (m.id, m.name, *m.aliases):
+            index.setdefault(canonical(n), m.id)
+    return index
+
+
+def families(catalog) -> tuple[str, ...]:
+    """The leading words of the catalog's model ids ('llama', 'gpt-oss', 'qwen'): an unmapped provider id
+    that starts with one is reported, since it may be a catalog model under a spelling not yet known."""
+    out = set()
+    for mid in catalog.models:
+        words = []
+        for w in mid.split("-"):
+            if re.search(r"\d", w):
+                head = re.match(r"[a-z]+", w)
+                if head and not words:
+                    words.append(head.group(0))
+                break
+            words.append(w)
+        if words:
+            out.add("-".join(words))
+    return tuple(sorted(out))
+
+
+def map_model(provider_model: str, index: dict[str, str]) -> str | None:
+    """The catalog model id a provider model id names, or None."""
+    return index.get(canonical(provider_model))
+
+
+def _per_million(v) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0:
+        return None
+    return round(v * 1e6, 6)
+
+
+def rows_from(table: dict, catalog, date: str, source: str) -> tuple[list[dict], list[str]]:
+    """The api-prices rows of a parsed LiteLLM table and the unmapped ids of catalog model families."""
+    index, fams = model_index(catalog), families(catalog)
+    rows, unmapped = [], []
+    for key, e in table.items():
+        if not isinstance(e, dict) or e.get("mode") not in MODES:
+            continue
+        inp, out = _per_million(e.get("input_cost_per_token")), _per_million(e.get("output_cost_per_token"))
+        if not inp or not out:
+            continue      # no price, or 0: a local runtime or a free tier, not an offer to compare with
+        mid = map_model(key, index)
+        if mid is None:
+            c = canonical(key)
+            if any(re.search(rf"(?:^|[-.]){re.escape(f)}", c) for f in fams):
+                unmapped.append(key)
+            continue
+        cached = _per_million(e.get("cache_read_input_token_cost"))
+        rows.append({"model": mid, "provider": str(e.get("litellm_provider") or key.split("/", 1)[0]),
+                     "provider_model": key, "usd_per_million_input": inp,
+                     "usd_per_million_cached_input": cached if cached else None,
+                     "usd_per_million_output": out, "date": date, "source": source})
+    rows.sort(key=lambda r: (r["model"], r["usd_per_million_output"], r["provider"], r["provider_model"]))
+    return rows, sorted(unmapped)
+
+
+def _scalar(v) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def to_yaml(rows: list[dict], unmapped: list[str], header: str) -> str:
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] + ["api_prices:"]
+    for r in rows:
+        lines.append("  - {" + ", ".join(f"{k}: {_scalar(r[k])}" for k in ORDER if r.get(k) is not None) + "}")
+    # kept in the file (the catalog does not read it) so a reviewer sees what the mapping left out
+    lines.append("unmapped:" + ("" if unmapped else " []"))
+    lines += [f"  - {_scalar(u)}" for u in unmapped]
+    return "\n".join(lines) + "\n"
+
+
+def import_api_prices(path: str | Path, catalog, date: str, source: str) -> tuple[str, list[dict], list[str]]:
+    """The api-prices file text for a LiteLLM price table, its rows and the unmapped ids."""
+    raw = read_input(path, MAX_BYTES, "LiteLLM price table (JSON)")
+    try:
+        table = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise InputError(Problem(f"not a JSON price table: {getattr(exc, 'msg', exc)}", str(path), line)) from None
+    if not isinstance(table, dict):
+        raise InputError(Problem("not a LiteLLM price table (expected a JSON object of model ids)", str(path), 1))
+    rows, unmapped = rows_from(table, catalog, date, source)
+    header = (f"Per-token API prices for catalog models, imported by\n"
+              f"`gpu-advisor prices import-api {Path(path).name} --date {date}` (do not edit by hand: re-run it; docs/api-prices.md).\n"
+              f"Source: {source}. USD per million tokens: input, cached input (absent: the provider lists none), output.\n"
+              f"{len(rows)} rows for {len({r['model'] for r in rows})} catalog models; ids of catalog model families not mapped "
+              f"(listed under unmapped): {len(unmapped)}")
+    return to_yaml(rows, unmapped, header), rows, unmapped

@@ -1,0 +1,163 @@
+"""Self-host or pay per token: a serving plan's cost per million tokens at the workload's load against
+the cheapest API offers for the same model (catalog/api-prices.yaml), and the break-even load.
+
+Pure arithmetic over a Plan, a Workload and the catalog's API prices; the rules decide what it means
+(rules/api.yaml). The formulas (docs/api-prices.md):
+- tokens are prompt + output tokens; a request has P prompt and O output tokens, a share h of the
+  prompt read from the provider's prefix cache (`prefix_cache_hit`);
+- an API offer costs (P(1-h) x input + P h x cached input + O x output) / (P + O) per token (cached
+  input at the input price where the provider lists none);
+- the plan serves tokens_per_s x (P + O) / O tokens per second while busy (tokens_per_s: output
+  tokens/s of all users at the workload's concurrency);
+- busy share u: rented plans are paid for their busy hours only (the workload's `utilisation`, else
+  24x7 as the memo's monthly cost assumes); owned plans (`deployment: on-prem`) run their owning cost
+  around the clock and are busy the share their rent-versus-buy figures assume (constraints.utilisation
+  or catalog/purchase.yaml);
+- plan cost per day = usd_per_hour x paid hours a day; load = tokens per second x 3600 x 24 u;
+- break-even load = plan cost per day / the API's price per token: above it self-hosting is cheaper;
+  its utilisation = break-even load / (tokens per second x 86,400), the share of the day the plan must
+  be busy at the workload's concurrency.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.numbers.cost import ON_PREM
+
+#: two models are of one size class when total and active parameters are each within this factor: the
+#: serving cost of a model follows the bytes it moves and the FLOPs it runs, both set by those (K01)
+SIZE_CLASS_FACTOR = 1.25
+#: offers recorded (cheapest first, one per provider); all usable rows are counted
+OFFERS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class ApiComparison:
+    """One plan against the APIs. `match`: 'model' (offers for this model), 'size-class' (for models of
+    its size, named in `models`) or 'none' (no API in the snapshot sells it or its size)."""
+
+    match: str
+    models: tuple[str, ...] = ()
+    offers: tuple[dict, ...] = ()                 # cheapest first, one per provider, at most OFFERS_SHOWN
+    offers_considered: int = 0
+    api_usd_per_million_tokens: float | None = None
+    plan_usd_per_million_tokens: float | None = None
+    plan_usd_per_day: float | None = None
+    tokens_per_s: float | None = None             # prompt + output tokens per second while busy
+    busy_share: float | None = None
+    load_tokens_per_day: float | None = None
+    break_even_tokens_per_day: float | None = None
+    break_even_utilisation: float | None = None
+    load_share_of_break_even: float | None = None
+    why: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        from advisor.numbers.terms import rounded
+        return {"match": self.match, "models": list(self.models), "offers": [dict(o) for o in self.offers],
+                "offers_considered": self.offers_considered,
+                **{k: rounded(getattr(self, k)) for k in (
+                    "api_usd_per_million_tokens", "plan_usd_per_million_tokens", "plan_usd_per_day", "tokens_per_s",
+                    "busy_share", "load_tokens_per_day", "break_even_tokens_per_day", "break_even_utilisation",
+                    "load_share_of_break_even")},
+                "why": dict(self.why)}
+
+
+def blended_usd_per_million(offer, prompt_tokens: int, output_tokens: int, cache_hit: float) -> float:
+    """An API offer's price per million tokens (prompt + output) for requests of this shape."""
+    cached = offer.usd_per_million_cached_input
+    cached = offer.usd_per_million_input if cached is None else cached
+    p, o = prompt_tokens, output_tokens
+    return (p * (1 - cache_hit) * offer.usd_per_million_input + p * cache_hit * cached
+            + o * offer.usd_per_million_output) / (p + o)
+
+
+def _figures(model) -> tuple[float | None, float | None]:
+    total = model.num("params_b")
+    return total, model.num("active_params_b") or total
+
+
+def _close(a, b) -> bool:
+    return bool(a and b) and max(a, b) / min(a, b) <= SIZE_CLASS_FACTOR
+
+
+def offers_for(model, catalog) -> tuple[str, tuple[str, ...], list]:
+    """(match, models, API rows): the model's own offers, else those of the catalog models of its size class."""
+    rows = [a for a in catalog.api_prices if a.model == model.id]
+    if rows:
+        return "model", (model.id,), rows
+    total, active = _figures(model)
+    near = tuple(m.id for m in catalog.models.values()
+                 if m.id != model.id and _close(total, _figures(m)[0]) and _close(active, _figures(m)[1]))
+    rows = [a for a in catalog.api_prices if a.model in near]
+    if rows:
+        return "size-class", tuple(sorted({a.model for a in rows})), rows
+    return "none", (), []
+
+
+def _offer_dict(a, usd: float) -> dict:
+    return {"provider": a.provider, "provider_model": a.provider_model, "model": a.model,
+            "usd_per_million_input": a.usd_per_million_input, "usd_per_million_cached_input": a.usd_per_million_cached_input,
+            "usd_per_million_output": a.usd_per_million_output, "usd_per_million_tokens": round(usd, 6),
+            "date": a.date, "source": a.source}
+
+
+def busy_share(plan, w) -> float:
+    """The share of the day the plan serves: on premises the utilisation its owning cost assumes, rented
+    the workload's utilisation (24x7 when none is given)."""
+    if w.constraints.deployment in ON_PREM and plan.tco:
+        u = ((plan.tco.get("inputs") or {}).get("utilisation") or {}).get("value")
+        if u:
+            return float(u)
+    return float(w.utilisation or 1.0)
+
+
+def compare(plan, w, catalog) -> ApiComparison | None:
+    """The comparison for a serving plan (None for training). Without a price or a speed the plan's own
+    figures are left out, the offers are still given."""
+    if w.training:
+        return None
+    match, models, rows = offers_for(w.model, catalog)
+    if not rows:
+        return ApiComparison("none")
+    p, o, h = w.prompt_tokens, w.output_tokens, w.prefix_cache_hit
+    priced = sorted(((blended_usd_per_million(a, p, o, h), a) for a in rows), key=lambda x: (x[0], x[1].provider, x[1].provider_model))
+    best: dict[str, tuple] = {}
+    for usd, a in priced:
+        best.setdefault(a.provider, (usd, a))
+    shown = tuple(_offer_dict(a, usd) for usd, a in list(best.values())[:OFFERS_SHOWN])
+    api = priced[0][0]
+    a0 = priced[0][1]
+    why = {"api_usd_per_million_tokens": (
+        f"{a0.provider} {a0.provider_model}: ({p:,} prompt tokens x {1 - h:.0%} x ${a0.usd_per_million_input:g}"
+        + (f" + {p:,} x {h:.0%} cached x ${a0.usd_per_million_cached_input if a0.usd_per_million_cached_input is not None else a0.usd_per_million_input:g}" if h else "")
+        + f" + {o:,} output tokens x ${a0.usd_per_million_output:g}) / {p + o:,} tokens, per million ({a0.date}, {a0.source})")}
+    base = ApiComparison(match, models, shown, len(rows), api, why=why)
+    if plan is None or not plan.fits or not plan.usd_per_hour or not plan.tokens_per_s:
+        return base
+    owned = w.constraints.deployment in ON_PREM
+    u = busy_share(plan, w)
+    tps = plan.tokens_per_s * (p + o) / o
+    paid_hours = 24 if owned else 24 * u
+    per_day = plan.usd_per_hour * paid_hours
+    load = tps * 3600 * 24 * u
+    plan_usd = per_day / load * 1e6
+    be = per_day / api * 1e6
+    why = dict(why)
+    why["plan_usd_per_million_tokens"] = (
+        f"${plan.usd_per_hour:,.2f}/h x {paid_hours:g} h a day ({'owned: runs around the clock' if owned else 'rented for its busy hours'})"
+        f" / {load:,.0f} tokens a day ({plan.tokens_per_s:,.0f} output tokens/s x {p + o:,}/{o:,} prompt+output per output token"
+        f" x 86,400 s x {u:.0%} busy), per million")
+    why["break_even_tokens_per_day"] = (f"${per_day:,.2f} a day / ${api:.4g} per million tokens = {be / 1e6:,.1f} million tokens a day "
+                                        f"({be / (tps * 86400):.0%} of the plan's {tps * 86400 / 1e6:,.0f} million-token day)")
+    return ApiComparison(match, models, shown, len(rows), api, plan_usd, per_day, tps, u, load, be, be / (tps * 86400),
+                         load / be, why)
+
+
+def record(plan, w, catalog) -> dict | None:
+    """The decision record's `api_comparison` for the recommended plan (None when training)."""
+    a = compare(plan, w, catalog)
+    if a is None:
+        return None
+    return {**a.as_dict(), "gpu": plan.gpu.id if plan is not None else None,
+            "prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens, "prefix_cache_hit": w.prefix_cache_hit,
+            "deployment": w.constraints.deployment}
