@@ -127,7 +127,7 @@ HARMLESS = [
     ("{% for x in range(3) %}{{ loop.index }}{{ loop.cycle('a', 'b') }}{% if loop.last %}.{% endif %}{% endfor %}",
      "1a2b3a."),
     ("{% set ns = namespace(n=0) %}{% for x in range(4) %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}", "6"),
-    ("{{ summary.cost | length }} {{ summary.keys() | list | length > 3 }} {{ headline.upper()[:3] }}", "4 True USE"),
+    ("{{ summary.cost | length }} {{ summary.keys() | list | length > 3 }} {{ headline.upper()[:3] }}", "3 True USE"),      # per hour carries the month (issue 23)
     ("{{ '{:>6}'.format(title[:4]) }}|{{ '%s!' % mode }}", "  chat|inference!"),
     ("{% for g in alternatives | groupby('excluded') %}{{ g.grouper }}:{{ g.list | length }} {% endfor %}", "False:"),
     ("{{ alternatives | map(attribute='gpu') | first }}", "rtx-pro-6000"),

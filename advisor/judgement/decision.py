@@ -56,6 +56,9 @@ class Firing:
         kind, eff = self.effect["kind"], self.rule.effects[self.effect["kind"]]
         if kind in ("warn", "note") and "text" not in self.effect:
             self.effect["text"] = _render(self.rule, eff.get("text", ""), self.fact, f"then.{kind}.text", self._ctx()) or self.text
+        if kind == "warn" and eff.get("mitigation") and "mitigation" not in self.effect:
+            # the one line that says what to do about the risk (issue 23), rendered like its text
+            self.effect["mitigation"] = _render(self.rule, eff["mitigation"], self.fact, "then.warn.mitigation", self._ctx())
         if kind == "exclude" and "reason" not in self.effect:
             self.effect["reason"] = _render(self.rule, eff.get("reason", ""), self.fact, "then.exclude.reason", self._ctx()) or self.text
         return self.effect
@@ -67,7 +70,7 @@ class Firing:
     def warning(self) -> dict:
         e = self.rendered()
         return {"rule": self.rule.id, "source": list(self.rule.source), "severity": e["severity"], "text": e["text"],
-                "kind": e["kind"], "gpu": self.gpu}
+                "kind": e["kind"], "gpu": self.gpu, **({"mitigation": e["mitigation"]} if e.get("mitigation") else {})}
 
 
 @dataclass(eq=False)
@@ -290,7 +293,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
             if effects is None:
                 effects = bases[rid] = [(kind, base, any(s in base for s in SELECTORS)) for kind, base in (
                     (kind, {"kind": kind, **{k: v for k, v in (eff.items() if isinstance(eff, dict) else ())
-                                             if k not in ("text", "reason")}}) for kind, eff in rule.effects.items())]
+                                             if k not in ("text", "reason", "mitigation")}}) for kind, eff in rule.effects.items())]
             for kind, base, selective in effects:
                 order += 1
                 f = Firing(order, rule, fid, fact.get("c_gpu"), bindings, dict(base), fact)

@@ -94,6 +94,7 @@ FACTS: dict[str, Fact] = {
     "candidate.dp": Fact("integer", "", "data-parallel degree"),
     "candidate.per_card_gb": Fact("number", "GB", "memory each card needs in the layout"),
     "candidate.headroom_gb": Fact("number", "GB", "memory left on each card"),
+    "candidate.headroom_share": Fact("number", "", "headroom_gb / memory_gb: the share of each card left free (below 0.05: within 5% of capacity)"),
     "candidate.kv_headroom_gb": Fact("number", "GB", "memory of one model replica left after the weights (K05, W06)"),
     "candidate.kv_headroom_share": Fact("number", "", "kv_headroom_gb / weights: below 0.5 breaks the 50% rule (K05)"),
     "candidate.prefill_ms": Fact("number", "ms", "prefill time of one prompt"),
@@ -234,6 +235,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         if c.fits:
             cvals.update(count=c.count, nodes=c.nodes, tp=c.tp, pp=c.pp, dp=c.dp, per_card_gb=c.per_card_gb,
                          headroom_gb=c.headroom_gb, kv_headroom_gb=c.kv_headroom_gb,
+                         headroom_share=(c.headroom_gb / c.gpu.memory_gb) if c.headroom_gb is not None and c.gpu.memory_gb else None,
                          kv_headroom_share=(c.kv_headroom_gb / weights_gb) if c.kv_headroom_gb is not None and weights_gb else None,
                          prefill_ms=c.prefill_ms, decode_ms_per_token=c.decode_ms_per_token, tokens_per_s=c.tokens_per_s,
                          tokens_per_s_per_user=c.tokens_per_s_per_user, training_hours=c.training_hours,

@@ -54,6 +54,7 @@ def build(d, suggestions: list[dict]) -> dict:
                           "effective_cost": rounded(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.order, d.order.index(g) if g in d.order else 0, g))]
+    _stability(rec, d, by_id)
     rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": rounded(d.ranked.break_even.get(g))}
                         for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
     rec["suggestions"] = suggestions
@@ -74,3 +75,56 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": d.catalog.digest,
                        "rule_files": d.kb.files, "engine": "durable_rules 2.0.28", **d.provenance}
     return rec
+
+
+#: the cost a stability band is stated in: the one the speed model's error moves (per hour of
+#: interactive serving it does not: the rental price is a quote)
+BAND_FIELD = {"inference": ("usd_per_million_tokens", "per million output tokens"),
+              "training": ("usd_per_job", "per job")}
+
+
+def model_error(catalog, training: bool) -> tuple[float | None, list]:
+    """The speed model's calibrated median error for the class (catalog/efficiency.yaml model_error),
+    and its sources; None when the catalog states none (then no band is claimed)."""
+    fig = ((catalog.efficiency.get("model_error") or {}).get("training" if training else "serving")) or {}
+    v = fig.get("v") if isinstance(fig, dict) else None
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1
+    return (float(v), list(fig.get("src") or [])) if ok else (None, [])
+
+
+def _stability(rec: dict, d, by_id: dict) -> None:
+    """Each candidate's cost per unit of work with the speed model's error (`cost_range`), and whether
+    the runner-up's range overlaps the winner's (`recommendation.within_error`, `runner_up_overlap`)."""
+    w = d.estimate.workload
+    err, src = model_error(d.catalog, w.training)
+    field, label = BAND_FIELD["training" if w.training else "inference"]
+    if w.training and not w.training_tokens:
+        field, label = "usd_per_million_tokens", "per million training tokens"
+    for c in rec["candidates"]:
+        cost = getattr(by_id[c["gpu"]], field, None) if by_id[c["gpu"]].fits else None
+        c["cost_range"] = ([rounded(cost * (1 - err)), rounded(cost * (1 + err))]
+                           if err is not None and cost is not None else None)
+    r = rec.get("recommendation")
+    if not r:
+        return
+    r["cost_range_basis"] = {"cost": field, "unit": label, "model_error": err, "source": src,
+                             "formula": f"cost {label} x (1 -+ {err:.1%}), the speed model's median error on the records "
+                                        "kept out of its fit (docs/accuracy.md)" if err is not None else "no model error stated"}
+    ranges = {c["gpu"]: c["cost_range"] for c in rec["candidates"]}
+    win, ru = ranges.get(r["gpu"]), ranges.get(d.runner_up) if d.runner_up else None
+    if not (win and ru):
+        r["within_error"] = None            # nothing to compare: no runner-up, no price or no stated error
+        rec["runner_up_overlap"] = None
+        return
+    overlap = ru[0] <= win[1] and win[0] <= ru[1]
+    r["within_error"] = overlap
+    # at the ends of the bands: the winner at its slow end against the runner-up at its fast end, and
+    # the reverse; only the first can turn the answer
+    rec["runner_up_overlap"] = {
+        "gpu": d.runner_up, "winner_range": win, "runner_up_range": ru, "overlap": overlap,
+        "if_winner_slow_runner_up_fast": d.runner_up if ru[0] < win[1] else r["gpu"],
+        "if_winner_fast_runner_up_slow": r["gpu"],
+        "settle_by": ("an hour of the workload on one node of each, measuring output tokens/s at the workload's "
+                      "concurrency" if not w.training else
+                      "a few hundred training steps on one node of each, measuring tokens/s per GPU"),
+    }

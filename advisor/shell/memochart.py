@@ -58,3 +58,49 @@ def chart(rec: dict, catalog: Catalog) -> dict:
         x += w
     return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend,
             "legend_y": f"{36 + len(rows) * 28}", "legend_ty": f"{46 + len(rows) * 28}"}
+
+
+def cost_chart(rec: dict, catalog: Catalog) -> dict:
+    """Geometry of the cost chart: each priced candidate's cost per unit of work (the record's
+    cost_range basis: per million output tokens, per job) as a bar from zero, with its band from the
+    speed model's error as a whisker, an x axis with ticks, and the winner marked."""
+    r = rec.get("recommendation") or {}
+    basis = r.get("cost_range_basis") or {}
+    field = basis.get("cost")
+    cands = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
+    shown = [(c, cands[c["gpu"]].get(field)) for c in rec["candidates"] if field and c["fits"] and not c["excluded"]]
+    shown = [(c, v) for c, v in shown if isinstance(v, (int, float))][:12]
+    if not shown:
+        return {"rows": []}
+    top = max(max(v, (c.get("cost_range") or [v, v])[1]) for c, v in shown)
+    step = _nice_step(top / 4)
+    axis_max = step * (int(top / step) + 1)
+    left, width = 160, 460
+
+    def x(v):
+        return f"{left + v / axis_max * width:.1f}"
+    rows = []
+    for i, (c, v) in enumerate(shown):
+        y = 40 + i * 26
+        band = c.get("cost_range")
+        rows.append({"gpu": f"{c['count']} x {c['gpu']}", "y": f"{y}", "ty": f"{y + 13}", "w": f"{v / axis_max * width:.1f}",
+                     "label": money(v), "lx": f"{float(x(max(v, band[1] if band else v))) + 6:.1f}", "winner": c["gpu"] == r.get("gpu"),
+                     "band": {"x1": x(band[0]), "x2": x(band[1]), "y": f"{y + 9}"} if band else None})
+    base = 40 + len(rows) * 26 + 4
+    ticks = [{"x": x(step * k), "label": money(step * k)} for k in range(int(round(axis_max / step)) + 1)]
+    return {"rows": rows, "axis_y": f"{base}", "tick_y": f"{base + 16}", "title_y": f"{base + 36}", "height": f"{base + 46}",
+            "width": f"{left + width + 90}", "left": f"{left}", "right": f"{left + width}", "ticks": ticks,
+            "axis_label": f"USD {basis.get('unit', '')}; whiskers: the speed model's error ({(basis.get('model_error') or 0):.1%}); winner in bold"}
+
+
+def _nice_step(x: float) -> float:
+    """1, 2 or 5 times a power of ten at or above x: axis ticks people read at a glance."""
+    import math
+    if x <= 0:
+        return 1.0
+    p = 10 ** math.floor(math.log10(x))
+    return next(m * p for m in (1, 2, 5, 10) if m * p >= x)
+
+
+def money(v: float) -> str:
+    return f"${v:,.0f}" if v >= 100 else f"${v:,.2f}" if v >= 0.1 else f"${v:.3g}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.memochart import LEDGER_LABELS, chart, gb as _gb
+from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, gist as _gist, offer as _offer, \
     plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost, \
@@ -234,7 +234,12 @@ def _alternatives(x: _Record) -> dict:
             # the effective cost is per unit of work (per million tokens, per job), not per hour
             diff += f" effective cost {UNIT_LABELS.get(unit, 'per unit of work')}" if use_effective else " per hour"
         prem = _premium(dc.get("premium"))
-        alts.append({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
+        alts.append({"unit_cost": _ranking_cost(unit, c), "work_cost": _unit_cost(mode, c) or "-",
+                     "speed": _speed_short(mode, c), "layout": f"{c['count']} x {g}, {_plan(c)}" if c["fits"] else "does not fit",
+                     "plain": _plain_reason(dc, reasons, x.rule_titles, _ratio(unit, c, base), x.decided[r["gpu"]] if r else None),
+                     "plain_short": _plain_reason(dc, reasons, x.rule_titles, _ratio(unit, c, base), x.decided[r["gpu"]] if r else None, short=True),
+                     "cost_range": _range(dc.get("cost_range"))})
+        alts[-1].update({"gpu": g, "name": gpu.name, "status": "excluded" if dc["excluded"] else f"rank {dc['rank']}",
                      "rank": dc.get("rank"), "excluded": dc["excluded"], "count": str(c.get("count") or "-"),
                      "cost": _usd(c.get("usd_per_hour")) + " per hour" if c.get("usd_per_hour") is not None else "price unknown",
                      "diff": diff + (f" ({prem})" if prem else ""), "diff_short": diff,
@@ -243,14 +248,41 @@ def _alternatives(x: _Record) -> dict:
     ru = rec.get("runner_up")
     runner_up = ru and {"gpu": ru["gpu"], "name": x.catalog.gpus[ru["gpu"]].name if ru["gpu"] in x.catalog.gpus else ru["gpu"],
                         "why": "; ".join(_why_lost(ru["gpu"], rec, x.decided, x.rule_titles, cites)) if ru["gpu"] in x.decided else ""}
-    return {"alternatives": alts, "runner_up": runner_up}
+    return {"alternatives": alts, "runner_up": runner_up,
+            "cheaper_per_token": _cheaper_per_token(x, [a for a in alts if not a["excluded"]][:5])}
+
+
+def _cheaper_per_token(x: _Record, alts: list[dict], short: bool = False) -> str:
+    """Why the winner still wins when the table shows a dearer-per-hour alternative that is cheaper per
+    million tokens under per-hour ranking: both hold the users within the service level, and the faster
+    card's extra tokens are speed the users do not need, not extra users served."""
+    r = x.r
+    if not r or x.mode != "inference" or (r.get("unit") or "hour") != "hour":
+        return ""
+    w = x.cands[r["gpu"]]
+    sl = (x.rec.get("service_level") or {}).get("tpot_ms")
+    wm, wh, ws = w.get("usd_per_million_tokens"), w.get("usd_per_hour"), w.get("tokens_per_s_per_user")
+    if None in (wm, wh, ws) or not sl or ws < 1000 / sl:
+        return ""                       # a winner outside the service level is a risk, said by the rules
+    cheaper = [a["gpu"] for a in alts if (x.cands[a["gpu"]].get("usd_per_million_tokens") or wm) < wm
+               and (x.cands[a["gpu"]].get("usd_per_hour") or 0) > wh]
+    if not cheaper:
+        return ""
+    who = " and ".join(cheaper[:2]) + (f" and {len(cheaper) - 2} more" if len(cheaper) > 2 else "")
+    if short:
+        return f"{who} {'is' if len(cheaper) == 1 else 'are'} cheaper per token only by being faster than the users need"
+    return (f"{who} {'costs' if len(cheaper) == 1 else 'cost'} less per million tokens than {r['gpu']} only because "
+            f"{'it is' if len(cheaper) == 1 else 'they are'} faster: both hold the users within the service level "
+            f"({1000 / sl:,.0f} tokens/s each), so the faster card serves the same users, and its extra speed is not extra "
+            f"work; per hour, which is what serving them costs, {r['gpu']} is cheaper ({_usd(wh)})")
 
 
 def _risks(x: _Record) -> dict:
     """The rules' warnings and notes (warnings first, by severity), and what the site must provide."""
     cites = x.cites
     risks = [{"severity": w["severity"], "kind": w["kind"], "text": cites.prose(w["text"], w["source"]), "rule": w["rule"],
-              "source": cites.names(w["source"])} for w in x.rec["warnings"]]
+              "source": cites.names(w["source"]), "mitigation": cites.prose(w.get("mitigation") or "", w["source"])}
+             for w in x.rec["warnings"]]
     pre = []
     r = x.r
     if r:
@@ -307,18 +339,29 @@ def _summary(x: _Record, v: dict) -> dict:
                 by_rule.setdefault(x.rule_titles.get(k, k), []).append(g)
         summary["reasons"] = [f"{t}: {', '.join(gs[:4])}{f' and {len(gs) - 4} more' if len(gs) > 4 else ''}."
                               for t, gs in sorted(by_rule.items(), key=lambda kv: -len(kv[1]))][:3]
-    if v["decisive"]:
+    if r:
+        summary["reasons"] = _forward_reasons(x, v)
+    elif v["decisive"]:
         first = v["decisive"]["because"]
         head = v["decisive"]["title"].split(":")[0]
         if first.startswith(head + ":"):
             first = first[len(head) + 1:].strip()
         summary["reasons"].append(f"{v['decisive']['title']}: {_gist(first, 90)}" if first else v["decisive"]["title"] + ".")
-    summary["reasons"] += [s["title"] + "." for s in v["supporting"]][:3 - len(summary["reasons"])]
+    if not r:
+        summary["reasons"] += [s["title"] + "." for s in v["supporting"]][:3 - len(summary["reasons"])]
+    summary["stability"] = _stability_lines(x)
+    # the text memo's one-screen summary keeps the verdict; the detail (ends, measurement) is in md/html and below
+    summary["stability_short"] = _stability_short(x)
+    summary["cheaper_per_token"] = _cheaper_per_token(x, [a for a in v["alternatives"] if not a["excluded"]][:2])
+    summary["cheaper_per_token_short"] = _cheaper_per_token(x, [a for a in v["alternatives"] if not a["excluded"]][:2], True)
     # the two best alternatives and the difference alone (the rule premium is in the alternatives table)
     summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
                                 "diff": a["diff_short"].split(" effective cost")[0] + (" effective" if " effective cost" in a["diff_short"] else ""),
-                                "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule"}
+                                "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule",
+                                "unit_cost": a["unit_cost"], "work_cost": a["work_cost"], "speed": a["speed"],
+                                "layout": a["layout"], "plain": a["plain"], "plain_short": a["plain_short"]}
                                for a in [a for a in v["alternatives"] if not a["excluded"]][:2]]
+    summary["alt_table"] = _alt_table(x, [a["gpu"] for a in summary["alternatives"]])
     line = _unpriced_line([u for u in (x.rec.get("unpriced") or []) if isinstance(u, dict)])
     if line:
         summary["unpriced"].append(line)
@@ -327,10 +370,165 @@ def _summary(x: _Record, v: dict) -> dict:
     summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
         (r or {}).get("objective") == "cost" else summary["objective"]
     summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
-    summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55)}
-                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:2] or \
-                       [{"severity": k["severity"], "text": _gist(k["text"], 55)} for k in v["risks"]][:1]
+    summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]}
+                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:3] or \
+                       [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]} for k in v["risks"]][:1]
     return summary
+
+
+def _forward_reasons(x: _Record, v: dict) -> list[str]:
+    """Why the winner, in the forward direction: its cost per unit and its speed against the service
+    level, the rules in its favour, then one line on why it beat the runner-up, then an excluded GPU
+    only when an exclusion decided (the reader would have expected that GPU)."""
+    r, c = x.r, x.cands[x.r["gpu"]]
+    g = r["gpu"]
+    # the costs themselves are on the summary's cost lines just above: the reason says what they mean
+    unit = r.get("unit") or ""
+    field = {"hour": "usd_per_hour", "job": "usd_per_job"}.get(unit or "hour", "usd_per_million_tokens")
+    priced = [k[field] for g2, k in x.cands.items() if k.get("fits") and k.get(field) is not None
+              and not (x.decided.get(g2) or {}).get("excluded")]
+    # "lowest" only when it is, by price alone; else the rules' premiums made it first (the next line says how)
+    lowest = c.get(field) is not None and priced and c[field] <= min(priced)
+    first = (f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} that fits" if lowest else
+             f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} after the rules' premiums") \
+        if r.get("objective") == "cost" and c.get(field) is not None else f"{g} ranks first"
+    speed = _speed_against_level(x, c)
+    favour = _titles([s["title"] for s in v["supporting"]])
+    out = [first + (f", at {speed}" if speed else "") + (f"; in its favour: {favour}" if favour else "") + "."]
+    ru = x.rec.get("runner_up")
+    alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
+    if alt:
+        out.append(f"It beats {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {alt['plain_short']}.")
+    d = x.d
+    if d and any(t["rule"] == d["id"] and t["effect"]["kind"] == "exclude" for t in x.rec["trace"]):
+        # the rule's own sentence names the excluded GPU and why; its title is in WHY below
+        out.append(_gist(v["decisive"]["because"], 140))
+    return out[:4]
+
+
+def _speed_against_level(x: _Record, c: dict) -> str:
+    """The winner's speed per user against the service level, or its hours against the deadline."""
+    if x.mode == "inference" and c.get("tokens_per_s_per_user") is not None:
+        sl = x.rec.get("service_level") or {}
+        text = f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user"
+        if sl.get("tpot_ms"):
+            text += f" (the service level asks {1000 / sl['tpot_ms']:,.0f})"
+        return text
+    if c.get("training_hours") is not None:
+        dl = x.inputs.get("deadline_hours")
+        return f"about {_num(c['training_hours'], 0)} hours" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
+    return ""
+
+
+def _stability_lines(x: _Record) -> list[str]:
+    """Whether the answer survives the speed model's own error (record: recommendation.within_error)."""
+    r, o = x.r or {}, x.rec.get("runner_up_overlap")
+    basis = r.get("cost_range_basis") or {}
+    if not o or r.get("within_error") is None:
+        return []
+    unit, err = basis.get("unit", ""), basis.get("model_error") or 0
+    w, ru = o["winner_range"], o["runner_up_range"]
+    head = (f"{r['gpu']} {_range(w)} and {o['gpu']} {_range(ru)} {unit}, each with the speed model's "
+            f"{err:.1%} median error (docs/accuracy.md)")
+    if not o["overlap"]:
+        return [f"Stable: {head}; the ranges do not overlap, so the model's error does not change the answer."]
+    return [f"Close call: {head} overlap: at {r['gpu']}'s slow end and {o['gpu']}'s fast end "
+            f"{o['if_winner_slow_runner_up_fast']} is cheaper, at the other ends {o['if_winner_fast_runner_up_slow']}. "
+            f"To settle it, run {o['settle_by']}."]
+
+
+def _stability_short(x: _Record) -> list[str]:
+    """The stability verdict in one line for the text summary (the ends and the measurement are below)."""
+    r, o = x.r or {}, x.rec.get("runner_up_overlap")
+    if not o or r.get("within_error") is None:
+        return []
+    err = (r.get("cost_range_basis") or {}).get("model_error") or 0
+    head = "Close call" if o["overlap"] else "Stable"
+    # the unit is the summary's "Per unit of work" line; the ends and the measurement are in the detail
+    return [f"{head} ({err:.1%} model error): {r['gpu']} {_range(o['winner_range'])}, {o['gpu']} {_range(o['runner_up_range'])}"
+            + "."]
+
+
+def _range(rg) -> str:
+    if not rg:
+        return ""
+    lo, hi = rg
+    return f"{_usd(lo) if lo >= 0.1 else f'${lo:.3g}'}-{_usd(hi) if hi >= 0.1 else f'${hi:.3g}'}"
+
+
+def _ranking_cost(unit: str, c: dict) -> str:
+    """The cost in the ranking's unit (per hour of interactive serving, per million tokens, per job)."""
+    field = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
+             "million_training_tokens": "usd_per_million_tokens"}.get(unit or "hour", "usd_per_hour")
+    v = c.get(field)
+    if v is None:
+        return "price unknown"
+    return f"{_usd(v, 0) if field == 'usd_per_job' else _usd(v) if v >= 0.1 else f'${v:.3g}'} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
+
+
+def _speed_short(mode: str, c: dict) -> str:
+    if not c.get("fits"):
+        return "-"
+    if mode == "inference":
+        return f"{_num(c.get('tokens_per_s_per_user'), 0)} tokens/s per user"
+    return f"{_num(c.get('training_hours'), 0)} h" if c.get("training_hours") is not None else "-"
+
+
+def _ratio(unit: str, c: dict, base: dict) -> float | None:
+    """The alternative's cost over the winner's, in the ranking's unit (None when either is unpriced)."""
+    field = {"hour": "usd_per_hour", "job": "usd_per_job"}.get(unit or "hour", "usd_per_million_tokens")
+    a, b = c.get(field), (base or {}).get(field)
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0 else None
+
+
+def _alt_table(x: _Record, gpus: list[str]) -> dict:
+    """The summary's small table of runners-up: cost per hour, per unit of work (per million output tokens
+    or per job, whichever the ranking did not already show) and speed, with the units in the heads."""
+    work = ("usd_per_million_tokens", "per M output tokens") if x.mode == "inference" else ("usd_per_job", "per job")
+    if x.mode != "inference" and (x.r or {}).get("unit") == "million_training_tokens":
+        work = ("usd_per_million_tokens", "per M training tokens")
+    speed = ("tokens_per_s_per_user", "tokens/s per user", 0) if x.mode == "inference" else ("training_hours", "hours", 1)
+    head = ["", "per hour", work[1], speed[1]]
+    rows = []
+    for g in gpus:
+        c = x.cands[g]
+        w = c.get(work[0])
+        rows.append([f"{c['count']} x {g}", _usd(c["usd_per_hour"]) if c.get("usd_per_hour") is not None else "unknown",
+                     "-" if w is None else _usd(w, 0) if work[0] == "usd_per_job" else _usd(w) if w >= 0.1 else f"${w:.3g}",
+                     "-" if c.get(speed[0]) is None else _num(c[speed[0]], speed[2])])
+    return {"head": head, "rows": rows}
+
+
+def _titles(ts: list[str]) -> str:
+    """The first rule title and how many more: a summary line names a reason, the tables list them all."""
+    return ts[0] + (f" and {len(ts) - 1} more" if len(ts) > 1 else "") if ts else ""
+
+
+def _plain_reason(dc: dict, reasons: list[str], titles: dict, ratio: float | None, win: dict | None,
+                  short: bool = False) -> str:
+    """Why an alternative lost, in plain words: its cost against the winner's, then the rules' premiums
+    said as what they are worth ("worth paying up to X% more for ..."). The short form (the summary's one
+    line) names the first rule only, and none when the price alone already decides."""
+    if dc["excluded"]:
+        return "; ".join(reasons)
+    join = _titles if short else "; ".join
+    parts = []
+    if ratio is not None:
+        parts.append(f"it costs {ratio - 1:.0%} more" if ratio > 1.005 else f"it costs {1 - ratio:.0%} less" if ratio < 0.995
+                     else "it costs the same")
+    p, wp = dc.get("premium") or 0, (win or {}).get("premium") or 0
+    against = [titles.get(k["rule"], k["rule"]) for k in dc["contributions"] if k["weight"] < 0]
+    favour_win = [titles.get(k["rule"], k["rule"]) for k in (win or {}).get("contributions", []) if k["weight"] > 0]
+    if p < 0:
+        if ratio and ratio > 1:
+            parts.append(f"the rules count it {-p:.0%} dearer still" + ("" if short else f" ({join(against)})"))
+        else:
+            parts.append(f"but the rules count it {-p:.0%} dearer ({join(against)})")
+    if wp > p and favour_win and not (short and ratio and ratio > 1):
+        parts.append(f"worth paying up to {wp - p:.0%} more for the winner ({join(favour_win)})")
+    if not parts:
+        return reasons[0] if reasons else "ranked lower"
+    return ", ".join(parts)
 
 
 def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
@@ -338,8 +536,7 @@ def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
     and buy-or-rent when the record compares them."""
     hours, hours_how = _utilisation(x.inputs)
     if c.get("usd_per_hour") is not None:
-        cost = [("Per hour", _usd(c["usd_per_hour"])),
-                ("Per month", f"{_usd(c['usd_per_hour'] * hours, 0)} {hours_how}")]
+        cost = [("Per hour", f"{_usd(c['usd_per_hour'])} ({_usd(c['usd_per_hour'] * hours, 0)} a month, {hours_how})")]
         unit = _unit_cost(x.mode, c)
         if unit:
             cost.append(("Per unit of work", unit))
@@ -403,7 +600,7 @@ def _audit(x: _Record) -> dict:
              for t in rec["trace"]]
     ver = rec["versions"]
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
-    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog)}
+    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog)}
 
 
 # --- wording of single values -------------------------------------------------------------------------
@@ -453,6 +650,9 @@ def _unit_cost(mode: str, c: dict) -> str:
         return f"{_usd(c['usd_per_million_tokens'])} per million output tokens"
     if mode != "inference" and c.get("usd_per_job") is not None:
         return f"{_usd(c['usd_per_job'], 0)} per job"
+    if mode != "inference" and c.get("usd_per_million_tokens") is not None:      # no token budget: no job to price
+        v = c["usd_per_million_tokens"]
+        return f"{_usd(v) if v >= 0.1 else f'${v:.3g}'} per million training tokens"
     return ""
 
 
@@ -469,8 +669,8 @@ def _utilisation(inputs: dict) -> tuple[float, str]:
     """(hours per month, how they were chosen): the workload's utilisation, or 24x7 said as such."""
     u = inputs.get("utilisation")
     if isinstance(u, (int, float)) and not isinstance(u, bool) and 0 < u <= 1:
-        return HOURS_PER_MONTH * u, f"at {u:.0%} utilisation ({HOURS_PER_MONTH * u:,.0f} h)"
-    return HOURS_PER_MONTH, f"if run 24x7 ({HOURS_PER_MONTH} h; no utilisation given)"
+        return HOURS_PER_MONTH * u, f"{HOURS_PER_MONTH * u:,.0f} h: {u:.0%} utilisation"
+    return HOURS_PER_MONTH, f"{HOURS_PER_MONTH} h: 24x7, no utilisation given"
 
 
 def _money_diff(x, base) -> str:

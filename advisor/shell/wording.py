@@ -264,12 +264,13 @@ def api_line(a: dict | None) -> str | None:
     if a.get("match") == "none":
         return "No API in catalog/api-prices.yaml sells this model or one of its size: self-hosting is the only way to serve it"
     o = (a.get("offers") or [{}])[0]
-    what = "here" if a["match"] == "model" else f"here for a model of its size ({', '.join(a.get('models') or [])})"
-    text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens {what} ({o.get('provider')}, {o.get('date')})"
+    what = "" if a["match"] == "model" else f" for a model of its size ({', '.join(a.get('models') or [])})"
+    text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens{what} ({o.get('provider')}, {o.get('date')})"
     be = a.get("break_even_tokens_per_day")
     if be is None:
         return text + "; the plan has no price or speed to compare"
     plan, api = a["plan_usd_per_million_tokens"], a["api_usd_per_million_tokens"]
-    verdict = "the API is cheaper" if plan is not None and api is not None and plan > api else "self-hosting is cheaper"
-    return (text + f"; this plan costs {_per_m(plan)} at this load ({a['load_tokens_per_day'] / 1e6:,.0f} million a day): "
-            f"{verdict}, self-hosting wins above {be / 1e6:,.0f} million tokens a day")
+    # the verdict and the break-even in one clause keep the line to two lines of the text summary
+    verdict = f"the API is cheaper below {be / 1e6:,.0f} million a day" if plan is not None and api is not None and plan > api \
+        else f"self-hosting is cheaper above {be / 1e6:,.0f} million a day"
+    return text + f"; this plan {_per_m(plan)} at {a['load_tokens_per_day'] / 1e6:,.0f} million a day: {verdict}"
