@@ -115,7 +115,7 @@ def sweep_throughput(n_conc: int) -> tuple[float, int]:
     grid.write_text(f"base: {EXAMPLE}\nvary:\n  model: [gpt-oss-120b, llama-3.1-70b, llama-3.1-8b, mixtral-8x7b]\n"
                     f"  concurrency: {list(range(1, n_conc + 1))}\n  context_tokens: [4096, 32768]\n")
     t = time.perf_counter()
-    written, total, _, _ = sweep.run(grid, d / "t.csv", knowledge.rule_dirs(), progress=False)
+    written, total, _, _ = sweep.run(grid, d / "t.csv", progress=False)
     return written / (time.perf_counter() - t), written
 
 

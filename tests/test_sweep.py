@@ -92,3 +92,19 @@ def test_interrupting_keeps_the_rows_decided(tmp_path):
     assert 19 <= len(kept) < 1200
     assert f"{len(kept)} of 1200 rows decided and kept" in err
     assert all(r["gpu"] and r["count"] for r in kept)        # every kept row is whole
+
+
+def test_a_broken_knowledge_base_is_refused_before_any_worker_starts(tmp_path):
+    """The shipped rules named again as a user's folder (every id twice): refused at once, before any
+    worker starts -- a pool whose workers fail while starting respawns them for ever (bench/run.py did
+    this through sweep.run). In a child process with a deadline: a regression hangs, not fails."""
+    out = tmp_path / "t.csv"
+    code = ("import sys\nfrom advisor.base.errors import InputError\nfrom advisor.shell import sweep\n"
+            f"try:\n    sweep.run({str(EXAMPLES / 'grid.yaml')!r}, {str(out)!r}, [{str(ROOT / 'rules')!r}], jobs=2, progress=False)\n"
+            "except InputError as exc:\n    print(exc.problems[0]); sys.exit(2)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2, (p.stdout[-300:], p.stderr[-300:])
+    assert "duplicate rule id" in p.stdout
+    assert not out.exists()
+    assert main(["sweep", str(EXAMPLES / "grid.yaml"), "--out", str(out), "--rules", str(ROOT / "rules")]) == 2
+    assert not out.exists()

@@ -238,7 +238,6 @@ def cmd_sweep(args) -> int:
     from pathlib import Path
 
     from advisor.shell import sweep
-    _setup(args)                                 # a broken knowledge base or price file is refused before any work
     written, total, interrupted, fields = sweep.run(args.grid, args.out, args.rules, args.prices, args.jobs,
                                                     progress=not args.quiet and sys.stderr.isatty(), summary=args.summary)
     if interrupted:

@@ -114,8 +114,9 @@ def _init(rules, prices):
     warnings.simplefilter("ignore", DeprecationWarning)
     if _STATE.get("worker"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle: no worker tracebacks
-    from advisor.judgement import advise
-    _STATE["setup"] = advise.setup(rules, prices)
+    if "setup" not in _STATE:        # a forked worker has the parent's; a spawned one loads it again
+        from advisor.judgement import advise
+        _STATE["setup"] = advise.setup(rules, prices)
 
 
 def _decide(doc: dict) -> dict:
@@ -148,7 +149,10 @@ def run(grid_path, out_path, rules=None, prices=None, jobs: int | None = None, p
     (`out_path`, and the `summary` written later) are checked against every file read before any
     work starts."""
     from advisor.judgement import advise
-    cat = advise.load_catalog(prices)
+    # loaded once, before any work: a broken knowledge base or price file is refused here (a worker whose
+    # initializer failed would be respawned by the pool for ever)
+    _STATE["setup"] = advise.setup(rules, prices)
+    cat = _STATE["setup"].catalog
     if jobs is not None and not 1 <= jobs <= MAX_JOBS:
         raise InputError(Problem(f"must be a whole number from 1 to {MAX_JOBS} (got {jobs})", field="--jobs"))
     fields, combos, docs = load_grid(grid_path, cat)
