@@ -514,7 +514,8 @@ def kv_bytes_per_token(fig: dict, kv_bytes: float = 2.0, tokens: int | None = No
 
 def model_from(spec: str, base: Path | None = None):
     """A catalog Model for `model: path` or `model: hf:ORG/NAME` (figures sourced to the config)."""
-    from advisor.inputs.catalog import Figure, Model
+    from advisor.inputs.catalog import Model
+    from advisor.inputs.figures import Figure
     if spec.startswith("hf:"):
         repo = spec[3:].strip()
         path = fetch(repo)
