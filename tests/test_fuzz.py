@@ -595,7 +595,7 @@ def _import_is_sane(capsys, target: str, argv: list[str], out) -> None:
     code = run(capsys, target, argv)
     if code != 0:
         return
-    from advisor.inputs.catalog import load_prices
+    from advisor.inputs.prices import load_prices
     rows = load_prices(out, catalog_mod.default())     # the file it wrote loads as --prices reads it
     for p in rows:
         assert p.usd_per_hour == p.usd_per_hour and 0 < p.usd_per_hour < 1e6, p

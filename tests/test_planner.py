@@ -253,7 +253,7 @@ def test_interactive_serving_without_targets_meets_the_mlperf_server_limits(cata
 def test_replicas_are_rented_whole_instances_each():
     # three TP-4 replicas in 6-GPU instances take three instances (one replica each, 2 GPUs idle in each),
     # never two with a replica split between them; in 8-GPU instances two replicas share one
-    from advisor.inputs.catalog import Price
+    from advisor.inputs.prices import Price
     from advisor.numbers import cost
     six = Price("h100-sxm", 6, 12.0, "P", "2026-11-30", "test", cost.PRICE_TIERS[0], "t.yaml", 1)
     eight = Price("h100-sxm", 8, 16.0, "P", "2026-11-30", "test", cost.PRICE_TIERS[0], "t.yaml", 2)

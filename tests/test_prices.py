@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.inputs import catalog as catalog_mod, skypilot, workload
-from advisor.inputs.catalog import load_prices
+from advisor.inputs.prices import load_prices
 from advisor.shell.cli import main
 from advisor.base.errors import InputError
 from advisor.numbers import cost

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from advisor.inputs import catalog as catalog_mod
-from advisor.inputs import skypilot
-from advisor.inputs.catalog import load_prices
+from advisor.inputs import skypilot, skypilotread
+from advisor.inputs.prices import load_prices
 from advisor.shell.cli import main
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "skypilot"
@@ -195,7 +195,7 @@ def test_a_huge_csv_is_refused_before_it_is_read(capsys, tmp_path):
 
 
 def test_too_many_rows_stop_the_stream(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(skypilot, "MAX_ROWS", 1000)
+    monkeypatch.setattr(skypilotread, "MAX_ROWS", 1000)
     f = tmp_path / "vms.csv"
     f.write_text(LAMBDA.splitlines()[0] + "\n" + "gpu_1x_a10,A10,1,30,200,0.75,us-east-1,,\n" * 1001)
     refuse(capsys, ["prices", "import", str(f)], f"{f}:1002: more than 1,000 rows")

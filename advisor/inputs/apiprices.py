@@ -8,7 +8,7 @@ model (`map_model`: a normaliser checked against the catalog's own ids and alias
 a catalog model family it could not map (a fine-tune, another checkpoint), never guessing.
 
 `gpu-advisor prices import-api FILE --out OUT.yaml --source TEXT --date DATE` writes the file the
-catalog loads as `catalog/api-prices.yaml` (advisor.inputs.catalog.load_api_prices); docs/api-prices.md
+catalog loads as `catalog/api-prices.yaml` (load_api_prices, below); docs/api-prices.md
 says how the shipped one was built.
 """
 from __future__ import annotations
@@ -17,8 +17,13 @@ import json
 import re
 from pathlib import Path
 
-from advisor.base.errors import InputError, Problem
+from dataclasses import dataclass
+
+from advisor.base import yamlio
+from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.files import read_input
+from advisor.inputs.figures import is_number
+from advisor.inputs.names import name_index, resolve
 
 #: the price table is ~3.5 MB (2026); anything past this is not that file
 MAX_BYTES = 64 * 2**20
@@ -151,3 +156,67 @@ def import_api_prices(path: str | Path, catalog, date: str, source: str) -> tupl
               f"{len(rows)} rows for {len({r['model'] for r in rows})} catalog models; ids of catalog model families not mapped "
               f"(listed under unmapped): {len(unmapped)}")
     return to_yaml(rows, unmapped, header), rows, unmapped
+
+
+# --- the catalog's API price rows (catalog/api-prices.yaml), as the catalog loads them ---------------
+
+API_PRICE_FILE = "api-prices.yaml"
+API_PRICE_FIELDS = ("model", "provider", "provider_model", "usd_per_million_input", "usd_per_million_cached_input",
+                    "usd_per_million_output", "date", "source")
+
+
+@dataclass(frozen=True)
+class ApiPrice:
+    """One API offer for a catalog model: USD per million tokens (cached input: None when not listed)."""
+
+    model: str
+    provider: str
+    provider_model: str
+    usd_per_million_input: float
+    usd_per_million_cached_input: float | None
+    usd_per_million_output: float
+    date: str
+    source: str
+    file: str
+    line: int
+
+
+def load_api_prices(path: Path, models: dict) -> list[ApiPrice]:
+    """api-prices.yaml (written by `prices import-api`): one row per provider model id, every price a
+    number >= 0 per million tokens, each row dated and sourced; problems reported with file:line."""
+    col = Collector(str(path))
+    data = yamlio.load(path)
+    items = data.get("api_prices") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        col.add("expected a mapping with an 'api_prices' list", getattr(data, "line", 1), "api_prices")
+        col.raise_if_any()
+    index = name_index(models.values())
+    out: list[ApiPrice] = []
+    for i, e in enumerate(items):
+        line = yamlio.line_of(items, i)
+        if not isinstance(e, dict):
+            col.add("each API price must be a mapping", line)
+            continue
+        bad = [k for k in API_PRICE_FIELDS if k != "usd_per_million_cached_input" and e.get(k) in (None, "")]
+        for k in bad:
+            col.add("required field is missing", line, k)
+        for k in set(e) - set(API_PRICE_FIELDS):
+            col.add(f"unknown field (known: {', '.join(API_PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
+        for k in ("usd_per_million_input", "usd_per_million_cached_input", "usd_per_million_output"):
+            v = e.get(k)
+            if v is not None and (not is_number(v) or v < 0):
+                col.add(f"must be a number >= 0 (got {v!r})", yamlio.line_of(e, k, line), k)
+                bad.append(k)
+        if bad:
+            continue
+        try:
+            mid = resolve(e["model"], index, "model", "model", str(path), yamlio.line_of(e, "model", line))
+        except InputError as exc:
+            col.problems.extend(exc.problems)
+            continue
+        cached = e.get("usd_per_million_cached_input")
+        out.append(ApiPrice(mid, str(e["provider"]), str(e["provider_model"]), float(e["usd_per_million_input"]),
+                            float(cached) if cached is not None else None, float(e["usd_per_million_output"]),
+                            str(e["date"]), str(e["source"]), str(path), line))
+    col.raise_if_any()
+    return out

@@ -1,12 +1,12 @@
 """The catalog: GPUs, models, prices and efficiency factors, each figure with its source and date.
 
-Loaded from catalog/*.yaml (see docs/catalog.md). Lookup is by stable id or alias, case-insensitive;
-an unknown name is an InputError that suggests the closest ids.
+Loaded from catalog/*.yaml (see docs/catalog.md) and kept compiled in the cache. Lookup is by stable
+id or alias, case-insensitive (names.py); figures and their checks are figures.py's, price rows and
+their sources prices.py's.
 """
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -15,13 +15,17 @@ from pathlib import Path
 
 from advisor import HOME
 from advisor.base import cache, yamlio
-from advisor.base.text import clean
+from advisor.inputs.apiprices import API_PRICE_FILE, ApiPrice, load_api_prices
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.gcpause import free_cycles, loads_for_good
 from advisor.base.files import read_input
+from advisor.inputs import prices as prices_mod
+from advisor.inputs.figures import (NONE, Figure, check_enum, check_non_negative, check_numbers, check_sources, figures_of,
+                                    is_number)
+from advisor.inputs.names import name_index, norm, resolve
+from advisor.inputs.prices import PRICE_FILES, Price, PriceFile, PriceSource
 
 CATALOG_DIR = HOME / "catalog"
-KNOWLEDGE_ID = re.compile(r"^[KTCAW]\d\d$")
 
 VENDORS = ("nvidia", "amd", "huawei", "intel", "google")
 GENERATIONS = ("turing", "ampere", "ada", "hopper", "blackwell", "rubin", "cdna3", "cdna4", "davinci", "gaudi", "tpu")
@@ -36,42 +40,6 @@ PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "i
 PRECISION_PARTS = ("all", "experts", "rest")
 #: precisions a GPU's tensor units may run natively (gpus.yaml native_precisions)
 NATIVE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "mxfp4", "nvfp4", "fp4", "int4")
-PRICE_TIERS = ("quote", "catalog", "listing")  # in order of preference
-#: what a price row buys: an instance by the hour (on demand, interruptible spot, reserved for a term),
-#: a managed inference endpoint (serving on one node only), or the hardware itself (purchase.yaml)
-PRICE_KINDS = ("on-demand", "spot", "reserved", "endpoint", "purchase")
-PRICE_FIELDS = ("gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source", "tier", "kind", "instance",
-                "regions", "region_count", "commit", "usd_per_hour_median", "accelerator", "note")
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A catalog value with its provenance. `value` is None when unknown or not applicable."""
-
-    value: object
-    sources: tuple[str, ...] = ()
-    note: str | None = None
-    unknown: bool = False
-    extra: dict = field(default_factory=dict, compare=False)
-
-    def cite(self) -> str:
-        return ", ".join(self.sources) if self.sources else "no source"
-
-
-NONE = Figure(None, unknown=True)
-
-
-def _figure(raw, col: Collector, where: str, line: int | None) -> Figure:
-    if not isinstance(raw, dict) or "v" not in raw:
-        col.add("expected a figure {v: VALUE, src: [SOURCE, ...]}", line, where)
-        return NONE
-    src = raw.get("src") or []
-    if isinstance(src, str):
-        src = [src]
-    value = raw["v"]
-    unknown = value == "unknown"
-    extra = {k: v for k, v in raw.items() if k not in ("v", "src", "note")}
-    return Figure(None if unknown else value, tuple(src), raw.get("note"), unknown, extra)
 
 
 @dataclass(frozen=True)
@@ -145,49 +113,6 @@ class Model:
         return {"all": v or "bf16"}
 
 
-@dataclass(frozen=True)
-class Price:
-    """One rental quote: USD per hour for an instance of `gpus_per_instance` GPUs."""
-
-    gpu: str
-    gpus_per_instance: int
-    usd_per_hour: float
-    provider: str
-    date: str
-    source: str
-    tier: str
-    file: str
-    line: int
-    kind: str = "on-demand"
-    instance: str | None = None          # the provider's instance type, when known
-    regions: tuple[str, ...] = ()        # regions offering it at this price or dearer (empty: not recorded)
-    region_count: int | None = None      # how many regions the source lists (when their names are not kept)
-    commit: str | None = None            # the source file's version (SkyPilot catalog commit)
-    usd_per_hour_median: float | None = None   # median over the regions (usd_per_hour is the cheapest)
-    note: str | None = None
-
-    @property
-    def key(self) -> tuple:
-        """Rows with the same key are the same offer: a user's file replaces a shipped row with its key."""
-        return (self.gpu, self.gpus_per_instance, self.provider.lower(), (self.instance or "").lower(), self.kind)
-
-
-@dataclass(frozen=True)
-class ApiPrice:
-    """One API offer for a catalog model: USD per million tokens (cached input: None when not listed)."""
-
-    model: str
-    provider: str
-    provider_model: str
-    usd_per_million_input: float
-    usd_per_million_cached_input: float | None
-    usd_per_million_output: float
-    date: str
-    source: str
-    file: str
-    line: int
-
-
 @dataclass(eq=False)
 class Catalog:
     """GPUs, models, prices, efficiency figures and the sources they cite."""
@@ -204,15 +129,15 @@ class Catalog:
 
     @cached_property
     def _gpu_names(self) -> dict[str, str]:
-        return _name_index(self.gpus.values())
+        return name_index(self.gpus.values())
 
     @cached_property
     def _model_names(self) -> dict[str, str]:
-        return _name_index(self.models.values())
+        return name_index(self.models.values())
 
     def knows_gpu(self, name: str) -> bool:
         """The name is a GPU id, name or alias of the catalog (as `gpu` would resolve it)."""
-        return _norm(name) in self._gpu_names
+        return norm(name) in self._gpu_names
 
     @property
     def gpu_names(self) -> frozenset[str]:
@@ -220,10 +145,10 @@ class Catalog:
         return frozenset(self._gpu_names)
 
     def gpu(self, name: str, field_name: str = "gpu", file: str | None = None, line: int | None = None) -> GPU:
-        return self.gpus[_resolve(name, self._gpu_names, "GPU", field_name, file, line)]
+        return self.gpus[resolve(name, self._gpu_names, "GPU", field_name, file, line)]
 
     def model(self, name: str, field_name: str = "model", file: str | None = None, line: int | None = None) -> Model:
-        return self.models[_resolve(name, self._model_names, "model", field_name, file, line)]
+        return self.models[resolve(name, self._model_names, "model", field_name, file, line)]
 
     @cached_property
     def _prices_by_gpu(self) -> dict[str, list[Price]]:
@@ -235,40 +160,18 @@ class Catalog:
     def prices_for(self, gpu_id: str) -> list[Price]:
         return list(self._prices_by_gpu.get(gpu_id, ()))
 
-    def with_prices(self, path: str | Path) -> "Catalog":
-        """A copy whose prices include the quotes of a user's file (same gpu, size and provider replace)."""
-        extra = load_prices(Path(path), self)
+    def with_prices(self, source: PriceSource | str | Path) -> "Catalog":
+        """A copy whose prices include the rows of a source, a user's price file by default (a row with
+        the key of a shipped one replaces it)."""
+        if isinstance(source, (str, Path)):
+            source = PriceFile(Path(source))
+        extra = source.rows(self.gpus)
         replaced = {p.key for p in extra}
         prices = [p for p in self.prices if p.key not in replaced] + extra
         h = hashlib.sha256(self.digest.encode())
-        h.update(Path(path).read_bytes())
+        h.update(source.fingerprint())
         return Catalog(self.gpus, self.models, prices, self.efficiency, self.sources, self.knowledge, h.hexdigest(),
                        self.purchase, self.api_prices)
-
-
-def _name_index(items) -> dict[str, str]:
-    index: dict[str, str] = {}
-    for item in items:
-        for n in (item.id, item.name, *item.aliases):
-            index.setdefault(_norm(n), item.id)
-    return index
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[\s_]+", "-", str(name).strip().lower())
-
-
-def _resolve(name, index: dict[str, str], kind: str, field_name: str, file, line) -> str:
-    key = _norm(name)
-    if key in index:
-        return index[key]
-    ids = sorted(set(index.values()))
-    import difflib      # only when there is something to suggest
-    close = difflib.get_close_matches(key, list(index), n=5, cutoff=0.5)
-    hint = sorted({index[c] for c in close})
-    msg = f"unknown {kind} '{name}'"
-    msg += f"; did you mean {', '.join(hint)}?" if hint else f"; known: {', '.join(ids)}"
-    raise InputError(Problem(msg, file, line, field_name))
 
 
 # --- loading -----------------------------------------------------------------------------------
@@ -280,46 +183,6 @@ def _doc(path: Path, key: str, col: Collector):
         return None, {}
     return data[key], data.get("sources") or {}
 
-
-def _check_enum(col, value, allowed, where, line):
-    if value not in allowed:
-        col.add(f"'{value}' is not one of {', '.join(allowed)}", line, where)
-
-
-def _figures(entry: dict, col: Collector, skip: set[str]) -> dict[str, Figure]:
-    figs = {}
-    for k, raw in entry.items():
-        if k in skip:
-            continue
-        figs[k] = _figure(raw, col, k, yamlio.line_of(entry, k))
-    return figs
-
-
-def _non_negative(col, figs: dict[str, Figure], entry, names):
-    for n in names:
-        v = figs.get(n, NONE).value
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
-            col.add(f"must not be negative (got {v})", yamlio.line_of(entry, n), n)
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) < 1e18
-
-
-def _numbers(col, figs: dict[str, Figure], entry, owner: str, names, positive=(), whole=()):
-    """Figures that are numbers must be finite numbers of sane size (a text, NaN or 10^400 would
-    reach the arithmetic); `positive` ones above zero (a divisor), `whole` ones whole numbers >= 1."""
-    for n in names:
-        f = figs.get(n)
-        if f is None or f.value is None:
-            continue
-        v, line = f.value, yamlio.line_of(entry, n)
-        if not _is_number(v):
-            col.add(f"must be a finite number (got {str(v)[:40]!r})", line, f"{owner}.{n}")
-        elif n in whole and (v != int(v) or v < (0 if n == "mig_instances" else 1)):
-            col.add(f"must be a whole number >= {0 if n == 'mig_instances' else 1} (got {v})", line, f"{owner}.{n}")
-        elif n in positive and v <= 0:
-            col.add(f"must be above zero (got {v})", line, f"{owner}.{n}")
 
 
 GPU_REQUIRED = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "gpus_per_node")
@@ -363,19 +226,19 @@ def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
     gpus: dict[str, GPU] = {}
     for line, e, gid in _entries(items, "GPU", col, gpus):
         meta = {"id", "name", "aliases", "vendor", "generation", "class", "status"}
-        figs = _figures(e, col, meta)
+        figs = figures_of(e, col, meta)
         for k in figs:
             if k not in GPU_FIGURES:
                 col.add(f"unknown field (known: {', '.join(GPU_FIGURES)})", yamlio.line_of(e, k), f"{gid}.{k}")
         for k in GPU_REQUIRED:
             if not isinstance(figs.get(k, NONE).value, (int, float)):
                 col.add("required number is missing or unknown", yamlio.line_of(e, k, line), f"{gid}.{k}")
-        _non_negative(col, figs, e, ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "tdp_w"))
-        _numbers(col, figs, e, gid, GPU_NUMBERS, positive=GPU_REQUIRED + ("fp8_tflops", "fp4_tflops", "tdp_w"),
+        check_non_negative(col, figs, e, ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "tdp_w"))
+        check_numbers(col, figs, e, gid, GPU_NUMBERS, positive=GPU_REQUIRED + ("fp8_tflops", "fp4_tflops", "tdp_w"),
                  whole=("gpus_per_node", "mig_instances"))
-        _check_enum(col, e.get("vendor"), VENDORS, f"{gid}.vendor", yamlio.line_of(e, "vendor", line))
-        _check_enum(col, e.get("generation"), GENERATIONS, f"{gid}.generation", yamlio.line_of(e, "generation", line))
-        _check_enum(col, e.get("class"), CLASSES, f"{gid}.class", yamlio.line_of(e, "class", line))
+        check_enum(col, e.get("vendor"), VENDORS, f"{gid}.vendor", yamlio.line_of(e, "vendor", line))
+        check_enum(col, e.get("generation"), GENERATIONS, f"{gid}.generation", yamlio.line_of(e, "generation", line))
+        check_enum(col, e.get("class"), CLASSES, f"{gid}.class", yamlio.line_of(e, "class", line))
         native = figs.get("native_precisions", NONE).value
         if native is not None and not (isinstance(native, list) and all(isinstance(x, str) and x in NATIVE_PRECISIONS
                                                                           for x in native)):
@@ -383,23 +246,12 @@ def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
                     yamlio.line_of(e, "native_precisions", line), f"{gid}.native_precisions")
         cooling = figs.get("cooling", NONE).value
         if cooling is not None:
-            _check_enum(col, cooling, COOLING, f"{gid}.cooling", yamlio.line_of(e, "cooling", line))
-        _check_sources(col, figs, e, sources, gid)
+            check_enum(col, cooling, COOLING, f"{gid}.cooling", yamlio.line_of(e, "cooling", line))
+        check_sources(col, figs, e, sources, gid)
         gpus[gid] = GPU(gid, e.get("name", gid), tuple(e.get("aliases") or ()), e.get("vendor"), e.get("generation"),
                         e.get("class"), e.get("status", "shipping"), figs, str(path), line)
     col.raise_if_any()
     return gpus
-
-
-def _check_sources(col, figs, entry, sources, owner):
-    for k, f in figs.items():
-        if f.value is None and not f.sources:
-            continue
-        if not f.sources and f.value is not None:
-            col.add("figure has no source", yamlio.line_of(entry, k), f"{owner}.{k}")
-        for s in f.sources:
-            if not (s in sources or KNOWLEDGE_ID.match(s)):
-                col.add(f"unknown source '{s}'", yamlio.line_of(entry, k), f"{owner}.{k}")
 
 
 MODEL_FIGURES = ("params_b", "active_params_b", "expert_params_b", "experts", "experts_per_token", "layers",
@@ -415,7 +267,7 @@ def model_invariants(v: dict) -> list[tuple[str, str]]:
     layers than the model has gives a negative KV cache); shared by the catalog and workload files."""
     def num(k):
         x = v.get(k)
-        return x if _is_number(x) else None
+        return x if is_number(x) else None
     out = []
     pairs = (("active_params_b", "params_b"), ("expert_params_b", "params_b"), ("sliding_window_layers", "layers"),
              ("experts_per_token", "experts"), ("kv_heads", "attention_heads"))
@@ -454,7 +306,7 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
     items, _ = _doc(path, "models", col)
     models: dict[str, Model] = {}
     for line, e, mid in _entries(items, "model", col, models):
-        figs = _figures(e, col, {"id", "name", "aliases", "hf_repo"})
+        figs = figures_of(e, col, {"id", "name", "aliases", "hf_repo"})
         for k in figs:
             if k not in MODEL_FIGURES:
                 col.add(f"unknown field (known: {', '.join(MODEL_FIGURES)})", yamlio.line_of(e, k), f"{mid}.{k}")
@@ -462,195 +314,21 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
             v = figs.get(k, NONE).value
             if not isinstance(v, (int, float)) or v <= 0:
                 col.add("required positive number", yamlio.line_of(e, k, line), f"{mid}.{k}")
-        _non_negative(col, figs, e, MODEL_FIGURES[:-2])
-        _numbers(col, figs, e, mid, MODEL_NUMBERS, positive=("params_b", "active_params_b", "checkpoint_gb"),
+        check_non_negative(col, figs, e, MODEL_FIGURES[:-2])
+        check_numbers(col, figs, e, mid, MODEL_NUMBERS, positive=("params_b", "active_params_b", "checkpoint_gb"),
                  whole=("experts", "experts_per_token", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
                         "sliding_window", "mla_kv_dim", "max_context"))
         _model_invariants(col, {k: f.value for k, f in figs.items()}, e, mid)
         _check_precision(col, figs.get("precision", NONE).value, yamlio.line_of(e, "precision", line), f"{mid}.precision")
-        _check_sources(col, figs, e, sources, mid)
+        check_sources(col, figs, e, sources, mid)
         aliases = tuple(e.get("aliases") or ()) + ((e["hf_repo"],) if e.get("hf_repo") else ())
         models[mid] = Model(mid, e.get("name", mid), aliases, figs, str(path), line)
     col.raise_if_any()
     return models
 
 
-#: characters a name in a price file may have (provider, instance, accelerator, region, date, commit)
-MAX_NAME = 200
-#: characters a longer text may have (source, note)
-MAX_TEXT = 1000
-
-
-def plain_text(text: str) -> str:
-    """`text` as one line of plain text: control and format characters (terminal escapes, bidi
-    overrides, zero-width marks) dropped, line breaks and tabs read as spaces."""
-    return clean(text).strip()
-
-
-def load_prices(path: Path, catalog_or_gpus) -> list[Price]:
-    return prices_from(yamlio.load(path), str(path), catalog_or_gpus)
-
-
-def _price_text(col, e, k, line, limit) -> str | None:
-    """A text field of a price row as plain text of at most `limit` characters (None: absent)."""
-    v = e.get(k)
-    if v is None or v == "":
-        return None
-    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-        col.add(f"must be a text (got {str(v)[:40]!r})", yamlio.line_of(e, k, line), k)
-        return None
-    text = plain_text(str(v))
-    if len(text) > limit:
-        col.add(f"must be at most {limit} characters (got {len(text):,})", yamlio.line_of(e, k, line), k)
-        return None
-    return text
-
-
-def prices_from(data, name: str, catalog_or_gpus) -> list[Price]:
-    """The price rows of a parsed price file (`name` for the messages), each checked: one problem per
-    bad field with its line, as `--prices FILE` and the shipped catalog read them."""
-    col = Collector(name)
-    if not isinstance(data, dict) or "prices" not in data:
-        col.add("expected a mapping with a 'prices' list", getattr(data, "line", 1))
-    col.raise_if_any()
-    items = data["prices"]
-    gpus = catalog_or_gpus.gpus if isinstance(catalog_or_gpus, Catalog) else catalog_or_gpus
-    names = _name_index(gpus.values())
-    out: list[Price] = []
-    seen = set()
-    if not isinstance(items, list):
-        col.add("'prices' must be a list", getattr(items, "line", None), "prices")
-        col.raise_if_any()
-    for i, e in enumerate(items):
-        line = yamlio.line_of(items, i)
-        if not isinstance(e, dict):
-            col.add("each price must be a mapping", line)
-            continue
-        bad = False
-        for k, v in e.items():      # a NaN never compares, an infinity passes every lower bound
-            if isinstance(v, float) and not math.isfinite(v) and k != "usd_per_hour":   # that one: its own check below
-                col.add(f"must be a finite number (got {v})", yamlio.line_of(e, k, line), k)
-                bad = True
-        for k in ("gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source"):
-            if e.get(k) in (None, ""):
-                col.add("required field is missing", line, k)
-                bad = True
-        for k in set(e) - set(PRICE_FIELDS):
-            col.add(f"unknown field (known: {', '.join(PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
-        if bad:
-            continue
-        before = len(col.problems)
-        texts = {k: _price_text(col, e, k, line, MAX_TEXT if k in ("source", "note") else MAX_NAME)
-                 for k in ("provider", "date", "source", "instance", "accelerator", "commit", "note")}
-        if len(col.problems) > before:
-            continue
-        empty = [k for k in ("provider", "date", "source") if not texts[k]]
-        if empty:
-            col.add("required field is empty once control characters are removed", line, empty[0])
-            continue
-        try:
-            gid = _resolve(e["gpu"], names, "GPU", "gpu", name, yamlio.line_of(e, "gpu", line))
-        except InputError as exc:
-            col.problems.extend(exc.problems)
-            continue
-        usd, n = e["usd_per_hour"], e["gpus_per_instance"]
-        if not _is_number(usd) or usd <= 0:
-            col.add(f"must be a positive number (got {usd!r})", yamlio.line_of(e, "usd_per_hour", line), "usd_per_hour")
-            continue
-        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 100_000:
-            col.add(f"must be a whole number >= 1 (got {n!r})", yamlio.line_of(e, "gpus_per_instance", line), "gpus_per_instance")
-            continue
-        tier = e.get("tier", "quote")
-        if tier not in PRICE_TIERS:
-            col.add(f"'{tier}' is not one of {', '.join(PRICE_TIERS)}", yamlio.line_of(e, "tier", line), "tier")
-            continue
-        kind = e.get("kind", "on-demand")
-        if kind not in PRICE_KINDS or kind == "purchase":
-            col.add(f"'{kind}' is not one of {', '.join(k for k in PRICE_KINDS if k != 'purchase')} "
-                    "(purchase prices belong in purchase.yaml)", yamlio.line_of(e, "kind", line), "kind")
-            continue
-        median = e.get("usd_per_hour_median")
-        if median is not None and (not _is_number(median) or median < usd):
-            col.add(f"must be a number >= usd_per_hour (got {median!r})", yamlio.line_of(e, "usd_per_hour_median", line),
-                    "usd_per_hour_median")
-            continue
-        regions = e.get("regions") or []
-        if isinstance(regions, str):
-            regions = [regions]
-        if not isinstance(regions, list) or not all(isinstance(r, str) and plain_text(r) for r in regions):
-            col.add("must be a list of region names", yamlio.line_of(e, "regions", line), "regions")
-            continue
-        regions = [plain_text(r) for r in regions]
-        if len(regions) > 10_000 or any(len(r) > MAX_NAME for r in regions):
-            col.add(f"must be at most 10,000 region names of at most {MAX_NAME} characters", yamlio.line_of(e, "regions", line),
-                    "regions")
-            continue
-        rc = e.get("region_count")
-        if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool) or not 0 <= rc <= 100_000):
-            col.add(f"must be a whole number from 0 to 100,000 (got {rc!r})", yamlio.line_of(e, "region_count", line),
-                    "region_count")
-            continue
-        p = Price(gid, n, float(usd), texts["provider"], texts["date"], texts["source"], tier, name, line,
-                  kind, texts["instance"], tuple(regions), rc if rc is not None else (len(regions) or None),
-                  texts["commit"], float(median) if median is not None else None, texts["note"])
-        if p.key in seen:
-            col.add(f"duplicate price for {gid} x{n} from {p.provider}"
-                    + (f" ({p.instance}, {kind})" if p.instance else f" ({kind})"), line)
-        seen.add(p.key)
-        out.append(p)
-    col.raise_if_any()
-    return out
-
-
-API_PRICE_FILE = "api-prices.yaml"
-API_PRICE_FIELDS = ("model", "provider", "provider_model", "usd_per_million_input", "usd_per_million_cached_input",
-                    "usd_per_million_output", "date", "source")
-
-
-def load_api_prices(path: Path, models: dict) -> list[ApiPrice]:
-    """api-prices.yaml (written by `prices import-api`): one row per provider model id, every price a
-    number >= 0 per million tokens, each row dated and sourced; problems reported with file:line."""
-    col = Collector(str(path))
-    data = yamlio.load(path)
-    items = data.get("api_prices") if isinstance(data, dict) else None
-    if not isinstance(items, list):
-        col.add("expected a mapping with an 'api_prices' list", getattr(data, "line", 1), "api_prices")
-        col.raise_if_any()
-    names = _name_index(models.values())
-    out: list[ApiPrice] = []
-    for i, e in enumerate(items):
-        line = yamlio.line_of(items, i)
-        if not isinstance(e, dict):
-            col.add("each API price must be a mapping", line)
-            continue
-        bad = [k for k in API_PRICE_FIELDS if k != "usd_per_million_cached_input" and e.get(k) in (None, "")]
-        for k in bad:
-            col.add("required field is missing", line, k)
-        for k in set(e) - set(API_PRICE_FIELDS):
-            col.add(f"unknown field (known: {', '.join(API_PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
-        for k in ("usd_per_million_input", "usd_per_million_cached_input", "usd_per_million_output"):
-            v = e.get(k)
-            if v is not None and (not _is_number(v) or v < 0):
-                col.add(f"must be a number >= 0 (got {v!r})", yamlio.line_of(e, k, line), k)
-                bad.append(k)
-        if bad:
-            continue
-        try:
-            mid = _resolve(e["model"], names, "model", "model", str(path), yamlio.line_of(e, "model", line))
-        except InputError as exc:
-            col.problems.extend(exc.problems)
-            continue
-        cached = e.get("usd_per_million_cached_input")
-        out.append(ApiPrice(mid, str(e["provider"]), str(e["provider_model"]), float(e["usd_per_million_input"]),
-                            float(cached) if cached is not None else None, float(e["usd_per_million_output"]),
-                            str(e["date"]), str(e["source"]), str(path), line))
-    col.raise_if_any()
-    return out
-
-
 PURCHASE_FILE = "purchase.yaml"
 MODEL_SOURCES_FILE = "sources-models.yaml"   # sources of the config-derived models (catalog/build/modelbuild.py)
-PRICE_FILES = ("prices.yaml", "prices-skypilot.yaml")
 
 
 def load_purchase(path: Path, gpus: dict) -> dict:
@@ -702,7 +380,7 @@ def load_purchase(path: Path, gpus: dict) -> dict:
 @loads_for_good
 def load(directory: Path = CATALOG_DIR) -> Catalog:
     """Load and validate the whole catalog; all problems of a file are reported together. A catalog
-    that passed is kept compiled in the cache, keyed by its folder, its files' bytes and this module."""
+    that passed is kept compiled in the cache, keyed by its folder, its files' bytes and the code that reads them."""
     directory = Path(directory)
     files = ["sources.yaml", MODEL_SOURCES_FILE, "gpus.yaml", "models.yaml", *PRICE_FILES, PURCHASE_FILE, "efficiency.yaml",
              "knowledge.yaml", API_PRICE_FILE]
@@ -716,7 +394,7 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
         return _load(directory, digest.hexdigest())
     # the folder as given, since the catalog's entries remember their file by that path
     name = cache.key(COMPILED_VERSION, str(directory), str(directory.resolve()), digest.hexdigest(),
-                     cache.source_of("inputs.catalog", "base.yamlio"))
+                     cache.source_of(*CODE))
     cat = _compiled_get(name)
     if cat is None:
         cat = _load(directory, digest.hexdigest())
@@ -747,7 +425,7 @@ def _check_efficiency(path: Path, eff: dict) -> None:
     for k in ("hbm_share", "link_share"):
         f = eff.get(k)
         v = f.get("v") if isinstance(f, dict) else None
-        if not _is_number(v) or not 0 < v <= 1:
+        if not is_number(v) or not 0 < v <= 1:
             col.add("must be a figure {v: SHARE, src: [...]} with 0 < SHARE <= 1", yamlio.line_of(eff, k, 1), k)
     matmul = eff.get("matmul", {})
     if not isinstance(matmul, dict):
@@ -770,7 +448,7 @@ def _check_efficiency(path: Path, eff: dict) -> None:
                 continue
             for prec, f in row.items():
                 v = f.get("v") if isinstance(f, dict) else None
-                if not _is_number(v) or v <= 0 or (group == "default_share" and v > 1):
+                if not is_number(v) or v <= 0 or (group == "default_share" and v > 1):
                     col.add(f"{prec}: must be a figure {{v: NUMBER above 0, src: [...]}}", yamlio.line_of(row, prec, 1),
                             f"matmul.{group}")
     col.raise_if_any()
@@ -786,10 +464,7 @@ def _load(directory: Path, digest: str) -> Catalog:
     knowledge = _mapping(directory / "knowledge.yaml")
     gpus = load_gpus(directory / "gpus.yaml", sources)
     models = load_models(directory / "models.yaml", sources)
-    prices = load_prices(directory / "prices.yaml", gpus)
-    for extra in PRICE_FILES[1:]:
-        if (directory / extra).is_file():
-            prices += load_prices(directory / extra, gpus)
+    prices = [p for source in prices_mod.shipped(directory) for p in source.rows(gpus)]
     purchase = load_purchase(directory / PURCHASE_FILE, gpus) if (directory / PURCHASE_FILE).is_file() else {}
     api = load_api_prices(directory / API_PRICE_FILE, models) if (directory / API_PRICE_FILE).is_file() else []
     free_cycles()                 # parsing YAML left some behind
@@ -799,6 +474,8 @@ def _load(directory: Path, digest: str) -> Catalog:
 # --- the compiled-catalog cache (plain JSON; see advisor/cache.py) -----------------------------------
 
 COMPILED_VERSION = "catalog-5"
+#: the modules whose code decides what a compiled catalog holds: a change to any of them is a new key
+CODE = ("inputs.catalog", "inputs.figures", "inputs.names", "inputs.prices", "inputs.apiprices", "base.yamlio", "base.text")
 
 
 def _enc_figures(figs: dict[str, Figure]) -> list:

@@ -331,33 +331,80 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
     if mt not in SUPPORTED:
         _fail(f"model_type '{mt}' is not one the advisor can count (known: {', '.join(SUPPORTED)}); "
               "give the model as a mapping of params_b, layers, kv_heads, head_dim ... instead", where, "model_type")
-    extra = 0
     outer = cfg
-    pre = ""
-    if mt in WRAPPERS:
-        text = cfg.get("text_config")
-        if not isinstance(text, dict):
-            _fail("text_config is missing (a multimodal config keeps its language model there)", where, "text_config")
-        pre = "text_config."
-        c = _checked(text, col, pre)
-        vision = _checked(cfg.get("vision_config") or {}, col, "vision_config.", VISION_FIELDS)
-        col.raise_if_any()
-        if (vision.get("patch_size") or 14) > (vision.get("image_size") or 224):
-            _fail("cannot exceed vision_config.image_size", where, "vision_config.patch_size")
-        c.setdefault("model_type", {"gemma3": "gemma3_text", "mistral3": "mistral"}.get(mt, "llama"))
-        if "tie_word_embeddings" not in c and "tie_word_embeddings" in cfg:
-            c["tie_word_embeddings"] = cfg["tie_word_embeddings"]
-        extra = _vision_params(vision)
-        if extra and mt == "gemma3":     # projector: a matrix into the text width and an RMS norm
-            extra += int(vision["hidden_size"]) * int(_need(c, "hidden_size", where, prefix=pre)) + int(vision["hidden_size"])
-        mt = c["model_type"]
-        if mt not in SUPPORTED or mt in WRAPPERS:
-            _fail(f"text_config.model_type '{mt}' is not one the advisor can count", where, "text_config.model_type")
-    else:
-        c = cfg
+    c, pre, vision = _language_model(cfg, mt, col, where) if mt in WRAPPERS else (cfg, "", 0)
+    mt = c.get("model_type", mt)
+
     def need(key, *alt):
         return _need(c, key, where, alt, pre)
 
+    V, H, L, nh, nkv, d = _dimensions(c, mt, need, where, pre)
+    tied = bool(c.get("tie_word_embeddings", outer.get("tie_word_embeddings", mt in TIED_BY_DEFAULT)))
+    norms_per_layer = (4 if mt in ("gemma2", "gemma3_text", "falcon") else 2) * H    # Falcon: 2 LayerNorms with bias
+    parts = {"embeddings": V * H, "lm_head": 0 if tied else V * H, "final_norm": 2 * H if mt == "falcon" else H}
+    attn, mla = _attention(c, mt, need, H, nh, nkv, d)
+    parts["attention"] = attn * L
+    parts["norms"] = norms_per_layer * L
+    experts = k = None
+    expert_total = per_expert = moe_layers = 0      # routed expert weights in all layers, one expert's, layers with experts
+    if mt in MOE:
+        experts, k, per_expert, moe_layers, dense, router, shared = MOE_COUNTS[mt](c, need, H, L)
+        expert_total = experts * per_expert * moe_layers
+        parts["experts"] = expert_total
+        parts["dense_mlp"] = dense
+        parts["router_and_shared"] = (router + shared) * moe_layers
+    elif mt == "falcon":   # dense_h_to_4h and dense_4h_to_h, no gate, no biases (bias: false)
+        parts["mlp"] = 2 * H * int(c.get("ffn_hidden_size") or 4 * H) * L
+    else:
+        parts["mlp"] = 3 * H * int(need("intermediate_size")) * L
+    parts["vision"] = vision
+    total = sum(parts.values())
+    active = total - (expert_total - (k * per_expert * moe_layers if experts else 0)) - vision
+    window, windowed = _sliding_layers(c, mt, L)
+    out = {
+        "params_b": total / 1e9, "active_params_b": active / 1e9, "layers": L, "hidden_size": H,
+        "attention_heads": nh, "kv_heads": nkv, "head_dim": d, "precision": _precision(c, outer),
+        "max_context": int(c.get("max_position_embeddings") or 0) or None,
+        "tied_embeddings": tied, "model_type": mt,
+    }
+    if experts:
+        out.update(experts=experts, experts_per_token=k, expert_params_b=expert_total / 1e9)
+    if mla:
+        out["mla_kv_dim"] = mla
+    if window:
+        out.update(sliding_window=int(window), sliding_window_layers=int(windowed))
+    _check_figures(out, c, col, pre)
+    out["_parts"] = parts
+    return out
+
+
+def _language_model(cfg: dict, mt: str, col: Collector, where: str) -> tuple[dict, str, int]:
+    """A multimodal config's language model (its text_config, checked, with the model type and tied
+    embeddings it inherits), the prefix its fields are named with, and the vision tower's parameters
+    (with Gemma 3's projector)."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        _fail("text_config is missing (a multimodal config keeps its language model there)", where, "text_config")
+    pre = "text_config."
+    c = _checked(text, col, pre)
+    vision = _checked(cfg.get("vision_config") or {}, col, "vision_config.", VISION_FIELDS)
+    col.raise_if_any()
+    if (vision.get("patch_size") or 14) > (vision.get("image_size") or 224):
+        _fail("cannot exceed vision_config.image_size", where, "vision_config.patch_size")
+    c.setdefault("model_type", {"gemma3": "gemma3_text", "mistral3": "mistral"}.get(mt, "llama"))
+    if "tie_word_embeddings" not in c and "tie_word_embeddings" in cfg:
+        c["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+    extra = _vision_params(vision)
+    if extra and mt == "gemma3":     # projector: a matrix into the text width and an RMS norm
+        extra += int(vision["hidden_size"]) * int(_need(c, "hidden_size", where, prefix=pre)) + int(vision["hidden_size"])
+    if c["model_type"] not in SUPPORTED or c["model_type"] in WRAPPERS:
+        _fail(f"text_config.model_type '{c['model_type']}' is not one the advisor can count", where, "text_config.model_type")
+    return c, pre, extra
+
+
+def _dimensions(c: dict, mt: str, need, where: str, pre: str) -> tuple[int, int, int, int, int, int]:
+    """(vocabulary, hidden size, layers, heads, KV heads, head dim), and the per-layer fields checked
+    against the layer count."""
     V = int(need("vocab_size"))
     H = int(need("hidden_size", "d_model", "n_embd"))
     L = int(need("num_hidden_layers", "n_layer", "num_layers"))
@@ -374,110 +421,83 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
               where, pre + "new_decoder_architecture")
     nkv = int(c.get("num_key_value_heads") or c.get("num_kv_heads") or nh)
     d = int(c.get("head_dim") or H // nh)
-    tied = bool(c.get("tie_word_embeddings", outer.get("tie_word_embeddings", mt in TIED_BY_DEFAULT)))
-    embed = V * H
-    head = 0 if tied else V * H
-    norms_per_layer = (4 if mt in ("gemma2", "gemma3_text", "falcon") else 2) * H    # Falcon: 2 LayerNorms with bias
-    parts = {"embeddings": embed, "lm_head": head, "final_norm": 2 * H if mt == "falcon" else H}
+    return V, H, L, nh, nkv, d
 
-    # attention
-    mla = None
+
+def _attention(c: dict, mt: str, need, H: int, nh: int, nkv: int, d: int) -> tuple[int, int | None]:
+    """(attention parameters per layer, MLA's KV latent width or None)."""
     if mt in ("deepseek_v3", "deepseek_v2", "kimi_k2"):
         nope, rope = int(need("qk_nope_head_dim")), int(need("qk_rope_head_dim"))
         vd, kvr = int(need("v_head_dim")), int(need("kv_lora_rank"))
         qr = c.get("q_lora_rank")
         q = (H * qr + qr + qr * nh * (nope + rope)) if qr else H * nh * (nope + rope)
-        attn = q + H * (kvr + rope) + kvr + kvr * nh * (nope + vd) + nh * vd * H
-        mla = kvr + rope
-    else:
-        attn = H * nh * d + 2 * H * nkv * d + nh * d * H
-        if c.get("attention_bias") or mt == "gpt_oss":
-            attn += nh * d + 2 * nkv * d + H                                   # q, k, v and o biases
-        elif mt in ("qwen2", "qwen2_moe"):
-            attn += nh * d + 2 * nkv * d                                       # Qwen2: q, k, v biases
-        if mt == "gpt_oss":
-            attn += nh                                                         # attention sinks
-        if mt in ("qwen3", "qwen3_moe", "gemma3_text"):
-            attn += 2 * d                                                      # q_norm, k_norm
-    parts["attention"] = attn * L
-    parts["norms"] = norms_per_layer * L
+        return q + H * (kvr + rope) + kvr + kvr * nh * (nope + vd) + nh * vd * H, kvr + rope
+    attn = H * nh * d + 2 * H * nkv * d + nh * d * H
+    if c.get("attention_bias") or mt == "gpt_oss":
+        attn += nh * d + 2 * nkv * d + H                                   # q, k, v and o biases
+    elif mt in ("qwen2", "qwen2_moe"):
+        attn += nh * d + 2 * nkv * d                                       # Qwen2: q, k, v biases
+    if mt == "gpt_oss":
+        attn += nh                                                         # attention sinks
+    if mt in ("qwen3", "qwen3_moe", "gemma3_text"):
+        attn += 2 * d                                                      # q_norm, k_norm
+    return attn, None
 
-    # MLP or experts
-    experts = k = None
-    expert_total = 0          # routed expert weights in all layers
-    per_expert = 0
-    moe_layers = 0
-    if mt in MOE:
-        if mt == "mixtral":
-            experts, k = int(need("num_local_experts")), int(need("num_experts_per_tok"))
-            I = int(need("intermediate_size"))
-            per_expert, moe_layers = 3 * H * I, L
-            dense, router, shared = 0, H * experts, 0
-        elif mt in ("qwen2_moe", "qwen3_moe"):
-            experts, k = int(need("num_experts")), int(need("num_experts_per_tok"))
-            mI = int(need("moe_intermediate_size"))
-            per_expert = 3 * H * mI
-            only = set(c.get("mlp_only_layers") or [])
-            step = int(c.get("decoder_sparse_step") or 1)
-            moe_idx = [i for i in range(L) if i not in only and (i + 1) % step == 0]
-            moe_layers = len(moe_idx)
-            dense = (L - moe_layers) * 3 * H * int(c.get("intermediate_size") or 0)
-            router = H * experts
-            sI = int(c.get("shared_expert_intermediate_size") or 0)
-            shared = (3 * H * sI + H) if sI else 0                             # shared expert and its gate
-        elif mt in ("deepseek_v3", "deepseek_v2", "kimi_k2"):
-            experts, k = int(need("n_routed_experts")), int(need("num_experts_per_tok"))
-            mI, I = int(need("moe_intermediate_size")), int(need("intermediate_size"))
-            first_dense = int(c.get("first_k_dense_replace") or 0)
-            step = int(c.get("moe_layer_freq") or 1)
-            moe_layers = sum(1 for i in range(L) if i >= first_dense and i % step == 0)
-            per_expert = 3 * H * mI
-            dense = (L - moe_layers) * 3 * H * I
-            router = H * experts + (experts if c.get("topk_method") == "noaux_tc" else 0)
-            shared = int(c.get("n_shared_experts") or 0) * 3 * H * mI
-        else:   # gpt_oss: fused gate/up with biases, down with bias; router with bias
-            experts = int(need("num_local_experts"))
-            k = int(need("num_experts_per_tok", "experts_per_token"))
-            I = int(need("intermediate_size"))
-            per_expert, moe_layers = H * 2 * I + 2 * I + I * H + H, L
-            dense, router, shared = 0, H * experts + experts, 0
-        expert_total = experts * per_expert * moe_layers
-        parts["experts"] = expert_total
-        parts["dense_mlp"] = dense
-        parts["router_and_shared"] = (router + shared) * moe_layers
-    elif mt == "falcon":   # dense_h_to_4h and dense_4h_to_h, no gate, no biases (bias: false)
-        I = int(c.get("ffn_hidden_size") or 4 * H)
-        parts["mlp"] = 2 * H * I * L
-    else:
-        I = int(need("intermediate_size"))
-        parts["mlp"] = 3 * H * I * L
-    parts["vision"] = extra
-    total = sum(parts.values())
-    active = total - (expert_total - (k * per_expert * moe_layers if experts else 0)) - extra
-    window, windowed = _sliding_layers(c, mt, L)
+
+# Each MoE family's experts: (experts, experts per token, parameters of one expert, layers with
+# experts, dense MLP parameters in all layers, router and shared-expert parameters per MoE layer).
+
+def _mixtral_experts(c: dict, need, H: int, L: int) -> tuple:
+    experts, k = int(need("num_local_experts")), int(need("num_experts_per_tok"))
+    return experts, k, 3 * H * int(need("intermediate_size")), L, 0, H * experts, 0
+
+
+def _qwen_experts(c: dict, need, H: int, L: int) -> tuple:
+    experts, k = int(need("num_experts")), int(need("num_experts_per_tok"))
+    only = set(c.get("mlp_only_layers") or [])
+    step = int(c.get("decoder_sparse_step") or 1)
+    moe_layers = len([i for i in range(L) if i not in only and (i + 1) % step == 0])
+    dense = (L - moe_layers) * 3 * H * int(c.get("intermediate_size") or 0)
+    sI = int(c.get("shared_expert_intermediate_size") or 0)
+    shared = (3 * H * sI + H) if sI else 0                                 # shared expert and its gate
+    return experts, k, 3 * H * int(need("moe_intermediate_size")), moe_layers, dense, H * experts, shared
+
+
+def _deepseek_experts(c: dict, need, H: int, L: int) -> tuple:
+    experts, k = int(need("n_routed_experts")), int(need("num_experts_per_tok"))
+    mI, I = int(need("moe_intermediate_size")), int(need("intermediate_size"))
+    first_dense = int(c.get("first_k_dense_replace") or 0)
+    step = int(c.get("moe_layer_freq") or 1)
+    moe_layers = sum(1 for i in range(L) if i >= first_dense and i % step == 0)
+    router = H * experts + (experts if c.get("topk_method") == "noaux_tc" else 0)
+    shared = int(c.get("n_shared_experts") or 0) * 3 * H * mI
+    return experts, k, 3 * H * mI, moe_layers, (L - moe_layers) * 3 * H * I, router, shared
+
+
+def _gpt_oss_experts(c: dict, need, H: int, L: int) -> tuple:
+    """Fused gate/up with biases, down with bias; a router with bias."""
+    experts = int(need("num_local_experts"))
+    k = int(need("num_experts_per_tok", "experts_per_token"))
+    I = int(need("intermediate_size"))
+    return experts, k, H * 2 * I + 2 * I + I * H + H, L, 0, H * experts + experts, 0
+
+
+MOE_COUNTS = {"mixtral": _mixtral_experts, "qwen2_moe": _qwen_experts, "qwen3_moe": _qwen_experts,
+              "deepseek_v3": _deepseek_experts, "deepseek_v2": _deepseek_experts, "kimi_k2": _deepseek_experts,
+              "gpt_oss": _gpt_oss_experts}
+
+
+def _precision(c: dict, outer: dict):
+    """The shipped precision: the config's dtype, or its quantization method (MXFP4 experts, FP8)."""
     dtype = str(c.get("torch_dtype") or c.get("dtype") or outer.get("torch_dtype") or "bfloat16")
     precision = DTYPES.get(dtype, "bf16")
     q = outer.get("quantization_config") or c.get("quantization_config") or {}
     method = str(q.get("quant_method", "")).lower() if isinstance(q, dict) else ""
     if method == "mxfp4":
-        precision = {"experts": "mxfp4", "rest": "bf16"}
-    elif method == "fp8":
-        precision = "fp8"
-    out = {
-        "params_b": total / 1e9, "active_params_b": active / 1e9, "layers": L, "hidden_size": H,
-        "attention_heads": nh, "kv_heads": nkv, "head_dim": d, "precision": precision,
-        "max_context": int(c.get("max_position_embeddings") or 0) or None,
-        "tied_embeddings": tied, "model_type": mt,
-    }
-    if experts:
-        out.update(experts=experts, experts_per_token=k, expert_params_b=expert_total / 1e9)
-    if mla:
-        out["mla_kv_dim"] = mla
-    if window:
-        out.update(sliding_window=int(window), sliding_window_layers=int(windowed))
-    _check_figures(out, c, col, pre)
-    out["_parts"] = parts
-    return out
+        return {"experts": "mxfp4", "rest": "bf16"}
+    if method == "fp8":
+        return "fp8"
+    return precision
 
 
 _OTHER_FIELD = re.compile(r"\b(exceed|divide) ([a-z_]+)")
@@ -514,7 +534,8 @@ def kv_bytes_per_token(fig: dict, kv_bytes: float = 2.0, tokens: int | None = No
 
 def model_from(spec: str, base: Path | None = None):
     """A catalog Model for `model: path` or `model: hf:ORG/NAME` (figures sourced to the config)."""
-    from advisor.inputs.catalog import Figure, Model
+    from advisor.inputs.catalog import Model
+    from advisor.inputs.figures import Figure
     if spec.startswith("hf:"):
         repo = spec[3:].strip()
         path = fetch(repo)

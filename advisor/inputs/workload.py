@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from advisor.base import yamlio
-from advisor.inputs.catalog import Catalog, Figure, Model
+from advisor.inputs.catalog import Catalog, Model
+from advisor.inputs.figures import Figure
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
 from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, _suggest, check_model  # noqa: F401

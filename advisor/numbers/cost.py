@@ -17,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
-from advisor.inputs.catalog import PRICE_TIERS, Price
+from advisor.inputs.prices import PRICE_TIERS, Price
 from advisor.inputs.skypilot import PROVIDERS
 
 HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW (fallback only)
