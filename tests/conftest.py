@@ -29,3 +29,14 @@ def estimate_file(catalog):
         data.update(overrides)
         return estimator.estimate(workload.parse(data, catalog, str(path)), catalog)
     return run
+
+
+def refuse(capsys, argv, expected):
+    """Run the CLI in-process: exit 2, `expected` in the error, every line an error line, no traceback."""
+    from advisor.shell.cli import main
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert expected in err, err
+    assert "Traceback" not in err and all(line.startswith("gpu-advisor: error: ") for line in err.strip().splitlines())
+    return err

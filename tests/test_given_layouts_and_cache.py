@@ -7,16 +7,7 @@ import sys
 
 from advisor.shell.cli import main
 
-from conftest import EXAMPLES, ROOT
-
-
-def refuse(capsys, argv, expected):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 2, (out, err)
-    assert expected in err, err
-    assert "Traceback" not in err and all(line.startswith("gpu-advisor: error: ") for line in err.strip().splitlines())
-    return err
+from conftest import EXAMPLES, ROOT, refuse
 
 
 def workload(tmp_path, text):

@@ -17,16 +17,7 @@ from advisor.numbers import estimate as estimator
 from advisor.shell.cli import main
 from advisor.base.errors import InputError
 
-from conftest import EXAMPLES, ROOT
-
-
-def refuse(capsys, argv, expected):
-    code = main(argv)
-    out, err = capsys.readouterr()
-    assert code == 2, (out, err)
-    assert expected in err, err
-    assert "Traceback" not in err and all(line.startswith("gpu-advisor: error: ") for line in err.strip().splitlines())
-    return err
+from conftest import EXAMPLES, ROOT, refuse
 
 
 # --- workload files -------------------------------------------------------------------------------
