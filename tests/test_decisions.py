@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from advisor.judgement import decision, knowledge
+from advisor.judgement import decision, knowledge, ranking
 from advisor.inputs import workload
 from advisor.numbers import estimate as estimator
 from advisor.shell.cli import main
@@ -90,7 +90,8 @@ def test_c10_7b_lora_on_shipped_prices_and_break_even_of_the_unpriced(catalog, k
         # at its break-even price its effective cost equals the winner's
         cost = u["break_even_usd_per_gpu_hour"] * c.count * c.hours_per_million_tokens   # no token budget: per million
         prem = next(x for x in d.record["candidates"] if x["gpu"] == u["gpu"])["premium"]
-        assert cost / (1 + prem) == pytest.approx(winner["effective_cost"], rel=1e-2)   # the record rounds to 4 digits
+        # a premium divides cost symmetrically (ranking.factor: -10% is 1/1.1, not 0.9)
+        assert cost / ranking.factor(prem) == pytest.approx(winner["effective_cost"], rel=1e-3)   # the record rounds to 4 digits
 
 
 def test_t08_import_restricted_goes_to_ascend(catalog, kb):

@@ -95,3 +95,50 @@ def test_fleet_flag_answers_what_to_add(capsys):
     r = json.loads(capsys.readouterr().out)
     h = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
     assert h["price"]["kind"] == "owned" and h["price"]["fleet_gpus"] == 16
+
+
+# --- issue 22, second part: 16 GB consumer cards, discontinued cards, the desk's limits and tariff ---
+
+def oss20b_workstation(**cons):
+    return {"mode": "inference", "model": "gpt-oss-20b", "context_tokens": 8192, "concurrency": 1,
+            "constraints": {"deployment": "workstation", "utilisation": 0.2, **cons}}
+
+
+def test_a_gaming_pc_gets_a_current_16gb_card_at_the_household_tariff(tmp_path, capsys):
+    r = rec(tmp_path, capsys, oss20b_workstation())
+    rec_ = r["recommendation"]
+    assert (rec_["gpu"], rec_["count"]) == ("rtx-5060-ti-16gb", 2)
+    t = rec_["tco"]
+    assert t["usd_per_gpu"] == 464                       # median of $429 (launch list) and $500 (street, 2025)
+    assert t["usd_per_gpu_range"] == [429, 500]
+    assert t["hosting_usd_per_month"] == 0
+    assert t["inputs"]["usd_per_kwh"]["value"] == 0.16   # EIA US residential 2023, not the industrial 0.08
+    assert "EIA" in t["inputs"]["usd_per_kwh"]["source"]
+    assert t["inputs"]["usd_per_kwh"]["range"] == [0.11, 0.3]
+
+
+def test_a_discontinued_card_is_not_bought_new(tmp_path, capsys):
+    r = rec(tmp_path, capsys, oss20b_workstation())
+    for gpu in ("rtx-4090", "rtx-4060-ti-16gb"):
+        assert "discontinued-not-bought-new" in [e["rule"] for e in cand(r, gpu)["excluded_by"]]
+    cloud = rec(tmp_path, capsys, {**oss20b_workstation(), "constraints": {"deployment": "cloud"}})
+    assert "discontinued-not-bought-new" not in [e["rule"] for e in cand(cloud, "rtx-4090")["excluded_by"]]
+
+
+def test_a_workstation_holds_four_cards_on_one_wall_circuit(tmp_path, capsys):
+    r = rec(tmp_path, capsys, {"mode": "inference", "model": "gemma-3-27b", "precision": "bf16", "context_tokens": 8192,
+                               "concurrency": 4, "constraints": {"deployment": "workstation", "utilisation": 0.3}})
+    c = cand(r, "rtx-5090")                               # 4 x 575 W x 1.25 = 2.9 kW > 1.44 kW (15 A x 120 V x 80%)
+    assert c["count"] == 4
+    assert "workstation-wall-circuit" in [e["rule"] for e in c["excluded_by"]]
+    assert "workstation-four-cards" in [e["rule"] for e in cand(r, "rtx-5060-ti-16gb")["excluded_by"]]   # 8 cards
+    assert r["recommendation"]["gpu"] == "rtx-pro-6000"
+
+
+def test_a_price_from_one_analyst_says_so(tmp_path, capsys):
+    p = tmp_path / "w.yaml"
+    p.write_text(yaml.safe_dump({"mode": "training", "model": "llama-3.1-70b", "method": "full", "training_tokens": 1000000000,
+                                 "constraints": {"deployment": "on-prem", "gpus": ["mi355x"]}}))
+    assert main(["recommend", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "one analyst's estimate" in out

@@ -363,7 +363,8 @@ def load_purchase(path: Path, gpus: dict) -> dict:
             continue
         out["gpus"][gid] = dict(e)
     known = ("usd_per_kwh", "pue", "hosting_usd_per_kw_month", "amortisation_years", "server_overhead",
-             "maintenance_share_per_year", "utilisation")
+             "maintenance_share_per_year", "utilisation",
+             "workstation_usd_per_kwh")     # the household tariff a desk machine pays (issue 22)
     for k, fig in (data.get("site") or {}).items():
         line = yamlio.line_of(data.get("site"), k)
         if k not in known:

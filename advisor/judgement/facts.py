@@ -68,7 +68,7 @@ FACTS: dict[str, Fact] = {
     "candidate.vendor": Fact("string", "", "nvidia | amd | huawei | intel | google"),
     "candidate.generation": Fact("string", "", "turing | ampere | ada | hopper | blackwell | rubin | cdna3 | cdna4 | davinci | gaudi | tpu"),
     "candidate.class": Fact("string", "", "server | workstation | consumer (K02)"),
-    "candidate.status": Fact("string", "", "shipping | announced"),
+    "candidate.status": Fact("string", "", "shipping | announced | discontinued (no longer made: rented or owned, not bought new)"),
     "candidate.launch_year": Fact("integer", "year", "year the GPU launched or ships"),
     "candidate.memory_gb": Fact("number", "GB", "memory per card (vendor label)"),
     "candidate.bandwidth_tb_s": Fact("number", "TB/s", "memory bandwidth per card"),

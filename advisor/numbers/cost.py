@@ -283,6 +283,10 @@ def _site(catalog, w) -> dict:
         fig = site.get(key, {})
         out[key] = {"v": fig.get("v"), "range": fig.get("range"), "source": f"{fig.get('src')} ({fig.get('date')})"}
     if w.constraints.deployment == "workstation":
+        # a desk pays the household tariff, not the industrial one a data centre negotiates
+        home = site.get("workstation_usd_per_kwh", {})
+        if w.constraints.usd_per_kwh is None and home.get("v") is not None:
+            out["usd_per_kwh"] = {"v": home["v"], "range": home.get("range"), "source": f"{home.get('src')} ({home.get('date')})"}
         for key, v in WORKSTATION_SITE.items():
             if key == "pue" or getattr(w.constraints, key, None) is None:
                 out[key] = {"v": v, "range": None, "source": "a workstation: wall power, no cooling plant, colocation or server chassis"}
@@ -343,7 +347,8 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
                "date": fig.get("date", "unknown"), "commit": None, "source": "; ".join(fig.get("sources", [])),
                "tier": "quote", "instances": bought // unit, "gpus_per_instance": unit,
                "usd_per_instance_hour": usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
-               "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"])}
+               "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]),
+               **({"basis": entry["basis"]} if entry.get("basis") else {})}
     t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months")}
     t.update({
         "capex_usd_range": [low["capex_usd"], high["capex_usd"]],
@@ -354,7 +359,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
         "maintenance_usd_per_month": mid["maintenance_usd_per_month"],
         "gpus_bought": bought, "it_kw": it_kw,
         "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]), "usd_per_gpu_sources": list(fig.get("sources", [])),
-        "usd_per_gpu_date": fig.get("date"),
+        "usd_per_gpu_date": fig.get("date"), "usd_per_gpu_basis": entry.get("basis"),
         "rent_offer": _offer_dict(rented[1], rented[2], count) if rented else None,
         "rent_usd_per_hour": rent_h,
         "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()},
@@ -425,7 +430,8 @@ def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
     be = _months(t["break_even_months"])
     span = "" if (lo, hi) == (t["break_even_months"],) * 2 else f" (purchase-price range: {_months(lo)} to {_months(hi)})"
     text = (f"buy {t['gpus_bought']} x {gpu_id}: ${t['capex_usd']:,.0f} capex (${t['capex_usd_range'][0]:,.0f}-${t['capex_usd_range'][1]:,.0f}: "
-            f"${t['usd_per_gpu_range'][0]:,.0f}-${t['usd_per_gpu_range'][1]:,.0f} per GPU from {len(t['usd_per_gpu_sources'])} source(s), "
+            f"${t['usd_per_gpu_range'][0]:,.0f}-${t['usd_per_gpu_range'][1]:,.0f} per GPU from "
+            f"{t['usd_per_gpu_basis'] or str(len(t['usd_per_gpu_sources'])) + ' source(s)'}, "
             f"{t['usd_per_gpu_date']}) + ${t['opex_usd_per_month']:,.0f}/month to run (energy {t['it_kw']:.1f} kW x PUE {s['pue']['v']:g} x "
             f"${s['usd_per_kwh']['v']:g}/kWh at {s['utilisation']['v']:.0%} busy: ${t['energy_usd_per_month']:,.0f}; hosting "
             f"${s['hosting_usd_per_kw_month']['v']:g}/kW-month: ${t['hosting_usd_per_month']:,.0f}; maintenance "

@@ -100,6 +100,8 @@ def offer(p: dict) -> str:
         parts.append(str(p["kind"]).replace("_", " "))
     date = p.get("date")
     parts.append(f"quoted {date}" if date and date != "unknown" else "date unknown")
+    if p.get("basis"):          # a price one analyst guessed is not a quote: the reader must know
+        parts.append(str(p["basis"]))
     idle = p.get("idle_gpus") or 0
     if idle:
         parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")

@@ -26,12 +26,16 @@ IDS = {"nvidia_h100_sxm": "h100-sxm", "nvidia_h100_pcie": "h100-pcie", "nvidia_h
        "nvidia_a100_80gb_sxm": "a100-80gb-sxm", "nvidia_l40s": "l40s", "nvidia_l40": "l40", "nvidia_l4": "l4",
        "nvidia_t4": "t4", "nvidia_rtx_pro_6000_blackwell": "rtx-pro-6000", "nvidia_rtx_4090": "rtx-4090",
        "nvidia_rtx_5090": "rtx-5090", "amd_mi300x": "mi300x", "amd_mi355x": "mi355x", "intel_gaudi3": "gaudi-3",
-       "huawei_ascend_910c": "ascend-910c"}
+       "huawei_ascend_910c": "ascend-910c", "nvidia_rtx_5060_ti_16gb": "rtx-5060-ti-16gb",
+       "nvidia_rtx_5070_ti": "rtx-5070-ti", "nvidia_rtx_4060_ti_16gb": "rtx-4060-ti-16gb"}
+#: rows and site defaults the shared reference lacks (16 GB consumer cards, the residential tariff)
+EXTRA = Path(__file__).resolve().parent / "purchase-extra.yaml"
 KEEP_KINDS = {"list", "street", "listing", "analyst_est", "implied"}
 SITE = {  # purchase.yaml suggested_defaults param -> our site figure
     "electricity_usd_per_kwh": "usd_per_kwh", "pue": "pue", "colo_usd_per_kw_month": "hosting_usd_per_kw_month",
     "depreciation_years": "amortisation_years", "server_overhead_on_gpu_price": "server_overhead",
-    "opex_excl_power_pct_capex_per_year": "maintenance_share_per_year", "busy_utilisation": "utilisation"}
+    "opex_excl_power_pct_capex_per_year": "maintenance_share_per_year", "busy_utilisation": "utilisation",
+    "residential_usd_per_kwh": "workstation_usd_per_kwh"}
 
 
 def _usable(src: dict) -> bool:
@@ -59,7 +63,9 @@ def gpu_entry(row: dict, gpus_per_node: int, form: str) -> dict | None:
     years = sorted({int(y) for s in good for y in re.findall(r"(?:19|20)\d\d", str(s.get("date", "")))})
     date = (f"{years[0]}" if len(years) == 1 else f"{years[0]}-{years[-1]}") if years else "unknown"
     unit = gpus_per_node if form in ("sxm", "oam") else 1
-    return {"what": row.get("what"), "unit_gpus": unit,
+    analysts = {s["src"] for s in good if s.get("kind") == "analyst_est"}
+    basis = "one analyst's estimate" if len(analysts) == 1 and len(good) == 1 else None
+    return {"what": row.get("what"), "unit_gpus": unit, **({"basis": basis} if basis else {}),
             "usd_per_gpu": {"v": round(statistics.median(mids)), "range": [round(min(a for a, _ in bounds)), round(max(b for _, b in bounds))],
                             "date": date, "low_confidence": all(s.get("conf") == "low" for s in good),
                             "sources": [f"{s['src']} ({s.get('kind')}, {s.get('date', 'undated')}: "
@@ -67,11 +73,19 @@ def gpu_entry(row: dict, gpus_per_node: int, form: str) -> dict | None:
                                         for s in good]}}
 
 
-def build(reference: Path, gpus_yaml: Path) -> str:
+def build(reference: Path, gpus_yaml: Path, extra: Path = EXTRA) -> str:
     ref = yaml.safe_load(reference.read_text())
+    more = yaml.safe_load(extra.read_text()) if extra.exists() else {}
+    rows = {}
+    for row in ref["purchase_prices"] + (more.get("purchase_prices") or []):
+        if row["gpu"] in rows:
+            rows[row["gpu"]] = {**rows[row["gpu"]], "sources": rows[row["gpu"]]["sources"] + row["sources"]}
+        else:
+            rows[row["gpu"]] = row
+    defaults = ref["operating_costs"]["suggested_defaults"] + ((more.get("operating_costs") or {}).get("suggested_defaults") or [])
     cat = {g["id"]: g for g in yaml.safe_load(gpus_yaml.read_text())["gpus"]}
     out_gpus = {}
-    for row in ref["purchase_prices"]:
+    for row in rows.values():
         gid = IDS.get(row["gpu"])
         if not gid:
             continue
@@ -80,17 +94,19 @@ def build(reference: Path, gpus_yaml: Path) -> str:
         if e:
             out_gpus[gid] = e
     site = {}
-    for d in ref["operating_costs"]["suggested_defaults"]:
+    for d in defaults:
         key = SITE.get(d["param"])
         if not key:
             continue
         rng = d.get("range") or ([min(d["options"].values()), max(d["options"].values())] if d.get("options") else None)
-        site[key] = {"v": d["value"], "range": rng, "src": f"../shared/reference/purchase.yaml suggested_defaults.{d['param']}: {d['basis']}",
-                     "date": "2026-11-30 (collected)"}
+        origin = "catalog/build/purchase-extra.yaml" if d in defaults[len(ref["operating_costs"]["suggested_defaults"]):] else "../shared/reference/purchase.yaml"
+        site[key] = {"v": d["value"], "range": rng, "src": f"{origin} suggested_defaults.{d['param']}: {d['basis']}",
+                     "date": "2026-12-01 (collected)" if origin.startswith("catalog") else "2026-11-30 (collected)"}
     doc = {"gpus": out_gpus, "site": site}
     head = ("# Purchase prices per GPU and data-centre costs, for rent versus buy (docs/catalog.md).\n"
             f"# Built by `python catalog/build/purchasebuild.py {reference}` (do not edit by hand: re-run it) from\n"
-            "# ../shared/reference/purchase.yaml (collected 2026-11-30 from stored copies of public sources).\n"
+            "# ../shared/reference/purchase.yaml (collected 2026-11-30 from stored copies of public sources) and\n"
+            "# catalog/build/purchase-extra.yaml (16 GB consumer cards, residential tariff; collected 2026-12-01).\n"
             "# usd_per_gpu.v = median of the sources' midpoints; range = lowest to highest source. No NVIDIA/AMD\n"
             "# data-centre GPU has a public list price: these are street prices, listings and analyst estimates.\n"
             "# A GPU missing here has no purchase price: on premises its cost is unknown, never guessed.\n")
