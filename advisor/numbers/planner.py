@@ -220,6 +220,10 @@ def _choose(w: Workload, tried: list, unit: str, gpu_rate):
     tried.sort(key=lambda t: (t[0], t[1]))
     if not objective.minimises_cost(w) or unit == "million_training_tokens":
         return tried[0]     # a job of unknown size gets the smallest rental that holds it (T03, C18)
+    if w.training:
+        # cost per job, then time: of the plans within the tolerance of the cheapest, the fastest
+        # (checkpointing's ~30% recompute, C06, is in its cost per job, so it must pay for itself)
+        return objective.fastest_within_tolerance(w, tried, unit, gpu_rate)
     # the best plan of each checkpointing setting, then the cheaper of those: a setting that saves
     # cards but costs more per unit of work (C06: ~30% recompute) must pay for itself
     best: dict[bool, tuple] = {}
@@ -248,7 +252,24 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
-    return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits)
+    bound = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
+    return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
+                   within_bound=bound)
+
+
+def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> dict | None:
+    """The plan on this GPU that finishes within objective.LONG_JOB_HOURS: the search again, with that
+    bound as the deadline (the rule long-training-job names it)."""
+    hours = objective.LONG_JOB_HOURS
+    wb = replace(w, constraints=replace(w.constraints, deadline_hours=hours))
+    p = plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in (variants or knob_variants(w, led))])
+    if not p.fits or p.misses:
+        return None
+    cost = f", ${p.usd_per_job:,.0f} per job" if p.usd_per_job is not None else ""
+    return {"bound_hours": hours, "count": p.count, "training_hours": p.training_hours, "usd_per_job": p.usd_per_job,
+            "layout": p.layout.as_dict(),
+            "text": (f"{p.count:,} x {gpu.id} ({describe_layout((p.tp, p.pp, p.dp, p.ep, p.attention_dp))}) "
+                     f"finishes in {p.training_hours:,.0f} h ({p.training_hours / 24:,.1f} days){cost}")}
 
 
 def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> str:
