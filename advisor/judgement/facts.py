@@ -124,6 +124,7 @@ FACTS: dict[str, Fact] = {
     "candidate.zero_stage": Fact("integer", "", "training: ZeRO stage of the plan (3 = FSDP full sharding)"),
     "candidate.activation_checkpointing": Fact("boolean", "", "training: activations recomputed in the plan"),
     "candidate.misses_target": Fact("boolean", "", "the best plan misses a stated deadline or service level"),
+    "candidate.within_bound_plan": Fact("string", "", "a training job without a deadline past 30 days (numbers.objective.LONG_JOB_HOURS): the plan on this GPU that meets them (absent: none needed or none does)"),
     "candidate.missed": Fact("string", "", "the figure that missed the deadline or service level (absent: none missed)"),
     # serving: the plan against the APIs that sell the model (numbers.api, catalog/api-prices.yaml)
     "workload.api_match": Fact("string", "", "model | size-class | none: whether APIs sell this model, only models of its size class, or neither"),
@@ -249,7 +250,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          unit_cost=unit_cost(c, unit), min_count=c.min_count,
                          rental_multiple=(c.count / c.min_count) if c.min_count else None, zero_stage=c.zero_stage,
                          activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
-                         missed=c.misses,
+                         missed=c.misses, within_bound_plan=c.within_bound["text"] if c.within_bound else None,
                          cost_ratio_to_cheapest=(costs[c.gpu.id] / cheapest) if cheapest and costs.get(c.gpu.id) else None)
             a = compared.get(c.gpu.id)
             if a is not None:

@@ -66,6 +66,8 @@ def build(d, suggestions: list[dict]) -> dict:
                      "because": f.text if f.gpu in shown else None, "overrides": f.rule.overrides,
                      "replaces": f.rule.replaces} for f in d.firings]
     rec["warnings"] = d.warnings
+    # the planner's limits that bound a plan (numbers.planner), each with its figure: none is hidden
+    rec["limits"] = [{"gpu": c.gpu.id, **x} for c in est.candidates if c.fits for x in c.limits]
     rec["inputs"] = est.workload.inputs()
     rec["defaults_filled"] = list(est.workload.defaults)
     w = est.workload

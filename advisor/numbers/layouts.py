@@ -19,7 +19,10 @@ from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
 from advisor.numbers.terms import GB, _gb
 from advisor.inputs.workload import Workload
 
-MAX_GPUS = 4096                    # the planner's ceiling when the workload sets no max_gpus
+# the planner's ceiling when the workload sets no max_gpus: the largest clusters built (issue 21 asks
+# for at least 100,000 GPUs) and the most `constraints.max_gpus` accepts (inputs.workload); when it
+# binds, the plan says so (planner: `limits`)
+MAX_GPUS = 100_000
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
 ZERO_STAGES = (0, 1, 2, 3)         # 3 = weights sharded too (FSDP FULL_SHARD)
 

@@ -6,6 +6,13 @@ from __future__ import annotations
 
 import math
 
+# issue 21: with `objective: cost`, cost per job is nearly flat across data-parallel widths (the same
+# GPU-hours), so the cheapest alone picks whichever width a tie-break favours; plans within this share
+# of the cheapest cost per job count as equally cheap and the fastest of them wins
+TIME_TOLERANCE = 0.05
+# a training job longer than this (30 days, issue 21) gets a warning naming the plan that meets it
+LONG_JOB_HOURS = 30 * 24
+
 UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
               "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
 UNIT_LABELS = {"job": "per job", "million_tokens": "per million output tokens",
@@ -102,3 +109,25 @@ def rank_key(objective: str, basis: str, option):
     if objective == "cards":
         return (option.count, eff, option.gpu)
     return (eff, option.count, option.gpu)
+
+
+def fastest_within_tolerance(w, ordered: list, unit: str, rate: float | None):
+    """Among `ordered` (entries whose third item is a plan, best first by plan_key) the one `objective:
+    cost` keeps for a training job of known size: of the plans that meet the target and cost at most
+    TIME_TOLERANCE over the cheapest per job, the fastest (then the first by plan_key)."""
+    if not (minimises_cost(w) and w.training and unit == "job"):
+        return ordered[0]
+    pool = [t for t in ordered if not t[2].misses] or ordered
+    priced = [(money(t[2], unit, rate)[0], t) for t in pool]
+    priced = [(c, t) for c, t in priced if c is not None and t[2].training_hours is not None]
+    if not priced:
+        return ordered[0]
+    cheapest = min(c for c, _ in priced)
+    near = [t for c, t in priced if c <= cheapest * (1 + TIME_TOLERANCE)]
+    return min(near, key=lambda t: (float(f"{t[2].training_hours:.6g}"), ordered.index(t)))
+
+
+def long_job(w, plan) -> bool:
+    """A training job without a deadline that runs past LONG_JOB_HOURS: it gets the plan that meets them."""
+    return (w.training and not w.constraints.deadline_hours and plan.training_hours is not None
+            and plan.training_hours > LONG_JOB_HOURS)

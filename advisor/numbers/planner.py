@@ -108,10 +108,11 @@ def _dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus:
     return sorted(d for d in out if d <= cap) or [base.min_dp]
 
 
-def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int) -> list[int]:
+def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: dict | None = None) -> list[int]:
     """Replica counts to try when a plan misses a stated target: for a deadline, the count that
     finishes in time by compute (and a few more, for a speed model that does not scale linearly);
-    for a service level, doublings up to one replica per sequence (each serving fewer users, T06)."""
+    for a service level, doublings up to one replica per sequence (each serving fewer users, T06).
+    A count beyond `max_gpus` is not tried: the fewest GPUs it would need goes into `refused`."""
     m = lay.tp * lay.pp
     if w.training:
         if not p.training_hours:
@@ -123,7 +124,19 @@ def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int) -> list[i
         while d < w.concurrency:
             d = min(w.concurrency, d * 2)
             out.append(d)
+    over = [d * m for d in out if d * m > max_gpus]
+    if over and refused is not None:
+        refused["needed"] = min(refused.get("needed", math.inf), min(over))
     return [d for d in out if d * m <= max_gpus]
+
+
+def max_gpus_limit(w: Workload, max_gpus: int, needed: int) -> dict:
+    """The `limits` entry of a GPU ceiling that kept the planner from a plan meeting the target."""
+    given = w.constraints.max_gpus is not None
+    return {"limit": "max_gpus", "value": max_gpus, "needed_gpus": needed,
+            "source": "constraints.max_gpus in the workload" if given else "the planner's ceiling (numbers/layouts.py MAX_GPUS)",
+            "text": (f"max_gpus {max_gpus:,} ({'the workload' if given else 'the planner default'}) binds: "
+                     f"meeting the target needs about {needed:,} GPUs")}
 
 
 def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stages) -> tuple[list, list]:
@@ -157,6 +170,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     unit = objective.unit_of_work(w)
     tried: list[tuple] = []
     fewest = None
+    refused: dict = {}        # the fewest GPUs a plan meeting the target needed beyond max_gpus
     for wv, lv in variants:
         bases, wider = _bases(w, wv, lv, gpu, max_gpus, stages)
         n = layouts.min_cards(bases)
@@ -180,7 +194,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
                     if not got or not got[0].misses or w.layout:
                         continue
                     # a deadline or service level sets the replicas; then fill the instances they take
-                    for d2 in _target_replicas(w, got[1], got[0], max_gpus):
+                    for d2 in _target_replicas(w, got[1], got[0], max_gpus, refused):
                         more = attempt(base, d2)
                         if more and not more[0].misses:
                             for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
@@ -199,13 +213,17 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
         kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
         tried = kept or tried
-    return tried, fewest, cp, gpu_rate, unit
+    return tried, fewest, cp, gpu_rate, unit, refused
 
 
 def _choose(w: Workload, tried: list, unit: str, gpu_rate):
     tried.sort(key=lambda t: (t[0], t[1]))
     if not objective.minimises_cost(w) or unit == "million_training_tokens":
         return tried[0]     # a job of unknown size gets the smallest rental that holds it (T03, C18)
+    if w.training:
+        # cost per job, then time: of the plans within the tolerance of the cheapest, the fastest
+        # (checkpointing's ~30% recompute, C06, is in its cost per job, so it must pay for itself)
+        return objective.fastest_within_tolerance(w, tried, unit, gpu_rate)
     # the best plan of each checkpointing setting, then the cheaper of those: a setting that saves
     # cards but costs more per unit of work (C06: ~30% recompute) must pay for itself
     best: dict[bool, tuple] = {}
@@ -220,14 +238,38 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     """Size one GPU for the workload: every layout the planner offers, each priced and timed, the best
     by the workload's objective kept, with why."""
     max_gpus = w.constraints.max_gpus or layouts.MAX_GPUS
-    tried, fewest, cp, gpu_rate, unit = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus)
+    tried, fewest, cp, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus)
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
         return Plan(gpu, False, compute_precision=cp, reason=_why_none(w, led, gpu, max_gpus), ideal=ideal,
                     why={"ideal": ideal_why})
     _, _, p, lay, wv, _ = _choose(w, tried, unit, gpu_rate)
+    limits = []
+    if p.misses and refused.get("needed"):
+        # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
+        limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"])))
+        p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
-    return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why)
+    if limits:
+        why["limits"] = "; ".join(x["text"] for x in limits)
+    bound = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
+    return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
+                   within_bound=bound)
+
+
+def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> dict | None:
+    """The plan on this GPU that finishes within objective.LONG_JOB_HOURS: the search again, with that
+    bound as the deadline (the rule long-training-job names it)."""
+    hours = objective.LONG_JOB_HOURS
+    wb = replace(w, constraints=replace(w.constraints, deadline_hours=hours))
+    p = plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in (variants or knob_variants(w, led))])
+    if not p.fits or p.misses:
+        return None
+    cost = f", ${p.usd_per_job:,.0f} per job" if p.usd_per_job is not None else ""
+    return {"bound_hours": hours, "count": p.count, "training_hours": p.training_hours, "usd_per_job": p.usd_per_job,
+            "layout": p.layout.as_dict(),
+            "text": (f"{p.count:,} x {gpu.id} ({describe_layout((p.tp, p.pp, p.dp, p.ep, p.attention_dp))}) "
+                     f"finishes in {p.training_hours:,.0f} h ({p.training_hours / 24:,.1f} days){cost}")}
 
 
 def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> str:

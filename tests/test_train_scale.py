@@ -1,0 +1,68 @@
+"""Training at cluster scale (issue 21): no hidden limits, figures a user would check on
+workloads sized like published runs (Llama 3.1 405B: 15.6T tokens; Llama 3.1 8B: 15T tokens)."""
+import pytest
+
+from advisor.inputs import workload
+from advisor.judgement import decision, knowledge
+from advisor.numbers import estimate as estimator
+
+H100_CLASS = ("h100-sxm", "h200-sxm", "h100-pcie")
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def decide(catalog, kb, data):
+    w = workload.parse({"mode": "training", "precision": "bf16", "context_tokens": 8192, **data}, catalog, "w")
+    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+
+
+LLAMA_405B = {"model": "llama-3.1-405b", "training_tokens": 15.6e12, "constraints": {"deadline_hours": 90 * 24}}
+
+
+def test_405b_on_15t_tokens_in_90_days_gets_a_cluster_of_h100_class_gpus(catalog, kb):
+    d = decide(catalog, kb, LLAMA_405B)
+    r = d.record["recommendation"]
+    assert r is not None
+    c = d.estimate.candidate("h100-sxm")
+    assert 8_000 <= c.count <= 25_000 and c.training_hours <= 90 * 24
+    assert not c.misses and c.count % 8 == 0
+
+
+def test_a_binding_gpu_ceiling_is_stated_with_its_figure(catalog, kb):
+    d = decide(catalog, kb, {**LLAMA_405B, "constraints": {"deadline_hours": 90 * 24, "max_gpus": 4096}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.misses and "max_gpus 4,096 (the workload) binds" in c.misses
+    lim = [x for x in d.record["limits"] if x["gpu"] == "h100-sxm"]
+    assert lim and lim[0]["limit"] == "max_gpus" and lim[0]["value"] == 4096
+    assert 8_000 <= lim[0]["needed_gpus"] <= 25_000          # what meeting the deadline would take
+    ex = d.excluded["h100-sxm"][0]
+    assert "binds" in ex["reason"]                            # the memo's exclusion line names it
+
+
+def test_an_8b_job_on_15t_tokens_without_a_deadline_warns_with_the_plan_that_meets_30_days(catalog, kb):
+    d = decide(catalog, kb, {"model": "llama-3.1-8b", "training_tokens": 15e12})
+    c = d.estimate.candidate(d.winner)
+    assert c.training_hours > 30 * 24
+    b = c.within_bound
+    assert b["training_hours"] <= 30 * 24 and b["count"] > c.count
+    # about the same GPU-hours: the cost per job of the faster plan is within a few percent
+    assert b["usd_per_job"] == pytest.approx(c.usd_per_job, rel=0.05)
+    warn = [x for x in d.candidate_warnings[d.winner] if x["rule"] == "long-training-job"]
+    assert warn and f"{b['count']:,} x {d.winner}" in warn[0]["text"]
+    assert f"finishes in {b['training_hours']:,.0f} h" in warn[0]["text"]
+
+
+def test_cost_objective_takes_the_fastest_plan_within_5_percent_of_the_cheapest(catalog, kb):
+    from advisor.numbers import objective
+    d = decide(catalog, kb, {"model": "llama-3.1-8b", "training_tokens": 15e12})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.count == 8                          # a whole instance, not the 4 cards the tie-break gave
+    assert objective.TIME_TOLERANCE == 0.05
+
+
+def test_a_job_with_a_deadline_or_within_30_days_gets_no_long_job_plan(catalog, kb):
+    d = decide(catalog, kb, LLAMA_405B)
+    assert d.estimate.candidate("h100-sxm").within_bound is None
