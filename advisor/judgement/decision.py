@@ -13,7 +13,7 @@ from advisor.judgement import ranking, record
 from advisor.numbers import estimate as estimator
 from advisor.numbers import planner
 from advisor.numbers.estimate import Estimate
-from advisor.numbers.objective import UNIT_LABELS, unit_cost, unit_of_work
+from advisor.numbers.objective import UNIT_LABELS, closeness, shortfall, unit_cost, unit_of_work
 from advisor.numbers.plan import Plan
 from advisor.numbers.terms import rounded
 from advisor.judgement.facts import facts_for, prop
@@ -22,6 +22,8 @@ from advisor.judgement.knowledge import SELECTORS, KnowledgeBase, Rule, compiled
 COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "The lower cost per unit of work, after the rules' premiums, wins",
              "file": "advisor/judgement/ranking.py", "line": None,
              "source": ["T07", "C16"]}
+CLOSEST_RULE = {"id": "ranking-closest-to-target", "title": "When every plan misses its target, the one that comes closest is the answer",
+                "file": "advisor/judgement/decision.py", "line": None, "source": ["T06", "C16"]}
 OBJECTIVE_RULE = {"id": "ranking-objective", "title": "The workload's objective (time or cards) orders the candidates",
                   "file": "advisor/judgement/ranking.py", "line": None, "source": ["T06", "C16"]}
 
@@ -93,6 +95,9 @@ class Decision:
     facts: list = field(default_factory=list, repr=False)
     ranked: ranking.Ranking | None = field(default=None, repr=False)
     provenance: dict = field(default_factory=dict)   # the rule folders and price files used (judgement.advise)
+    #: when every candidate misses its deadline or service level: the winner is the closest plan, and
+    #: this says by how much it misses ({"missed": text, "shortfall": figure / target}); None otherwise
+    closest: dict | None = None
     _record: dict | None = field(default=None, repr=False)
 
     # rule texts are rendered when something reads them: a sweep reads none
@@ -329,7 +334,14 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     winner = ranked.winner
     runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None
     decisive = None
-    if winner:
+    closest = None
+    if not winner:
+        winner, ranking_ids, decisive, closest, near_ranked = _closest(est, options, excluded, unit)
+        ranked = near_ranked or ranked
+        runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None
+        if winner:
+            warnings += cand_warn[winner]
+    elif winner:
         warnings += cand_warn[winner]
         decisive = _decisive(ranked, options, excluded, contributions, firings, kb, rule_index, winner,
                              w.constraints.deployment != "cloud")
@@ -338,7 +350,30 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
         elif ranked.basis == "cost" and ranked.unpriced:
             runner_up = ranked.unpriced[0]
     return Decision(est, kb, firings, scores, contributions, excluded, ranking_ids, winner, runner_up, decisive,
-                    warnings, cand_warn, catalog, cfs, ranked)
+                    warnings, cand_warn, catalog, cfs, ranked, closest=closest)
+
+
+def _closest(est: Estimate, options: dict, excluded: dict, unit: str):
+    """When no candidate is left and some were excluded only for missing the deadline or service
+    level, the one that comes closest (then the cheapest after premiums) is the answer, labelled so:
+    a team told "no GPU" learns nothing, a team told how near the best plan comes can decide to relax
+    the target or accept the wait. Returns (winner, order, decisive entry, closest, their ranking) or Nones."""
+    w = est.workload
+    by_gpu = {c.gpu.id: c for c in est.candidates}
+    near = [g for g in options if excluded[g] and by_gpu[g].misses is not None
+            and all("candidate.misses_target" in f.rule.facts_used for f in excluded[g])]
+    if not near:
+        return None, [], None, None, None
+    ranked = ranking.rank([options[g] for g in near], unit, w.objective)
+    near.sort(key=lambda g: (closeness(w, by_gpu[g]),) + ranked.key(options[g]))
+    ranked.order = near
+    ranked.priced = [g for g in near if g in ranked.priced]
+    best = by_gpu[near[0]]
+    gap = shortfall(w, best)
+    what = "deadline" if w.training else "service level"
+    because = (f"Every candidate misses the {what}; {best.gpu.id} comes closest: {best.misses}"
+               f" ({gap:.1f}x the target). " + (f"Next: {near[1]} at {shortfall(w, by_gpu[near[1]]):.1f}x." if len(near) > 1 else ""))
+    return near[0], near, {**CLOSEST_RULE, "because": because.strip()}, {"missed": best.misses, "shortfall": round(gap, 4)}, ranked
 
 
 def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:

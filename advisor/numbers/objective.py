@@ -63,8 +63,28 @@ def money(plan, unit: str, rate_per_gpu_hour: float | None):
     return (per_hour * plan.hours_per_million_tokens if plan.hours_per_million_tokens else None), False
 
 
+def shortfall(w, plan) -> float:
+    """How far a plan is from its stated deadline or service level: the largest ratio of its figure to
+    the target (training hours to the deadline; first-token and per-token time to theirs); 1 or less
+    when it meets them all, 0 when there is no target."""
+    if w.training:
+        dl = w.constraints.deadline_hours
+        return plan.training_hours / dl if dl and plan.training_hours is not None else 0.0
+    ratios = [fig / target for fig, target in ((plan.ttft_ms, w.ttft_ms), (plan.tpot_ms, w.tpot_ms))
+              if target and fig is not None]
+    return max(ratios, default=0.0)
+
+
+def closeness(w, plan) -> float:
+    """The order of plans that all miss their target: the nearest first, in steps of a tenth of the
+    target, so a plan a few percent nearer but much dearer does not win on a difference smaller than
+    the speed model's own error (catalog model_error, ~12%)."""
+    return round(shortfall(w, plan), 1) if plan.misses is not None else 0.0
+
+
 def plan_key(w, plan, unit: str, rate: float | None):
-    """How the planner orders one GPU's layouts: a plan that misses a stated target last, then the
+    """How the planner orders one GPU's layouts: a plan that misses a stated target last (the nearest
+    of those first), then the
     objective (cost: the fewest GPUs rented, then the cost per unit of work), a priced plan before an
     unpriced one, no idle rented GPUs, fewer cards, the least model parallelism (pipeline bubbles, TP
     traffic), the lowest ZeRO stage (C12), then the shorter time per output token."""
@@ -88,7 +108,7 @@ def plan_key(w, plan, unit: str, rate: float | None):
         first = (plan.count + idle, cost_or_inf)
     lay = plan.layout
     # last, among one TP group's expert-parallel and attention-DP forms (same cards, same price): the faster
-    return ((plan.misses is not None,) + first + (not priced, idle, plan.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
+    return ((plan.misses is not None, closeness(w, plan)) + first + (not priced, idle, plan.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
             + (plan.tpot_ms if plan.tpot_ms is not None else 0.0,))
 
 

@@ -108,7 +108,7 @@ def _recommendation(x: _Record) -> dict:
                           for g, rules in x.rec["no_candidate"].items()]}
     c = x.cands[r["gpu"]]
     gpu = x.catalog.gpus[r["gpu"]]
-    headline = (f"Use {r['count']} x {gpu.name} ({r['nodes']} node{'s' if r['nodes'] > 1 else ''}, "
+    headline = (_closest_label(x) + f"Use {r['count']} x {gpu.name} ({r['nodes']} node{'s' if r['nodes'] > 1 else ''}, "
                 f"{_plan(r)}): {_cost_sentence(mode, c, cites)}.")
     facts = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
              ("Cards", f"{r['count']} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"),
@@ -329,7 +329,7 @@ def _summary(x: _Record, v: dict) -> dict:
         summary["cost"] = _summary_cost(x, c)
         summary["objective"] = _objective(r)
         summary["api"] = _api_line(x.rec.get("api_comparison"))
-        summary["sentence"] = (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''} "
+        summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''} "
                                f"({_layout_short(r)}).")
     else:
         summary["sentence"] = v["headline"]
@@ -376,6 +376,12 @@ def _summary(x: _Record, v: dict) -> dict:
     return summary
 
 
+def _closest_label(x: _Record) -> str:
+    """The words before the plan when no GPU meets the target: it is the nearest plan, not one that meets it."""
+    what = "deadline" if x.mode != "inference" else "service level"
+    return f"No GPU meets the {what}; the closest plan: " if (x.r or {}).get("closest") else ""
+
+
 def _forward_reasons(x: _Record, v: dict) -> list[str]:
     """Why the winner, in the forward direction: its cost per unit and its speed against the service
     level, the rules in its favour, then one line on why it beat the runner-up, then an excluded GPU
@@ -395,6 +401,10 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
     speed = _speed_against_level(x, c)
     favour = _titles([s["title"] for s in v["supporting"]])
     out = [first + (f", at {speed}" if speed else "") + (f"; in its favour: {favour}" if favour else "") + "."]
+    if r.get("closest"):
+        # no plan meets the target: how near this one comes is the first thing the reader needs
+        out[0] = (f"{g} comes closest to the {'deadline' if x.mode != 'inference' else 'service level'}: "
+                  f"{r['closest']['missed']} ({r['closest']['shortfall']:.1f}x the target).")
     ru = x.rec.get("runner_up")
     alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
     if alt:

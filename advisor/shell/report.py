@@ -72,6 +72,9 @@ def summary_text(rec: dict, cat=None) -> str:
         return "\n".join(lines) + "\n"
     cost = (f"${r['usd_per_hour']:,.2f}/h ({wording.offer(r['price'])})"
             if r["usd_per_hour"] is not None else f"price unknown ({cites.prose(r['price_unknown'])})")
+    if r.get("closest"):
+        lines.append(f"No GPU meets the target; the closest plan misses it: {r['closest']['missed']} "
+                     f"({r['closest']['shortfall']:.1f}x the target).")
     lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']}, {cost}")
     if r["usd_per_hour"] is not None:
         tokens = "training tokens" if rec.get("inputs", {}).get("mode") in ("training", "fine-tuning") else "output tokens"
