@@ -175,12 +175,29 @@ def _region_ok(p: Price, wanted: frozenset[str]) -> bool:
     return not wanted or any(r.lower() in wanted for r in p.regions)
 
 
-def offers(gpu, catalog, w=None, nodes: int | None = None) -> list[Price]:
+_OFFERS: dict[int, tuple] = {}
+
+
+def offers(gpu, catalog, w=None, nodes: int | None = None) -> tuple[Price, ...]:
     """The quotes usable for this workload: its kinds (spot only when allowed; endpoints only for
-    serving, and only on one node when `nodes` is known), providers and regions."""
-    rows = catalog.prices_for(gpu.id)
+    serving, and only on one node when `nodes` is known), providers and regions. The planner asks for
+    every layout it tries: the answer is kept per catalog, GPU and what of the workload it depends on."""
     if w is None:
-        return [p for p in rows if p.kind != "spot"]
+        return tuple(p for p in catalog.prices_for(gpu.id) if p.kind != "spot")
+    hit = _OFFERS.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        if len(_OFFERS) > 16:          # catalogs made again and again (tests) must not pile up here
+            _OFFERS.clear()
+        hit = _OFFERS[id(catalog)] = (catalog, {})
+    c = w.constraints
+    key = (gpu.id, c.spot, c.providers, c.regions, w.training, nodes is None or nodes <= 1)
+    got = hit[1].get(key)
+    if got is None:
+        got = hit[1][key] = tuple(_usable(catalog.prices_for(gpu.id), w, nodes))
+    return got
+
+
+def _usable(rows, w, nodes) -> list[Price]:
     c = w.constraints
     kinds = set(INSTANCE_KINDS if c.spot else INSTANCE_KINDS[:2])
     if not w.training and (nodes is None or nodes <= 1):

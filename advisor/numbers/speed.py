@@ -237,6 +237,16 @@ class Shape:
     expert_width: float = 0.0   # an expert's intermediate size (its matmuls' narrow dimension)
 
 
+_LAST_SHAPE: list = [None, None]     # (ledger, its Shape): the planner times every layout of one ledger
+
+
+def _shape_of(w: Workload, led: Ledger) -> Shape:
+    """`shape`, computed once per ledger (a ledger is the sized model of one workload)."""
+    if _LAST_SHAPE[0] is not led:
+        _LAST_SHAPE[:] = [led, shape(w, led)]
+    return _LAST_SHAPE[1]
+
+
 def shape(w: Workload, led: Ledger) -> Shape:
     s = led.sized
     m = w.model
@@ -414,7 +424,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     source in speed_explained."""
     cal = cal or _default_calibration()
     m = w.model
-    sh = shape(w, led)
+    sh = _shape_of(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
     ep, adp = lay.ep, lay.attention_dp
     # the KV heads are split over one attention rank's cards (MLA's single latent head is copied
