@@ -726,3 +726,19 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     assert b["tokens_per_s_per_user"] is None and b["reason"].startswith("it costs 70% more, worth paying up to 10% more")
     excluded = [a for a in rec["alternatives"] if a["excluded"]]
     assert excluded and all(a["reason"].startswith("excluded by ") for a in excluded)
+
+
+def test_long_runs_and_many_instances_on_demand_are_risks_with_what_to_do(capsys):
+    rec = _json(capsys, "7b-pretraining-deadline")         # 48 x H100 on 6 on-demand instances, 61.9 h
+    w = {x["rule"]: x for x in rec["warnings"]}
+    cap, run = w["risk-capacity-or-contract"], w["risk-long-training-run"]
+    assert cap["severity"] == "medium" and "6 whole instances (48 cards" in cap["text"]
+    assert "reservation or contract for 6 instances" in cap["mitigation"]
+    # 16,384 x 54 x 24 / 419 = 50,677 GPU-hours per unexpected interruption (LLAMA3_RELIABILITY)
+    assert run["severity"] == "low" and "about 61.9 hours on 48 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
+    assert run["mitigation"].startswith("Checkpoint every few hours")
+    md = memo(capsys, "7b-pretraining-deadline", "md")
+    assert "What to do: Checkpoint every few hours" in md and "LLAMA3_RELIABILITY" in md
+    # one node, serving: neither fires
+    rec = _json(capsys, "chat-assistant")
+    assert not {"risk-capacity-or-contract", "risk-long-training-run"} & {x["rule"] for x in rec["warnings"]}
