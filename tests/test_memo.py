@@ -742,3 +742,17 @@ def test_long_runs_and_many_instances_on_demand_are_risks_with_what_to_do(capsys
     # one node, serving: neither fires
     rec = _json(capsys, "chat-assistant")
     assert not {"risk-capacity-or-contract", "risk-long-training-run"} & {x["rule"] for x in rec["warnings"]}
+
+
+def test_html_tradeoff_chart_speed_per_user_against_cost_with_the_service_level(capsys):
+    html = memo(capsys, "llama-70b-128-users", "html")
+    svg = re.search(r'<svg class="chart tradeoff-chart".*?</svg>', html, re.S).group(0)
+    assert "Speed per user against cost per million output tokens" in svg and "tokens/s per user" in svg
+    # the service level of the workload (tpot 50 ms: 20 tokens/s) drawn as a line, and each point keyed
+    assert "service level 20 tokens/s" in svg and svg.count("<circle") == 12
+    assert "8 x h100-sxm: $1.03, 22 tokens/s (chosen)" in svg and "8 x h200-sxm: $1.96, 21 tokens/s" in svg
+    assert ">$0<" in svg and ">$10.00<" in svg
+    html = memo(capsys, "7b-pretraining-deadline", "html")
+    svg = re.search(r'<svg class="chart tradeoff-chart".*?</svg>', html, re.S).group(0)
+    assert "Training hours against cost per job" in svg and "deadline 72 h" in svg
+    assert "48 x h100-sxm: $3,830, 62 h (chosen)" in svg

@@ -18,7 +18,7 @@ from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio as _ratio, titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
+from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb, tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, gist as _gist, offer as _offer, \
     plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost, \
@@ -416,7 +416,7 @@ def _speed_against_level(x: _Record, c: dict) -> str:
             text += f" (the service level asks {1000 / sl['tpot_ms']:,.0f})"
         return text
     if c.get("training_hours") is not None:
-        dl = x.inputs.get("deadline_hours")
+        dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
         return f"about {_num(c['training_hours'], 0)} hours" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
     return ""
 
@@ -589,7 +589,8 @@ def _audit(x: _Record) -> dict:
              for t in rec["trace"]]
     ver = rec["versions"]
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
-    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog)}
+    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog),
+            "tradeoff_chart": tradeoff_chart(rec)}
 
 
 # --- wording of single values -------------------------------------------------------------------------
