@@ -53,6 +53,8 @@ SCENARIOS = {
                            "kv_heads": "16", "head_dim": "128", "method": "full", "precision": "bfloat16",
                            "context_tokens": "4k", "zero_stage": "fsdp", "training_tokens": "60M",
                            "budget_usd_per_hour": "100/h"},
+    "service-level-in-words": {"mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "concurrency": "32",
+                               "service_level": ["?", "quick", "20 tokens/s, 1 s"]},
     "back-and-edit": {"mode": "inference", "model": ["llama-3.1-70b", "llama-3.1-8b"], "task": ["back", ""],
                       "confirm": ["edit concurrency", "yes"], "concurrency": ["4", "12"]},
 }

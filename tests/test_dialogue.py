@@ -54,7 +54,7 @@ def drive(dlg, keys: str, *later: str):
     return code, shown
 
 
-ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 5 + "\r"   # through 'budget'
+ONE_USER = "inference\r" + "gpt-oss-120b\r" + "\r" * 5 + "1\r" + "\r" * 6 + "\r"   # through 'budget' (the service level at its preset)
 
 
 def test_whole_session_to_the_memo(catalog, kb, tmp_path):
@@ -72,10 +72,14 @@ def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path
     dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     keys = "sell\r" + "serve\r" + "gpt-oss-120b\r" + "\r\r" + "-5\r" + "\x15" + "2e9\r" + "\x15" + "8192\r"
     code, shown = drive(dlg, keys)
-    assert "  'sell' is not one of the choices. Accepted: inference, training, fine-tuning (also serve, train, finetune and more)." in shown
-    assert any("Must be at least 1 tokens (got -5). Accepted: a whole number from 1 to 10,000,000 tokens "
-               "(e.g. 8192, 8k, 128K)." in s for s in shown)
-    assert any("Must be at most 10,000,000 tokens (got 2,000,000,000)" in s for s in shown)
+    # refusals wrap at word boundaries like the help: compare the words
+    assert ("'sell' is not one of the choices. Accepted: inference, training, fine-tuning (also serve, train, finetune "
+            "and more).") in " ".join(" ".join(shown).split())
+    assert all(len(line) <= dlg.width for line in shown if "Accepted" in line or line.startswith("    "))
+    said = " ".join(" ".join(shown).split())
+    assert ("Must be at least 1 tokens (got -5). Accepted: a whole number from 1 to 10,000,000 tokens "
+            "(e.g. 8192, 8k, 128K).") in said
+    assert "Must be at most 10,000,000 tokens (got 2,000,000,000)" in said
     assert dlg.answers["context_tokens"] == 8192          # accepted after the refusals, no restart
     assert dlg.answers["mode"] == "inference"
 
@@ -101,7 +105,7 @@ def test_ctrl_c_saves_and_resume_continues(catalog, kb, tmp_path):
     again = dialogue.Dialogue.resume(resume, Setup(catalog, kb), out_dir=tmp_path)
     assert again.answers == {"mode": "inference", "model": "llama-3.1-8b"}
     assert again.current().id == "task"
-    code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
+    code, _ = drive(again, "\r" * 6 + "32\r" + "\r" * 7 + "yes\rtext\r\r")
     assert code == 0 and again.written[0].name == "llama-3.1-8b-inference-memo.txt"
     assert [s["question"] for s in again.steps][:2] == ["mode", "model"]     # the transcript keeps the first part
 
@@ -156,7 +160,7 @@ def test_from_file_asks_only_what_is_missing(tmp_path, monkeypatch, capsys):
     w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\ncontext_tokens: 8192\n")
     monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
     import io
-    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 13 + "yes\nmd\n\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 14 + "yes\nmd\n\n"))
     assert main(["ask", "--from", str(w), "--out-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Which model?" not in out and "How many sequences" not in out and "Prompt tokens per request?" in out
@@ -235,7 +239,7 @@ def test_real_terminal_under_tmux(tmp_path):
             send("Enter")
         wait_for("How many sequences")
         send("64", "Enter")
-        for _ in range(6):
+        for _ in range(7):              # latency, the service level, import ... budget
             send("Enter")
         wait_for("Recommend with these answers?")
         send("yes", "Enter")
@@ -438,7 +442,52 @@ def test_resume_file_is_removed_when_the_session_completes(catalog, kb, tmp_path
     resume = tmp_path / dialogue.RESUME_FILE
     assert code == 130 and resume.exists()
     again = dialogue.Dialogue.resume(resume, Setup(catalog, kb), out_dir=tmp_path)
-    code, shown = drive(again, "\r" * 6 + "32\r" + "\r" * 6 + "yes\rtext\r\r")
+    code, shown = drive(again, "\r" * 6 + "32\r" + "\r" * 7 + "yes\rtext\r\r")
     assert code == 0 and again.written
     assert not resume.exists()                                  # nothing left behind to resume by mistake
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in again.written)
+
+
+def test_service_level_asked_in_plain_words_with_presets_and_help(catalog, kb):
+    d = _at(catalog, kb, "service_level", "inference", "llama-3.1-70b")
+    assert d.current().text.startswith("How fast must each user's answer come? (standard, fast, or e.g. '20 tokens/s, 1 s')")
+    help_text = " ".join(" ".join(d.submit("?")).split())
+    assert "tokens per second per user" in help_text and "seconds to the first token" in help_text
+    assert "standard: the first token within 2 s, then 5 tokens/s per user" in help_text
+    assert "fast: within 0.45 s, then 25 tokens/s per user" in help_text
+    assert "is not a preset or a speed" in " ".join(d.submit("quick"))
+    assert d.submit("20 tokens/s, 1 s") == []
+    assert d.answers["service_level"] == {"tpot_ms": 50.0, "ttft_ms": 1000.0}
+    assert d.workload_data()["latency"] == {"tpot_ms": 50.0, "ttft_ms": 1000.0}
+    assert "service_level: 20 tokens/s per user, first token within 1 s" in "\n".join(
+        _at(catalog, kb, "confirm", "inference", "llama-3.1-70b", service_level="20, 1").summary())
+    # presets: fast is MLPerf's interactive limits; standard (Enter) leaves the catalog's default in force
+    d = _at(catalog, kb, "service_level", "inference", "llama-3.1-70b")
+    d.submit("fast")
+    assert d.workload_data()["latency"] == {"ttft_ms": 450.0, "tpot_ms": 40.0}
+    d = _at(catalog, kb, "service_level", "inference", "llama-3.1-70b")
+    d.submit("")
+    assert "service_level" not in d.answers and d.workload_data().get("latency", "interactive") == "interactive"
+    # batch use is not asked
+    d = _at(catalog, kb, "import_restricted", "inference", "llama-3.1-70b", latency="batch")
+    assert "service_level" not in d.asked
+
+
+def test_result_shows_speed_per_user_and_first_token_wrapped_at_word_boundaries(catalog, kb):
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True, width=120)
+    answers = {"model": "llama-3.1-70b", "precision": "fp8", "concurrency": "32", "service_level": "20 tokens/s, 1 s"}
+    d.submit("inference")
+    while d.current().id != "confirm":
+        d.submit(answers.get(d.current().id, ""))
+    shown = d.submit("yes")
+    rec = d.decision.record
+    c = next(k for k in rec["estimate"]["candidates"] if k["gpu"] == rec["recommendation"]["gpu"])
+    assert rec["service_level"]["tpot_ms"] == 50.0 and rec["service_level"]["stated"] is True
+    line = (f"  each user: {c['tokens_per_s_per_user']:,.0f} tokens/s, first token in {c['ttft_ms'] / 1000:,.2g} s "
+            "(the service level asks 20 tokens/s and 1 s)")
+    assert line in shown and line == "  each user: 23 tokens/s, first token in 0.28 s (the service level asks 20 tokens/s and 1 s)"
+    assert all(len(s) <= 120 for s in shown)
+    # no word is cut: every wrapped line ends on a whole word of the unwrapped summary
+    from advisor.shell.report import summary_text
+    words = set(summary_text(rec, catalog).split())
+    assert all(s.split()[-1] in words for s in shown if s.strip() and not s.startswith("  each user"))

@@ -670,13 +670,89 @@ def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
 
 def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(capsys):
     rec = _json(capsys, "chat-assistant")
-    r, o = rec["recommendation"], rec["runner_up_overlap"]
+    r = rec["recommendation"]
     assert r["cost_range_basis"]["model_error"] == 0.125 and isinstance(r["within_error"], bool)
     win = next(c for c in rec["candidates"] if c["gpu"] == r["gpu"])
     lo, hi = win["cost_range"]
-    assert lo < r["usd_per_million_tokens"] < hi and o["gpu"] == rec["runner_up"]["gpu"]
+    assert lo < r["usd_per_million_tokens"] < hi
+    # ranked per job: the runner-up's band against the winner's
+    rec = _json(capsys, "7b-pretraining-deadline")
+    r, o = rec["recommendation"], rec["runner_up_overlap"]
+    assert o["gpu"] == rec["runner_up"]["gpu"] == "h200-sxm" and r["within_error"] is False and o["overlap"] is False
+    assert o["winner_range"] == [3454.8887, 4205.6184] and o["runner_up_range"] == [6293.7895, 7661.3979]
     doc = (EXAMPLES.parent / "docs" / "accuracy.md").read_text()
     assert "| serving throughput | check | 107 | 12.5% |" in doc
     assert "| training tokens/s per GPU | check | 39 | 9.8% |" in doc
     rec = _json(capsys, "gpt-oss-120b-training")
     assert rec["recommendation"]["cost_range_basis"]["model_error"] == 0.098
+
+
+def test_per_hour_ranking_asks_whether_the_winner_holds_the_service_level_at_the_models_error(capsys):
+    # per-hour prices are quotes: under per-hour ranking the band is on speed, never a per-token
+    # "close call" that names a runner-up dearer per hour
+    rec = _json(capsys, "llama-70b-128-users")
+    r, m = rec["recommendation"], rec["service_level_margin"]
+    assert rec["runner_up_overlap"] is None and r["unit"] == "hour"
+    # 21.8151 tokens/s per user x (1 -+ 12.5%) against 1000 / 50 ms = 20
+    assert m["winner_tokens_per_s_per_user"] == [19.0882, 24.542] and m["service_level_tokens_per_s_per_user"] == 20.0
+    assert m["holds_at_slow_end"] is False and r["within_error"] is True
+    assert m["runner_up"] == "h200-sxm" and m["runner_up_holds_at_slow_end"] is False
+    md = memo(capsys, "llama-70b-128-users", "md")
+    assert ("Close call: h100-sxm 19-25 tokens/s per user with the speed model's 12.5% error, against the 20 the "
+            "service level asks; at its slow end it misses the service level, and then h200-sxm would miss it too "
+            "(18 at its slow end), so more cards would be the answer.") in " ".join(md.split())
+    rec = _json(capsys, "chat-assistant")           # 28.8 tokens/s per user against 5: stable
+    assert rec["recommendation"]["within_error"] is False and rec["service_level_margin"]["holds_at_slow_end"] is True
+    head = memo(capsys, "chat-assistant", "text").split("RECOMMENDATION IN DETAIL")[0]
+    assert "Stable (12.5% model error): 25-32 tokens/s per user, 5 asked." in head and "Close call" not in head
+
+
+def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(capsys):
+    rec = _json(capsys, "chat-assistant")
+    alts = {a["gpu"]: a for a in rec["alternatives"]}
+    assert rec["recommendation"]["gpu"] not in alts and len(alts) == len(rec["candidates"]) - 1
+    a = alts["rtx-pro-6000"]
+    assert a["rank"] == 2 and a["count"] == 2 and a["layout"] == {"tp": 1, "pp": 1, "dp": 2, "ep": 1, "attention_dp": 1}
+    assert a["usd_per_hour"] == 1.98 and a["ranking_cost"] == {"unit": "hour", "usd": 1.98}
+    assert a["work_cost"] == {"unit": "per million output tokens", "usd": 0.2702}
+    assert a["tokens_per_s_per_user"] == 31.8079 and a["training_hours"] is None
+    # the memo's plain words, from the same function
+    assert a["reason"] == ("it costs 15% more, the rules count it 10% dearer still "
+                           "(Serving on several GPUs adds latency and complexity)")
+    assert "it costs 15% more" in memo(capsys, "chat-assistant", "md")
+    rec = _json(capsys, "7b-pretraining-deadline")
+    b = next(a for a in rec["alternatives"] if a["gpu"] == "b200")
+    assert b["ranking_cost"] == {"unit": "job", "usd": 6499.5629} and b["training_hours"] == 60.3152
+    assert b["tokens_per_s_per_user"] is None and b["reason"].startswith("it costs 70% more, worth paying up to 10% more")
+    excluded = [a for a in rec["alternatives"] if a["excluded"]]
+    assert excluded and all(a["reason"].startswith("excluded by ") for a in excluded)
+
+
+def test_long_runs_and_many_instances_on_demand_are_risks_with_what_to_do(capsys):
+    rec = _json(capsys, "7b-pretraining-deadline")         # 80 x H100 on 10 on-demand instances, 37.1 h
+    w = {x["rule"]: x for x in rec["warnings"]}
+    cap, run = w["risk-capacity-or-contract"], w["risk-long-training-run"]
+    assert cap["severity"] == "medium" and "10 whole instances (80 cards" in cap["text"]
+    assert "reservation or contract for 10 instances" in cap["mitigation"]
+    # 16,384 x 54 x 24 / 419 = 50,677 GPU-hours per unexpected interruption (LLAMA3_RELIABILITY)
+    assert run["severity"] == "low" and "about 37.1 hours on 80 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
+    assert run["mitigation"].startswith("Checkpoint every few hours")
+    md = memo(capsys, "7b-pretraining-deadline", "md")
+    assert "What to do: Checkpoint every few hours" in md and "LLAMA3_RELIABILITY" in md
+    # one node, serving: neither fires
+    rec = _json(capsys, "chat-assistant")
+    assert not {"risk-capacity-or-contract", "risk-long-training-run"} & {x["rule"] for x in rec["warnings"]}
+
+
+def test_html_tradeoff_chart_speed_per_user_against_cost_with_the_service_level(capsys):
+    html = memo(capsys, "llama-70b-128-users", "html")
+    svg = re.search(r'<svg class="chart tradeoff-chart".*?</svg>', html, re.S).group(0)
+    assert "Speed per user against cost per million output tokens" in svg and "tokens/s per user" in svg
+    # the service level of the workload (tpot 50 ms: 20 tokens/s) drawn as a line, and each point keyed
+    assert "service level 20 tokens/s" in svg and svg.count("<circle") == 12
+    assert "8 x h100-sxm: $1.03, 22 tokens/s (chosen)" in svg and "8 x h200-sxm: $1.96, 21 tokens/s" in svg
+    assert ">$0<" in svg and ">$10.00<" in svg
+    html = memo(capsys, "7b-pretraining-deadline", "html")
+    svg = re.search(r'<svg class="chart tradeoff-chart".*?</svg>', html, re.S).group(0)
+    assert "Training hours against cost per job" in svg and "deadline 72 h" in svg
+    assert "80 x h100-sxm: $3,830, 37 h (chosen)" in svg

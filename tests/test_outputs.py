@@ -155,10 +155,10 @@ def test_rules_doc_never_overwrites_a_rule_file(capsys, inputs):
 
 def test_ask_asks_again_for_a_memo_path_that_is_its_workload(capsys, monkeypatch, tmp_path):
     w = tmp_path / "w.yaml"
-    w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\ncontext_tokens: 8192\n")    # 13 questions left
+    w.write_text("mode: inference\nmodel: gpt-oss-120b\nconcurrency: 64\ncontext_tokens: 8192\n")    # 14 questions left (the service level among them)
     before = digests(w)
     monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
-    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 12 + "w.yaml\n\n"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 13 + "w.yaml\n\n"))
     assert main(["ask", "--from", str(w), "--out-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert f"Cannot write there: {w}: is an input of this command" in out

@@ -108,3 +108,19 @@ def test_a_broken_knowledge_base_is_refused_before_any_worker_starts(tmp_path):
     assert not out.exists()
     assert main(["sweep", str(EXAMPLES / "grid.yaml"), "--out", str(out), "--rules", str(ROOT / "rules")]) == 2
     assert not out.exists()
+
+
+def test_sweep_chart_bars_are_proportional_to_cost_per_hour(tmp_path):
+    import re
+    out, summary = tmp_path / "t.csv", tmp_path / "s.html"
+    assert main(["sweep", str(EXAMPLES / "grid.yaml"), "--out", str(out), "--summary", str(summary), "--jobs", "2",
+                 "--quiet"]) == 0
+    html = summary.read_text()
+    widths = [float(w) for w in re.findall(r'<rect class="bar" [^>]*width="([0-9.]+)"', html)]
+    costs = [float(r["usd_per_hour"]) if r["usd_per_hour"] else 0.0 for r in rows(out)]
+    assert len(widths) == len(costs) == 24 and max(costs) == 24.84        # 24 x a100-80gb-sxm, llama-3.1-70b at 128
+    # 320 px for the axis's round end, $25 above the dearest $24.84: width = cost x 320 / 25
+    for w, c in zip(widths, costs):
+        assert w == pytest.approx(c * 320 / 25, abs=0.06)
+    assert '>$0<' in html and '>$12.5<' in html and '>$25<' in html
+    assert "USD per hour of the recommended plan" in html and "price unknown" in html   # Ascend: no quote, no bar

@@ -9,7 +9,7 @@ name for one release.
 from __future__ import annotations
 
 from advisor import __version__
-from advisor.judgement import ranking
+from advisor.judgement import alternatives, ranking
 from advisor.numbers import api
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.numbers.terms import rounded
@@ -77,6 +77,7 @@ def build(d, suggestions: list[dict]) -> dict:
     if w.ttft_ms is not None or w.tpot_ms is not None:
         rec["service_level"] = {"ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "stated": not w.service_level_source,
                                 "source": w.service_level_source or "the workload", "sources": list(w.service_level_refs)}
+    rec["alternatives"] = alternatives.record(rec, w.training)
     rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": d.catalog.digest,
                        "rule_files": d.kb.files, "engine": "durable_rules 2.0.28", **d.provenance}
     return rec
@@ -115,6 +116,15 @@ def _stability(rec: dict, d, by_id: dict) -> None:
     r["cost_range_basis"] = {"cost": field, "unit": label, "model_error": err, "source": src,
                              "formula": f"cost {label} x (1 -+ {err:.1%}), the speed model's median error on the records "
                                         "kept out of its fit (docs/accuracy.md)" if err is not None else "no model error stated"}
+    if r.get("unit") == "hour" and not w.training:
+        # per-hour prices are quotes, not modelled: the model's error cannot reorder them, it can only
+        # leave the winner slower than the service level, so that is the question the band asks
+        rec["runner_up_overlap"] = None
+        rec["service_level_margin"] = _service_margin(d, by_id, err, src)
+        r["within_error"] = None if rec["service_level_margin"] is None else \
+            not rec["service_level_margin"]["holds_at_slow_end"]
+        return
+    rec["service_level_margin"] = None
     ranges = {c["gpu"]: c["cost_range"] for c in rec["candidates"]}
     win, ru = ranges.get(r["gpu"]), ranges.get(d.runner_up) if d.runner_up else None
     if not (win and ru):
@@ -133,3 +143,31 @@ def _stability(rec: dict, d, by_id: dict) -> None:
                       "concurrency" if not w.training else
                       "a few hundred training steps on one node of each, measuring tokens/s per GPU"),
     }
+
+
+def _service_margin(d, by_id: dict, err: float | None, src: list) -> dict | None:
+    """Under per-hour ranking: whether the winner's tokens/s per user stays within the service level
+    when the speed model is off by its median error, and whether the runner-up's would (None when no
+    error or no per-token service level is stated)."""
+    sl = d.estimate.workload.tpot_ms
+    c = by_id[d.winner]
+    if err is None or not sl or c.tokens_per_s_per_user is None:
+        return None
+    need = 1000 / sl
+
+    def ends(k):
+        v = k.tokens_per_s_per_user
+        return [rounded(v * (1 - err)), rounded(v * (1 + err))]
+
+    ru = by_id.get(d.runner_up) if d.runner_up else None
+    ru_ends = ends(ru) if ru is not None and ru.fits and ru.tokens_per_s_per_user is not None else None
+    slow_ok = c.tokens_per_s_per_user * (1 - err) >= need
+    return {"basis": "per-hour prices are quotes, not modelled: the speed model's error moves the speed per user, "
+                     "not the ranking",
+            "model_error": err, "source": src, "service_level_tokens_per_s_per_user": rounded(need),
+            "formula": f"tokens/s per user x (1 -+ {err:.1%}) against 1000 / tpot_ms",
+            "winner_tokens_per_s_per_user": ends(c), "holds_at_slow_end": slow_ok,
+            "runner_up": d.runner_up if ru_ends else None, "runner_up_tokens_per_s_per_user": ru_ends,
+            "runner_up_holds_at_slow_end": None if ru_ends is None else ru.tokens_per_s_per_user * (1 - err) >= need,
+            "settle_by": "an hour of the workload on one node, measuring output tokens/s per user at the workload's "
+                         "concurrency"}

@@ -20,7 +20,7 @@ from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS
 from advisor.judgement.advise import Setup
 from advisor.shell import dialoguehelp, session, transcripts
 # re-exported: the dialogue's callers (cli.py, the tests) reach the questions and the session through it
-from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, Question, accepted, glossary, load_questions, read_answer  # noqa: F401
+from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, SERVICE_LEVEL, Question, accepted, glossary, load_questions, read_answer  # noqa: F401
 from advisor.shell.session import RESUME_FILE, run_interactive, run_lines  # noqa: F401
 
 MAX_ANSWER = 200
@@ -159,7 +159,7 @@ class Dialogue:
             return ["  Leaving the dialogue."]
         value, error = self.parse(q, text)
         if error:
-            return [f"  {error}"]
+            return self._wrap(error)
         if value is None and q.field in self.answers:
             del self.answers[q.field]
         elif value is not None:
@@ -239,8 +239,12 @@ class Dialogue:
                 model[k[6:]] = v
             elif k.startswith("constraints."):
                 data.setdefault("constraints", {})[k[12:]] = v
+            elif k == SERVICE_LEVEL:
+                continue            # written into latency below, once the latency answer is known
             else:
                 data[k] = v
+        if isinstance(self.answers.get(SERVICE_LEVEL), dict) and data.get("latency", "interactive") == "interactive":
+            data["latency"] = dict(self.answers[SERVICE_LEVEL])       # {ttft_ms, tpot_ms}: interactive, stated
         if data.get("model") == "other" or "model" not in data:
             data["model"] = model or data.get("model")
         data.setdefault("name", f"{data['model'] if isinstance(data.get('model'), str) else 'custom-model'}-{data.get('mode')}")
@@ -255,7 +259,13 @@ class Dialogue:
             self.stage = "confirm"
             return [f"  {p}" for p in exc.problems] + ["  Use 'edit ID' to change an answer."]
         self.stage = "format"
-        return [""] + summary_text(self.decision.record, self.catalog).rstrip().splitlines()[:-1] + [""]
+        lines = summary_text(self.decision.record, self.catalog).rstrip().splitlines()[:-1]
+        speed = _speed_line(self.decision.record)
+        if speed:
+            lines.insert(2 if len(lines) > 2 and lines[1].startswith("  about") else 1, speed)
+        # at word boundaries: a terminal breaks a long line mid-word ("instan/ce")
+        return [""] + [w for line in lines for w in dialoguehelp.wrap(line.strip(), self.width,
+                                                                     line[:len(line) - len(line.lstrip())])] + [""]
 
     def _on_format(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower() or "md"
@@ -347,7 +357,27 @@ class Dialogue:
         return transcripts.transcript_yaml(self)
 
 
+def _speed_line(rec: dict) -> str:
+    """What each user sees of the recommended serving plan: tokens/s per user and the time to the first
+    token, beside the service level they were sized for (record: estimate, service_level)."""
+    r = rec.get("recommendation")
+    if not r or rec.get("inputs", {}).get("mode") != "inference":
+        return ""
+    c = next((k for k in rec["estimate"]["candidates"] if k["gpu"] == r["gpu"]), {})
+    tps, ttft = c.get("tokens_per_s_per_user"), c.get("ttft_ms", c.get("prefill_ms"))
+    if tps is None:
+        return ""
+    sl = rec.get("service_level") or {}
+    asked = " and ".join(x for x in (f"{1000 / sl['tpot_ms']:,.0f} tokens/s" if sl.get("tpot_ms") else "",
+                                     f"{sl['ttft_ms'] / 1000:,.2g} s" if sl.get("ttft_ms") else "") if x)
+    return (f"  each user: {tps:,.0f} tokens/s" + (f", first token in {ttft / 1000:,.2g} s" if ttft is not None else "")
+            + (f" (the service level asks {asked})" if asked else ""))
+
+
 def _show(v) -> str:
+    if isinstance(v, dict) and v.get("tpot_ms"):            # a service level, in the words it was asked in
+        return f"{1000 / v['tpot_ms']:g} tokens/s per user" + (f", first token within {v['ttft_ms'] / 1000:g} s"
+                                                              if v.get("ttft_ms") else "")
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):

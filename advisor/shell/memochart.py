@@ -104,3 +104,66 @@ def _nice_step(x: float) -> float:
 
 def money(v: float) -> str:
     return f"${v:,.0f}" if v >= 100 else f"${v:,.2f}" if v >= 0.1 else f"${v:.3g}"
+
+
+#: one colour per point of the trade-off chart, matched in its key (the sweep's palette)
+POINT_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
+                 "#bab0ac", "#86bcb6", "#d37295"]
+
+
+def tradeoff_chart(rec: dict) -> dict:
+    """Geometry of the trade-off chart: each priced candidate's cost per unit of work (x) against what
+    the user gets for it (y): tokens/s per user for serving, with the service level as a line, or
+    training hours, with the deadline as a line. Points carry no text (they may coincide); the key
+    beside the plot names each by its colour, with both figures."""
+    r = rec.get("recommendation") or {}
+    training = rec.get("inputs", {}).get("mode") in ("training", "fine-tuning")
+    field = (r.get("cost_range_basis") or {}).get("cost")
+    unit = (r.get("cost_range_basis") or {}).get("unit", "")
+    speed = "training_hours" if training else "tokens_per_s_per_user"
+    cands = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
+    pts = [(c, cands[c["gpu"]].get(field), cands[c["gpu"]].get(speed)) for c in rec["candidates"]
+           if field and c["fits"] and not c["excluded"]]
+    pts = [(c, x, y) for c, x, y in pts if isinstance(x, (int, float)) and isinstance(y, (int, float))][:12]
+    if len(pts) < 2:
+        return {"points": []}
+    sl = rec.get("service_level") or {}
+    level = (1000 / sl["tpot_ms"]) if not training and sl.get("tpot_ms") else \
+        (rec.get("inputs", {}).get("constraints") or {}).get("deadline_hours") if training else None
+    level = level if isinstance(level, (int, float)) and not isinstance(level, bool) else None
+    xstep = _nice_step(max(x for _, x, _ in pts) / 4)
+    ystep = _nice_step(max([y for _, _, y in pts] + ([level] if level else [])) / 4)
+    xmax = xstep * (int(max(x for _, x, _ in pts) / xstep) + 1)
+    ymax = ystep * (int(max([y for _, _, y in pts] + ([level] if level else [])) / ystep) + 1)
+    left, top, w, h = 70, 52, 380, 220            # top: room for the title and the y axis's name above
+
+    def px(v):
+        return f"{left + v / xmax * w:.1f}"
+
+    def py(v):
+        return f"{top + h - v / ymax * h:.1f}"
+    points, key = [], []
+    for i, (c, x, y) in enumerate(pts):
+        colour = POINT_COLOURS[i % len(POINT_COLOURS)]
+        win = c["gpu"] == r.get("gpu")
+        points.append({"cx": px(x), "cy": py(y), "colour": colour, "winner": win, "r": "7" if win else "5"})
+        said = f"{_num(y)} h" if training else f"{_num(y)} tokens/s"
+        key.append({"y": f"{top + 4 + i * 18}", "ty": f"{top + 8 + i * 18}", "colour": colour, "winner": win,
+                    "text": f"{c['count']} x {c['gpu']}: {money(x)}, {said}" + (" (chosen)" if win else "")})
+    kx = left + w + 24
+    return {"points": points, "key": key, "left": f"{left}", "right": f"{left + w}", "top": f"{top}",
+            "bottom": f"{top + h}", "key_x": f"{kx}", "key_tx": f"{kx + 14}",
+            "width": f"{kx + 14 + 290}", "height": f"{max(top + h + 56, top + 18 * len(key) + 10)}",
+            "xticks": [{"x": px(xstep * k), "label": money(xstep * k)} for k in range(int(round(xmax / xstep)) + 1)],
+            "yticks": [{"y": py(ystep * k), "ty": f"{float(py(ystep * k)) + 4:.1f}", "label": _num(ystep * k)}
+                       for k in range(1, int(round(ymax / ystep)) + 1)],       # the origin is the x axis's $0
+            "tick_y": f"{top + h + 16}", "xlabel_y": f"{top + h + 36}",
+            "title": ("Training hours against cost " if training else "Speed per user against cost ") + unit,
+            "xlabel": f"USD {unit}", "ylabel": "hours" if training else "tokens/s per user",
+            "level": {"y": py(level), "ty": f"{float(py(level)) - 4:.1f}",
+                      "label": f"deadline {_num(level)} h" if training else f"service level {_num(level)} tokens/s"}
+            if level else None}
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if v >= 10 else f"{v:,.1f}".rstrip("0").rstrip(".")

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
+from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio as _ratio, titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
+from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb, tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, gist as _gist, offer as _offer, \
     plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost, \
@@ -425,7 +426,7 @@ def _speed_against_level(x: _Record, c: dict) -> str:
             text += f" (the service level asks {1000 / sl['tpot_ms']:,.0f})"
         return text
     if c.get("training_hours") is not None:
-        dl = x.inputs.get("deadline_hours")
+        dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
         return f"about {_num(c['training_hours'], 0)} hours" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
     return ""
 
@@ -434,6 +435,9 @@ def _stability_lines(x: _Record) -> list[str]:
     """Whether the answer survives the speed model's own error (record: recommendation.within_error)."""
     r, o = x.r or {}, x.rec.get("runner_up_overlap")
     basis = r.get("cost_range_basis") or {}
+    m = x.rec.get("service_level_margin")
+    if m and r.get("within_error") is not None:
+        return [_margin_line(r, m)]
     if not o or r.get("within_error") is None:
         return []
     unit, err = basis.get("unit", ""), basis.get("model_error") or 0
@@ -450,6 +454,9 @@ def _stability_lines(x: _Record) -> list[str]:
 def _stability_short(x: _Record) -> list[str]:
     """The stability verdict in one line for the text summary (the ends and the measurement are below)."""
     r, o = x.r or {}, x.rec.get("runner_up_overlap")
+    m = x.rec.get("service_level_margin")
+    if m and r.get("within_error") is not None:
+        return [_margin_line(r, m, short=True)]
     if not o or r.get("within_error") is None:
         return []
     err = (r.get("cost_range_basis") or {}).get("model_error") or 0
@@ -457,6 +464,27 @@ def _stability_short(x: _Record) -> list[str]:
     # the unit is the summary's "Per unit of work" line; the ends and the measurement are in the detail
     return [f"{head} ({err:.1%} model error): {r['gpu']} {_range(o['winner_range'])}, {o['gpu']} {_range(o['runner_up_range'])}"
             + "."]
+
+
+def _margin_line(r: dict, m: dict, short: bool = False) -> str:
+    """Under per-hour ranking (quotes, not modelled): whether the winner still holds the service level
+    when the speed model is off by its median error (record: service_level_margin)."""
+    lo, hi = m["winner_tokens_per_s_per_user"]
+    need, err = m["service_level_tokens_per_s_per_user"], m["model_error"]
+    head = (f"{r['gpu']} {_num(lo, 0)}-{_num(hi, 0)} tokens/s per user with the speed model's {err:.1%} error, "
+            f"against the {_num(need, 0)} the service level asks")
+    verdict = "Stable" if m["holds_at_slow_end"] else "Close call"
+    if short:
+        # the text summary's one line, as long as the cost band's: the verdict and the figures behind it
+        return f"{verdict} ({err:.1%} model error): {_num(lo, 0)}-{_num(hi, 0)} tokens/s per user, {_num(need, 0)} asked."
+    if m["holds_at_slow_end"]:
+        return f"Stable: {head}; even at its slow end it holds the service level, and its hourly price is a quote."
+    ru, ru_ok = m.get("runner_up"), m.get("runner_up_holds_at_slow_end")
+    other = (f"{ru} holds it at its slow end ({_num(m['runner_up_tokens_per_s_per_user'][0], 0)})" if ru and ru_ok else
+             f"{ru} would miss it too ({_num(m['runner_up_tokens_per_s_per_user'][0], 0)} at its slow end), so more cards"
+             if ru else "more cards")
+    return (f"Close call: {head}; at its slow end it misses the service level, and then {other} would be the answer. "
+            f"To settle it, run {m['settle_by']}.")
 
 
 def _range(rg) -> str:
@@ -484,13 +512,6 @@ def _speed_short(mode: str, c: dict) -> str:
     return f"{_num(c.get('training_hours'), 0)} h" if c.get("training_hours") is not None else "-"
 
 
-def _ratio(unit: str, c: dict, base: dict) -> float | None:
-    """The alternative's cost over the winner's, in the ranking's unit (None when either is unpriced)."""
-    field = {"hour": "usd_per_hour", "job": "usd_per_job"}.get(unit or "hour", "usd_per_million_tokens")
-    a, b = c.get(field), (base or {}).get(field)
-    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0 else None
-
-
 def _alt_table(x: _Record, gpus: list[str]) -> dict:
     """The summary's small table of runners-up: cost per hour, per unit of work (per million output tokens
     or per job, whichever the ranking did not already show) and speed, with the units in the heads."""
@@ -507,38 +528,6 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
                      "-" if w is None else _usd(w, 0) if work[0] == "usd_per_job" else _usd(w) if w >= 0.1 else f"${w:.3g}",
                      "-" if c.get(speed[0]) is None else _num(c[speed[0]], speed[2])])
     return {"head": head, "rows": rows}
-
-
-def _titles(ts: list[str]) -> str:
-    """The first rule title and how many more: a summary line names a reason, the tables list them all."""
-    return ts[0] + (f" and {len(ts) - 1} more" if len(ts) > 1 else "") if ts else ""
-
-
-def _plain_reason(dc: dict, reasons: list[str], titles: dict, ratio: float | None, win: dict | None,
-                  short: bool = False) -> str:
-    """Why an alternative lost, in plain words: its cost against the winner's, then the rules' premiums
-    said as what they are worth ("worth paying up to X% more for ..."). The short form (the summary's one
-    line) names the first rule only, and none when the price alone already decides."""
-    if dc["excluded"]:
-        return "; ".join(reasons)
-    join = _titles if short else "; ".join
-    parts = []
-    if ratio is not None:
-        parts.append(f"it costs {ratio - 1:.0%} more" if ratio > 1.005 else f"it costs {1 - ratio:.0%} less" if ratio < 0.995
-                     else "it costs the same")
-    p, wp = dc.get("premium") or 0, (win or {}).get("premium") or 0
-    against = [titles.get(k["rule"], k["rule"]) for k in dc["contributions"] if k["weight"] < 0]
-    favour_win = [titles.get(k["rule"], k["rule"]) for k in (win or {}).get("contributions", []) if k["weight"] > 0]
-    if p < 0:
-        if ratio and ratio > 1:
-            parts.append(f"the rules count it {-p:.0%} dearer still" + ("" if short else f" ({join(against)})"))
-        else:
-            parts.append(f"but the rules count it {-p:.0%} dearer ({join(against)})")
-    if wp > p and favour_win and not (short and ratio and ratio > 1):
-        parts.append(f"worth paying up to {wp - p:.0%} more for the winner ({join(favour_win)})")
-    if not parts:
-        return reasons[0] if reasons else "ranked lower"
-    return ", ".join(parts)
 
 
 def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
@@ -610,7 +599,8 @@ def _audit(x: _Record) -> dict:
              for t in rec["trace"]]
     ver = rec["versions"]
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
-    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog)}
+    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog),
+            "tradeoff_chart": tradeoff_chart(rec)}
 
 
 # --- wording of single values -------------------------------------------------------------------------

@@ -39,10 +39,21 @@ class Question:
     terms: tuple = ()              # glossary lines shown by `?`
     said: tuple = ()               # (synonym as written in the questions file, its answer), for the help
     unset: str = ""                # what Enter leaves to the advisor ("the planner's choice"), shown as the default
+    presets: dict = field(default_factory=dict)    # service level: name -> {ttft_ms, tpot_ms} (empty: the default)
+
+
+#: the service level is asked apart from `latency: interactive | batch` and written into it as
+#: {ttft_ms, tpot_ms} (dialogue.workload_data): people answer in tokens/s and seconds, not ms per token
+SERVICE_LEVEL = "service_level"
+SERVICE_LEVEL_SPEC = Spec("service_level", "How fast each user's answer streams and starts: tokens/s per user and "
+                          "seconds to the first token.", ("standard", "fast"), default="standard",
+                          modes=("inference",))
 
 
 def spec_of(field_name: str) -> Spec:
     """The schema's Spec of a question's field (`constraints.X` and `model.X` name nested ones)."""
+    if field_name == SERVICE_LEVEL:
+        return SERVICE_LEVEL_SPEC
     if field_name.startswith("constraints."):
         return CONSTRAINTS[field_name.split(".", 1)[1]]
     if field_name.startswith("model."):
@@ -89,7 +100,8 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
                             {norm(k): v for k, v in (q.get("synonyms") or {}).items()},
                             tuple(terms[t] for t in q.get("terms") or [] if t in terms),
                             tuple((str(k), str(v)) for k, v in (q.get("synonyms") or {}).items()),
-                            str(q.get("unset") or "")))
+                            str(q.get("unset") or ""),
+                            {str(k): dict(v or {}) for k, v in (q.get("presets") or {}).items()}))
     col.raise_if_any()
     return out
 
@@ -102,6 +114,8 @@ UNIT_FORMS = {"billions": "27, 27B, 1.5T or 600M", "tokens": "e.g. 2000, 2k, 60M
 
 def read_answer(q: Question, text: str, catalog: Catalog, default=None):
     """(value, None) for an accepted answer, (None, reason) for a refused one; Enter takes `default`."""
+    if q.kind == SERVICE_LEVEL and text == "" and isinstance(default, str):
+        text = default              # a preset's name: read like a typed one (a previous answer is its value)
     if text == "":
         if default is not None:
             return default, None
@@ -117,6 +131,8 @@ def read_answer(q: Question, text: str, catalog: Catalog, default=None):
             return None, exc.problems[0].message.replace("unknown model", "Unknown model") + " (or 'other')"
     if norm(text) in q.synonyms:
         text = str(q.synonyms[norm(text)])
+    if q.kind == SERVICE_LEVEL:
+        return service_level(q, text)
     if q.kind == "bool":
         if text.lower() in YES:
             return True, None
@@ -146,9 +162,35 @@ def read_answer(q: Question, text: str, catalog: Catalog, default=None):
     return checked, None
 
 
+_SPEED = re.compile(r"^\s*(?P<tps>\d+(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|tps|t/s)?\s*(?:per\s+user)?"
+                    r"(?:\s*(?:,|and|;)?\s*(?P<first>\d+(?:\.\d+)?)\s*(?P<unit>ms|s|sec|seconds?)?(?:\s+to\s+(?:the\s+)?first\s+token)?)?\s*$",
+                    re.I)
+
+
+def service_level(q: Question, text: str):
+    """A preset by name ('standard': the catalog's default, no value; 'fast'), or tokens/s per user and
+    optionally the seconds to the first token ('20 tokens/s, 1 s', '20, 1', '20 tps 800 ms'), as the
+    workload's {tpot_ms, ttft_ms}."""
+    name = norm(text)
+    for preset, value in q.presets.items():
+        if norm(preset) == name or norm(preset).startswith(name) and len(name) >= 2:
+            return ({k: float(v) for k, v in value.items() if k in ("ttft_ms", "tpot_ms")} or None), None
+    m = _SPEED.match(text)
+    if not m:
+        return None, f"'{text}' is not a preset or a speed. {accepted(q)}"
+    tps = float(m["tps"])
+    first = None if m["first"] is None else float(m["first"]) * (1 if (m["unit"] or "s").lower() == "ms" else 1000)
+    if tps <= 0 or (first is not None and first <= 0):
+        return None, f"The speed and the time to the first token must be above zero. {accepted(q)}"
+    return {"tpot_ms": round(1000 / tps, 3), **({"ttft_ms": first} if first is not None else {})}, None
+
+
 def accepted(q: Question) -> str:
     """What the question accepts, said for the help and for a refused answer."""
     s = q.spec
+    if q.kind == SERVICE_LEVEL:
+        return (f"Accepted: {', '.join(q.presets)}, or tokens/s per user and seconds to the first token "
+                "(e.g. '20 tokens/s, 1 s' or '20, 1').")
     if q.kind == "model":
         return "Accepted: a catalog model id (Tab completes) or 'other'."
     if q.kind == "bool":

@@ -275,16 +275,24 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
     last_head = 36 + (head_lines - 1) * 14
     top = last_head + 10
     label_w = max(x, 60.0)
-    texts = [f"{r['count']} x {r['gpu']}" if r["gpu"] else (r["error"] or "none") for r in rows]
-    cell_w = max([len(t) for t in texts] + [12]) * CHAR_PX + 16
+    # bars proportional to the recommended plan's cost per hour, on an axis from $0 to a round figure
+    costs = [_cost(r["usd_per_hour"]) for r in rows]
+    axis_max = _round_up(max([c for c in costs if c is not None] + [0.0]))
+    px = BAR_PX / axis_max if axis_max else 0.0
+    texts = [(f"{r['count']} x {r['gpu']}, " + (f"${costs[i]:,.2f}/h" if costs[i] is not None else "price unknown"))
+             if r["gpu"] else (r["error"] or "none") for i, r in enumerate(rows)]
+    cell_w = BAR_PX + 8 + max([len(t) for t in texts] + [12]) * CHAR_PX
     cells = []
     for i, r in enumerate(rows):
         g = r["gpu"] or "none"
         y = top + i * cell_h
+        w = (costs[i] or 0.0) * px
         cells.append({"y": str(y), "ty": str(y + 17), "label": ", ".join(f"{f}={_shown(r[f])}" for f in fields),
                       "cols": [{"x": c["x"], "right": c["right"], "text": _shown(r[c["field"]])} for c in columns],
-                      "x": f"{label_w:.0f}", "tx": f"{label_w + 8:.0f}", "w": f"{cell_w:.0f}", "colour": colour[g],
+                      "x": f"{label_w:.0f}", "tx": f"{label_w + w + 6:.0f}", "w": f"{w:.1f}", "colour": colour[g],
                       "text": texts[i]})
+    axis_y = top + len(rows) * cell_h + 4
+    ticks = [{"x": f"{label_w + k / 2 * BAR_PX:.0f}", "text": f"${axis_max * k / 2:,.10g}"} for k in range(3)]
     header = [{"x": c["x"], "right": c["right"], "lines": [{"y": str(36 + k * 14), "text": h} for k, h in enumerate(c["head"])]}
               for c in columns]
     counts = {g: sum(1 for r in rows if (r["gpu"] or "none") == g) for g in gpus}
@@ -292,8 +300,30 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
     table = [[_shown(r[f]) for f in fields] + [r["gpu"], r["count"], f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}" if r["gpu"] else "",
                                                r["usd_per_hour"] or "unknown", r["decisive_rule"]] for r in rows]
     return {"fields": fields, "rows": table, "cells": cells, "header": header, "legend": legend, "count": str(len(rows)),
-            "height": str(top + len(rows) * cell_h + 10), "width": f"{label_w + cell_w + 20:.0f}",
-            "bar_x": f"{label_w:.0f}", "head_y": str(last_head)}
+            "height": str(axis_y + 44), "width": f"{label_w + cell_w + 20:.0f}",
+            "bar_x": f"{label_w:.0f}", "head_y": str(last_head),
+            "axis": {"y": str(axis_y), "tick_y": str(axis_y + 16), "caption_y": str(axis_y + 34),
+                     "x2": f"{label_w + BAR_PX:.0f}", "ticks": ticks,
+                     "caption": "USD per hour of the recommended plan (the table's prices)"}}
+
+
+BAR_PX = 320           # the longest bar: the axis's round maximum
+
+
+def _cost(v: str) -> float | None:
+    try:
+        return float(v) if v not in ("", None) else None
+    except ValueError:
+        return None
+
+
+def _round_up(v: float) -> float:
+    """The axis's end: the next 1, 2, 2.5 or 5 x 10^k at or above v (0 when nothing is priced)."""
+    if v <= 0:
+        return 0.0
+    import math
+    e = 10 ** math.floor(math.log10(v))
+    return next(m * e for m in (1, 2, 2.5, 5, 10) if m * e >= v)
 
 
 def write_summary(csv_path: Path, fields: list[str], out: Path) -> None:

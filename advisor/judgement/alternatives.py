@@ -1,0 +1,103 @@
+"""The alternatives a decision set aside, in the record's terms: each candidate's cost in the ranking's
+unit and per unit of work, its speed, cards and layout, and why it lost in plain words. The record's
+`alternatives` and the memo's tables are both built from these functions, so they cannot disagree.
+"""
+from __future__ import annotations
+
+from advisor.numbers.terms import rounded
+
+#: the estimate's cost field for each ranking unit (per hour of interactive serving, per million tokens
+#: of batch serving or of training without a token budget, per job)
+RANKING_FIELD = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
+                 "million_training_tokens": "usd_per_million_tokens"}
+
+
+def ranking_field(unit: str | None) -> str:
+    return RANKING_FIELD.get(unit or "hour", "usd_per_hour")
+
+
+def work_field(training: bool, unit: str | None) -> tuple[str, str]:
+    """The cost per unit of work beside the ranking's (field, label): per million output tokens for
+    serving, per job for training (per million training tokens when no token budget makes a job)."""
+    if not training:
+        return "usd_per_million_tokens", "per million output tokens"
+    if unit == "million_training_tokens":
+        return "usd_per_million_tokens", "per million training tokens"
+    return "usd_per_job", "per job"
+
+
+def ratio(unit: str | None, c: dict, base: dict | None) -> float | None:
+    """The alternative's cost over the winner's, in the ranking's unit (None when either is unpriced)."""
+    field = ranking_field(unit)
+    a, b = c.get(field), (base or {}).get(field)
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b > 0 else None
+
+
+def titles_line(ts: list[str]) -> str:
+    """The first rule title and how many more: a summary line names a reason, the tables list them all."""
+    return ts[0] + (f" and {len(ts) - 1} more" if len(ts) > 1 else "") if ts else ""
+
+
+def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | None, win: dict | None,
+                 short: bool = False) -> str:
+    """Why an alternative lost, in plain words: its cost against the winner's, then the rules' premiums
+    said as what they are worth ("worth paying up to X% more for ..."). The short form (the summary's one
+    line) names the first rule only, and none when the price alone already decides. `dc` and `win` are
+    record candidates; `reasons` what to say of an excluded one (or when nothing else applies)."""
+    if dc["excluded"]:
+        return "; ".join(reasons)
+    join = titles_line if short else "; ".join
+    parts = []
+    if ratio_ is not None:
+        parts.append(f"it costs {ratio_ - 1:.0%} more" if ratio_ > 1.005 else f"it costs {1 - ratio_:.0%} less"
+                     if ratio_ < 0.995 else "it costs the same")
+    p, wp = dc.get("premium") or 0, (win or {}).get("premium") or 0
+    against = [titles.get(k["rule"], k["rule"]) for k in dc["contributions"] if k["weight"] < 0]
+    favour_win = [titles.get(k["rule"], k["rule"]) for k in (win or {}).get("contributions", []) if k["weight"] > 0]
+    if p < 0:
+        if ratio_ and ratio_ > 1:
+            parts.append(f"the rules count it {-p:.0%} dearer still" + ("" if short else f" ({join(against)})"))
+        else:
+            parts.append(f"but the rules count it {-p:.0%} dearer ({join(against)})")
+    if wp > p and favour_win and not (short and ratio_ and ratio_ > 1):
+        parts.append(f"worth paying up to {wp - p:.0%} more for the winner ({join(favour_win)})")
+    if not parts:
+        return reasons[0] if reasons else "ranked lower"
+    return ", ".join(parts)
+
+
+def record(rec: dict, training: bool) -> list[dict]:
+    """The record's `alternatives`: every candidate but the winner, in rank order (excluded last), with
+    both costs, speed, cards, layout and the plain-words reason. Built from the record's own candidates,
+    estimate and trace, the figures the memo shows."""
+    r = rec.get("recommendation")
+    est = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
+    titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
+    decided = {c["gpu"]: c for c in rec["candidates"]}
+    unit = (r or {}).get("unit")
+    work, work_label = work_field(training, unit)
+    base, win = (est[r["gpu"]], decided[r["gpu"]]) if r else (None, None)
+    out = []
+    for dc in rec["candidates"]:
+        g = dc["gpu"]
+        if r and g == r["gpu"]:
+            continue
+        c = est[g]
+        excluded = [f"excluded by {titles.get(e['rule'], e['rule'])}" for e in dc["excluded_by"]]
+        fallback = excluded or ([] if c["fits"] else [c.get("reason") or "does not fit"])
+        layout = ({k: c[k] for k in ("tp", "pp", "dp", "ep", "attention_dp") if c.get(k) is not None}
+                  if c["fits"] else None)
+        out.append({"gpu": g, "rank": dc["rank"], "excluded": dc["excluded"], "fits": c["fits"],
+                    "count": c["count"] if c["fits"] else None, "nodes": c.get("nodes") if c["fits"] else None,
+                    "layout": layout,
+                    "usd_per_hour": rounded(c.get("usd_per_hour")),
+                    "ranking_cost": {"unit": unit, "usd": rounded(c.get(ranking_field(unit)))} if r else None,
+                    "work_cost": {"unit": work_label, "usd": rounded(c.get(work))},
+                    "cost_range": dc.get("cost_range"),
+                    "tokens_per_s_per_user": None if training else rounded(c.get("tokens_per_s_per_user")),
+                    "ttft_ms": None if training else rounded(c.get("ttft_ms")),
+                    "training_hours": rounded(c.get("training_hours")) if training else None,
+                    "premium": dc["premium"],
+                    "reason": plain_reason(dc, fallback, titles, ratio(unit, c, base), win)
+                    if c["fits"] or dc["excluded"] else fallback[0]})
+    return out
