@@ -89,3 +89,17 @@ def test_no_private_name_is_imported_from_another_package():
                     if a.name.startswith("_") and there != here:
                         found.append(f"{_module(path)} imports {node.module}.{a.name}")
     assert found == []
+
+
+def test_no_module_over_600_lines_and_no_function_over_120():
+    """Split by job, not grown by accretion (issue 19): a module past 600 lines or a function past 120
+    is doing more than one job."""
+    long_modules, long_functions = [], []
+    for path in ROOT.rglob("*.py"):
+        text = path.read_text()
+        if text.count("\n") > 600:
+            long_modules.append(f"{_module(path)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 120:
+                long_functions.append(f"{_module(path)}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
+    assert long_modules == [] and long_functions == []

@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.base.errors import InputError, Problem
 from advisor.numbers import comm
+from advisor.numbers.calibration import Calibration, calibration, default_calibration  # noqa: F401  (speed.calibration)
 from advisor.numbers.ledger import Ledger, Sized, training_precision
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
 from advisor.inputs.workload import Workload
@@ -89,134 +89,6 @@ class Speed:
     hours_per_million_tokens: float | None = None  # hours per million tokens (trained or generated)
     speed_explained: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
-
-
-# --- the calibration: fitted factors, read once per catalog ---------------------------------------
-
-@dataclass
-class Calibration:
-    """The fitted efficiency factors of catalog/efficiency.yaml, with per-GPU figures cached."""
-
-    bw_share: float
-    compute_share: float              # of the achievable matmul rate, in serving (one figure: a separate FP4
-                                      # share was tried and went to its bound, B200's rows being bandwidth-bound)
-    layer_us: float
-    seq_us: float
-    allreduce_us: float
-    moe_half_tokens: float
-    maturing_share: float             # serving rates reached on a software stack the catalog calls maturing or limited (K12, K18)
-    engine_max_batch: int
-    memory_utilisation: float
-    link_share: float
-    scale_out_gb_s: float
-    pcie: dict
-    train_share: dict                 # {generation: {precision: share of achievable matmul rate}}
-    train_default: dict               # {precision: share}
-    train_moe_share: float
-    train_zero3_share: float          # ZeRO-3/FSDP runs reach this share of ZeRO-0/1 runs
-    train_spread: float               # the fit's residual spread (log ratio), for the stated uncertainty
-    train_moe_spread: float           # the same over the MoE records (wider: one factor over few runs)
-    sources: dict                     # factor -> short source text
-    # the engine's decode attention reads each KV head once for its group of query heads (GQA/MQA):
-    # true of every current engine; TensorRT-LLM before 0.8 (no XQA kernel) read it once per query
-    # head (TRTLLM_XQA_BLOG). Only a measurement of such an engine turns it off (bench/accuracy.py).
-    grouped_kv_reads: bool = True
-    moe_half_width: float = 0.0
-    request_ms: float = 0.0
-    # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
-    # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
-    kv_share_of_free: bool = False
-    # GPU generations whose training shares were fitted on ZeRO-3/FSDP runs only: their share already is
-    # an FSDP share, and the ZeRO-3 factor (fitted where both kinds of run were measured) is not applied
-    train_fsdp_only: frozenset = frozenset()
-    _links: dict = field(default_factory=dict)
-
-    def maturity(self, gpu: GPU) -> float:
-        """K12/K18: kernels for a new or non-CUDA stack reach less of the hardware for a while."""
-        m = (gpu.fig("software").extra or {}).get("maturity")
-        return self.maturing_share if m in ("maturing", "limited", "new") else 1.0
-
-    def link_bytes_s(self, gpu: GPU) -> tuple[float, str]:
-        got = self._links.get(gpu.id)
-        if got is None:
-            gb_s, how = comm.link_gb_s(gpu, self.pcie)
-            got = self._links[gpu.id] = (gb_s * 1e9 * self.link_share, f"{how} x {self.link_share:g} achieved")
-        return got
-
-    def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:
-        fam = self.train_share.get(gpu.generation) or {}
-        if precision in fam:
-            return fam[precision], f"fitted for {gpu.generation} {precision}"
-        p = precision if precision in self.train_default else "bf16"
-        return self.train_default[p], (f"the lowest share measured on a GPU family in {p}: no {gpu.generation} "
-                                       f"{precision} training measurement")
-
-
-_CAL: dict[int, tuple[object, Calibration]] = {}
-
-
-def _v(d, key: str, default=None, where: str = ""):
-    """A factor of efficiency.yaml (`key: {v: 0.7, ...}` or `key: 0.7`) as a number; a bad one is an
-    InputError naming it (a hand-edited catalog must not end in a traceback)."""
-    e = d.get(key) if isinstance(d, dict) else None
-    v = e.get("v", default) if isinstance(e, dict) else (default if e is None else e)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")) or v < 0:
-        raise InputError(Problem(f"must be a non-negative number (got {v!r})", "catalog/efficiency.yaml",
-                                 field=f"{where}{key}"))
-    return float(v)
-
-
-def calibration(catalog: Catalog) -> Calibration:
-    """The calibration of a catalog, built once (the planner's loops call the speed functions often)."""
-    eff = catalog.efficiency
-    hit = _CAL.get(id(eff))
-    if hit and hit[0] is eff:
-        return hit[1]
-    sv, tr = eff.get("serving") or {}, eff.get("training") or {}
-    if not isinstance(sv, dict) or not isinstance(tr, dict):
-        raise InputError(Problem("serving and training must be mappings of factors", "catalog/efficiency.yaml"))
-    fams = tr.get("share_of_matmul") or {}
-    fams = fams if isinstance(fams, dict) else {}
-    share = {gen: {p: _v(fam, p, where=f"training.share_of_matmul.{gen}.") for p in fam if p not in ("src", "note", "measured_on")}
-             for gen, fam in fams.items() if gen != "default" and isinstance(fam, dict)}
-    default = {p: _v(fams.get("default") or {}, p, where="training.share_of_matmul.default.")
-               for p in (fams.get("default") or {}) if p not in ("src", "note")}
-    S, T = "serving.", "training."
-    cal = Calibration(
-        # the unfitted fallbacks below are only for a catalog without the fitted block (docs/accuracy.md)
-        bw_share=_v(eff, "hbm_share", 0.6),
-        compute_share=_v(sv, "compute_share", 0.6, S),
-        layer_us=_v(sv, "layer_overhead_us", 0.0, S),
-        seq_us=_v(sv, "sequence_overhead_us", 0.0, S),
-        allreduce_us=_v(sv, "allreduce_latency_us", 10.0, S),
-        moe_half_tokens=_v(sv, "moe_half_tokens", 0.0, S),
-        moe_half_width=_v(sv, "moe_half_width", 0.0, S),
-        request_ms=_v(sv, "request_overhead_ms", 0.0, S),
-        maturing_share=_v(sv, "maturing_software_share", 1.0, S),
-        engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
-        memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),
-        link_share=_v(eff, "link_share", 0.88),
-        scale_out_gb_s=_v(eff, "scale_out_gb_s_per_gpu", 50.0),
-        pcie={"gen3": 16.0, "gen4": 32.0, "gen5": 64.0, **{k: _v(eff["pcie_gb_s"], k, where="pcie_gb_s.")
-                                                             for k in (eff.get("pcie_gb_s") or {}) if k.startswith("gen")}},
-        train_share={g: f for g, f in share.items() if f},
-        train_fsdp_only=frozenset(g for g, fam in fams.items() if isinstance(fam, dict) and fam.get("measured_on") == "zero3"),
-        train_default={k: v for k, v in default.items() if v} or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
-        train_moe_share=_v(tr, "moe_share", 1.0, T),
-        train_zero3_share=_v(tr, "zero3_share", 1.0, T),
-        train_spread=_v(tr, "residual_spread", 0.0, T),
-        train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),
-        sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
-    )
-    _CAL[id(eff)] = (eff, cal)
-    return cal
-
-
-def _default_calibration() -> Calibration:
-    from advisor.inputs import catalog as catalog_mod
-    return calibration(catalog_mod.default())
 
 
 # --- the model's shape, as the speed model needs it -------------------------------------------------
@@ -354,7 +226,6 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     alpha = cal.allreduce_us * 1e-6
     L = sh.layers or 0
     over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
-    h = sh.hidden or 0.0
     d = sh.attn_dim or 0.0
     ctx = prompt + output / 2                      # average context of a sequence being decoded
     adp = attention_dp
@@ -422,7 +293,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     """TTFT, TPOT and throughput of the layout `lay` (tp, pp, dp, count) at the workload's
     concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
     source in speed_explained."""
-    cal = cal or _default_calibration()
+    cal = cal or default_calibration()
     m = w.model
     sh = _shape_of(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
@@ -566,7 +437,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
 def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
     """Expected tokens/s, MFU and hours of the layout `lay`, with the fit's spread as the uncertainty;
     without a token budget, the hours per million training tokens."""
-    cal = cal or _default_calibration()
+    cal = cal or default_calibration()
     tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count

@@ -9,20 +9,18 @@ names for the Sources list, so the sources section runs after every section that
 """
 from __future__ import annotations
 
-import os
 import re
-import time
-from dataclasses import dataclass
 
-from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
-from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio as _ratio, titles_line as _titles
+from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio as _ratio
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb, tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
-from advisor.shell.wording import _ID, Cites as _Cites, clean_all as _clean_all, count as _count, gist as _gist, offer as _offer, \
-    plain as _plain, plan as _plan, suggestion as _suggestion, usd as _usd, why_lost as _why_lost, \
-    api_line as _api_line
+from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, offer as _offer, plan as _plan,
+                                   usd as _usd, why_lost as _why_lost)
+from advisor.shell.memorecord import (SEVERITY, _Record, generation_date, _num, _layout, _unit_cost, _cost_sentence,
+                                      _money_diff, _objective, _premium, _id_order, _effect)
+from advisor.shell.memosummary import _cheaper_per_token, _summary, _closest_label, _range, _ranking_cost, _speed_short
 
 DISAGREEMENTS = [
     "Bytes per parameter for mixed-precision AdamW: this memo uses 16 (C06); another seed document counts 18 (K08), "
@@ -31,40 +29,12 @@ DISAGREEMENTS = [
     "Training FLOPs of gpt-oss-120b: the worked example counts active parameters for compute (30.6 GFLOP per token) and "
     "all parameters for memory (W04); both are followed.",
 ]
-HOURS_PER_MONTH = 730          # 24 x 365 / 12
-SEVERITY = {"high": 0, "medium": 1, "low": 2, "info": 3}
+
+
 WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory per card", "power_kw_per_node": "Power per node",
               "prefill_ms": "Prefill time", "decode_ms_per_token": "Time per generated token",
               "kv_headroom_gb": "Room left for the KV cache", "usd_per_hour": "Cost per hour",
               "training_hours": "Training time", "usd_per_job": "Cost per job", "tokens_per_s": "Tokens per second"}
-OBJECTIVES = {"cost": "Chosen for the lowest cost {unit}, after rule premiums.",
-              "time": "Chosen for the shortest time, among the priced options.",
-              "cards": "Chosen for the fewest cards, among the priced options."}
-
-
-@dataclass
-class _Record:
-    """The look-ups every section makes in one decision record (built once per view)."""
-
-    rec: dict
-    catalog: Catalog
-    cites: _Cites
-    est: dict
-    inputs: dict
-    mode: str
-    cands: dict            # gpu id -> the estimate's candidate (fit, counts, costs, speeds)
-    decided: dict          # gpu id -> the decision's candidate (score, contributions, rank)
-    rule_titles: dict
-    r: dict | None         # the recommendation
-    d: dict | None         # the decisive rule
-
-    @classmethod
-    def of(cls, rec: dict, catalog: Catalog) -> "_Record":
-        est, inputs = rec["estimate"], rec["inputs"]
-        return cls(rec, catalog, _Cites(catalog), est, inputs, inputs["mode"],
-                   {c["gpu"]: c for c in est["candidates"]}, {c["gpu"]: c for c in rec["candidates"]},
-                   {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]},
-                   rec.get("recommendation"), rec.get("decisive_rule"))
 
 
 def view(rec: dict, catalog: Catalog) -> dict:
@@ -88,8 +58,6 @@ def view(rec: dict, catalog: Catalog) -> dict:
     # every format; the Markdown memo escapes them further as it renders (memo._env)
     return _clean_all(v)
 
-
-# --- the sections ---------------------------------------------------------------------------------------
 
 def _header(x: _Record) -> dict:
     model = x.inputs["model"]
@@ -253,31 +221,6 @@ def _alternatives(x: _Record) -> dict:
             "cheaper_per_token": _cheaper_per_token(x, [a for a in alts if not a["excluded"]][:5])}
 
 
-def _cheaper_per_token(x: _Record, alts: list[dict], short: bool = False) -> str:
-    """Why the winner still wins when the table shows a dearer-per-hour alternative that is cheaper per
-    million tokens under per-hour ranking: both hold the users within the service level, and the faster
-    card's extra tokens are speed the users do not need, not extra users served."""
-    r = x.r
-    if not r or x.mode != "inference" or (r.get("unit") or "hour") != "hour":
-        return ""
-    w = x.cands[r["gpu"]]
-    sl = (x.rec.get("service_level") or {}).get("tpot_ms")
-    wm, wh, ws = w.get("usd_per_million_tokens"), w.get("usd_per_hour"), w.get("tokens_per_s_per_user")
-    if None in (wm, wh, ws) or not sl or ws < 1000 / sl:
-        return ""                       # a winner outside the service level is a risk, said by the rules
-    cheaper = [a["gpu"] for a in alts if (x.cands[a["gpu"]].get("usd_per_million_tokens") or wm) < wm
-               and (x.cands[a["gpu"]].get("usd_per_hour") or 0) > wh]
-    if not cheaper:
-        return ""
-    who = " and ".join(cheaper[:2]) + (f" and {len(cheaper) - 2} more" if len(cheaper) > 2 else "")
-    if short:
-        return f"{who} {'is' if len(cheaper) == 1 else 'are'} cheaper per token only by being faster than the users need"
-    return (f"{who} {'costs' if len(cheaper) == 1 else 'cost'} less per million tokens than {r['gpu']} only because "
-            f"{'it is' if len(cheaper) == 1 else 'they are'} faster: both hold the users within the service level "
-            f"({1000 / sl:,.0f} tokens/s each), so the faster card serves the same users, and its extra speed is not extra "
-            f"work; per hour, which is what serving them costs, {r['gpu']} is cheaper ({_usd(wh)})")
-
-
 def _risks(x: _Record) -> dict:
     """The rules' warnings and notes (warnings first, by severity), and what the site must provide."""
     cites = x.cites
@@ -317,235 +260,6 @@ def _workload(x: _Record) -> dict:
                         f"{sl['tpot_ms']:,.0f} ms per output token" if sl.get("tpot_ms") else "") if s)
             + f", {x.cites.prose(sl['source'])})")
     return {"workload": workload_rows(inputs, x.catalog), "defaults": defaults}
-
-
-def _summary(x: _Record, v: dict) -> dict:
-    """The one-screen summary, drawn from the sections: what to use, its cost, the reasons, the two best
-    alternatives, the top risks, unpriced GPUs and the planner's suggestions."""
-    r, d, cites = x.r, x.d, x.cites
-    summary: dict = {"cost": [], "reasons": [], "risks": [], "alternatives": [], "suggestions": [], "unpriced": [],
-                     "objective": "", "api": None}
-    if r:
-        c = x.cands[r["gpu"]]
-        summary["cost"] = _summary_cost(x, c)
-        summary["objective"] = _objective(r)
-        summary["api"] = _api_line(x.rec.get("api_comparison"))
-        summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''} "
-                               f"({_layout_short(r)}).")
-    else:
-        summary["sentence"] = v["headline"]
-        by_rule: dict = {}
-        for g, rules in x.rec["no_candidate"].items():
-            for k in rules:
-                by_rule.setdefault(x.rule_titles.get(k, k), []).append(g)
-        summary["reasons"] = [f"{t}: {', '.join(gs[:4])}{f' and {len(gs) - 4} more' if len(gs) > 4 else ''}."
-                              for t, gs in sorted(by_rule.items(), key=lambda kv: -len(kv[1]))][:3]
-    if r:
-        summary["reasons"] = _forward_reasons(x, v)
-    elif v["decisive"]:
-        first = v["decisive"]["because"]
-        head = v["decisive"]["title"].split(":")[0]
-        if first.startswith(head + ":"):
-            first = first[len(head) + 1:].strip()
-        summary["reasons"].append(f"{v['decisive']['title']}: {_gist(first, 90)}" if first else v["decisive"]["title"] + ".")
-    if not r:
-        summary["reasons"] += [s["title"] + "." for s in v["supporting"]][:3 - len(summary["reasons"])]
-    summary["stability"] = _stability_lines(x)
-    # the text memo's one-screen summary keeps the verdict; the detail (ends, measurement) is in md/html and below
-    summary["stability_short"] = _stability_short(x)
-    summary["cheaper_per_token"] = _cheaper_per_token(x, [a for a in v["alternatives"] if not a["excluded"]][:2])
-    summary["cheaper_per_token_short"] = _cheaper_per_token(x, [a for a in v["alternatives"] if not a["excluded"]][:2], True)
-    # the two best alternatives and the difference alone (the rule premium is in the alternatives table)
-    summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
-                                "diff": a["diff_short"].split(" effective cost")[0] + (" effective" if " effective cost" in a["diff_short"] else ""),
-                                "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule",
-                                "unit_cost": a["unit_cost"], "work_cost": a["work_cost"], "speed": a["speed"],
-                                "layout": a["layout"], "plain": a["plain"], "plain_short": a["plain_short"]}
-                               for a in [a for a in v["alternatives"] if not a["excluded"]][:2]]
-    summary["alt_table"] = _alt_table(x, [a["gpu"] for a in summary["alternatives"]])
-    line = _unpriced_line([u for u in (x.rec.get("unpriced") or []) if isinstance(u, dict)])
-    if line:
-        summary["unpriced"].append(line)
-    # the objective, unless the decisive reason already says it (the cost ranking rule)
-    # and the default objective (cost) goes to the details, to keep the summary on one screen
-    summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
-        (r or {}).get("objective") == "cost" else summary["objective"]
-    summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
-    summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]}
-                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:3] or \
-                       [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]} for k in v["risks"]][:1]
-    return summary
-
-
-def _closest_label(x: _Record) -> str:
-    """The words before the plan when no GPU meets the target: it is the nearest plan, not one that meets it."""
-    what = "deadline" if x.mode != "inference" else "service level"
-    return f"No GPU meets the {what}; the closest plan: " if (x.r or {}).get("closest") else ""
-
-
-def _forward_reasons(x: _Record, v: dict) -> list[str]:
-    """Why the winner, in the forward direction: its cost per unit and its speed against the service
-    level, the rules in its favour, then one line on why it beat the runner-up, then an excluded GPU
-    only when an exclusion decided (the reader would have expected that GPU)."""
-    r, c = x.r, x.cands[x.r["gpu"]]
-    g = r["gpu"]
-    # the costs themselves are on the summary's cost lines just above: the reason says what they mean
-    unit = r.get("unit") or ""
-    field = {"hour": "usd_per_hour", "job": "usd_per_job"}.get(unit or "hour", "usd_per_million_tokens")
-    priced = [k[field] for g2, k in x.cands.items() if k.get("fits") and k.get(field) is not None
-              and not (x.decided.get(g2) or {}).get("excluded")]
-    # "lowest" only when it is, by price alone; else the rules' premiums made it first (the next line says how)
-    lowest = c.get(field) is not None and priced and c[field] <= min(priced)
-    first = (f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} that fits" if lowest else
-             f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} after the rules' premiums") \
-        if r.get("objective") == "cost" and c.get(field) is not None else f"{g} ranks first"
-    speed = _speed_against_level(x, c)
-    favour = _titles([s["title"] for s in v["supporting"]])
-    out = [first + (f", at {speed}" if speed else "") + (f"; in its favour: {favour}" if favour else "") + "."]
-    if r.get("closest"):
-        # no plan meets the target: how near this one comes is the first thing the reader needs
-        out[0] = (f"{g} comes closest to the {'deadline' if x.mode != 'inference' else 'service level'}: "
-                  f"{r['closest']['missed']} ({r['closest']['shortfall']:.1f}x the target).")
-    ru = x.rec.get("runner_up")
-    alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
-    if alt:
-        out.append(f"It beats {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {alt['plain_short']}.")
-    d = x.d
-    if d and any(t["rule"] == d["id"] and t["effect"]["kind"] == "exclude" for t in x.rec["trace"]):
-        # the rule's own sentence names the excluded GPU and why; its title is in WHY below
-        out.append(_gist(v["decisive"]["because"], 140))
-    return out[:4]
-
-
-def _speed_against_level(x: _Record, c: dict) -> str:
-    """The winner's speed per user against the service level, or its hours against the deadline."""
-    if x.mode == "inference" and c.get("tokens_per_s_per_user") is not None:
-        sl = x.rec.get("service_level") or {}
-        text = f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user"
-        if sl.get("tpot_ms"):
-            text += f" (the service level asks {1000 / sl['tpot_ms']:,.0f})"
-        return text
-    if c.get("training_hours") is not None:
-        dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
-        return f"about {_num(c['training_hours'], 0)} hours" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
-    return ""
-
-
-def _stability_lines(x: _Record) -> list[str]:
-    """Whether the answer survives the speed model's own error (record: recommendation.within_error)."""
-    r, o = x.r or {}, x.rec.get("runner_up_overlap")
-    basis = r.get("cost_range_basis") or {}
-    m = x.rec.get("service_level_margin")
-    if m and r.get("within_error") is not None:
-        return [_margin_line(r, m)]
-    if not o or r.get("within_error") is None:
-        return []
-    unit, err = basis.get("unit", ""), basis.get("model_error") or 0
-    w, ru = o["winner_range"], o["runner_up_range"]
-    head = (f"{r['gpu']} {_range(w)} and {o['gpu']} {_range(ru)} {unit}, each with the speed model's "
-            f"{err:.1%} median error (docs/accuracy.md)")
-    if not o["overlap"]:
-        return [f"Stable: {head}; the ranges do not overlap, so the model's error does not change the answer."]
-    return [f"Close call: {head} overlap: at {r['gpu']}'s slow end and {o['gpu']}'s fast end "
-            f"{o['if_winner_slow_runner_up_fast']} is cheaper, at the other ends {o['if_winner_fast_runner_up_slow']}. "
-            f"To settle it, run {o['settle_by']}."]
-
-
-def _stability_short(x: _Record) -> list[str]:
-    """The stability verdict in one line for the text summary (the ends and the measurement are below)."""
-    r, o = x.r or {}, x.rec.get("runner_up_overlap")
-    m = x.rec.get("service_level_margin")
-    if m and r.get("within_error") is not None:
-        return [_margin_line(r, m, short=True)]
-    if not o or r.get("within_error") is None:
-        return []
-    err = (r.get("cost_range_basis") or {}).get("model_error") or 0
-    head = "Close call" if o["overlap"] else "Stable"
-    # the unit is the summary's "Per unit of work" line; the ends and the measurement are in the detail
-    return [f"{head} ({err:.1%} model error): {r['gpu']} {_range(o['winner_range'])}, {o['gpu']} {_range(o['runner_up_range'])}"
-            + "."]
-
-
-def _margin_line(r: dict, m: dict, short: bool = False) -> str:
-    """Under per-hour ranking (quotes, not modelled): whether the winner still holds the service level
-    when the speed model is off by its median error (record: service_level_margin)."""
-    lo, hi = m["winner_tokens_per_s_per_user"]
-    need, err = m["service_level_tokens_per_s_per_user"], m["model_error"]
-    head = (f"{r['gpu']} {_num(lo, 0)}-{_num(hi, 0)} tokens/s per user with the speed model's {err:.1%} error, "
-            f"against the {_num(need, 0)} the service level asks")
-    verdict = "Stable" if m["holds_at_slow_end"] else "Close call"
-    if short:
-        # the text summary's one line, as long as the cost band's: the verdict and the figures behind it
-        return f"{verdict} ({err:.1%} model error): {_num(lo, 0)}-{_num(hi, 0)} tokens/s per user, {_num(need, 0)} asked."
-    if m["holds_at_slow_end"]:
-        return f"Stable: {head}; even at its slow end it holds the service level, and its hourly price is a quote."
-    ru, ru_ok = m.get("runner_up"), m.get("runner_up_holds_at_slow_end")
-    other = (f"{ru} holds it at its slow end ({_num(m['runner_up_tokens_per_s_per_user'][0], 0)})" if ru and ru_ok else
-             f"{ru} would miss it too ({_num(m['runner_up_tokens_per_s_per_user'][0], 0)} at its slow end), so more cards"
-             if ru else "more cards")
-    return (f"Close call: {head}; at its slow end it misses the service level, and then {other} would be the answer. "
-            f"To settle it, run {m['settle_by']}.")
-
-
-def _range(rg) -> str:
-    if not rg:
-        return ""
-    lo, hi = rg
-    return f"{_usd(lo) if lo >= 0.1 else f'${lo:.3g}'}-{_usd(hi) if hi >= 0.1 else f'${hi:.3g}'}"
-
-
-def _ranking_cost(unit: str, c: dict) -> str:
-    """The cost in the ranking's unit (per hour of interactive serving, per million tokens, per job)."""
-    field = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
-             "million_training_tokens": "usd_per_million_tokens"}.get(unit or "hour", "usd_per_hour")
-    v = c.get(field)
-    if v is None:
-        return "price unknown"
-    return f"{_usd(v, 0) if field == 'usd_per_job' else _usd(v) if v >= 0.1 else f'${v:.3g}'} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
-
-
-def _speed_short(mode: str, c: dict) -> str:
-    if not c.get("fits"):
-        return "-"
-    if mode == "inference":
-        return f"{_num(c.get('tokens_per_s_per_user'), 0)} tokens/s per user"
-    return f"{_num(c.get('training_hours'), 0)} h" if c.get("training_hours") is not None else "-"
-
-
-def _alt_table(x: _Record, gpus: list[str]) -> dict:
-    """The summary's small table of runners-up: cost per hour, per unit of work (per million output tokens
-    or per job, whichever the ranking did not already show) and speed, with the units in the heads."""
-    work = ("usd_per_million_tokens", "per M output tokens") if x.mode == "inference" else ("usd_per_job", "per job")
-    if x.mode != "inference" and (x.r or {}).get("unit") == "million_training_tokens":
-        work = ("usd_per_million_tokens", "per M training tokens")
-    speed = ("tokens_per_s_per_user", "tokens/s per user", 0) if x.mode == "inference" else ("training_hours", "hours", 1)
-    head = ["", "per hour", work[1], speed[1]]
-    rows = []
-    for g in gpus:
-        c = x.cands[g]
-        w = c.get(work[0])
-        rows.append([f"{c['count']} x {g}", _usd(c["usd_per_hour"]) if c.get("usd_per_hour") is not None else "unknown",
-                     "-" if w is None else _usd(w, 0) if work[0] == "usd_per_job" else _usd(w) if w >= 0.1 else f"${w:.3g}",
-                     "-" if c.get(speed[0]) is None else _num(c[speed[0]], speed[2])])
-    return {"head": head, "rows": rows}
-
-
-def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
-    """(label, text) pairs: per hour, per month at the workload's utilisation, per unit of work, the offer,
-    and buy-or-rent when the record compares them."""
-    hours, hours_how = _utilisation(x.inputs)
-    if c.get("usd_per_hour") is not None:
-        cost = [("Per hour", f"{_usd(c['usd_per_hour'])} ({_usd(c['usd_per_hour'] * hours, 0)} a month, {hours_how})")]
-        unit = _unit_cost(x.mode, c)
-        if unit:
-            cost.append(("Per unit of work", unit))
-        cost.append(("Offer", _offer(c["price"])))
-    else:
-        cost = [("Cost", _cost_sentence(x.mode, c, x.cites))]
-    tco = x.r.get("tco")
-    if isinstance(tco, dict) and tco:
-        cost.append(("Buy or rent", _tco(tco)))
-    return cost
 
 
 def _sources(x: _Record) -> dict:
@@ -601,149 +315,3 @@ def _audit(x: _Record) -> dict:
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
     return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog),
             "tradeoff_chart": tradeoff_chart(rec)}
-
-
-# --- wording of single values -------------------------------------------------------------------------
-
-def generation_date() -> str:
-    """Today's date, or SOURCE_DATE_EPOCH's for reproducible builds and snapshots."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch and epoch.isdigit():
-        try:
-            return time.strftime("%Y-%m-%d", time.gmtime(int(epoch)))
-        except (OverflowError, OSError, ValueError):
-            raise InputError(Problem(f"SOURCE_DATE_EPOCH={epoch[:20]}{'...' if len(epoch) > 20 else ''} is not a date "
-                                     "(seconds since 1970 up to the year 9999)")) from None
-    return time.strftime("%Y-%m-%d", time.localtime())
-
-
-def _num(x, nd=1) -> str:
-    return "-" if x is None else f"{x:,.{nd}f}"
-
-
-def _layout(c: dict, gpus_per_node: int) -> str:
-    """The layout in words: where tensor-parallel groups, pipeline stages and replicas sit."""
-    parts = []
-    if c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
-    if c["pp"] > 1:
-        where = "across nodes" if c["tp"] * c["pp"] > gpus_per_node else "in one node"
-        parts.append(f"layers in {c['pp']} pipeline stages {where}")
-    if c["dp"] > 1:
-        parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
-    return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
-
-
-def _layout_short(c: dict) -> str:
-    parts = []
-    if c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards")
-    if c["pp"] > 1:
-        parts.append(f"{c['pp']} pipeline stages")
-    if c["dp"] > 1:
-        parts.append(f"{c['dp']} replicas")
-    return ", ".join(parts) or "the whole model on one card"
-
-
-def _unit_cost(mode: str, c: dict) -> str:
-    if mode == "inference" and c.get("usd_per_million_tokens") is not None:
-        return f"{_usd(c['usd_per_million_tokens'])} per million output tokens"
-    if mode != "inference" and c.get("usd_per_job") is not None:
-        return f"{_usd(c['usd_per_job'], 0)} per job"
-    if mode != "inference" and c.get("usd_per_million_tokens") is not None:      # no token budget: no job to price
-        v = c["usd_per_million_tokens"]
-        return f"{_usd(v) if v >= 0.1 else f'${v:.3g}'} per million training tokens"
-    return ""
-
-
-def _cost_sentence(mode: str, c: dict, cites: _Cites | None = None) -> str:
-    if c.get("usd_per_hour") is None:
-        why = c.get("price_unknown") or "no quote"
-        return f"price unknown ({cites.prose(why) if cites else _plain(why)})"
-    s = f"{_usd(c['usd_per_hour'])} per hour ({_offer(c['price'])})"
-    unit = _unit_cost(mode, c)
-    return s + (f", {unit}" if unit else "")
-
-
-def _utilisation(inputs: dict) -> tuple[float, str]:
-    """(hours per month, how they were chosen): the workload's utilisation, or 24x7 said as such."""
-    u = inputs.get("utilisation")
-    if isinstance(u, (int, float)) and not isinstance(u, bool) and 0 < u <= 1:
-        return HOURS_PER_MONTH * u, f"{HOURS_PER_MONTH * u:,.0f} h: {u:.0%} utilisation"
-    return HOURS_PER_MONTH, f"{HOURS_PER_MONTH} h: 24x7, no utilisation given"
-
-
-def _money_diff(x, base) -> str:
-    if x is None or base is None:
-        return ""                       # nothing to compare: the prices are shown beside it
-    d = x - base
-    if abs(d) < 0.005 and abs(d) <= 0.001 * max(abs(base), abs(x)):
-        return "same cost"
-    # a small unit cost (per million training tokens) keeps three significant figures, not two decimals
-    return f"{'+' if d > 0 else '-'}{_usd(abs(d)) if abs(d) >= 0.1 else f'${abs(d):.3g}'}"
-
-
-def _objective(r: dict) -> str:
-    o = str(r.get("objective") or "")
-    if not o:
-        return ""
-    unit = UNIT_LABELS.get(r.get("unit") or "", "")
-    if o in OBJECTIVES:
-        return OBJECTIVES[o].format(unit=unit).replace("cost ,", "cost,")
-    return f"Chosen for the lowest {o.replace('_', ' ')}."
-
-
-def _unpriced_line(unpriced: list[dict]) -> str:
-    """One sentence for the summary: the unpriced GPUs likeliest to win (highest break-even) and their prices."""
-    top = sorted(unpriced, key=lambda u: -(u.get("break_even_usd_per_gpu_hour") or 0))[:3]
-    if not top:
-        return ""
-    names = [f"{u.get('count', '?')} x {u.get('gpu')}" for u in top]
-    prices = [_usd(u["break_even_usd_per_gpu_hour"]) for u in top if u.get("break_even_usd_per_gpu_hour") is not None]
-    more = len(unpriced) - len(top)
-    who = (", ".join(names[:-1]) + " and " + names[-1]) if len(names) > 1 else names[0]
-    if more > 0:
-        who += f" (and {more} more)"
-    if len(unpriced) == 1:
-        return f"{who} has no known price" + (f"; it would be the better buy at under {prices[0]} per GPU-hour." if prices else ".")
-    parts = []
-    for k, u in enumerate(top):
-        be = u.get("break_even_usd_per_gpu_hour")
-        parts.append(names[k] + ("" if be is None else f" (would win under {_usd(be)} per GPU-hour)" if not parts else f" ({_usd(be)})"))
-    listed = (", ".join(parts[:-1]) + (" and " if more <= 0 else ", ") + parts[-1]) + (f" and {more} more" if more > 0 else "")
-    return f"no known price for {listed}."
-
-
-def _premium(x) -> str:
-    if not isinstance(x, (int, float)) or isinstance(x, bool) or not x:
-        return ""
-    return f"{x:+.0%} rule premium"
-
-
-def _id_order(kid: str) -> tuple:
-    return ("KTCAW".index(kid[0]) if kid[0] in "KTCAW" else 9, kid)
-
-
-def _tco(t: dict) -> str:
-    parts = []
-    if t.get("capex_usd") is not None:
-        parts.append(f"buying costs {_usd(t['capex_usd'], 0)} up front")
-    if t.get("opex_usd_per_month") is not None:
-        parts.append(f"{_usd(t['opex_usd_per_month'], 0)} per month to run")
-    if t.get("rent_usd_per_month") is not None:
-        parts.append(f"renting {_usd(t['rent_usd_per_month'], 0)} per month")
-    be = t.get("break_even_months")
-    if be is not None:
-        parts.append(f"buying pays off after {be:,.0f} months" if be > 0 else "buying never pays off")
-    return "; ".join(parts) or "no figures"
-
-
-def _effect(e: dict) -> str:
-    k = e["kind"]
-    if k in ("prefer", "avoid"):
-        return f"{k} {e['weight']:g}"
-    if k == "exclude":
-        return "exclude"
-    if k == "derive":
-        return "derive " + ", ".join(f"{a}={b}" for a, b in e.items() if a != "kind")
-    return f"{k} ({e.get('severity', '')})"

@@ -1,0 +1,265 @@
+"""The memo's one-screen summary: what to use, what it costs, the reasons in the forward direction, the
+risks, the alternatives beside it, how close the call is (the stability band), drawn from the other sections."""
+from __future__ import annotations
+
+
+from advisor.judgement.alternatives import titles_line as _titles
+from advisor.numbers.objective import UNIT_LABELS
+from advisor.shell.wording import (gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+                                   api_line as _api_line)
+from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence, _utilisation,
+                                      _objective, _unpriced_line, _tco)
+
+
+def _cheaper_per_token(x: _Record, alts: list[dict], short: bool = False) -> str:
+    """Why the winner still wins when the table shows a dearer-per-hour alternative that is cheaper per
+    million tokens under per-hour ranking: both hold the users within the service level, and the faster
+    card's extra tokens are speed the users do not need, not extra users served."""
+    r = x.r
+    if not r or x.mode != "inference" or (r.get("unit") or "hour") != "hour":
+        return ""
+    w = x.cands[r["gpu"]]
+    sl = (x.rec.get("service_level") or {}).get("tpot_ms")
+    wm, wh, ws = w.get("usd_per_million_tokens"), w.get("usd_per_hour"), w.get("tokens_per_s_per_user")
+    if None in (wm, wh, ws) or not sl or ws < 1000 / sl:
+        return ""                       # a winner outside the service level is a risk, said by the rules
+    cheaper = [a["gpu"] for a in alts if (x.cands[a["gpu"]].get("usd_per_million_tokens") or wm) < wm
+               and (x.cands[a["gpu"]].get("usd_per_hour") or 0) > wh]
+    if not cheaper:
+        return ""
+    who = " and ".join(cheaper[:2]) + (f" and {len(cheaper) - 2} more" if len(cheaper) > 2 else "")
+    if short:
+        return f"{who} {'is' if len(cheaper) == 1 else 'are'} cheaper per token only by being faster than the users need"
+    return (f"{who} {'costs' if len(cheaper) == 1 else 'cost'} less per million tokens than {r['gpu']} only because "
+            f"{'it is' if len(cheaper) == 1 else 'they are'} faster: both hold the users within the service level "
+            f"({1000 / sl:,.0f} tokens/s each), so the faster card serves the same users, and its extra speed is not extra "
+            f"work; per hour, which is what serving them costs, {r['gpu']} is cheaper ({_usd(wh)})")
+
+
+def _summary(x: _Record, v: dict) -> dict:
+    """The one-screen summary, drawn from the sections: what to use, its cost, the reasons, the two best
+    alternatives, the top risks, unpriced GPUs and the planner's suggestions."""
+    r, d, cites = x.r, x.d, x.cites
+    summary: dict = {"cost": [], "reasons": [], "risks": [], "alternatives": [], "suggestions": [], "unpriced": [],
+                     "objective": "", "api": None}
+    if r:
+        c = x.cands[r["gpu"]]
+        summary["cost"] = _summary_cost(x, c)
+        summary["objective"] = _objective(r)
+        summary["api"] = _api_line(x.rec.get("api_comparison"))
+        summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''} "
+                               f"({_layout_short(r)}).")
+    else:
+        summary["sentence"] = v["headline"]
+        by_rule: dict = {}
+        for g, rules in x.rec["no_candidate"].items():
+            for k in rules:
+                by_rule.setdefault(x.rule_titles.get(k, k), []).append(g)
+        summary["reasons"] = [f"{t}: {', '.join(gs[:4])}{f' and {len(gs) - 4} more' if len(gs) > 4 else ''}."
+                              for t, gs in sorted(by_rule.items(), key=lambda kv: -len(kv[1]))][:3]
+    if r:
+        summary["reasons"] = _forward_reasons(x, v)
+    elif v["decisive"]:
+        first = v["decisive"]["because"]
+        head = v["decisive"]["title"].split(":")[0]
+        if first.startswith(head + ":"):
+            first = first[len(head) + 1:].strip()
+        summary["reasons"].append(f"{v['decisive']['title']}: {_gist(first, 90)}" if first else v["decisive"]["title"] + ".")
+    if not r:
+        summary["reasons"] += [s["title"] + "." for s in v["supporting"]][:3 - len(summary["reasons"])]
+    summary["stability"] = _stability_lines(x)
+    # the text memo's one-screen summary keeps the verdict; the detail (ends, measurement) is in md/html and below
+    summary["stability_short"] = _stability_short(x)
+    summary["cheaper_per_token"] = _cheaper_per_token(x, [a for a in v["alternatives"] if not a["excluded"]][:2])
+    summary["cheaper_per_token_short"] = _cheaper_per_token(x, [a for a in v["alternatives"] if not a["excluded"]][:2], True)
+    # the two best alternatives and the difference alone (the rule premium is in the alternatives table)
+    summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
+                                "diff": a["diff_short"].split(" effective cost")[0] + (" effective" if " effective cost" in a["diff_short"] else ""),
+                                "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule",
+                                "unit_cost": a["unit_cost"], "work_cost": a["work_cost"], "speed": a["speed"],
+                                "layout": a["layout"], "plain": a["plain"], "plain_short": a["plain_short"]}
+                               for a in [a for a in v["alternatives"] if not a["excluded"]][:2]]
+    summary["alt_table"] = _alt_table(x, [a["gpu"] for a in summary["alternatives"]])
+    line = _unpriced_line([u for u in (x.rec.get("unpriced") or []) if isinstance(u, dict)])
+    if line:
+        summary["unpriced"].append(line)
+    # the objective, unless the decisive reason already says it (the cost ranking rule)
+    # and the default objective (cost) goes to the details, to keep the summary on one screen
+    summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
+        (r or {}).get("objective") == "cost" else summary["objective"]
+    summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
+    summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]}
+                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:3] or \
+                       [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]} for k in v["risks"]][:1]
+    return summary
+
+
+def _closest_label(x: _Record) -> str:
+    """The words before the plan when no GPU meets the target: it is the nearest plan, not one that meets it."""
+    what = "deadline" if x.mode != "inference" else "service level"
+    return f"No GPU meets the {what}; the closest plan: " if (x.r or {}).get("closest") else ""
+
+
+def _forward_reasons(x: _Record, v: dict) -> list[str]:
+    """Why the winner, in the forward direction: its cost per unit and its speed against the service
+    level, the rules in its favour, then one line on why it beat the runner-up, then an excluded GPU
+    only when an exclusion decided (the reader would have expected that GPU)."""
+    r, c = x.r, x.cands[x.r["gpu"]]
+    g = r["gpu"]
+    # the costs themselves are on the summary's cost lines just above: the reason says what they mean
+    unit = r.get("unit") or ""
+    field = {"hour": "usd_per_hour", "job": "usd_per_job"}.get(unit or "hour", "usd_per_million_tokens")
+    priced = [k[field] for g2, k in x.cands.items() if k.get("fits") and k.get(field) is not None
+              and not (x.decided.get(g2) or {}).get("excluded")]
+    # "lowest" only when it is, by price alone; else the rules' premiums made it first (the next line says how)
+    lowest = c.get(field) is not None and priced and c[field] <= min(priced)
+    first = (f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} that fits" if lowest else
+             f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} after the rules' premiums") \
+        if r.get("objective") == "cost" and c.get(field) is not None else f"{g} ranks first"
+    speed = _speed_against_level(x, c)
+    favour = _titles([s["title"] for s in v["supporting"]])
+    out = [first + (f", at {speed}" if speed else "") + (f"; in its favour: {favour}" if favour else "") + "."]
+    if r.get("closest"):
+        # no plan meets the target: how near this one comes is the first thing the reader needs
+        out[0] = (f"{g} comes closest to the {'deadline' if x.mode != 'inference' else 'service level'}: "
+                  f"{r['closest']['missed']} ({r['closest']['shortfall']:.1f}x the target).")
+    ru = x.rec.get("runner_up")
+    alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
+    if alt:
+        out.append(f"It beats {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {alt['plain_short']}.")
+    d = x.d
+    if d and any(t["rule"] == d["id"] and t["effect"]["kind"] == "exclude" for t in x.rec["trace"]):
+        # the rule's own sentence names the excluded GPU and why; its title is in WHY below
+        out.append(_gist(v["decisive"]["because"], 140))
+    return out[:4]
+
+
+def _speed_against_level(x: _Record, c: dict) -> str:
+    """The winner's speed per user against the service level, or its hours against the deadline."""
+    if x.mode == "inference" and c.get("tokens_per_s_per_user") is not None:
+        sl = x.rec.get("service_level") or {}
+        text = f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user"
+        if sl.get("tpot_ms"):
+            text += f" (the service level asks {1000 / sl['tpot_ms']:,.0f})"
+        return text
+    if c.get("training_hours") is not None:
+        dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
+        return f"about {_num(c['training_hours'], 0)} hours" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
+    return ""
+
+
+def _stability_lines(x: _Record) -> list[str]:
+    """Whether the answer survives the speed model's own error (record: recommendation.within_error)."""
+    r, o = x.r or {}, x.rec.get("runner_up_overlap")
+    basis = r.get("cost_range_basis") or {}
+    m = x.rec.get("service_level_margin")
+    if m and r.get("within_error") is not None:
+        return [_margin_line(r, m)]
+    if not o or r.get("within_error") is None:
+        return []
+    unit, err = basis.get("unit", ""), basis.get("model_error") or 0
+    w, ru = o["winner_range"], o["runner_up_range"]
+    head = (f"{r['gpu']} {_range(w)} and {o['gpu']} {_range(ru)} {unit}, each with the speed model's "
+            f"{err:.1%} median error (docs/accuracy.md)")
+    if not o["overlap"]:
+        return [f"Stable: {head}; the ranges do not overlap, so the model's error does not change the answer."]
+    return [f"Close call: {head} overlap: at {r['gpu']}'s slow end and {o['gpu']}'s fast end "
+            f"{o['if_winner_slow_runner_up_fast']} is cheaper, at the other ends {o['if_winner_fast_runner_up_slow']}. "
+            f"To settle it, run {o['settle_by']}."]
+
+
+def _stability_short(x: _Record) -> list[str]:
+    """The stability verdict in one line for the text summary (the ends and the measurement are below)."""
+    r, o = x.r or {}, x.rec.get("runner_up_overlap")
+    m = x.rec.get("service_level_margin")
+    if m and r.get("within_error") is not None:
+        return [_margin_line(r, m, short=True)]
+    if not o or r.get("within_error") is None:
+        return []
+    err = (r.get("cost_range_basis") or {}).get("model_error") or 0
+    head = "Close call" if o["overlap"] else "Stable"
+    # the unit is the summary's "Per unit of work" line; the ends and the measurement are in the detail
+    return [f"{head} ({err:.1%} model error): {r['gpu']} {_range(o['winner_range'])}, {o['gpu']} {_range(o['runner_up_range'])}"
+            + "."]
+
+
+def _margin_line(r: dict, m: dict, short: bool = False) -> str:
+    """Under per-hour ranking (quotes, not modelled): whether the winner still holds the service level
+    when the speed model is off by its median error (record: service_level_margin)."""
+    lo, hi = m["winner_tokens_per_s_per_user"]
+    need, err = m["service_level_tokens_per_s_per_user"], m["model_error"]
+    head = (f"{r['gpu']} {_num(lo, 0)}-{_num(hi, 0)} tokens/s per user with the speed model's {err:.1%} error, "
+            f"against the {_num(need, 0)} the service level asks")
+    verdict = "Stable" if m["holds_at_slow_end"] else "Close call"
+    if short:
+        # the text summary's one line, as long as the cost band's: the verdict and the figures behind it
+        return f"{verdict} ({err:.1%} model error): {_num(lo, 0)}-{_num(hi, 0)} tokens/s per user, {_num(need, 0)} asked."
+    if m["holds_at_slow_end"]:
+        return f"Stable: {head}; even at its slow end it holds the service level, and its hourly price is a quote."
+    ru, ru_ok = m.get("runner_up"), m.get("runner_up_holds_at_slow_end")
+    other = (f"{ru} holds it at its slow end ({_num(m['runner_up_tokens_per_s_per_user'][0], 0)})" if ru and ru_ok else
+             f"{ru} would miss it too ({_num(m['runner_up_tokens_per_s_per_user'][0], 0)} at its slow end), so more cards"
+             if ru else "more cards")
+    return (f"Close call: {head}; at its slow end it misses the service level, and then {other} would be the answer. "
+            f"To settle it, run {m['settle_by']}.")
+
+
+def _range(rg) -> str:
+    if not rg:
+        return ""
+    lo, hi = rg
+    return f"{_usd(lo) if lo >= 0.1 else f'${lo:.3g}'}-{_usd(hi) if hi >= 0.1 else f'${hi:.3g}'}"
+
+
+def _ranking_cost(unit: str, c: dict) -> str:
+    """The cost in the ranking's unit (per hour of interactive serving, per million tokens, per job)."""
+    field = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
+             "million_training_tokens": "usd_per_million_tokens"}.get(unit or "hour", "usd_per_hour")
+    v = c.get(field)
+    if v is None:
+        return "price unknown"
+    return f"{_usd(v, 0) if field == 'usd_per_job' else _usd(v) if v >= 0.1 else f'${v:.3g}'} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
+
+
+def _speed_short(mode: str, c: dict) -> str:
+    if not c.get("fits"):
+        return "-"
+    if mode == "inference":
+        return f"{_num(c.get('tokens_per_s_per_user'), 0)} tokens/s per user"
+    return f"{_num(c.get('training_hours'), 0)} h" if c.get("training_hours") is not None else "-"
+
+
+def _alt_table(x: _Record, gpus: list[str]) -> dict:
+    """The summary's small table of runners-up: cost per hour, per unit of work (per million output tokens
+    or per job, whichever the ranking did not already show) and speed, with the units in the heads."""
+    work = ("usd_per_million_tokens", "per M output tokens") if x.mode == "inference" else ("usd_per_job", "per job")
+    if x.mode != "inference" and (x.r or {}).get("unit") == "million_training_tokens":
+        work = ("usd_per_million_tokens", "per M training tokens")
+    speed = ("tokens_per_s_per_user", "tokens/s per user", 0) if x.mode == "inference" else ("training_hours", "hours", 1)
+    head = ["", "per hour", work[1], speed[1]]
+    rows = []
+    for g in gpus:
+        c = x.cands[g]
+        w = c.get(work[0])
+        rows.append([f"{c['count']} x {g}", _usd(c["usd_per_hour"]) if c.get("usd_per_hour") is not None else "unknown",
+                     "-" if w is None else _usd(w, 0) if work[0] == "usd_per_job" else _usd(w) if w >= 0.1 else f"${w:.3g}",
+                     "-" if c.get(speed[0]) is None else _num(c[speed[0]], speed[2])])
+    return {"head": head, "rows": rows}
+
+
+def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
+    """(label, text) pairs: per hour, per month at the workload's utilisation, per unit of work, the offer,
+    and buy-or-rent when the record compares them."""
+    hours, hours_how = _utilisation(x.inputs)
+    if c.get("usd_per_hour") is not None:
+        cost = [("Per hour", f"{_usd(c['usd_per_hour'])} ({_usd(c['usd_per_hour'] * hours, 0)} a month, {hours_how})")]
+        unit = _unit_cost(x.mode, c)
+        if unit:
+            cost.append(("Per unit of work", unit))
+        cost.append(("Offer", _offer(c["price"])))
+    else:
+        cost = [("Cost", _cost_sentence(x.mode, c, x.cites))]
+    tco = x.r.get("tco")
+    if isinstance(tco, dict) and tco:
+        cost.append(("Buy or rent", _tco(tco)))
+    return cost
