@@ -126,7 +126,10 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
     ru = x.rec.get("runner_up")
     alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
     if alt:
-        out.append(f"It beats {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {alt['plain_short']}.")
+        # "it costs 15% more" would read as the winner's cost after "It beats ...": name the runner-up
+        why = alt["plain_short"]
+        why = f"{alt['gpu']}{why[2:]}" if why.startswith("it ") else why
+        out.append(f"It beats {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {why}.")
     d = x.d
     if d and any(t["rule"] == d["id"] and t["effect"]["kind"] == "exclude" for t in x.rec["trace"]):
         # the rule's own sentence names the excluded GPU and why; its title is in WHY below
