@@ -108,7 +108,6 @@ def scaling(n: int, cache: str, runs: int, guarded: float = 0.8) -> dict:
 
 
 def sweep_throughput(n_conc: int) -> tuple[float, int]:
-    from advisor.judgement import knowledge
     from advisor.shell import sweep
     d = Path(tempfile.mkdtemp(prefix="sweep-"))
     grid = d / "grid.yaml"
