@@ -216,7 +216,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                     activation_checkpointing=w.activation_checkpointing, training_tokens=w.training_tokens)
     else:
         vals.update(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens)
-    compared = {c.gpu.id: api.compare(c, w, catalog) for c in est.candidates} if catalog is not None and not w.training else {}
+    compared = api.compare_all(est.candidates, w, catalog) if catalog is not None else {}
     first = next(iter(compared.values()), None)
     if first is not None:
         vals.update(api_match=first.match, api_offers=first.offers_considered,

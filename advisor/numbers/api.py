@@ -111,11 +111,17 @@ def busy_share(plan, w) -> float:
     return float(w.utilisation or 1.0)
 
 
-def compare(plan, w, catalog) -> ApiComparison | None:
-    """The comparison for a serving plan (None for training). Without a price or a speed the plan's own
-    figures are left out, the offers are still given."""
+def compare_all(plans, w, catalog) -> dict:
+    """gpu id -> the comparison of each plan (none for training): the API offers of the workload are
+    looked up and priced once, each plan's own figures beside them."""
     if w.training:
-        return None
+        return {}
+    base = _offers_priced(w, catalog)
+    return {p.gpu.id: compare(p, w, catalog, base) for p in plans}
+
+
+def _offers_priced(w, catalog) -> ApiComparison:
+    """The workload's API offers priced for its request shape (the plan's figures left out)."""
     match, models, rows = offers_for(w.model, catalog)
     if not rows:
         return ApiComparison("none")
@@ -131,9 +137,19 @@ def compare(plan, w, catalog) -> ApiComparison | None:
         f"{a0.provider} {a0.provider_model}: ({p:,} prompt tokens x {1 - h:.0%} x ${a0.usd_per_million_input:g}"
         + (f" + {p:,} x {h:.0%} cached x ${a0.usd_per_million_cached_input if a0.usd_per_million_cached_input is not None else a0.usd_per_million_input:g}" if h else "")
         + f" + {o:,} output tokens x ${a0.usd_per_million_output:g}) / {p + o:,} tokens, per million ({a0.date}, {a0.source})")}
-    base = ApiComparison(match, models, shown, len(rows), api, why=why)
-    if plan is None or not plan.fits or not plan.usd_per_hour or not plan.tokens_per_s:
+    return ApiComparison(match, models, shown, len(rows), api, why=why)
+
+
+def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiComparison | None:
+    """The comparison for a serving plan (None for training). Without a price or a speed the plan's own
+    figures are left out, the offers are still given. `base`: the workload's offers, priced already."""
+    if w.training:
+        return None
+    base = base or _offers_priced(w, catalog)
+    if base.match == "none" or plan is None or not plan.fits or not plan.usd_per_hour or not plan.tokens_per_s:
         return base
+    match, models, shown, n, api, why = base.match, base.models, base.offers, base.offers_considered, base.api_usd_per_million_tokens, base.why
+    p, o = w.prompt_tokens, w.output_tokens
     owned = w.constraints.deployment in ON_PREM
     u = busy_share(plan, w)
     tps = plan.tokens_per_s * (p + o) / o
@@ -149,7 +165,7 @@ def compare(plan, w, catalog) -> ApiComparison | None:
         f" x 86,400 s x {u:.0%} busy), per million")
     why["break_even_tokens_per_day"] = (f"${per_day:,.2f} a day / ${api:.4g} per million tokens = {be / 1e6:,.1f} million tokens a day "
                                         f"({be / (tps * 86400):.0%} of the plan's {tps * 86400 / 1e6:,.0f} million-token day)")
-    return ApiComparison(match, models, shown, len(rows), api, plan_usd, per_day, tps, u, load, be, be / (tps * 86400),
+    return ApiComparison(match, models, shown, n, api, plan_usd, per_day, tps, u, load, be, be / (tps * 86400),
                          load / be, why)
 
 

@@ -46,17 +46,39 @@ def misses(w: Workload, sp: speed.Speed) -> str | None:
     return None
 
 
-def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term) -> Plan:
-    """One layout timed, priced and sized: a Plan (its `why` still without the planner's own lines)."""
+_STAGED: dict[tuple[int, int], tuple[Workload, Workload]] = {}
+
+
+def _with_stage(w: Workload, stage: int) -> Workload:
+    """The workload with the ZeRO stage a layout takes, made once per workload and stage (the planner
+    times every layout of every GPU at one of four stages)."""
+    hit = _STAGED.get((id(w), stage))
+    if hit is None or hit[0] is not w:
+        if len(_STAGED) > 256:
+            _STAGED.clear()
+        hit = _STAGED[(id(w), stage)] = (w, replace(w, zero_stage=stage))
+    return hit[1]
+
+
+def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term,
+             priced: dict | None = None) -> Plan:
+    """One layout timed, priced and sized: a Plan (its `why` still without the planner's own lines).
+    `priced`: the hourly costs this search found already, by cards, nodes and instance group (the
+    layouts of one GPU that differ in TP, EP or ZeRO stage only rent the same instances)."""
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
     gpn = gpu.gpus_per_node
     group = min(lay.count, gpn) if w.training else min(lay.tp * lay.pp, gpn)
-    price = cost.plan_cost(gpu, catalog, lay.count, lay.nodes(gpu), group, w)
+    key = (lay.count, lay.nodes(gpu), group)
+    price = priced.get(key) if priced is not None else None
+    if price is None:
+        price = cost.plan_cost(gpu, catalog, lay.count, lay.nodes(gpu), group, w)
+        if priced is not None:
+            priced[key] = price
     cal = speed.calibration(catalog)
     if w.training:
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
-            w = replace(w, zero_stage=lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
+            w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
         sp = speed.training_time(w, led, gpu, lay, rate, cal)
     else:
         sp = speed.inference_speed(w, led, gpu, lay, rate, cal)
@@ -176,14 +198,15 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         n = layouts.min_cards(bases)
         fewest = n if fewest is None or (n is not None and n < fewest) else fewest
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
+        priced: dict = {}     # one price per rental of this workload variant (evaluate)
 
-        def attempt(base, dp, wv=wv, lv=lv, seen=seen):
+        def attempt(base, dp, wv=wv, lv=lv, seen=seen, priced=priced):
             lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
             sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp)
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             seen.add(sig)
-            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate)
+            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced)
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
 
