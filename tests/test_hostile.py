@@ -1,5 +1,6 @@
 """Hostile and broken input: every case answers with a clear message naming the place, exit code 2,
 no traceback, and runs nothing it was smuggled."""
+import os
 import json
 import shutil
 import string
@@ -114,7 +115,18 @@ def test_rules_that_exclude_everything_name_the_rules(capsys, tmp_path):
 
 def test_a_missing_rules_directory(capsys, tmp_path):
     refuse(capsys, ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path / "nope")],
-           "no such rules directory")
+           "nope: no such rules folder or rule file")
+
+
+def test_a_missing_rule_file_is_named_a_file(capsys, tmp_path):
+    refuse(capsys, ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path / "mine.yaml")],
+           "mine.yaml: no such rule file")
+
+
+def test_a_fifo_inside_a_rules_folder_is_refused_not_skipped(capsys, tmp_path):
+    os.mkfifo(tmp_path / "waits.yaml")     # opening it would wait for a writer forever
+    refuse(capsys, ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path)],
+           "waits.yaml: is a named pipe (FIFO), not a rule file: refusing to read it")
 
 
 # --- catalog and price files -------------------------------------------------------------------------

@@ -30,10 +30,15 @@ def _files(dirs: list[Path]) -> list[Path]:
             out.append(d)
         elif d.is_dir():
             shipped = d.resolve() == RULES_DIR.resolve()
-            out.extend(sorted(p for p in d.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-                              and not (shipped and p.name in NOT_RULES)))
+            for p in sorted(d.rglob("*")):
+                if p.suffix not in (".yaml", ".yml") or (shipped and p.name in NOT_RULES) or p.is_dir():
+                    continue
+                note_read(p, "rule file")    # a FIFO or device named *.yaml is refused, not skipped
+                out.append(p)
         else:
-            raise InputError(Problem("no such rules directory", str(d)))
+            # `--rules` takes a folder or one rule file: name what is missing as the user gave it
+            what = "rule file" if d.suffix in (".yaml", ".yml") else "rules folder or rule file"
+            raise InputError(Problem(f"no such {what}", str(d)))
     return out
 
 
