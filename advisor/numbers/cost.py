@@ -426,6 +426,10 @@ def fleet_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cos
              "date": "fleet file", "commit": None, "source": "fleet", "tier": "quote",
              "instances": 1, "gpus_per_instance": owned, "usd_per_instance_hour": owned_h, "idle_gpus": 0,
              "owned_gpus": owned, "fleet_gpus": mine.count, "owned_usd_per_hour": owned_h,
+             # the fleet's nodes the plan uses and the instances (or servers) added beside them: the
+             # network between the two is not the fleet's own (rules/procurement.yaml)
+             "owned_nodes": math.ceil(owned / gpu.gpus_per_node),
+             "added_nodes": ((added.price or {}).get("instances") or math.ceil(extra / gpu.gpus_per_node)) if added else 0,
              "added_gpus": extra, "added": (added.price if added else None),
              "added_usd_per_hour": (added.usd_per_hour if added else None)}
     why = {"usd_per_hour": owned_how + (f"; plus {extra} more {gpu.id}: {added.why.get('usd_per_hour')}" if added else ""),
