@@ -1,5 +1,6 @@
 """Issue 22: rent or buy answered every time, system power, cooling, GeForce licence, workstation, fleet."""
 import json
+import re
 
 import pytest
 import yaml
@@ -183,3 +184,41 @@ def test_the_fabric_warning_counts_owned_nodes_apart_from_rented_ones(capsys):
     assert "model-split-across-rented-instances" not in rules        # 2 of the 3 nodes are the team's own
     w = rules["model-split-between-fleet-and-rented"]
     assert w["severity"] == "high" and "2 own h100-sxm node(s) and 1 rented instance(s)" in w["text"]
+
+
+# --- the summary's month says what was given and what it implies ---
+
+def summary_month(tmp_path, capsys, doc) -> str:
+    p = tmp_path / "m.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    assert main(["recommend", str(p), "--format", "md"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "a month" in x)
+    return line
+
+
+def test_the_month_says_what_the_workload_gave(tmp_path, capsys):
+    cloud = {**serve70(gpus=["h100-sxm"]), "utilisation": 0.5}
+    line = summary_month(tmp_path, capsys, cloud)
+    hourly, month = (float(x.replace(",", "")) for x in re.findall(r"\$([\d,.]+)", line)[:2])
+    assert "a month, 365 h: 50% utilisation)" in line and month == pytest.approx(hourly * 365, abs=3)
+    line = summary_month(tmp_path, capsys, serve70(gpus=["h100-sxm"]))
+    assert "24x7, no utilisation given" in line
+    # owned hardware is paid every hour whatever the busy share: the month is the owning cost x 730
+    onprem = serve70(gpus=["h100-sxm"], deployment="on-prem", busy_share=0.8)
+    line = summary_month(tmp_path, capsys, onprem)
+    assert "a month, 730 h: owned, busy 80% (given))" in line and "no utilisation given" not in line
+    line = summary_month(tmp_path, capsys, serve70(gpus=["h100-sxm"], deployment="on-prem"))
+    assert "730 h: owned, busy 70% (the default))" in line
+    ft = {"mode": "fine-tuning", "model": "llama-3.1-70b", "precision": "bf16", "method": "full", "training_tokens": 2e9,
+          "constraints": {"gpus": ["h100-sxm"], "jobs_per_month": 4}}
+    line = summary_month(tmp_path, capsys, ft)
+    assert "4 jobs a month x" in line and "(jobs_per_month)" in line
+    line = summary_month(tmp_path, capsys, {**ft, "constraints": {**ft["constraints"], "deployment": "on-prem"}})
+    assert "730 h: owned; 4 jobs a month of" in line
+
+
+def test_the_fleet_month_is_its_running_cost_24x7(capsys):
+    assert main(["recommend", "examples/fleet-h100.yaml"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "730 h: the team's cards run 24x7 at their running cost, the 8 added ones rented as long" in out
+    assert "no utilisation given" not in out
