@@ -88,6 +88,8 @@ def plain(text: str) -> str:
 
 def offer(p: dict) -> str:
     """Where the price comes from: provider, instance, region, kind, date (one line of visible text)."""
+    if p.get("kind") == "owned":
+        return _owned_offer(p)
     parts = [p.get("provider") or "unknown provider"]
     inst = p.get("instance")
     count = p.get("instances") or 1
@@ -106,6 +108,18 @@ def offer(p: dict) -> str:
     if idle:
         parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")
     return clean(", ".join(x for x in parts if x))     # the names are a price file's: cleaned for every output
+
+
+def _owned_offer(p: dict) -> str:
+    """The team's fleet (numbers.cost.fleet_cost): its cards in its nodes, and the offer of the cards added
+    beside them; no quote date (the team's own hardware) and no location twice."""
+    n = p.get("instances") or 1
+    text = f"{p.get('provider') or 'the team'}, {p.get('instance')} ({n} x {p.get('gpus_per_instance')}-GPU node{'s' if n > 1 else ''}), owned"
+    added = p.get("added")
+    if p.get("added_gpus") and isinstance(added, dict):
+        how = "bought" if added.get("kind") == "purchase" else "rented"
+        text += f"; {p['added_gpus']} more {how}: {offer(added)}"
+    return clean(text)
 
 
 HOURS_PER_MONTH = 730          # 24 x 365 / 12 (numbers.cost uses the same month)
