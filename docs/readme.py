@@ -166,6 +166,14 @@ def bench() -> str:
             f"and a sweep deciding {b['sweep']['decisions_per_s']:.0f} combinations a second; a busy machine gives more.")
 
 
+def prices() -> str:
+    """What `gpu-advisor prices list` holds: the SkyPilot rows (they name the catalog commit) and the rest."""
+    rows = json.loads("\n".join(run("gpu-advisor prices list --format json")))
+    sky = [r for r in rows if r.get("commit")]
+    return (f"({len(sky)} dated rows from {len({r['provider'] for r in sky})} providers for {len({r['gpu'] for r in sky})} GPUs) "
+            f"plus {len(rows) - len(sky)} hand-kept quotes ({len({r['gpu'] for r in rows})} GPUs in all)")
+
+
 def transcripts() -> str:
     n = len(list((ROOT / "transcripts").glob("*.yaml")))
     return NUMBERS[n] if n < len(NUMBERS) else f"{n}"
@@ -181,7 +189,7 @@ PARTS = {
     "dialogue": dialogue, "memo-summary": memo_summary, "template": template, "estimate": estimate,
     "workstation": lambda: memo_cost("workstation-gemma-27b"), "fleet": lambda: memo_cost("fleet-h100"),
     "on-prem": lambda: memo_cost("on-prem-70b-serving"), "sweep": sweep, "bench": bench,
-    "transcripts": transcripts, "models": models,
+    "transcripts": transcripts, "models": models, "prices": prices,
 }
 
 

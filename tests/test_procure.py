@@ -171,10 +171,11 @@ def test_a_pcie_or_unstated_fleet_plans_tensor_parallelism_as_pcie(tmp_path, cap
         c = cand(r, "h100-sxm")
         assert h["tp"] == 4
         assert "risk-tensor-parallel-over-pcie" in [x["rule"] for x in c["warnings"]]
+        assert "fleet-link-not-stated" in [x["rule"] for x in c["warnings"]]       # and says how to state it
         # the same four cards over PCIe are slower per user than over NVLink
         hn = next(c for c in nvlink["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
         assert h["tokens_per_s_per_user"] < hn["tokens_per_s_per_user"]
-    assert "risk-tensor-parallel-over-pcie" not in [x["rule"] for x in cand(nvlink, "h100-sxm")["warnings"]]
+    assert not {"risk-tensor-parallel-over-pcie", "fleet-link-not-stated"} & {x["rule"] for x in cand(nvlink, "h100-sxm")["warnings"]}
 
 
 def test_the_fabric_warning_counts_owned_nodes_apart_from_rented_ones(capsys):
