@@ -7,11 +7,16 @@
 2. one in-process decision with the shipped knowledge base: load once, decide many (target <= 15 ms);
 3. knowledge-base scaling: load + one decision with 50, 500 and 5,000 synthetic rules (target <= 1 s for 5,000);
 4. sweep throughput in decisions per second on all cores (target >= 120).
+
+The figures also go to bench/last.json (committed; `--out FILE` elsewhere), with the date and the
+machine: README.md quotes them from there (docs/readme.py), so the README never times anything.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -24,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 EXAMPLE = ROOT / "examples" / "chat-assistant.yaml"
 QUICK = "--quick" in sys.argv
+LAST = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else ROOT / "bench" / "last.json"
 
 
 def median_ms(samples):
@@ -122,25 +128,43 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "advisor")], check=True)
     cache = tempfile.mkdtemp(prefix="gpu-advisor-bench-cache-")
     runs = 3 if QUICK else 9
+    fig: dict = {"date": datetime.date.today().isoformat(), "runs": runs, "quick": QUICK,
+                 "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0],
+                             "platform": f"{platform.system()} {platform.machine()}",
+                             # what else the machine was doing: the figures are only as quiet as it was
+                             "load_average_1min_at_start": round(os.getloadavg()[0], 2)}}
     print(f"gpu-advisor benchmarks on {os.cpu_count()} cores, Python {sys.version.split()[0]} (medians of {runs} runs)")
     print("1. cold start, whole process (target <= 250 ms)")
+    fig["cold_start_ms"] = {}
     for fmt in ("json", "md"):
-        print(f"   recommend --format {fmt:<4}  cache warm {cold_start(fmt, cache, runs):7.0f} ms   cache off {cold_start(fmt, '0', runs):7.0f} ms")
+        warm, off = cold_start(fmt, cache, runs), cold_start(fmt, "0", runs)
+        fig["cold_start_ms"][fmt] = {"cache_warm": round(warm, 1), "cache_off": round(off, 1)}
+        print(f"   recommend --format {fmt:<4}  cache warm {warm:7.0f} ms   cache off {off:7.0f} ms")
     r = in_process(70 if QUICK else 350)
+    fig["decision_ms"] = {k: round(v, 2) for k, v in r.items()}
     print(f"2. one in-process decision (target <= 15 ms): estimate {r['estimate']:.1f} ms, estimate + decide "
           f"{r['estimate+decide']:.1f} ms, and with the JSON decision record and its rule texts {r['with record']:.1f} ms")
     print("3. knowledge-base scaling, load + one decision (target <= 1,000 ms for 5,000 rules)")
     print("   (synthetic rules: 80% start with a test on one GPU or model, as user rules do; the rest test random thresholds)")
+    fig["rules_ms"] = {}
     for n in (50, 500, 5000):
         warm = scaling(n, cache, 1 if QUICK else 3)
         cold = scaling(n, "0", 1)
+        fig["rules_ms"][str(n)] = {"load+decide": round(warm["load+decide"], 1), "load": round(warm["load"], 1),
+                                   "decide": round(warm["decide"], 1), "firings": warm["firings"],
+                                   "first_load_without_cache": round(cold["load+decide"], 1)}
         print(f"   {n:>5} rules: {warm['load+decide']:7.0f} ms (load {warm['load']:.0f}, decide {warm['decide']:.0f}, "
               f"{warm['firings']} firings); first load without cache {cold['load+decide']:.0f} ms")
     every = scaling(5000, cache, 1 if QUICK else 3, guarded=1.0)
+    fig["rules_ms"]["5000_all_guarded"] = {"load+decide": round(every["load+decide"], 1), "firings": every["firings"]}
     print(f"   5,000 rules that all start with such a test: {every['load+decide']:7.0f} ms (load {every['load']:.0f}, "
           f"decide {every['decide']:.0f}, {every['firings']} firings)")
     rate, n = sweep_throughput(10 if QUICK else 50)
+    fig["sweep"] = {"decisions_per_s": round(rate, 1), "combinations": n}
     print(f"4. sweep on {os.cpu_count()} cores (target >= 120/s): {rate:.0f} decisions/s over {n} combinations")
+    fig["machine"]["load_average_1min_at_end"] = round(os.getloadavg()[0], 2)
+    LAST.write_text(json.dumps(fig, indent=2) + "\n")
+    print(f"wrote {LAST.relative_to(ROOT) if LAST.is_relative_to(ROOT) else LAST} (README.md quotes it: python docs/readme.py)")
 
 
 if __name__ == "__main__":

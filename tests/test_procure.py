@@ -1,5 +1,6 @@
 """Issue 22: rent or buy answered every time, system power, cooling, GeForce licence, workstation, fleet."""
 import json
+import re
 
 import pytest
 import yaml
@@ -142,3 +143,83 @@ def test_a_price_from_one_analyst_says_so(tmp_path, capsys):
     assert main(["recommend", str(p)]) == 0
     out = capsys.readouterr().out
     assert "one analyst's estimate" in out
+
+
+# --- the fleet as it is: its nodes and links bound the plan on owned cards ---
+
+def test_a_fleet_of_4_gpu_nodes_keeps_tensor_parallelism_inside_one_of_them(tmp_path, capsys):
+    # 405B in fp8 needs 8 x 80 GB: on the catalog's 8-GPU HGX that is TP 8 in one node; the team's
+    # nodes hold 4 cards each, so the plan is TP 4 inside a node and 2 pipeline stages across two
+    doc = {"mode": "inference", "model": "llama-3.1-405b", "precision": "fp8", "concurrency": 16,
+           "constraints": {"gpus": ["h100-sxm"]}}
+    catalog_node = cand(rec(tmp_path, capsys, doc), "h100-sxm")
+    est = rec(tmp_path, capsys, {**doc, "fleet": [{"gpu": "h100-sxm", "count": 16, "nodes": 4, "interconnect": "NVLink"}]})
+    h = next(c for c in est["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
+    assert (h["tp"], h["pp"], h["count"], h["nodes"]) == (4, 2, 8, 2)
+    assert h["price"]["kind"] == "owned" and h["price"]["owned_nodes"] == 2 and h["price"]["added_nodes"] == 0
+    assert h["power_kw_per_node"] == pytest.approx(10.2 / 2)         # half of the DGX H100's 10.2 kW per 4-card node
+    assert catalog_node["count"] == 8
+
+
+def test_a_pcie_or_unstated_fleet_plans_tensor_parallelism_as_pcie(tmp_path, capsys):
+    base = {**serve70(gpus=["h100-sxm"]), "concurrency": 32}
+    nvlink = rec(tmp_path, capsys, {**base, "fleet": [{"gpu": "h100-sxm", "count": 16, "nodes": 4, "interconnect": "NVLink"}]})
+    for link in ("PCIe Gen5 switch", None):
+        entry = {"gpu": "h100-sxm", "count": 16, "nodes": 4, **({"interconnect": link} if link else {})}
+        r = rec(tmp_path, capsys, {**base, "fleet": [entry]})
+        h = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
+        c = cand(r, "h100-sxm")
+        assert h["tp"] == 4
+        assert "risk-tensor-parallel-over-pcie" in [x["rule"] for x in c["warnings"]]
+        assert "fleet-link-not-stated" in [x["rule"] for x in c["warnings"]]       # and says how to state it
+        # the same four cards over PCIe are slower per user than over NVLink
+        hn = next(c for c in nvlink["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
+        assert h["tokens_per_s_per_user"] < hn["tokens_per_s_per_user"]
+    assert not {"risk-tensor-parallel-over-pcie", "fleet-link-not-stated"} & {x["rule"] for x in cand(nvlink, "h100-sxm")["warnings"]}
+
+
+def test_the_fabric_warning_counts_owned_nodes_apart_from_rented_ones(capsys):
+    assert main(["recommend", "examples/fleet-h100.yaml", "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    rules = {w["rule"]: w for w in r["warnings"]}
+    assert "model-split-across-rented-instances" not in rules        # 2 of the 3 nodes are the team's own
+    w = rules["model-split-between-fleet-and-rented"]
+    assert w["severity"] == "high" and "2 own h100-sxm node(s) and 1 rented instance(s)" in w["text"]
+
+
+# --- the summary's month says what was given and what it implies ---
+
+def summary_month(tmp_path, capsys, doc) -> str:
+    p = tmp_path / "m.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    assert main(["recommend", str(p), "--format", "md"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "a month" in x)
+    return line
+
+
+def test_the_month_says_what_the_workload_gave(tmp_path, capsys):
+    cloud = {**serve70(gpus=["h100-sxm"]), "utilisation": 0.5}
+    line = summary_month(tmp_path, capsys, cloud)
+    hourly, month = (float(x.replace(",", "")) for x in re.findall(r"\$([\d,.]+)", line)[:2])
+    assert "a month, 365 h: 50% utilisation)" in line and month == pytest.approx(hourly * 365, abs=3)
+    line = summary_month(tmp_path, capsys, serve70(gpus=["h100-sxm"]))
+    assert "24x7, no utilisation given" in line
+    # owned hardware is paid every hour whatever the busy share: the month is the owning cost x 730
+    onprem = serve70(gpus=["h100-sxm"], deployment="on-prem", busy_share=0.8)
+    line = summary_month(tmp_path, capsys, onprem)
+    assert "a month, 730 h: owned, busy 80% (given))" in line and "no utilisation given" not in line
+    line = summary_month(tmp_path, capsys, serve70(gpus=["h100-sxm"], deployment="on-prem"))
+    assert "730 h: owned, busy 70% (the default))" in line
+    ft = {"mode": "fine-tuning", "model": "llama-3.1-70b", "precision": "bf16", "method": "full", "training_tokens": 2e9,
+          "constraints": {"gpus": ["h100-sxm"], "jobs_per_month": 4}}
+    line = summary_month(tmp_path, capsys, ft)
+    assert "4 jobs a month x" in line and "(jobs_per_month)" in line
+    line = summary_month(tmp_path, capsys, {**ft, "constraints": {**ft["constraints"], "deployment": "on-prem"}})
+    assert "730 h: owned; 4 jobs a month of" in line
+
+
+def test_the_fleet_month_is_its_running_cost_24x7(capsys):
+    assert main(["recommend", "examples/fleet-h100.yaml"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "730 h: the team's cards run 24x7 at their running cost, the 8 added ones rented as long" in out
+    assert "no utilisation given" not in out

@@ -107,6 +107,8 @@ FACTS: dict[str, Fact] = {
     "candidate.system_power_known": Fact("boolean", "", "power per node comes from the vendor's system specification, not the C14 host factor"),
     "candidate.owned_gpus": Fact("integer", "GPUs", "cards of the plan that the team's fleet already holds (absent: none)"),
     "candidate.added_gpus": Fact("integer", "GPUs", "cards the plan needs beyond the team's fleet of this GPU"),
+    "candidate.owned_nodes": Fact("integer", "nodes", "the team's own nodes the plan uses (absent: no fleet of this GPU)"),
+    "candidate.added_nodes": Fact("integer", "nodes", "rented instances (or bought servers) the plan adds beside the fleet's nodes (absent: no fleet of this GPU)"),
     "candidate.power_margin_kw": Fact("number", "kW", "available power per node minus the node's need (absent: no limit given)"),
     "candidate.usd_per_hour": Fact("number", "USD/h", "rental cost of the layout (absent: price unknown)"),
     "candidate.budget_margin_usd_per_hour": Fact("number", "USD/h", "budget minus cost per hour (absent: no budget or price)"),
@@ -260,7 +262,8 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
             if c.price and c.price.get("kind") == "owned":
-                cvals.update(owned_gpus=c.price["owned_gpus"], added_gpus=c.price["added_gpus"])
+                cvals.update(owned_gpus=c.price["owned_gpus"], added_gpus=c.price["added_gpus"],
+                             owned_nodes=c.price.get("owned_nodes"), added_nodes=c.price.get("added_nodes"))
             if w.constraints.power_kw_per_rack is not None and c.power_kw_per_node:
                 cvals["nodes_per_rack"] = int(w.constraints.power_kw_per_rack // c.power_kw_per_node)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:

@@ -55,10 +55,12 @@ class Calibration:
         return self.maturing_share if m in ("maturing", "limited", "new") else 1.0
 
     def link_bytes_s(self, gpu: GPU) -> tuple[float, str]:
-        got = self._links.get(gpu.id)
+        # keyed by the link too: a fleet's nodes may hold a GPU without its NVLink (numbers.fleet)
+        key = (gpu.id, gpu.fig("interconnect").value)
+        got = self._links.get(key)
         if got is None:
             gb_s, how = comm.link_gb_s(gpu, self.pcie)
-            got = self._links[gpu.id] = (gb_s * 1e9 * self.link_share, f"{how} x {self.link_share:g} achieved")
+            got = self._links[key] = (gb_s * 1e9 * self.link_share, f"{how} x {self.link_share:g} achieved")
         return got
 
     def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:

@@ -422,10 +422,16 @@ def fleet_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cos
     usd = owned_h + (added.usd_per_hour if added else 0.0)
     where = ", ".join(x for x in (mine.location, mine.interconnect) if x)
     offer = {"provider": "the team's fleet" + (f" ({where})" if where else ""), "region": mine.location, "kind": "owned",
-             "instance": f"{owned} of {mine.count} owned {gpu.id}" + (f" on {mine.nodes} node{'s' if mine.nodes > 1 else ''}" if mine.nodes else ""),
+             "instance": f"{owned} of {mine.count} owned {gpu.id}",       # in `instances` of its nodes (below)
              "date": "fleet file", "commit": None, "source": "fleet", "tier": "quote",
-             "instances": 1, "gpus_per_instance": owned, "usd_per_instance_hour": owned_h, "idle_gpus": 0,
+             # the fleet's nodes are its "instances": 16 owned H100 in two DGX are 2 x 8, not 1 x 16
+             "instances": math.ceil(owned / gpu.gpus_per_node), "gpus_per_instance": min(owned, gpu.gpus_per_node),
+             "usd_per_instance_hour": owned_h / math.ceil(owned / gpu.gpus_per_node), "idle_gpus": 0,
              "owned_gpus": owned, "fleet_gpus": mine.count, "owned_usd_per_hour": owned_h,
+             # the fleet's nodes the plan uses and the instances (or servers) added beside them: the
+             # network between the two is not the fleet's own (rules/procurement.yaml)
+             "owned_nodes": math.ceil(owned / gpu.gpus_per_node),
+             "added_nodes": ((added.price or {}).get("instances") or math.ceil(extra / gpu.gpus_per_node)) if added else 0,
              "added_gpus": extra, "added": (added.price if added else None),
              "added_usd_per_hour": (added.usd_per_hour if added else None)}
     why = {"usd_per_hour": owned_how + (f"; plus {extra} more {gpu.id}: {added.why.get('usd_per_hour')}" if added else ""),

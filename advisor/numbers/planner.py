@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, layouts, objective, speed
+from advisor.numbers import cost, fleet, layouts, objective, speed
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
 from advisor.numbers.plan import Plan
@@ -261,6 +261,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     """Size one GPU for the workload: every layout the planner offers, each priced and timed, the best
     by the workload's objective kept, with why."""
     max_gpus = w.constraints.max_gpus or layouts.MAX_GPUS
+    gpu = fleet.shaped(gpu, w)      # on the team's own cards: the fleet's nodes and links, not the catalog's
     tried, fewest, cp, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus)
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:

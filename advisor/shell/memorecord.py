@@ -108,14 +108,6 @@ def _cost_sentence(mode: str, c: dict, cites: _Cites | None = None) -> str:
     return s + (f", {unit}" if unit else "")
 
 
-def _utilisation(inputs: dict) -> tuple[float, str]:
-    """(hours per month, how they were chosen): the workload's utilisation, or 24x7 said as such."""
-    u = inputs.get("utilisation")
-    if isinstance(u, (int, float)) and not isinstance(u, bool) and 0 < u <= 1:
-        return HOURS_PER_MONTH * u, f"{HOURS_PER_MONTH * u:,.0f} h: {u:.0%} utilisation"
-    return HOURS_PER_MONTH, f"{HOURS_PER_MONTH} h: 24x7, no utilisation given"
-
-
 def _money_diff(x, base) -> str:
     if x is None or base is None:
         return ""                       # nothing to compare: the prices are shown beside it

@@ -6,8 +6,8 @@ from __future__ import annotations
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.shell.wording import (gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
-                                   api_line as _api_line)
-from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence, _utilisation,
+                                   api_line as _api_line, month_hours)
+from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
 
 
@@ -253,7 +253,7 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
 def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
     """(label, text) pairs: per hour, per month at the workload's utilisation, per unit of work, the offer,
     and buy-or-rent when the record compares them."""
-    hours, hours_how = _utilisation(x.inputs)
+    hours, hours_how = month_hours(x.inputs, c)
     if c.get("usd_per_hour") is not None:
         cost = [("Per hour", f"{_usd(c['usd_per_hour'])} ({_usd(c['usd_per_hour'] * hours, 0)} a month, {hours_how})")]
         unit = _unit_cost(x.mode, c)

@@ -81,7 +81,8 @@ def summary_text(rec: dict, cat=None) -> str:
         unit = (f"; {wording.usd(r['usd_per_job'], 0)} per job" if r.get("usd_per_job") is not None
                 else f"; {wording.usd(r['usd_per_million_tokens'])} per million {tokens}" if r.get("usd_per_million_tokens") is not None
                 else "")
-        lines.append(f"  about {wording.usd(r['usd_per_hour'] * 730, 0)} per month if run 24x7{unit}")
+        hours, how = wording.month_hours(rec.get("inputs") or {}, r)
+        lines.append(f"  about {wording.usd(r['usd_per_hour'] * hours, 0)} per month ({how}){unit}")
     d = rec["decisive_rule"]
     lines.append(f"Decisive rule: {d.get('title', d['id'])} ({d['id']}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
     lines.append(f"  {cites.prose(d['because'], d['source'])}")

@@ -17,6 +17,9 @@ from advisor.shell.questions import COMMANDS
 from advisor.shell.transcripts import transcript_yaml
 
 RESUME_FILE = ".gpu-advisor-resume.yaml"
+# what the terminal session says first (docs/readme.py shows it in the README's session too)
+INTRO = ("gpu-advisor: a few questions about your workload, then a recommendation and a memo.",
+         "Type ? for help, why for the rules an answer feeds, back to revise, quit to leave. Enter accepts [defaults].")
 
 
 def terminal_width() -> int:
@@ -35,8 +38,8 @@ def run_interactive(dlg, write=None) -> int:
 
     say = write or (lambda s: print_formatted_text(s))
     session = PromptSession(history=InMemoryHistory())
-    say("gpu-advisor: a few questions about your workload, then a recommendation and a memo.")
-    say("Type ? for help, why for the rules an answer feeds, back to revise, quit to leave. Enter accepts [defaults].")
+    for line in INTRO:
+        say(line)
     while dlg.stage not in ("done", "quit"):
         p = dlg.current()
         if dlg.stage == "confirm" and p.id == "confirm" and not getattr(dlg, "_summarised", False):

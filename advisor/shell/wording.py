@@ -88,6 +88,8 @@ def plain(text: str) -> str:
 
 def offer(p: dict) -> str:
     """Where the price comes from: provider, instance, region, kind, date (one line of visible text)."""
+    if p.get("kind") == "owned":
+        return _owned_offer(p)
     parts = [p.get("provider") or "unknown provider"]
     inst = p.get("instance")
     count = p.get("instances") or 1
@@ -106,6 +108,60 @@ def offer(p: dict) -> str:
     if idle:
         parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")
     return clean(", ".join(x for x in parts if x))     # the names are a price file's: cleaned for every output
+
+
+def _owned_offer(p: dict) -> str:
+    """The team's fleet (numbers.cost.fleet_cost): its cards in its nodes, and the offer of the cards added
+    beside them; no quote date (the team's own hardware) and no location twice."""
+    n = p.get("instances") or 1
+    text = f"{p.get('provider') or 'the team'}, {p.get('instance')} ({n} x {p.get('gpus_per_instance')}-GPU node{'s' if n > 1 else ''}), owned"
+    added = p.get("added")
+    if p.get("added_gpus") and isinstance(added, dict):
+        how = "bought" if added.get("kind") == "purchase" else "rented"
+        text += f"; {p['added_gpus']} more {how}: {offer(added)}"
+    return clean(text)
+
+
+HOURS_PER_MONTH = 730          # 24 x 365 / 12 (numbers.cost uses the same month)
+
+
+def _share(x) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x <= 1 else None
+
+
+def month_hours(inputs: dict, c: dict) -> tuple[float, str]:
+    """(hours a month the plan is paid for, what they rest on) for the memo's monthly cost of plan `c`:
+    owned hardware is paid every hour (its busy share, given or the default, only sets the energy and the
+    rent it is compared with); a rental for the hours the workload gives (utilisation, busy_share, or
+    jobs_per_month x the job's hours); 24x7, said as such, when it gives none."""
+    cons = inputs.get("constraints") or {}
+    kind = (c.get("price") or {}).get("kind")
+    jobs = cons.get("jobs_per_month")
+    jobs = jobs if isinstance(jobs, (int, float)) and not isinstance(jobs, bool) and jobs > 0 else None
+    if kind == "purchase":
+        busy = ((c.get("tco") or {}).get("inputs") or {}).get("utilisation") or {}
+        b, src = _share(busy.get("value")), busy.get("source") or ""
+        if jobs and c.get("training_hours"):
+            used = jobs * c["training_hours"] / HOURS_PER_MONTH
+            return HOURS_PER_MONTH, (f"{HOURS_PER_MONTH} h: owned; {jobs:g} jobs a month of "
+                                     f"{c['training_hours']:,.1f} h keep it {min(used, 1):.0%} busy")
+        said = "given" if src == "workload file" else "the default"
+        # owning is paid every hour: the busy share (given or the default) sets only the energy and the rent compared
+        return HOURS_PER_MONTH, (f"{HOURS_PER_MONTH} h: owned" + (f", busy {b:.0%} ({said})" if b else ""))
+    if kind == "owned":
+        added = (c.get("price") or {}).get("added_gpus")
+        return HOURS_PER_MONTH, (f"{HOURS_PER_MONTH} h: the team's cards run 24x7 at their running cost"
+                                 + (f", the {added:g} added ones rented as long" if added else ""))
+    u = _share(inputs.get("utilisation"))
+    if u:
+        return HOURS_PER_MONTH * u, f"{HOURS_PER_MONTH * u:,.0f} h: {u:.0%} utilisation"
+    b = _share(cons.get("busy_share"))
+    if b:
+        return HOURS_PER_MONTH * b, f"{HOURS_PER_MONTH * b:,.0f} h: busy {b:.0%} (busy_share)"
+    if jobs and c.get("training_hours"):
+        h = min(jobs * c["training_hours"], HOURS_PER_MONTH)
+        return h, f"{h:,.0f} h: {jobs:g} jobs a month x {c['training_hours']:,.1f} h (jobs_per_month)"
+    return HOURS_PER_MONTH, f"{HOURS_PER_MONTH} h: 24x7, no utilisation given"
 
 
 def gist(text: str, limit: int = 110) -> str:
