@@ -423,6 +423,16 @@ class Training:
     compute_s: float
 
 
+def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
+    """FP4 training without a fitted FP4 share on this GPU family is credited the FP8 rate, not FP4's
+    (published low-precision training gains are tens of percent over BF16, not the 2x of the FP4 peak,
+    and no FP4 training run is in catalog/measurements.yaml): the FP8 / FP4 spec ratio, else 1."""
+    if precision != "fp4" or "fp4" in (cal.train_share.get(gpu.generation) or {}):
+        return 1.0
+    f8, f4 = gpu.tflops("fp8"), gpu.tflops("fp4")
+    return f8 / f4 if f8 and f4 else 1.0
+
+
 def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, dp: int,
                   seq: int | None = None, micro_batch: int | None = None, microbatches: int | None = None,
                   virtual_stages: int = 1, precision: str | None = None) -> Training:
@@ -439,7 +449,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
         share *= cal.train_zero3_share
     flops, _ = train_flops_per_token(w, led)
     flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
-    R = rate.value * TFLOP * share
+    R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
     m = microbatches or micro_batches(w, pp, dp, mbs)[0]
     # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
     bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
@@ -490,6 +500,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     explained = {
         "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
+                                    + (f", x {fp4_training_credit(gpu, cal, p):.2f} FP8 / FP4 peak: no FP4 training measurement, credited the FP8 rate"
+                                       if fp4_training_credit(gpu, cal, p) != 1.0 else "")
                                     + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
                                     + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
                                        else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
