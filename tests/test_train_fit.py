@@ -51,7 +51,7 @@ def test_training_hours_are_the_whole_run_and_state_the_goodput(catalog, kb):
     g, how = cal.goodput(c.count)
     assert c.training_hours > c.step_hours and c.training_hours == pytest.approx(c.step_hours / g)
     assert c.goodput == pytest.approx(g) and f"goodput {g:.2f}" in c.why["training_hours"]
-    assert "interruptions per GPU-hour" in c.speed_explained["goodput"]["formula"]
+    assert "GPU-hours between interruptions" in c.speed_explained["goodput"]["formula"]
     # the Llama 3 paper's 16,384 H100s: the interruption term is the paper's 10% (> 90% effective time)
     assert cal.goodput(16384)[0] == pytest.approx(cal.goodput_base / 1.10, rel=0.01)
     rec = d.record

@@ -73,9 +73,10 @@ class Calibration:
         """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had."""
         lost = self.interruptions_per_gpu_hour * count * self.hours_lost_per_interruption
         g = self.goodput_base / (1 + lost)
+        between = f"{1 / self.interruptions_per_gpu_hour:,.0f}" if self.interruptions_per_gpu_hour else "no"
         return g, (f"goodput {g:.3f} = {self.goodput_base:.3f} fitted on published whole-run GPU-hours (checkpoints, "
-                   f"evaluation, stalls) / (1 + {self.interruptions_per_gpu_hour:.3g} interruptions per GPU-hour x "
-                   f"{count:,} GPUs x {self.hours_lost_per_interruption:.3g} h lost each)")
+                   f"evaluation, stalls) / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
+                   f"{between} GPU-hours between interruptions)")
 
     def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:
         fam = self.train_share.get(gpu.generation) or {}

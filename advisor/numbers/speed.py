@@ -520,7 +520,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base,
                                               "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
                                               "hours_lost_per_interruption": cal.hours_lost_per_interruption},
-                    "source": "catalog/efficiency.yaml (whole_run: LLAMA3_INTERRUPTIONS; goodput_base fitted by bench/fit.py)",
+                    "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base fitted by bench/fit.py)",
                     "formula": good_how},
     }
     step_tps = tokens_per_s
