@@ -5,7 +5,8 @@
 Evaluates every record of catalog/measurements.yaml with the advisor's own speed functions (the
 layout, precision, lengths and concurrency of the record) and prints, per record, the tool's figure,
 the measured one and their ratio; then per class (serving throughput, TTFT, TPOT, training tokens/s
-per GPU, GPU-to-GPU ratios) the median absolute error and the worst ratio, on the records the factors
+per GPU, whole-run GPU-hours with and without the goodput, GPU-to-GPU ratios) the median absolute
+error, the worst ratio and the share within 2x and 1.5x, on the records the factors
 were fitted on (split: fit) and on those kept out of the fit (split: check). `--markdown` also writes
 the tables for docs/accuracy.md. bench/fit.py imports `prepare` and `evaluate` from here.
 """

@@ -1,6 +1,6 @@
 """Fit the speed model's efficiency factors on the `fit` split of catalog/measurements.yaml.
 
-    python bench/fit.py [--dry-run]
+    python bench/fit.py [--dry-run] [--training-only]
 
 Serving: eight factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
 matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
@@ -9,7 +9,10 @@ share a maturing software stack reaches), fitted together by minimising the squa
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
-ZeRO-3 factor (learnt where both FSDP and other runs were measured), then one MoE factor. The factors, the records they were fitted on and
+ZeRO-3 factor (learnt where both FSDP and other runs were measured), then one MoE factor. Whole runs:
+goodput_base, the geometric mean of step GPU-hours x the sourced interruption term / published
+GPU-hours over the fitted `whole_run` records (capped at 1). `--training-only` keeps the serving
+factors of the file and refits the training ones. The factors, the records they were fitted on and
 the fit's residuals are written between the markers of catalog/efficiency.yaml; `--dry-run` prints
 them only. Check-split records never enter the fit: bench/accuracy.py reports both splits.
 """
