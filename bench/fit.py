@@ -1,6 +1,6 @@
 """Fit the speed model's efficiency factors on the `fit` split of catalog/measurements.yaml.
 
-    python bench/fit.py [--dry-run]
+    python bench/fit.py [--dry-run] [--training-only]
 
 Serving: eight factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
 matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
@@ -9,7 +9,10 @@ share a maturing software stack reaches), fitted together by minimising the squa
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
-ZeRO-3 factor (learnt where both FSDP and other runs were measured), then one MoE factor. The factors, the records they were fitted on and
+ZeRO-3 factor (learnt where both FSDP and other runs were measured), then one MoE factor. Whole runs:
+goodput_base, the geometric mean of step GPU-hours x the sourced interruption term / published
+GPU-hours over the fitted `whole_run` records (capped at 1). `--training-only` keeps the serving
+factors of the file and refits the training ones. The factors, the records they were fitted on and
 the fit's residuals are written between the markers of catalog/efficiency.yaml; `--dry-run` prints
 them only. Check-split records never enter the fit: bench/accuracy.py reports both splits.
 """
@@ -79,9 +82,13 @@ STARTS = ({**BASE, "bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0},
           {**BASE, "bw_share": 0.85, "layer_us": 100.0, "allreduce_us": 6.0})
 
 
+def serving_records(prepared):
+    return [p for p in prepared if p.rec["class"] not in accuracy.TRAINING and p.rec["split"] == "fit"]
+
+
 def fit_serving(prepared, cal):
     cal = replace(cal, engine_max_batch=256)      # the sourced cap written below (VLLM_ENGINE_ARGS)
-    serving = [p for p in prepared if p.rec["class"] != "training" and p.rec["split"] == "fit"]
+    serving = serving_records(prepared)
     best_cal, best_loss = None, math.inf
     for start in STARTS:   # coordinate descent from a few starting points; the lowest loss wins
         c = replace(cal, **start)
@@ -156,7 +163,22 @@ def fit_training(prepared, cal):
     # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
     moe_rms = math.sqrt(statistics.fmean(e * e for e in moe_errs)) if moe_errs else 0.0
     cal = replace(cal, train_spread=statistics.pstdev(dense_errs), train_moe_spread=moe_rms)
-    return cal, train, groups, moe, sharded
+    cal, whole = fit_goodput(prepared, cal)
+    return cal, train, groups, moe, sharded, whole
+
+
+def fit_goodput(prepared, cal):
+    """goodput_base: the geometric mean over the fitted whole runs of step GPU-hours x the sourced
+    interruption term / published GPU-hours, capped at 1 (no run advances faster than its steps); its
+    spread, the standard deviation of the log ratios left."""
+    whole = [p for p in prepared if p.rec["class"] == "whole_run" and p.rec["split"] == "fit"]
+    if not whole:
+        return cal, whole
+    logs = [math.log(accuracy.evaluate(p, replace(cal, goodput_base=1.0)) / p.rec["measured"]) for p in whole]
+    base = min(1.0, math.exp(statistics.fmean(logs)))
+    cal = replace(cal, goodput_base=base)
+    resid = [math.log(accuracy.evaluate(p, cal) / p.rec["measured"]) for p in whole]
+    return replace(cal, goodput_spread=statistics.pstdev(resid) if len(resid) > 1 else 0.0), whole
 
 
 def _resid(prepared, cal) -> str:
@@ -164,7 +186,7 @@ def _resid(prepared, cal) -> str:
     return f"median |error| {statistics.median(errs):.1%} over {len(errs)} fit records"
 
 
-def render(cal, serving, train, groups, moe, sharded) -> str:
+def render(cal, serving, train, groups, moe, sharded, whole=()) -> str:
     today = date.today().isoformat()
     ids = lambda ps: ", ".join(p.rec["id"] for p in ps)  # noqa: E731
     srv_res = _resid(serving, cal)
@@ -206,6 +228,13 @@ def render(cal, serving, train, groups, moe, sharded) -> str:
                  'fitted dense training records: training hours are stated as x exp(-+ this)"}')
     lines.append(f'  moe_residual_spread: {{v: {cal.train_moe_spread:.3f}, src: [CALIBRATION], note: "root mean square of ln(tool / measured) over the '
                  'fitted MoE training records: the stated range of a MoE job"}')
+    if whole:
+        lines.append(f'  goodput_base: {{v: {cal.goodput_base:.3f}, src: [CALIBRATION], fit: "{_resid(whole, cal)}", '
+                     'note: "share of a whole run\'s wall-clock that advances training before interruptions (checkpoints, evaluation, '
+                     'data stalls, and what the step model misses on whole runs): training_hours = step hours / goodput"}')
+        lines.append(f'  goodput_spread: {{v: {cal.goodput_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / published) '
+                     'over the fitted whole runs: added in quadrature to the step spread in the stated range of training_hours"}')
+        lines.append(f'  goodput_fitted_on: "{ids(whole)}"')
     lines.append(f'  fitted_on: "{ids(train)}"')
     lines.append(END)
     return "\n".join(lines)
@@ -214,14 +243,19 @@ def render(cal, serving, train, groups, moe, sharded) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--training-only", action="store_true",
+                    help="refit the training factors only, keeping the serving factors of catalog/efficiency.yaml")
     args = ap.parse_args(argv)
     cat = catalog_mod.load(accuracy.ROOT / "catalog")
     cal = speed.calibration(cat)
     records, models = accuracy.load_records()
     prepared = accuracy.prepare(records, models, cat)
-    cal, serving = fit_serving(prepared, cal)
-    cal, train, groups, moe, sharded = fit_training(prepared, cal)
-    block = render(cal, serving, train, groups, moe, sharded)
+    if args.training_only:
+        serving = serving_records(prepared)
+    else:
+        cal, serving = fit_serving(prepared, cal)
+    cal, train, groups, moe, sharded, whole = fit_training(prepared, cal)
+    block = render(cal, serving, train, groups, moe, sharded, whole)
     print(block)
     if not args.dry_run:
         text = EFFICIENCY.read_text()

@@ -333,8 +333,10 @@ def test_idle_rented_gpus_are_named(capsys, tmp_path, catalog):
 
 def test_training_memo_shows_the_flops_it_used(capsys):
     text = memo(capsys, "mistral-7b-lora", "md")
-    assert ("| Training FLOPs per token | 37.7 GFLOP | 4 x 7.24B active x 1.3 (activation checkpointing, Training memory: "
-            "weights, gradients, optimizer, activations, x1.2) (LoRA:") in text
+    # LoRA: 4 x 7.24B (forward + activation gradients of the frozen base) + 6 x 16.8M adapters, x 1.3
+    # recomputation: (28.96 + 0.10) x 1.3 = 37.8 GFLOP
+    assert ("| Training FLOPs per token | 37.8 GFLOP | (4 x 7.24B frozen base + 6 x 16.8M adapters) x 1.3 (activation checkpointing, "
+            "Training memory: weights, gradients, optimizer, activations, x1.2) (LoRA:") in text
     assert "Active weights / bandwidth" not in text             # inference-only figures stay out
 
 
@@ -679,7 +681,7 @@ def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(ca
     rec = _json(capsys, "7b-pretraining-deadline")
     r, o = rec["recommendation"], rec["runner_up_overlap"]
     assert o["gpu"] == rec["runner_up"]["gpu"] == "h200-sxm" and r["within_error"] is False and o["overlap"] is False
-    assert o["winner_range"] == [3454.8887, 4205.6184] and o["runner_up_range"] == [6293.7895, 7661.3979]
+    assert o["winner_range"] == [3875.0844, 4717.1205] and o["runner_up_range"] == [7058.229, 8591.9461]
     doc = (EXAMPLES.parent / "docs" / "accuracy.md").read_text()
     assert "| serving throughput | check | 107 | 12.5% |" in doc
     assert "| training tokens/s per GPU | check | 39 | 9.8% |" in doc
@@ -722,20 +724,20 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     assert "it costs 15% more" in memo(capsys, "chat-assistant", "md")
     rec = _json(capsys, "7b-pretraining-deadline")
     b = next(a for a in rec["alternatives"] if a["gpu"] == "b200")
-    assert b["ranking_cost"] == {"unit": "job", "usd": 6499.5629} and b["training_hours"] == 60.3152
+    assert b["ranking_cost"] == {"unit": "job", "usd": 7287.9283} and b["training_hours"] == 50.7233
     assert b["tokens_per_s_per_user"] is None and b["reason"].startswith("it costs 70% more, worth paying up to 10% more")
     excluded = [a for a in rec["alternatives"] if a["excluded"]]
     assert excluded and all(a["reason"].startswith("excluded by ") for a in excluded)
 
 
 def test_long_runs_and_many_instances_on_demand_are_risks_with_what_to_do(capsys):
-    rec = _json(capsys, "7b-pretraining-deadline")         # 80 x H100 on 10 on-demand instances, 37.1 h
+    rec = _json(capsys, "7b-pretraining-deadline")         # 80 x H100 on 10 on-demand instances, 41.6 h
     w = {x["rule"]: x for x in rec["warnings"]}
     cap, run = w["risk-capacity-or-contract"], w["risk-long-training-run"]
     assert cap["severity"] == "medium" and "10 whole instances (80 cards" in cap["text"]
     assert "reservation or contract for 10 instances" in cap["mitigation"]
     # 16,384 x 54 x 24 / 419 = 50,677 GPU-hours per unexpected interruption (LLAMA3_RELIABILITY)
-    assert run["severity"] == "low" and "about 37.1 hours on 80 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
+    assert run["severity"] == "low" and "about 41.6 hours on 80 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
     assert run["mitigation"].startswith("Checkpoint every few hours")
     md = memo(capsys, "7b-pretraining-deadline", "md")
     assert "What to do: Checkpoint every few hours" in md and "LLAMA3_RELIABILITY" in md
@@ -755,4 +757,4 @@ def test_html_tradeoff_chart_speed_per_user_against_cost_with_the_service_level(
     html = memo(capsys, "7b-pretraining-deadline", "html")
     svg = re.search(r'<svg class="chart tradeoff-chart".*?</svg>', html, re.S).group(0)
     assert "Training hours against cost per job" in svg and "deadline 72 h" in svg
-    assert "80 x h100-sxm: $3,830, 37 h (chosen)" in svg
+    assert "80 x h100-sxm: $4,296, 42 h (chosen)" in svg

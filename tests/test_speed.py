@@ -121,9 +121,13 @@ def test_training_rate_mfu_and_stated_uncertainty(estimate_file, catalog):
     per_gpu = c.training_tokens_per_s / c.count
     model_flops = 6 * est.ledger.sized.active + speed.attention_train_flops(est.workload, est.workload.context_tokens)
     assert c.mfu == pytest.approx(per_gpu * model_flops / 989e12, rel=1e-6)
-    assert c.training_hours == pytest.approx(1e9 / c.training_tokens_per_s / 3600)
+    # the whole run: the calibrated step time over the goodput (interruptions, checkpoints, evaluation)
+    assert c.step_hours == pytest.approx(1e9 / c.training_tokens_per_s / 3600)
+    assert c.goodput == pytest.approx(cal.goodput(c.count)[0]) and 0.5 < c.goodput < 1
+    assert c.training_hours == pytest.approx(c.step_hours / c.goodput) and c.training_hours > c.step_hours
     lo, hi = c.training_hours_range
-    assert lo < c.training_hours < hi and hi / c.training_hours == pytest.approx(math.exp(cal.train_spread))   # dense
+    assert lo < c.training_hours < hi and hi / c.training_hours == pytest.approx(
+        math.exp(math.hypot(cal.train_spread, cal.goodput_spread)))   # dense: the step and whole-run fits' spreads
     assert c.ideal["training_hours_at_peak"] < c.training_hours       # the seed's ideal figure is kept beside it
 
 
@@ -134,10 +138,63 @@ def test_pipeline_bubble_and_data_parallel_traffic(catalog, cal):
     rate = speed.achievable_tflops(catalog, g, "bf16")
     flat = speed.training_rate(w, led, g, cal, rate, 8, 1, 8, microbatches=16)
     piped = speed.training_rate(w, led, g, cal, rate, 8, 4, 2, microbatches=16)
-    assert piped.bubble == pytest.approx(3 / 16)                    # (PP - 1) / micro-batches
-    assert piped.tokens_per_s_per_gpu == pytest.approx(flat.tokens_per_s_per_gpu / (1 + 3 / 16), rel=1e-6)
+    assert piped.bubble == pytest.approx(3 / 19)                    # (PP - 1) / (m + PP - 1) of the step idles
+    assert piped.tokens_per_s_per_gpu == pytest.approx(flat.tokens_per_s_per_gpu * (1 - 3 / 19), rel=1e-6)
     grads = led.sized.params * 2 / 8                                 # 16-bit gradients of one TP shard
     assert flat.comm_s == pytest.approx(comm.allreduce_bytes(grads, 8) / (cal.scale_out_gb_s * 1e9))
+
+
+def test_the_bubble_follows_the_global_batch_of_the_workload(catalog, cal):
+    # 70B on TP 8 x PP 4 x DP 2 with global_batch 64 and micro_batch 2: m = 64 / (2 x 2) = 16
+    # micro-batches per replica, so (4 - 1) / (16 + 4 - 1) = 3/19 = 15.8% of each step idles; the same
+    # job with a global batch of 16 sequences has 4 micro-batches: 3/7 = 42.9%
+    base = {"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 4096, "micro_batch": 2}
+    g = catalog.gpus["h100-sxm"]
+    rate = speed.achievable_tflops(catalog, g, "bf16")
+    lay = Layout(8, 4, 2, 0.0)
+    for gbs, bubble in ((64, 3 / 19), (16, 3 / 7)):
+        w = workload.parse({**base, "global_batch": gbs, "training_tokens": 1e9}, catalog)
+        sp = speed.training_time(w, training_ledger(w), g, lay, rate, cal)
+        assert sp.global_batch == gbs and sp.micro_batch == 2 and sp.micro_batches == gbs // 4
+        assert sp.pipeline_bubble == pytest.approx(bubble)
+        assert f"global_batch {gbs}" in sp.speed_explained["pipeline_bubble"]["formula"]
+    # without a global batch the planner's choice is stated: 4 micro-batches per stage
+    w = workload.parse({**base, "training_tokens": 1e9}, catalog)
+    sp = speed.training_time(w, training_ledger(w), g, lay, rate, cal)
+    assert sp.micro_batches == 16 and sp.global_batch == 16 * 2 * 2
+    assert "planner's choice" in sp.speed_explained["pipeline_bubble"]["formula"]
+
+
+def test_lora_mfu_counts_4n_for_the_frozen_base_plus_the_adapters(catalog, cal):
+    # Llama 3.1 8B LoRA rank 16 on q, k, v, o: adapters = 2 x 16 x 4096 x 4 x 32 = 16.8M parameters;
+    # a LoRA token costs 4 x 8.03B (forward + activation gradients, no weight gradients) + 6 x 16.8M
+    w = workload.parse({"mode": "fine-tuning", "model": "llama-3.1-8b", "method": "lora", "context_tokens": 2048,
+                        "training_tokens": 1e8}, catalog)
+    led = training_ledger(w)
+    assert led.adapter_params == 2 * 16 * 4096 * 4 * 32
+    g = catalog.gpus["h100-sxm"]
+    rate = speed.achievable_tflops(catalog, g, "bf16")
+    sp = speed.training_time(w, led, g, Layout(1, 1, 1, 0.0), rate, cal)
+    flops = 4 * led.sized.active + 6 * 16_777_216 + speed.attention_train_flops(w, 2048)
+    assert sp.mfu == pytest.approx(sp.training_tokens_per_s * flops / 989e12, rel=1e-9)
+    assert sp.mfu < sp.training_tokens_per_s * (6 * led.sized.active + speed.attention_train_flops(w, 2048)) / 989e12
+
+
+def test_nvfp4_training_reports_mfu_below_1_against_the_fp4_peak(catalog, cal):
+    w = workload.parse({"mode": "training", "model": "llama-3.1-8b", "precision": "nvfp4", "context_tokens": 8192,
+                        "training_tokens": 1e11}, catalog)
+    led = training_ledger(w)
+    g = catalog.gpus["b200"]
+    assert speed.compute_precision(w, g, led.sized) == "fp4"
+    rate = speed.achievable_tflops(catalog, g, "fp4")
+    sp = speed.training_time(w, led, g, Layout(1, 1, 8, 0.0), rate, cal)
+    assert 0 < sp.mfu < 1
+    f8 = workload.parse({"mode": "training", "model": "llama-3.1-8b", "precision": "fp8", "context_tokens": 8192,
+                         "training_tokens": 1e11}, catalog)
+    sp8 = speed.training_time(f8, training_ledger(f8), g, Layout(1, 1, 8, 0.0), speed.achievable_tflops(catalog, g, "fp8"), cal)
+    # no FP4 training measurement: FP4 matmuls are credited the FP8 rate, not twice it
+    assert sp.training_tokens_per_s <= sp8.training_tokens_per_s * 1.05
+    assert "credited the FP8 rate" in sp.speed_explained["matmul_share"]["formula"]
 
 
 def test_an_engine_without_grouped_kv_reads_reads_the_cache_once_per_query_head(catalog, cal):
@@ -211,8 +268,9 @@ def test_every_measurement_is_complete_and_evaluates(catalog):
         assert r["source"] in sources and r["engine"] and "version" in r, r["id"]
         assert r["gpu"] in catalog.gpus and r["split"] in ("fit", "check") and r["measured"] > 0, r["id"]
         assert r["model"] in catalog.models or r["model"] in data["models"], r["id"]
-        if r["class"] == "training":
+        if r["class"] in ("training", "whole_run"):
             assert r["seq"] and r["count"] and r["precision"], r["id"]
+            assert r["class"] == "training" or r["tokens"] > 0, r["id"]
         else:
             assert r["prompt"] and r["output"] and r["concurrency"], r["id"]
     assert {r["split"] for r in records} == {"fit", "check"}
@@ -226,7 +284,7 @@ def test_moe_training_states_the_wider_moe_spread(estimate_file, catalog):
     c = estimate_file("gpt-oss-120b-training").candidate("h100-sxm")
     cal = speed.calibration(catalog)
     assert cal.train_moe_spread > cal.train_spread
-    assert c.training_hours_range[1] / c.training_hours == pytest.approx(math.exp(cal.train_moe_spread))
+    assert c.training_hours_range[1] / c.training_hours == pytest.approx(math.exp(math.hypot(cal.train_moe_spread, cal.goodput_spread)))
 
 
 def test_expert_parallel_trades_the_moe_all_reduce_for_dispatch_and_combine(catalog, cal):

@@ -48,6 +48,7 @@ FIELDS: dict[str, Spec] = {
     "prefix_cache_hit": Spec("float", "Share of prompt tokens an API would bill at its cached-input price (a shared system prompt, a repeated context), 0-1.", min=0, max=1, default=0, modes=("inference",)),
     "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
+    "global_batch": Spec("int", "Sequences per optimizer step over all data-parallel replicas (micro-batches per replica = global_batch / (micro_batch x DP): the pipeline bubble); default: the planner's choice, stated.", min=1, max=100_000_000, unit="sequences", modes=TRAIN),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
@@ -139,6 +140,7 @@ class Workload:
     prefix_cache_hit: float = 0.0     # share of prompt tokens read from a prefix cache (API cached-input price)
     concurrency: int = 1           # inference: sequences at once
     micro_batch: int = 1           # training: sequences per GPU per micro-batch
+    global_batch: int | None = None  # training: sequences per optimizer step; None: the planner chooses
     concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits
     training_tokens: float | None = None
     latency: str = "interactive"
@@ -316,6 +318,14 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             col.add(f"{values['context_tokens']} tokens is far beyond {model.id}'s {limit:.0f}-token context",
                     yamlio.line_of(data, "context_tokens"), "context_tokens")
     _check_layout(values, model, data, col)
+    if mode in TRAIN and values.get("global_batch") and values["global_batch"] < values.get("micro_batch", 1):
+        col.add(f"{values['global_batch']} sequences per step is less than one micro-batch of {values.get('micro_batch', 1)}",
+                yamlio.line_of(data, "global_batch"), "global_batch")
+    if values.get("method") == "qlora" and values.get("layout") and (values["layout"][0] > 1 or values["layout"][1] > 1):
+        # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: QLoRA runs on one card
+        # or as FSDP-QLoRA over data-parallel ranks (QLORA_FSDP)
+        col.add("QLoRA runs on one card or as FSDP-QLoRA over data-parallel ranks: layout tp and pp must be 1",
+                yamlio.line_of(data, "layout"), "layout")
     col.raise_if_any()
     given = set(data) | ({"micro_batch"} if notes else set())
     defaults = tuple(k for k, s in FIELDS.items()

@@ -47,6 +47,14 @@ class Calibration:
     # GPU generations whose training shares were fitted on ZeRO-3/FSDP runs only: their share already is
     # an FSDP share, and the ZeRO-3 factor (fitted where both kinds of run were measured) is not applied
     train_fsdp_only: frozenset = frozenset()
+    # whole-run time (issue 21): a run's wall-clock is its step time / goodput, goodput = goodput_base /
+    # (1 + interruptions per GPU-hour x GPUs x hours lost per interruption). The interruption figures
+    # are sourced (the Llama 3 paper's 16k-H100 run); goodput_base (checkpoints, evaluation, data stalls,
+    # and what the step model misses on whole runs) is fitted by bench/fit.py on published whole-run GPU-hours
+    goodput_base: float = 1.0
+    goodput_spread: float = 0.0       # standard deviation of ln(tool / published) over the fitted whole runs
+    interruptions_per_gpu_hour: float = 0.0
+    hours_lost_per_interruption: float = 0.0
     _links: dict = field(default_factory=dict)
 
     def maturity(self, gpu: GPU) -> float:
@@ -62,6 +70,15 @@ class Calibration:
             gb_s, how = comm.link_gb_s(gpu, self.pcie)
             got = self._links[key] = (gb_s * 1e9 * self.link_share, f"{how} x {self.link_share:g} achieved")
         return got
+
+    def goodput(self, count: int) -> tuple[float, str]:
+        """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had."""
+        lost = self.interruptions_per_gpu_hour * count * self.hours_lost_per_interruption
+        g = self.goodput_base / (1 + lost)
+        between = f"{1 / self.interruptions_per_gpu_hour:,.0f}" if self.interruptions_per_gpu_hour else "no"
+        return g, (f"goodput {g:.3f} = {self.goodput_base:.3f} fitted on published whole-run GPU-hours (checkpoints, "
+                   f"evaluation, stalls) / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
+                   f"{between} GPU-hours between interruptions)")
 
     def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:
         fam = self.train_share.get(gpu.generation) or {}
@@ -128,6 +145,10 @@ def calibration(catalog: Catalog) -> Calibration:
         train_zero3_share=_v(tr, "zero3_share", 1.0, T),
         train_spread=_v(tr, "residual_spread", 0.0, T),
         train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),
+        goodput_base=_v(tr, "goodput_base", 1.0, T),
+        goodput_spread=_v(tr, "goodput_spread", 0.0, T),
+        interruptions_per_gpu_hour=_v(eff.get("whole_run") or {}, "interruptions_per_gpu_hour", 0.0, "whole_run."),
+        hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
     )
     _CAL[id(eff)] = (eff, cal)

@@ -70,7 +70,8 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
     if w.training:
         flops, per_param = speed.train_flops_per_token(w, led)
         compute["job_flops_per_token"] = Term(
-            flops, f"{per_param} x {s.active / 1e9:,.2f}B active"
+            flops, (f"(4 x {s.active / 1e9:,.2f}B frozen base + 6 x {led.adapter_params / 1e6:,.1f}M adapters)" if per_param == 4
+                    else f"{per_param} x {s.active / 1e9:,.2f}B active")
             + (" x 1.3 (activation checkpointing, C06)" if w.activation_checkpointing else "")
             + (" x 2 (policy and value models, C09)" if w.task == "rlhf" else "")
             + (" (LoRA: no weight gradients for the frozen base)" if per_param == 4 else ""), ("K08", "C06"))

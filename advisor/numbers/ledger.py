@@ -188,6 +188,7 @@ class Ledger:
     kv_fallback: bool
     alt: dict[str, Term]            # the other seed's accounting, shown beside ours
     notes: tuple[str, ...]
+    adapter_params: float = 0.0     # LoRA/QLoRA: the trained adapters' parameters (the base is frozen)
 
     def bytes(self, key: str) -> float:
         t = self.terms.get(key)
@@ -264,6 +265,7 @@ def training_ledger(w: Workload) -> Ledger:
     master = MASTER_BYTES if (w.master_weights and b < 4) else 0.0
     opt_b = ADAM_BYTES[w.optimizer] + master
     notes = []
+    adapters = 0.0
     if w.method in ("lora", "qlora"):
         L, h = w.model.num("layers"), w.model.num("hidden_size")
         if L and h:
@@ -305,5 +307,5 @@ def training_ledger(w: Workload) -> Ledger:
                                       f"{P / 1e9:,.2f}B x 18 B (K08: 6 B weights + 8 B Adam + 4 B gradients); "
                                       f"this ledger uses {ours:g} B/param (C06)", ("K08",))
         alt["ours_model_states_gb"] = Term(P * ours, f"{P / 1e9:,.2f}B x {ours:g} B (C06)", ("C06",))
-    return Ledger(terms, s, None, False, alt, tuple(notes))
+    return Ledger(terms, s, None, False, alt, tuple(notes), adapters)
 

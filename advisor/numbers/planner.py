@@ -130,7 +130,7 @@ def _dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus:
     return sorted(d for d in out if d <= cap) or [base.min_dp]
 
 
-def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: dict | None = None) -> list[int]:
+def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: dict | None = None, cal=None) -> list[int]:
     """Replica counts to try when a plan misses a stated target: for a deadline, the count that
     finishes in time by compute (and a few more, for a speed model that does not scale linearly);
     for a service level, doublings up to one replica per sequence (each serving fewer users, T06).
@@ -139,7 +139,12 @@ def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: 
     if w.training:
         if not p.training_hours:
             return []
-        need = math.ceil(p.count * p.training_hours / w.constraints.deadline_hours / m - 1e-9)
+        cards = p.count * p.training_hours / w.constraints.deadline_hours
+        if cal is not None and p.step_hours and p.goodput:
+            # the goodput falls as the cluster grows (more interruptions per hour): solve for it
+            for _ in range(4):
+                cards = p.count * p.step_hours / w.constraints.deadline_hours / cal.goodput(max(1, round(cards)))[0]
+        need = math.ceil(cards / m - 1e-9)
         out = [need + extra for extra in range(4)]
     else:
         out, d = [], lay.dp
@@ -167,7 +172,12 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
         one = layouts.given_layout(wv, lv, gpu, stages)
         return ([one] if one else []), []
     if w.training:
-        return layouts.training_layouts(wv, lv, gpu, max_gpus, stages), []
+        found = layouts.training_layouts(wv, lv, gpu, max_gpus, stages)
+        if w.method == "qlora":
+            # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: one card, or
+            # FSDP-QLoRA sharding the quantized base over data-parallel ranks (QLORA_FSDP)
+            found = [b for b in found if b.tp == 1 and b.pp == 1]
+        return found, []
     bases = layouts.inference_layouts(wv, lv, gpu, max_gpus)
     wider: list = []
     if bases and objective.minimises_cost(w) and (w.service_level_source or not (w.ttft_ms or w.tpot_ms)):
@@ -217,7 +227,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
                     if not got or not got[0].misses or w.layout:
                         continue
                     # a deadline or service level sets the replicas; then fill the instances they take
-                    for d2 in _target_replicas(w, got[1], got[0], max_gpus, refused):
+                    for d2 in _target_replicas(w, got[1], got[0], max_gpus, refused, speed.calibration(catalog)):
                         more = attempt(base, d2)
                         if more and not more[0].misses:
                             for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
@@ -329,6 +339,11 @@ def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: 
                         if lay.attention_dp > 1 else "")
                      + (f", DP {lay.dp} ({lay.min_dp} for memory" + (f", {lay.dp - lay.min_dp} more" if lay.dp > lay.min_dp else "") + ")"
                         if lay.dp > 1 else ""))
+    if w.method == "qlora":
+        why["layout"] += ("; QLoRA: " + ("one card" if lay.count == 1 else
+                                         f"FSDP-QLoRA over {lay.dp} data-parallel ranks" if lay.zero_stage == 3 else
+                                         f"{lay.dp} data-parallel replicas")
+                          + ", never tensor or pipeline parallelism (bitsandbytes' 4-bit layers have neither; QLORA_FSDP)")
     if w.training and "zero_stage" in w.defaults and lay.zero_stage is not None:
         why["zero_stage"] = (f"ZeRO-{lay.zero_stage} chosen by the planner: the lowest stage that fits this layout"
                              + (" (3 = FSDP full sharding)" if lay.zero_stage == 3 else ""))

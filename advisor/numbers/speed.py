@@ -84,8 +84,14 @@ class Speed:
     tokens_per_s_per_gpu: float | None = None
     training_tokens_per_s: float | None = None
     mfu: float | None = None
-    training_hours: float | None = None
-    training_hours_range: list | None = None   # the fit's residual spread around training_hours
+    training_hours: float | None = None        # expected wall-clock of the whole run: step_hours / goodput
+    training_hours_range: list | None = None   # the fits' residual spread around training_hours
+    step_hours: float | None = None            # the same tokens at the calibrated step rate, no stall or restart
+    goodput: float | None = None               # share of the wall-clock that advances training (calibration.goodput)
+    global_batch: int | None = None            # sequences per optimizer step (the workload's, or the planner's choice)
+    micro_batch: int | None = None             # sequences per GPU per micro-batch
+    micro_batches: int | None = None           # per replica per step: global_batch / (micro_batch x DP)
+    pipeline_bubble: float | None = None       # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1)
     hours_per_million_tokens: float | None = None  # hours per million tokens (trained or generated)
     speed_explained: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
@@ -364,10 +370,38 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
 
 # --- training --------------------------------------------------------------------------------------
 
+def model_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
+    """Model FLOPs of one trained token, without recomputation: 6 x active parameters for full training;
+    for LoRA/QLoRA 4 x the frozen base (forward 2N + activation gradients 2N, no weight gradients) plus
+    6 x the adapters. MFU is counted on these."""
+    if w.method in ("lora", "qlora"):
+        return 4 * led.sized.active + 6 * led.adapter_params, 4
+    return 6 * led.sized.active, 6
+
+
 def train_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
-    per_param = 4 if w.method in ("lora", "qlora") else 6   # LoRA: no weight gradients for the frozen base
-    flops = per_param * led.sized.active * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1)
+    flops, per_param = model_flops_per_token(w, led)
+    flops *= CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1
     return flops * (2 if w.task == "rlhf" else 1), per_param
+
+
+def planned_micro_batches(pp: int) -> int:
+    """The planner's micro-batches per replica per step when the workload states no global batch: 4 per
+    pipeline stage (bubble (PP - 1) / (5 PP - 1), under 20%), and 4 of gradient accumulation without a
+    pipeline (the gradient all-reduce is paid once per step and hidden behind them)."""
+    return max(1, 4 * pp)
+
+
+def micro_batches(w: Workload, pp: int, dp: int, micro_batch: int | None = None) -> tuple[int, int, str]:
+    """Micro-batches per replica per step and the global batch (sequences) they make, with how."""
+    mbs = micro_batch or w.micro_batch
+    if w.global_batch:
+        m = max(1, round(w.global_batch / (mbs * dp)))
+        return m, w.global_batch, (f"global_batch {w.global_batch:,} / (micro_batch {mbs} x DP {dp}) = {m:,} micro-batches per replica"
+                                   + (" (rounded)" if m * mbs * dp != w.global_batch else ""))
+    m = planned_micro_batches(pp)
+    return m, m * mbs * dp, (f"planner's choice: {m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}) x "
+                             f"micro_batch {mbs} x DP {dp} = global batch {m * mbs * dp:,} sequences")
 
 
 def attention_train_flops(w: Workload, seq: int) -> float:
@@ -389,6 +423,16 @@ class Training:
     compute_s: float
 
 
+def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
+    """FP4 training without a fitted FP4 share on this GPU family is credited the FP8 rate, not FP4's
+    (published low-precision training gains are tens of percent over BF16, not the 2x of the FP4 peak,
+    and no FP4 training run is in catalog/measurements.yaml): the FP8 / FP4 spec ratio, else 1."""
+    if precision != "fp4" or "fp4" in (cal.train_share.get(gpu.generation) or {}):
+        return 1.0
+    f8, f4 = gpu.tflops("fp8"), gpu.tflops("fp4")
+    return f8 / f4 if f8 and f4 else 1.0
+
+
 def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, dp: int,
                   seq: int | None = None, micro_batch: int | None = None, microbatches: int | None = None,
                   virtual_stages: int = 1, precision: str | None = None) -> Training:
@@ -396,8 +440,8 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     achievable matmul rate, pipeline bubbles, and data-parallel gradient traffic overlapped with compute."""
     seq = seq or w.context_tokens
     mbs = micro_batch or w.micro_batch
-    p = precision or training_precision(w)
-    p = p if p in ("fp8", "fp4") else "bf16"
+    p = precision or compute_precision(w, gpu, led.sized)
+    p = "fp4" if p in FP4_NAMES else p if p == "fp8" else "bf16"   # nvfp4/mxfp4 matmuls run at the FP4 rate
     share, _ = cal.train_share_for(gpu, p)
     if led.sized.experts and led.sized.experts_per_token:
         share *= cal.train_moe_share
@@ -405,9 +449,10 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
         share *= cal.train_zero3_share
     flops, _ = train_flops_per_token(w, led)
     flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
-    R = rate.value * TFLOP * share
-    m = microbatches or max(1, 4 * pp)             # assumption when unknown: 4 micro-batches per stage
-    bubble = (pp - 1) / (m * virtual_stages) if pp > 1 else 0.0
+    R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
+    m = microbatches or micro_batches(w, pp, dp, mbs)[0]
+    # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
+    bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
     compute = tokens_step * flops / (tp * pp * R)
     if tp > 1:
@@ -427,53 +472,76 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
         link = cal.scale_out_gb_s * 1e9
     passes = 1.5 * m if w.zero_stage >= 3 else 1     # FSDP gathers weights for every micro-batch
     comm_s = passes * comm.allreduce_bytes(per_gpu, dp) / link
-    step = max(compute, comm_s) * (1 + bubble)
+    step = max(compute, comm_s) / (1 - bubble)
     tps = tokens_step / step / (tp * pp)
-    model_flops = 6 * led.sized.active + attention_train_flops(w, seq)
+    # MFU against the peak of the precision the matmuls run at (an FP4 run is not measured against BF16)
+    model_flops = model_flops_per_token(w, led)[0] + attention_train_flops(w, seq)
     spec = gpu.tflops(p) or gpu.tflops("bf16")
     return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute)
 
 
 def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
-    """Expected tokens/s, MFU and hours of the layout `lay`, with the fit's spread as the uncertainty;
-    without a token budget, the hours per million training tokens."""
+    """Expected tokens/s, MFU and hours of the layout `lay`: the step time of the calibrated model and
+    the whole run's wall-clock (step time / goodput: interruptions, checkpoints, evaluation), with both
+    fits' spread as the uncertainty; without a token budget, the hours per million training tokens."""
     cal = cal or default_calibration()
-    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp)
+    cp = compute_precision(w, gpu, led.sized)
+    m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp)
+    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
     flops_token, per_param = train_flops_per_token(w, led)
     at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
-    p = training_precision(w)
-    _, share_how = cal.train_share_for(gpu, p if p in ("fp8", "fp4") else "bf16")
+    p = "fp4" if cp in FP4_NAMES else cp
+    _, share_how = cal.train_share_for(gpu, p)
+    good, good_how = cal.goodput(count)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
+    lora = w.method in ("lora", "qlora")
     explained = {
         "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
+                                    + (f", x {fp4_training_credit(gpu, cal, p):.2f} FP8 / FP4 peak: no FP4 training measurement, credited the FP8 rate"
+                                       if fp4_training_credit(gpu, cal, p) != 1.0 else "")
                                     + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
                                     + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
                                        else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
-        "pipeline_bubble": {"value": tr.bubble, "factor": {}, "source": "formula",
-                            "formula": f"(PP {lay.pp} - 1) / micro-batches (4 x PP assumed)" if lay.pp > 1 else "no pipeline"},
+        "pipeline_bubble": {"value": tr.bubble, "factor": {"micro_batches": m, "global_batch": gbs}, "source": "formula",
+                            "formula": (f"(PP {lay.pp} - 1) / ({m:,} micro-batches + PP {lay.pp} - 1) of each step idle; {batch_how}"
+                                        if lay.pp > 1 else f"no pipeline; {batch_how}")},
         "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if count <= gpu.gpus_per_node
                                                          else f"{cal.scale_out_gb_s:g} GB/s per GPU between nodes"},
                           "source": src, "formula": "ring all-reduce of 16-bit gradients over DP, overlapped with compute "
                                                     "(ZeRO-3: weight gathers every micro-batch)"},
         "compute_s_per_step": {"value": tr.compute_s, "factor": {}, "source": "formula",
                                "formula": "micro-batches x micro-batch x sequence x FLOPs per token (incl. causal attention) / rate"},
+        "mfu": {"value": tr.mfu, "factor": {}, "source": "formula",
+                "formula": (f"tokens/s per GPU x ({'4 x frozen base + 6 x adapters' if lora else '6 x active parameters'} + attention) "
+                            f"FLOPs / {gpu.tflops(p) or gpu.tflops('bf16'):g} TFLOPS {p if gpu.tflops(p) else 'bf16'} peak (the precision the matmuls run at)")},
+        "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base,
+                                              "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
+                                              "hours_lost_per_interruption": cal.hours_lost_per_interruption},
+                    "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base fitted by bench/fit.py)",
+                    "formula": good_how},
     }
+    step_tps = tokens_per_s
+    batch = {"global_batch": gbs, "micro_batch": w.micro_batch, "micro_batches": m, "pipeline_bubble": tr.bubble, "goodput": good}
     if not w.training_tokens:
         # the same plan on one million tokens: what the job costs per million, whatever its size
-        return Speed(training_tokens_per_s=tokens_per_s, mfu=tr.mfu, hours_per_million_tokens=1e6 / tokens_per_s / 3600,
-                     speed_explained=explained)
-    hours = w.training_tokens / tokens_per_s / 3600
+        return Speed(training_tokens_per_s=step_tps, mfu=tr.mfu, hours_per_million_tokens=1e6 / step_tps / 3600 / good,
+                     speed_explained=explained, **batch)
+    step_hours = w.training_tokens / step_tps / 3600
+    hours = step_hours / good
     sigma = max(cal.train_spread, cal.train_moe_spread) if led.sized.experts else cal.train_spread
+    sigma = math.sqrt(sigma ** 2 + cal.goodput_spread ** 2)
     spread = math.exp(sigma) if sigma else 1.0
-    why = {"training_hours": (f"{w.training_tokens:.3g} tokens / ({count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
-                              f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x active"
+    why = {"training_hours": (f"{step_hours:,.1f} h of steps / goodput {good:.2f} = {hours:,.1f} h: "
+                              f"{w.training_tokens:.3g} tokens / ({count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
+                              f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x {'frozen base + 6 x adapters' if lora else 'active'}"
                               f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
-                              f"{rate.formula} x {tr.share:.2f} fitted share (MFU {tr.mfu:.0%}); expected within "
-                              f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fit's residual spread); "
-                              f"at the peak matmul rate it would be {at_peak:,.1f} h (K08)")}
-    return Speed(training_tokens_per_s=tokens_per_s, mfu=tr.mfu, training_hours=hours, training_hours_range=[hours / spread, hours * spread],
-                 hours_per_million_tokens=hours * 1e6 / w.training_tokens,
-                 speed_explained=explained, why=why)
+                              f"{rate.formula} x {tr.share:.2f} fitted share (MFU {tr.mfu:.0%}); {good_how}; expected within "
+                              f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fits' residual spread); "
+                              f"at the peak matmul rate the steps would take {at_peak:,.1f} h (K08)"),
+           "step_hours": f"{w.training_tokens:.3g} tokens / {step_tps:,.0f} tokens/s: the calibrated step rate, no stall, restart or checkpoint"}
+    return Speed(training_tokens_per_s=step_tps, mfu=tr.mfu, training_hours=hours, training_hours_range=[hours / spread, hours * spread],
+                 step_hours=step_hours, hours_per_million_tokens=hours * 1e6 / w.training_tokens,
+                 speed_explained=explained, why=why, **batch)

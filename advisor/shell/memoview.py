@@ -92,7 +92,14 @@ def _recommendation(x: _Record) -> dict:
         rng = c.get("training_hours_range") or [c["training_hours"], c["training_hours"]]
         facts.append(("Time", f"about {_num(c['training_hours'])} hours ({_num(rng[0])}-{_num(rng[1])}) for "
                               f"{_count(inputs.get('training_tokens', 0))} tokens at {_num((c.get('mfu') or 0) * 100, 0)}% MFU "
-                              "(calibrated on published runs: docs/accuracy.md)"))
+                              + (f"(the whole run: {_num(c['step_hours'])} h of steps / {c['goodput']:.2f} goodput for interruptions, "
+                                 "checkpoints and evaluation; " if c.get("step_hours") and c.get("goodput") else "(")
+                              + "calibrated on published runs: docs/accuracy.md)"))
+    if mode != "inference" and c.get("global_batch"):
+        facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({'as given' if inputs.get('global_batch') else 'chosen by the planner: 4 micro-batches per pipeline stage'}), "
+                               f"micro-batch {c.get('micro_batch')}, {c.get('micro_batches'):,} micro-batches per replica per step"
+                               + (f", pipeline bubble {c['pipeline_bubble'] * 100:.1f}% ((PP - 1) / (micro-batches + PP - 1))"
+                                  if c.get("pipeline_bubble") else "")))
     if c.get("power_kw_per_node") is not None:
         facts.append(("Power", f"about {_num(c['power_kw_per_node'])} kW per node ({cites.prose(c['why'].get('power_kw_per_node', ''))})"))
     if _objective(r):

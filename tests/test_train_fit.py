@@ -1,0 +1,84 @@
+"""Training figures a user would check (issue 21, items 4, 5, 7): whole-run hours beside step hours,
+QLoRA layouts limited to what its libraries do, and the batch the pipeline bubble comes from."""
+import math
+
+import pytest
+
+from advisor.base import errors
+from advisor.inputs import workload
+from advisor.judgement import decision, knowledge
+from advisor.numbers import estimate as estimator
+from advisor.numbers import speed
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def decide(catalog, kb, data):
+    w = workload.parse(data, catalog, "w")
+    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+
+
+QLORA_70B = {"mode": "fine-tuning", "model": "llama-3.1-70b", "method": "qlora", "context_tokens": 4096,
+             "micro_batch": 1, "training_tokens": 1e8}
+
+
+def test_70b_qlora_never_gets_tensor_or_pipeline_parallelism(catalog, kb):
+    d = decide(catalog, kb, QLORA_70B)
+    plans = [c for c in d.estimate.candidates if c.count]
+    assert plans and all(c.tp == 1 and c.pp == 1 for c in plans)
+    c = d.estimate.candidate("h100-sxm")
+    # one 80 GB card holds the 4-bit base (70.6B x 0.5 B) with its adapters and activations: the
+    # replicas beyond it fill the 8-GPU instance; else the extra cards shard it (FSDP-QLoRA, ZeRO-3)
+    assert c.min_count == 1 or c.zero_stage == 3
+    assert "never tensor or pipeline parallelism" in c.why["layout"] and "QLORA_FSDP" in c.why["layout"]
+
+
+def test_a_qlora_layout_with_tensor_parallelism_is_refused_in_one_line(catalog):
+    with pytest.raises(errors.InputError) as e:
+        workload.parse({**QLORA_70B, "layout": {"tp": 4, "pp": 1, "dp": 1}}, catalog, "w.yaml")
+    text = str(e.value)
+    assert "w.yaml" in text and "layout" in text and "FSDP-QLoRA" in text and "\n" not in text.strip()
+
+
+def test_training_hours_are_the_whole_run_and_state_the_goodput(catalog, kb):
+    d = decide(catalog, kb, {"mode": "training", "model": "llama-3.1-8b", "precision": "bf16", "context_tokens": 8192,
+                             "training_tokens": 1e12})
+    c = d.estimate.candidate(d.winner)
+    cal = speed.calibration(catalog)
+    g, how = cal.goodput(c.count)
+    assert c.training_hours > c.step_hours and c.training_hours == pytest.approx(c.step_hours / g)
+    assert c.goodput == pytest.approx(g) and f"goodput {g:.2f}" in c.why["training_hours"]
+    assert "GPU-hours between interruptions" in c.speed_explained["goodput"]["formula"]
+    # the Llama 3 paper's 16,384 H100s: the interruption term is the paper's 10% (> 90% effective time)
+    assert cal.goodput(16384)[0] == pytest.approx(cal.goodput_base / 1.10, rel=0.01)
+    rec = d.record
+    cand = next(x for x in rec["estimate"]["candidates"] if x["gpu"] == d.winner)
+    assert cand["step_hours"] < cand["training_hours"] and cand["global_batch"] and cand["micro_batches"]
+
+
+def test_a_stated_global_batch_sets_the_micro_batches_and_the_bubble(catalog, kb):
+    # 70B on 64 H100 at TP 8 x PP 4 x DP 2, global batch 256 of micro-batch 1: m = 256 / (1 x 2) = 128
+    # micro-batches per replica, bubble (4 - 1) / (128 + 4 - 1) = 2.29%
+    d = decide(catalog, kb, {"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 4096,
+                             "micro_batch": 1, "global_batch": 256, "training_tokens": 1e10,
+                             "layout": {"tp": 8, "pp": 4, "dp": 2}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.micro_batches == 128 and c.global_batch == 256
+    assert c.pipeline_bubble == pytest.approx(3 / 131)
+    assert "global_batch 256 / (micro_batch 1 x DP 2) = 128" in c.speed_explained["pipeline_bubble"]["formula"]
+
+
+def test_global_batch_below_one_micro_batch_is_refused(catalog):
+    with pytest.raises(errors.InputError) as e:
+        workload.parse({"mode": "training", "model": "llama-3.1-8b", "micro_batch": 4, "global_batch": 2}, catalog, "g.yaml")
+    assert "global_batch" in str(e.value)
+
+
+def test_the_goodput_was_fitted_on_whole_runs_and_is_below_1(catalog):
+    cal = speed.calibration(catalog)
+    assert 0.5 < cal.goodput_base <= 1 and cal.goodput_spread > 0
+    assert cal.interruptions_per_gpu_hour == pytest.approx(466 / (54 * 24 * 16384), rel=0.01)
+    assert math.isclose(cal.hours_lost_per_interruption, 0.1 * 54 * 24 / 466, rel_tol=0.01)
