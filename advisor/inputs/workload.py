@@ -11,6 +11,7 @@ from pathlib import Path
 
 from advisor.base import yamlio
 from advisor.inputs.catalog import Catalog, Model
+from advisor.inputs.engines import ENGINES
 from advisor.inputs.figures import Figure
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
@@ -46,6 +47,7 @@ FIELDS: dict[str, Spec] = {
     "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "prefix_cache_hit": Spec("float", "Share of prompt tokens an API would bill at its cached-input price (a shared system prompt, a repeated context), 0-1.", min=0, max=1, default=0, modes=("inference",)),
+    "engine": Spec("enum", "The serving engine (vLLM, SGLang, TensorRT-LLM): its batch cap, KV memory share and layouts (catalog/engines.yaml); default: the one the catalog names for each GPU and model.", ENGINES, modes=("inference",)),
     "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
@@ -137,6 +139,7 @@ class Workload:
     prompt_tokens: int = 1000
     output_tokens: int = 1000
     prefix_cache_hit: float = 0.0     # share of prompt tokens read from a prefix cache (API cached-input price)
+    engine: str | None = None      # serving engine named by the user; None: the catalog's default per GPU and model
     concurrency: int = 1           # inference: sequences at once
     micro_batch: int = 1           # training: sequences per GPU per micro-batch
     concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits

@@ -276,16 +276,17 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     capped by the engine's batch limit; with attention DP the non-expert weights are held once per
     attention rank."""
     fixed = led.bytes("weights_gb") * led.weight_copies(attention_dp) + led.bytes("activations_gb") * attention_dp
-    budget = ((tp * pp * gpu.memory_gb * GB - fixed) * cal.memory_utilisation if cal.kv_share_of_free
-              else tp * pp * gpu.memory_gb * GB * cal.memory_utilisation - fixed)
+    share = cal.kv_share(tp)
+    budget = ((tp * pp * gpu.memory_gb * GB - fixed) * share if cal.kv_share_of_free
+              else tp * pp * gpu.memory_gb * GB * share - fixed)
     per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
     if per_seq <= 0 or led.kv_fallback:
         return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV size unknown)"
     fit = max(1, int(budget // per_seq)) if budget > 0 else 1
     if fit >= cal.engine_max_batch:
         return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV room for {fit:,})"
-    room = (f"({tp * pp} x {gpu.memory_gb:g} GB - weights - activations) x {cal.memory_utilisation:g}" if cal.kv_share_of_free
-            else f"({tp * pp} x {gpu.memory_gb:g} GB x {cal.memory_utilisation:g} - weights - activations)")
+    room = (f"({tp * pp} x {gpu.memory_gb:g} GB - weights - activations) x {share:g}" if cal.kv_share_of_free
+            else f"({tp * pp} x {gpu.memory_gb:g} GB x {share:g} - weights - activations)")
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
