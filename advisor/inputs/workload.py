@@ -46,7 +46,7 @@ FIELDS: dict[str, Spec] = {
     "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens"),
     "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
-    "prefix_cache_hit": Spec("float", "Share of prompt tokens an API would bill at its cached-input price (a shared system prompt, a repeated context), 0-1.", min=0, max=1, default=0, modes=("inference",)),
+    "prefix_cache_hit": Spec("float", "Share of prompt tokens already in a prefix cache (a shared system prompt, a repeated context), 0-1: the prefill computes only the rest (their KV still held per sequence), and an API bills them at its cached-input price.", min=0, max=1, default=0, modes=("inference",)),
     "engine": Spec("enum", "The serving engine (vLLM, SGLang, TensorRT-LLM): its batch cap, KV memory share and layouts (catalog/engines.yaml); default: the one the catalog names for each GPU and model.", ENGINES, modes=("inference",)),
     "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
@@ -138,7 +138,7 @@ class Workload:
     context_tokens: int = 8192
     prompt_tokens: int = 1000
     output_tokens: int = 1000
-    prefix_cache_hit: float = 0.0     # share of prompt tokens read from a prefix cache (API cached-input price)
+    prefix_cache_hit: float = 0.0     # share of prompt tokens read from a prefix cache: not prefilled, API cached-input price
     engine: str | None = None      # serving engine named by the user; None: the catalog's default per GPU and model
     concurrency: int = 1           # inference: sequences at once
     micro_batch: int = 1           # training: sequences per GPU per micro-batch

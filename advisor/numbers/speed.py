@@ -215,10 +215,12 @@ def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
 
 
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1) -> Serving:
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
+                  cached: float = 0.0) -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences; with
     `attention_dp` attention ranks of tp / attention_dp cards (each its own sequences and KV) and the
-    experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce)."""
+    experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
+    the share of each prompt already in the prefix cache, whose prefill is skipped (prefill_tokens)."""
     mat = cal.maturity(gpu)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
     R = rate_tflops * TFLOP * cal.compute_share * mat
@@ -251,13 +253,15 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
 
     # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
     # attention rank: its attention and dense layers on tp / attention_dp cards, its experts on all tp
-    exp_pf, tpe_pf = _touched_bytes(sh, prompt)
-    imb_pf = expert_imbalance(prompt, sh.k, ep) if moe else 1.0
-    f_dense = prompt * sh.dense_flops + 2 * L * prompt ** 2 * d
-    f_exp = prompt * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
+    # with a prefix cache only the uncached tokens are computed, attending to the whole prompt
+    new, past = prefill_tokens(prompt, cached)
+    exp_pf, tpe_pf = _touched_bytes(sh, new)
+    imb_pf = expert_imbalance(new, sh.k, ep) if moe else 1.0
+    f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
+    f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
     pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
-    pf_comm = _layer_comm(sh, prompt, prompt, prompt / att, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+    pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
     prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / tp) / bw) + pf_comm + over
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
     # DP its collectives run beside the other ranks' prompts (each card sends its own tokens)
@@ -268,6 +272,16 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     rho = min(0.95, batch * pf_batched / (output * tpot))
     ttft = cal.request_ms * 1e-3 + prefill + (step / 2 if batch > 1 else 0.0) + (rho / (2 * (1 - rho)) * pf_batched if batch > 1 else 0.0)
     return Serving(batch, ttft, prefill, tpot, step, t_mem, t_cmp, t_comm, interference, batch / tpot)
+
+
+def prefill_tokens(prompt: int, cached: float) -> tuple[float, float]:
+    """(tokens a prefill computes, tokens it finds in the prefix cache) of a `prompt`-token prompt of
+    which the share `cached` is cached: prompt x (1 - cached) computed, at least the last token (its
+    logits give the first output token). The cached tokens' KV stays in memory (the ledger keeps
+    the whole prompt per sequence) and is read by the attention of the new ones: causal attention
+    of tokens past..prompt costs 2 x layers x (prompt^2 - past^2) x heads x dim FLOPs."""
+    new = max(prompt * (1 - cached), 1.0) if cached else float(prompt)
+    return new, prompt - new
 
 
 def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp: int, prompt: int, output: int,
@@ -315,7 +329,10 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
         total = w.concurrency
         b = math.ceil(total / dp)
     sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=ep, attention_dp=adp)
+                       ep=ep, attention_dp=adp, cached=w.prefix_cache_hit)
+    new, past = prefill_tokens(w.prompt_tokens, w.prefix_cache_hit)
+    cache_words = (f" ({past:,.0f} of the {w.prompt_tokens:,} prompt tokens read from the prefix cache, prefix_cache_hit "
+                   f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
     tpot_ms = sv.tpot * 1e3
     tokens_per_s = total / sv.tpot
     link, link_how = group_link(gpu, cal, tp)
@@ -342,8 +359,8 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
         "ttft_ms": {"value": sv.ttft * 1e3, "factor": {"compute_share": cal.compute_share,
                                                        "request_overhead_ms": cal.request_ms}, "source": src,
-                    "formula": f"{cal.request_ms:g} ms request handling + prefill {sv.prefill * 1e3:,.1f} ms ({w.prompt_tokens:,} tokens x "
-                               f"FLOPs incl. attention / (TP {tp} x rate)) + half a decode step + queueing behind other prompts (M/D/1)"},
+                    "formula": f"{cal.request_ms:g} ms request handling + prefill {sv.prefill * 1e3:,.1f} ms ({new:,.0f} tokens x "
+                               f"FLOPs incl. attention / (TP {tp} x rate)){cache_words} + half a decode step + queueing behind other prompts (M/D/1)"},
     }
     s = led.sized
     if s.experts and s.experts_per_token:
@@ -352,8 +369,8 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                             "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
                                        f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
                                        f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size)"}
-    why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
-                         f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07)")
+    why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
+                         f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07){cache_words}")
     why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
                                   f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
                                   "per replica (K06, K01; factors fitted, docs/accuracy.md)")
