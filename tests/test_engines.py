@@ -156,3 +156,44 @@ def test_a_cached_prefix_cuts_the_prefill_by_hand(catalog, cal):
         {"mode": "inference", "model": MODEL, "precision": "bf16", "prompt_tokens": 1000, "output_tokens": 1000}, catalog)).bytes("kv_cache_gb")
     # all of it cached: the last token is still computed (its logits give the first output token)
     assert speed.prefill_tokens(1000, 1.0) == (1.0, 999.0) and speed.prefill_tokens(1000, 0) == (1000.0, 0.0)
+
+
+def _mtp(catalog, gpu, model, precision, conc, prompt, output, tokens=None):
+    doc = {"mode": "inference", "model": model, "precision": precision, "prompt_tokens": prompt, "output_tokens": output,
+           "concurrency": conc}
+    if tokens:
+        doc["speculative"] = {"method": "mtp", "tokens": tokens}
+    w = workload.parse(doc, catalog)
+    led = inference_ledger(w)
+    g = catalog.gpus[gpu]
+    rate = speed.achievable_tflops(catalog, g, speed.compute_precision(w, g, led.sized))
+    return speed.inference_speed(w, led, g, Layout(8, 1, 1, 0.0), rate, speed.calibration(catalog)), w
+
+
+def test_mtp_gains_at_one_sequence_as_published_and_loses_at_saturation(catalog):
+    # TensorRT-LLM's B200 blog: DeepSeek-R1 NVFP4 on 8 x B200 at batch 1, 1,024 + 2,048 tokens: 111 tokens/s
+    # per user without MTP, 253 with 3 drafted tokens (x2.28); the model, with 2.59 tokens accepted a step
+    # (SGLang's Ascend best practice), gives x2.23
+    plain, _ = _mtp(catalog, "b200", "deepseek-r1", "nvfp4", 1, 1024, 2048)
+    mtp, w = _mtp(catalog, "b200", "deepseek-r1", "nvfp4", 1, 1024, 2048, tokens=3)
+    assert w.speculative == ("mtp", 3, 2.59, ("SGLANG_ASCEND_BP",))
+    assert plain.tpot_ms / mtp.tpot_ms == pytest.approx(2.28, rel=0.05)
+    assert mtp.speed_explained["speculative"]["value"] == pytest.approx(plain.tpot_ms / mtp.tpot_ms)
+    assert w.inputs()["speculative"] == {"method": "mtp", "tokens": 3}
+    # at saturation each step verifies 4 tokens of every sequence for 2.59 kept: compute-bound, it loses
+    big, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 4096, 1000, 1000)
+    big_mtp, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 4096, 1000, 1000, tokens=3)
+    assert big.speed_explained["step_compute_ms"]["value"] > 0.5 * big.speed_explained["weights_and_kv_read_ms"]["value"]
+    assert big_mtp.tokens_per_s < big.tokens_per_s
+    # the prefill is not speculative: the first token comes as fast
+    assert mtp.prefill_ms == pytest.approx(plain.prefill_ms)
+
+
+def test_mtp_without_a_published_acceptance_is_refused_in_one_line(tmp_path, capsys):
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: inference\nmodel: deepseek-v3\nspeculative: {method: mtp, tokens: 2}\n")
+    err = refuse(capsys, ["recommend", str(f)], f"{f}:3")
+    assert "speculative.tokens" in err and "no published MTP acceptance for 2 drafted token(s) (published: 1, 3)" in err
+    f.write_text("mode: inference\nmodel: llama-3.1-70b\nspeculative: {method: mtp, tokens: 1}\n")
+    err = refuse(capsys, ["recommend", str(f)], "no MTP measurement for this model")
+    assert len(err.strip().splitlines()) == 1

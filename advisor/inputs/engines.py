@@ -84,5 +84,17 @@ def load_engines(path: Path, sources: dict, software: tuple[str, ...]) -> dict:
             col.add(f"unknown condition {sorted(unknown)[0]!r} (known: mla, software, vendor, gpu_class, generations)", line,
                     f"defaults[{i}].when")
         cited(r, line, f"defaults[{i}]")
+    spec = data.get("speculative") or {}
+    mtp = spec.get("mtp") if isinstance(spec, dict) else None
+    for model, table in (mtp or {}).items():
+        line = yamlio.line_of(mtp, model, 1)
+        for n, f in (table or {}).items() if isinstance(table, dict) else [(None, None)]:
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1 or not isinstance(f, dict) \
+                    or not is_number(f.get("v")) or not 1 <= f["v"] <= n + 1:
+                col.add("must map drafted tokens N to {v: ACCEPTED LENGTH in [1, N + 1], src: [...]}", line,
+                        f"speculative.mtp.{model}")
+                continue
+            cited(f, line, f"speculative.mtp.{model}.{n}")
     col.raise_if_any()
-    return {"engines": {k: dict(v) for k, v in eng.items()}, "defaults": [dict(r) for r in rules]}
+    return {"engines": {k: dict(v) for k, v in eng.items()}, "defaults": [dict(r) for r in rules],
+            "speculative": {"mtp": {m: dict(t) for m, t in (mtp or {}).items()}}}

@@ -216,11 +216,12 @@ def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
 
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
                   batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
-                  cached: float = 0.0) -> Serving:
+                  cached: float = 0.0, spec: tuple[int, float] | None = None) -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences; with
     `attention_dp` attention ranks of tp / attention_dp cards (each its own sequences and KV) and the
     experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
-    the share of each prompt already in the prefix cache, whose prefill is skipped (prefill_tokens)."""
+    the share of each prompt already in the prefix cache, whose prefill is skipped (prefill_tokens);
+    `spec`: speculative decoding's (drafted tokens per step, mean accepted length per step)."""
     mat = cal.maturity(gpu)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
     R = rate_tflops * TFLOP * cal.compute_share * mat
@@ -238,18 +239,32 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     mb = max(batch / pp, 1.0)
     # the busiest attention rank sets the pace: sequences are dealt out whole
     b_att = math.ceil(batch / adp) * adp
-    exp_bytes, tpe = _touched_bytes(sh, mb)
     kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
-    # every attention rank reads the non-expert weights whole over its own cards
-    t_mem = (sh.dense_bytes * adp + exp_bytes + kv_read) / (tp * bw)
     attn_f = 4 * L * ctx * d
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
     wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
-    imb = expert_imbalance(mb, sh.k, ep) if moe else 1.0
-    flops = b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb
-    t_cmp = flops / (tp * pp * R)
-    t_comm = _layer_comm(sh, mb / adp, mb, mb / tp, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
-    step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
+
+    def decode_step(q: int):
+        """(step, memory, compute, collectives) of a step that runs q tokens of every sequence (1, or
+        1 + the drafted tokens a speculative step verifies: the KV is read once for all q)."""
+        exp_bytes, tpe = _touched_bytes(sh, mb * q)
+        # every attention rank reads the non-expert weights whole over its own cards
+        t_mem = (sh.dense_bytes * adp + exp_bytes + kv_read) / (tp * bw)
+        imb = expert_imbalance(mb * q, sh.k, ep) if moe else 1.0
+        flops = (b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb) * q
+        t_cmp = flops / (tp * pp * R)
+        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
+        return step, t_mem, t_cmp, t_comm
+
+    step, t_mem, t_cmp, t_comm = decode_step(1)
+    accepted = 1.0
+    if spec:
+        # speculative decoding (MTP): each drafted token is one pass of the MTP module, a transformer block
+        # (1/layers of a one-token step); the step then verifies 1 + drafted tokens per sequence and emits
+        # the accepted length on average (catalog/engines.yaml speculative)
+        drafted, accepted = spec
+        step = decode_step(1 + drafted)[0] + drafted * step / (L or 64)
 
     # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
     # attention rank: its attention and dense layers on tp / attention_dp cards, its experts on all tp
@@ -268,7 +283,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     pf_batched = f_pf / (tp * pp * R) + pf_comm / (pp * adp)
 
     interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
-    tpot = step + interference
+    tpot = step / accepted + interference
     rho = min(0.95, batch * pf_batched / (output * tpot))
     ttft = cal.request_ms * 1e-3 + prefill + (step / 2 if batch > 1 else 0.0) + (rho / (2 * (1 - rho)) * pf_batched if batch > 1 else 0.0)
     return Serving(batch, ttft, prefill, tpot, step, t_mem, t_cmp, t_comm, interference, batch / tpot)
@@ -329,7 +344,8 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
         total = w.concurrency
         b = math.ceil(total / dp)
     sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=ep, attention_dp=adp, cached=w.prefix_cache_hit)
+                       ep=ep, attention_dp=adp, cached=w.prefix_cache_hit,
+                       spec=(w.speculative[1], w.speculative[2]) if w.speculative else None)
     new, past = prefill_tokens(w.prompt_tokens, w.prefix_cache_hit)
     cache_words = (f" ({past:,.0f} of the {w.prompt_tokens:,} prompt tokens read from the prefix cache, prefix_cache_hit "
                    f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
@@ -362,6 +378,19 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                     "formula": f"{cal.request_ms:g} ms request handling + prefill {sv.prefill * 1e3:,.1f} ms ({new:,.0f} tokens x "
                                f"FLOPs incl. attention / (TP {tp} x rate)){cache_words} + half a decode step + queueing behind other prompts (M/D/1)"},
     }
+    if w.speculative:
+        _, n, acc, refs = w.speculative
+        plain = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
+                              ep=ep, attention_dp=adp, cached=w.prefix_cache_hit)
+        explained["speculative"] = {
+            "value": plain.tpot / sv.tpot, "factor": {"drafted_tokens": n, "accepted_length": acc}, "source": ", ".join(refs),
+            "formula": (f"MTP, {n} drafted token(s) a step: (step verifying {1 + n} tokens per sequence + {n} MTP pass(es) of "
+                        f"1/{sh.layers or 64} of a one-token step) / {acc:g} tokens accepted per step (catalog/engines.yaml): "
+                        f"{plain.tpot * 1e3:,.2f} -> {sv.tpot * 1e3:,.2f} ms per output token at {b} sequences, "
+                        f"x{plain.tpot / sv.tpot:.2f} tokens/s; checked at one sequence (DeepSeek-R1 on 8 x B200, MTP 3: "
+                        f"x2.23 against x2.28 in TensorRT-LLM's B200 latency blog), it overstates the gain beyond about 16 "
+                        f"sequences (x1.25 measured at 64 on 8 x MI300X in the LMSYS/AMD SGLang MTP blog)")}
+        why["speculative"] = explained["speculative"]["formula"]
     s = led.sized
     if s.experts and s.experts_per_token:
         explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / pp, 1)),
