@@ -11,6 +11,7 @@ from pathlib import Path
 
 from advisor.base import yamlio
 from advisor.inputs.catalog import Catalog, Model
+from advisor.inputs.engines import ENGINES
 from advisor.inputs.figures import Figure
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
@@ -45,7 +46,9 @@ FIELDS: dict[str, Spec] = {
     "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens"),
     "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
-    "prefix_cache_hit": Spec("float", "Share of prompt tokens an API would bill at its cached-input price (a shared system prompt, a repeated context), 0-1.", min=0, max=1, default=0, modes=("inference",)),
+    "prefix_cache_hit": Spec("float", "Share of prompt tokens already in a prefix cache (a shared system prompt, a repeated context), 0-1: the prefill computes only the rest (their KV still held per sequence), and an API bills them at its cached-input price.", min=0, max=1, default=0, modes=("inference",)),
+    "engine": Spec("enum", "The serving engine (vLLM, SGLang, TensorRT-LLM): its batch cap, KV memory share and layouts (catalog/engines.yaml); default: the one the catalog names for each GPU and model.", ENGINES, modes=("inference",)),
+    "speculative": Spec("speculative", "Speculative decoding with the model's own multi-token-prediction module, {method: mtp, tokens: N drafted per step}: faster per user at small batches, slower at saturation; only models and counts with a published acceptance (catalog/engines.yaml speculative).", modes=("inference",)),
     "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
     "global_batch": Spec("int", "Sequences per optimizer step over all data-parallel replicas (micro-batches per replica = global_batch / (micro_batch x DP): the pipeline bubble); default: the planner's choice, stated.", min=1, max=100_000_000, unit="sequences", modes=TRAIN),
@@ -137,7 +140,11 @@ class Workload:
     context_tokens: int = 8192
     prompt_tokens: int = 1000
     output_tokens: int = 1000
-    prefix_cache_hit: float = 0.0     # share of prompt tokens read from a prefix cache (API cached-input price)
+    prefix_cache_hit: float = 0.0     # share of prompt tokens read from a prefix cache: not prefilled, API cached-input price
+    engine: str | None = None      # serving engine named by the user; None: the catalog's default per GPU and model
+    #: speculative decoding (`speculative: {method: mtp, tokens: N}`): (method, drafted tokens, mean
+    #: accepted length per step, its catalog source IDs); None: none
+    speculative: tuple | None = None
     concurrency: int = 1           # inference: sequences at once
     micro_batch: int = 1           # training: sequences per GPU per micro-batch
     global_batch: int | None = None  # training: sequences per optimizer step; None: the planner chooses
@@ -181,6 +188,8 @@ class Workload:
                 continue
             if self.mode in FIELDS[k].modes:
                 out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
+        if self.speculative:
+            out["speculative"] = {"method": self.speculative[0], "tokens": self.speculative[1]}
         if self.training:
             out["concurrency"] = self.micro_batch     # the old name of micro_batch, kept for one release (README)
         if (self.ttft_ms is not None or self.tpot_ms is not None) and not self.service_level_source:
@@ -233,6 +242,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         col.add(f"a workload must be a mapping of fields, not a {type(data).__name__}", getattr(data, "line", 1))
         col.raise_if_any()
     values: dict[str, object] = {}
+    pending_speculative = None
     for key, raw in data.items():
         line = yamlio.line_of(data, key)
         if key not in FIELDS:
@@ -279,6 +289,8 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 if checked is not None:
                     got[k] = checked
             values["layout"] = tuple(got.get(k, 1) for k in LAYOUT_FIELDS)
+        elif spec.kind == "speculative":
+            pending_speculative = (raw, line)      # checked against the model, which may come later in the file
         elif spec.kind == "constraints":
             if not isinstance(raw, dict):
                 col.add("must be a mapping", line, "constraints")
@@ -292,11 +304,35 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             checked = check_value(spec, raw, col, key, line)
             if checked is not None:
                 values[key] = checked
+    if pending_speculative is not None:
+        got = _speculative(*pending_speculative[:1], catalog, col, pending_speculative[1], values.get("model"))
+        if got:
+            values["speculative"] = got
     for required in ("mode", "model"):
         if required not in data:
             col.add("required field is missing", getattr(data, "line", 1), required)
         elif data[required] is None:
             col.add("required field is empty", yamlio.line_of(data, required), required)
+    mode, model = values.get("mode"), values.get("model")
+    notes = _between_fields(values, data, col)
+    col.raise_if_any()
+    given = set(data) | ({"micro_batch"} if notes else set())
+    defaults = tuple(k for k, s in FIELDS.items()
+                     if k not in given and s.default is not None and mode in s.modes)
+    if mode == "inference" and "context_tokens" not in data and ("prompt_tokens" in values or "output_tokens" in values):
+        # a context big enough for the request the user described
+        values["context_tokens"] = values.get("prompt_tokens", 1000) + values.get("output_tokens", 1000)
+        defaults = tuple(d for d in defaults if d != "context_tokens")
+    if (mode == "inference" and values.get("latency", "interactive") == "interactive" and values.get("task", "llm") in ("llm", "multimodal")
+            and "ttft_ms" not in values and "tpot_ms" not in values and not values.get("concurrency_max")):
+        # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
+        values.update(default_service_levels(catalog, model, values.get("prompt_tokens")))
+    return Workload(defaults=defaults, notes=notes, source=file, **values)
+
+
+def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
+    """The checks that read two fields together (mode and method, context and model, layout and model,
+    the batch sizes); returns the notes to show (a renamed field read for one release)."""
     mode = values.get("mode")
     notes = ()
     if mode in TRAIN and "concurrency" in values:
@@ -326,19 +362,30 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # or as FSDP-QLoRA over data-parallel ranks (QLORA_FSDP)
         col.add("QLoRA runs on one card or as FSDP-QLoRA over data-parallel ranks: layout tp and pp must be 1",
                 yamlio.line_of(data, "layout"), "layout")
-    col.raise_if_any()
-    given = set(data) | ({"micro_batch"} if notes else set())
-    defaults = tuple(k for k, s in FIELDS.items()
-                     if k not in given and s.default is not None and mode in s.modes)
-    if mode == "inference" and "context_tokens" not in data and ("prompt_tokens" in values or "output_tokens" in values):
-        # a context big enough for the request the user described
-        values["context_tokens"] = values.get("prompt_tokens", 1000) + values.get("output_tokens", 1000)
-        defaults = tuple(d for d in defaults if d != "context_tokens")
-    if (mode == "inference" and values.get("latency", "interactive") == "interactive" and values.get("task", "llm") in ("llm", "multimodal")
-            and "ttft_ms" not in values and "tpot_ms" not in values and not values.get("concurrency_max")):
-        # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
-        values.update(default_service_levels(catalog, model, values.get("prompt_tokens")))
-    return Workload(defaults=defaults, notes=notes, source=file, **values)
+    return notes
+
+
+def _speculative(raw, catalog: Catalog, col: Collector, line: int | None, model) -> tuple | None:
+    """`speculative: {method: mtp, tokens: N}` checked against the catalog's published acceptance for the
+    model: (method, N, accepted length per step, source IDs), or None with the problem collected."""
+    if not isinstance(raw, dict) or set(raw) - {"method", "tokens"}:
+        col.add("must be a mapping {method: mtp, tokens: N}", line, "speculative")
+        return None
+    method = raw.get("method", "mtp")
+    if method != "mtp":
+        col.add(f"{method!r} is not a method the catalog measures (mtp)", yamlio.line_of(raw, "method", line), "speculative.method")
+        return None
+    n = check_value(Spec("int", "", min=1, max=16), raw.get("tokens", 1), col, "speculative.tokens", yamlio.line_of(raw, "tokens", line))
+    if n is None or not isinstance(model, Model):
+        return None
+    table = ((catalog.engines.get("speculative") or {}).get("mtp") or {}).get(model.id) or {}
+    if n not in table:
+        col.add(f"{model.id} has no published MTP acceptance for {n} drafted token(s)"
+                + (f" (published: {', '.join(str(k) for k in sorted(table))})" if table else " (no MTP measurement for this model)"),
+                yamlio.line_of(raw, "tokens", line), "speculative.tokens" if table else "speculative")
+        return None
+    f = table[n]
+    return ("mtp", n, float(f["v"]), tuple(f.get("src") or ()))
 
 
 def _check_layout(values: dict, model, data, col: Collector) -> None:

@@ -4,7 +4,7 @@ checked (a hand-edited catalog gets one line, never a traceback), with per-GPU l
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import GPU, Catalog
@@ -55,7 +55,28 @@ class Calibration:
     goodput_spread: float = 0.0       # standard deviation of ln(tool / published) over the fitted whole runs
     interruptions_per_gpu_hour: float = 0.0
     hours_lost_per_interruption: float = 0.0
+    # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
+    kv_share_by_tp: dict = field(default_factory=dict)
     _links: dict = field(default_factory=dict)
+    _engines: dict = field(default_factory=dict)
+
+    def kv_share(self, tp: int) -> float:
+        """The share of memory the engine gives weights + KV (or KV of the free memory) at this TP size."""
+        at = [k for k in self.kv_share_by_tp if k <= tp]
+        return self.kv_share_by_tp[max(at)] if at else self.memory_utilisation
+
+    def for_engine(self, engine: "Engine | None") -> "Calibration":
+        """The same fitted factors with this engine's batch cap and KV share (catalog/engines.yaml);
+        without an engine, the calibration as it is (efficiency.yaml's single engine figures)."""
+        if engine is None:
+            return self
+        key = (engine.id, engine.max_batch)
+        got = self._engines.get(key)
+        if got is None:
+            got = self._engines[key] = replace(self, engine_max_batch=engine.max_batch, memory_utilisation=engine.kv_share,
+                                               kv_share_of_free=engine.kv_of_free, kv_share_by_tp=dict(engine.kv_by_tp),
+                                               _engines={})
+        return got
 
     def maturity(self, gpu: GPU) -> float:
         """K12/K18: kernels for a new or non-CUDA stack reach less of the hardware for a while."""
@@ -87,6 +108,75 @@ class Calibration:
         p = precision if precision in self.train_default else "bf16"
         return self.train_default[p], (f"the lowest share measured on a GPU family in {p}: no {gpu.generation} "
                                        f"{precision} training measurement")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The serving engine of one GPU's plans, with the properties catalog/engines.yaml gives it there."""
+
+    id: str
+    name: str
+    max_batch: int               # sequences per replica for `concurrency: max`
+    kv_share: float              # of the card (weights + KV) or, when kv_of_free, of what the weights leave
+    kv_of_free: bool
+    kv_by_tp: tuple              # ((tp, share), ...) where the engine sets its share by TP size
+    layouts: frozenset           # parallel dimensions it runs
+    why: str                     # why this engine: the workload named it, or the default rule's reason
+    refs: tuple = ()             # source IDs of the choice and of its figures
+    max_batch_how: str = ""
+
+    def runs(self, tp: int, pp: int, dp: int, ep: int = 1, attention_dp: int = 1) -> bool:
+        """The engine runs this layout: every parallel dimension it uses is one the engine has."""
+        used = {"tp"} | {k for k, n in (("pp", pp), ("dp", dp), ("ep", ep), ("attention_dp", attention_dp)) if n > 1}
+        return used <= self.layouts
+
+
+def _matches(when: dict, gpu: GPU, model) -> bool:
+    sw = gpu.fig("software").value
+    mla = bool(model is not None and model.num("mla_kv_dim"))
+    return (("mla" not in when or bool(when["mla"]) == mla)
+            and ("software" not in when or sw in when["software"])
+            and ("vendor" not in when or gpu.vendor == when["vendor"])
+            and ("gpu_class" not in when or gpu.gpu_class == when["gpu_class"])
+            and ("generations" not in when or gpu.generation in when["generations"]))
+
+
+def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> tuple[Engine | None, str | None]:
+    """(the engine that serves `model` on `gpu`, None) or (None, why the wanted engine cannot run there):
+    the workload's `engine` when it names one, else the first rule of engines.yaml `defaults` that
+    matches the GPU and model. A catalog without engines.yaml gives (None, None): efficiency.yaml's
+    single engine figures apply."""
+    table = catalog.engines or {}
+    engines = table.get("engines") or {}
+    if not engines:
+        return None, None
+    if wanted:
+        why, refs = "named in the workload (engine)", ()
+        eid = wanted
+    else:
+        rule = next((r for r in table.get("defaults") or [] if _matches(r.get("when") or {}, gpu, model)), None)
+        if rule is None:
+            return None, None
+        eid, why, refs = rule["engine"], f"the default: {rule['because']}", tuple(rule.get("src") or ())
+    e = engines.get(eid)
+    if e is None:
+        return None, f"the catalog has no engine '{eid}' (catalog/engines.yaml)"
+    ro = e.get("runs_on") or {}
+    sw = gpu.fig("software").value
+    if sw not in (ro.get("software") or ()) or ("generations" in ro and sw == "cuda" and gpu.generation not in ro["generations"]):
+        return None, (f"{e['name']} does not run on {gpu.name} ({sw}, {gpu.generation}; it runs on "
+                      f"{', '.join(ro.get('software') or ())}" + (f" of the {', '.join(ro['generations'])} generations" if ro.get("generations") else "")
+                      + ", catalog/engines.yaml)")
+    mb = e["max_batch"]
+    cap, how = int(mb["v"]), f"{e['name']} default batch cap {int(mb['v']):,}"
+    big = mb.get("large_cards")
+    if big and (gpu.memory_gb or 0) >= big["min_memory_gb"] and gpu.id not in (big.get("except") or ()):
+        cap, how = int(big["v"]), f"{e['name']} default batch cap {int(big['v']):,} on a card of {big['min_memory_gb']:g} GB or more"
+    kv = e["kv_share"]
+    refs = refs + tuple(mb.get("src") or ()) + tuple(kv.get("src") or ()) + tuple((e.get("layouts") or {}).get("src") or ())
+    return Engine(eid, e["name"], cap, float(kv["v"]), kv.get("of") == "free",
+                  tuple(sorted((int(k), float(v)) for k, v in (kv.get("by_tp") or {}).items())),
+                  frozenset((e.get("layouts") or {}).get("v") or ("tp",)), why, tuple(dict.fromkeys(refs)), how), None
 
 
 _CAL: dict[int, tuple[object, Calibration]] = {}

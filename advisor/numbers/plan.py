@@ -47,6 +47,7 @@ class Plan:
     speed: Speed | None = None
     cost: Cost | None = None
     compute_precision: str = "bf16"
+    engine: str | None = None                     # serving: the engine timing it (catalog/engines.yaml id)
     activation_checkpointing: bool | None = None  # training: activations recomputed in this plan
     reason: str | None = None
     misses: str | None = None                     # the stated deadline or service level it misses, with the figure

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, speed
+from advisor.numbers.calibration import Engine, engine_for
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
 from advisor.numbers.plan import Plan
@@ -61,10 +62,11 @@ def _with_stage(w: Workload, stage: int) -> Workload:
 
 
 def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term,
-             priced: dict | None = None) -> Plan:
+             priced: dict | None = None, engine: Engine | None = None) -> Plan:
     """One layout timed, priced and sized: a Plan (its `why` still without the planner's own lines).
     `priced`: the hourly costs this search found already, by cards, nodes and instance group (the
-    layouts of one GPU that differ in TP, EP or ZeRO stage only rent the same instances)."""
+    layouts of one GPU that differ in TP, EP or ZeRO stage only rent the same instances); `engine`:
+    the serving engine whose batch cap and KV share time it (calibration.engine_for)."""
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
     gpn = gpu.gpus_per_node
@@ -75,7 +77,7 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         price = cost.plan_cost(gpu, catalog, lay.count, lay.nodes(gpu), group, w)
         if priced is not None:
             priced[key] = price
-    cal = speed.calibration(catalog)
+    cal = speed.calibration(catalog).for_engine(None if w.training else engine)
     if w.training:
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
@@ -89,7 +91,7 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
     why.update(mem.why)
     ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training else {}
-    return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp,
+    return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
                 activation_checkpointing=w.activation_checkpointing if w.training else None,
                 misses=misses(w, sp), ideal=ideal, why=why)
 
@@ -191,9 +193,9 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
     return bases, wider
 
 
-def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int):
+def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int, engine: Engine | None = None):
     """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger
-    variant), and the fewest cards any base layout needs."""
+    variant), and the fewest cards any base layout needs; serving: only layouts the engine runs."""
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
@@ -205,6 +207,9 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     refused: dict = {}        # the fewest GPUs a plan meeting the target needed beyond max_gpus
     for wv, lv in variants:
         bases, wider = _bases(w, wv, lv, gpu, max_gpus, stages)
+        if engine is not None and not w.training:
+            # a layout the engine has no flag for is not a plan (catalog/engines.yaml layouts)
+            bases, wider = ([b for b in group if engine.runs(b.tp, b.pp, 1, b.ep, b.attention_dp)] for group in (bases, wider))
         n = layouts.min_cards(bases)
         fewest = n if fewest is None or (n is not None and n < fewest) else fewest
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
@@ -216,7 +221,9 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             seen.add(sig)
-            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced)
+            if engine is not None and not w.training and not engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp):
+                return None
+            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine)
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
 
@@ -272,10 +279,17 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     by the workload's objective kept, with why."""
     max_gpus = w.constraints.max_gpus or layouts.MAX_GPUS
     gpu = fleet.shaped(gpu, w)      # on the team's own cards: the fleet's nodes and links, not the catalog's
-    tried, fewest, cp, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus)
+    engine = None
+    if not w.training:
+        engine, cannot = engine_for(catalog, gpu, w.model, w.engine)
+        if cannot:
+            cp = speed.compute_precision(w, gpu, led.sized)
+            ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
+            return Plan(gpu, False, compute_precision=cp, reason=cannot, ideal=ideal, why={"ideal": ideal_why})
+    tried, fewest, cp, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus, engine)
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
-        return Plan(gpu, False, compute_precision=cp, reason=_why_none(w, led, gpu, max_gpus), ideal=ideal,
+        return Plan(gpu, False, compute_precision=cp, reason=_why_none(w, led, gpu, max_gpus, engine), ideal=ideal,
                     why={"ideal": ideal_why})
     _, _, p, lay, wv, _ = _choose(w, tried, unit, gpu_rate)
     limits = []
@@ -284,6 +298,8 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"])))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
+    if engine is not None:
+        why["engine"] = f"{engine.name}, {engine.why}; {engine.max_batch_how}, KV share {_kv_words(engine)} (catalog/engines.yaml)"
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
     bound = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
@@ -306,7 +322,14 @@ def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants
                      f"finishes in {p.training_hours:,.0f} h ({p.training_hours / 24:,.1f} days){cost}")}
 
 
-def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> str:
+def _kv_words(engine: Engine) -> str:
+    share = (", ".join(f"{v:g} at TP {k}" for k, v in engine.kv_by_tp) if engine.kv_by_tp else f"{engine.kv_share:g}")
+    return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")
+
+
+def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine | None = None) -> str:
+    if w.layout and engine is not None and not engine.runs(*w.layout):
+        return f"{engine.name} does not run the given layout ({describe_layout(w.layout)}; it runs {', '.join(sorted(engine.layouts))}, catalog/engines.yaml)"
     if w.layout and layouts.split_width(w.layout[0], w.layout[3], w.layout[4]) > gpu.gpus_per_node:
         width = layouts.split_width(w.layout[0], w.layout[3], w.layout[4])
         what = f"TP {width} spans" if width == w.layout[0] else f"layout splits attention or an expert over {width} GPUs,"

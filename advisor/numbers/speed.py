@@ -221,10 +221,13 @@ def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
 
 
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1) -> Serving:
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
+                  cached: float = 0.0, spec: tuple[int, float] | None = None) -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences; with
     `attention_dp` attention ranks of tp / attention_dp cards (each its own sequences and KV) and the
-    experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce)."""
+    experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
+    the share of each prompt already in the prefix cache, whose prefill is skipped (prefill_tokens);
+    `spec`: speculative decoding's (drafted tokens per step, mean accepted length per step)."""
     mat = cal.maturity(gpu)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
     R = rate_tflops * TFLOP * cal.compute_share * mat
@@ -242,38 +245,64 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     mb = max(batch / pp, 1.0)
     # the busiest attention rank sets the pace: sequences are dealt out whole
     b_att = math.ceil(batch / adp) * adp
-    exp_bytes, tpe = _touched_bytes(sh, mb)
     kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
-    # every attention rank reads the non-expert weights whole over its own cards
-    t_mem = (sh.dense_bytes * adp + exp_bytes + kv_read) / (tp * bw)
     attn_f = 4 * L * ctx * d
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
     wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
-    imb = expert_imbalance(mb, sh.k, ep) if moe else 1.0
-    flops = b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb
-    t_cmp = flops / (tp * pp * R)
-    t_comm = _layer_comm(sh, mb / adp, mb, mb / tp, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
-    step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
+
+    def decode_step(q: int):
+        """(step, memory, compute, collectives) of a step that runs q tokens of every sequence (1, or
+        1 + the drafted tokens a speculative step verifies: the KV is read once for all q)."""
+        exp_bytes, tpe = _touched_bytes(sh, mb * q)
+        # every attention rank reads the non-expert weights whole over its own cards
+        t_mem = (sh.dense_bytes * adp + exp_bytes + kv_read) / (tp * bw)
+        imb = expert_imbalance(mb * q, sh.k, ep) if moe else 1.0
+        flops = (b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb) * q
+        t_cmp = flops / (tp * pp * R)
+        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
+        return step, t_mem, t_cmp, t_comm
+
+    step, t_mem, t_cmp, t_comm = decode_step(1)
+    accepted = 1.0
+    if spec:
+        # speculative decoding (MTP): each drafted token is one pass of the MTP module, a transformer block
+        # (1/layers of a one-token step); the step then verifies 1 + drafted tokens per sequence and emits
+        # the accepted length on average (catalog/engines.yaml speculative)
+        drafted, accepted = spec
+        step = decode_step(1 + drafted)[0] + drafted * step / (L or 64)
 
     # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
     # attention rank: its attention and dense layers on tp / attention_dp cards, its experts on all tp
-    exp_pf, tpe_pf = _touched_bytes(sh, prompt)
-    imb_pf = expert_imbalance(prompt, sh.k, ep) if moe else 1.0
-    f_dense = prompt * sh.dense_flops + 2 * L * prompt ** 2 * d
-    f_exp = prompt * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
+    # with a prefix cache only the uncached tokens are computed, attending to the whole prompt
+    new, past = prefill_tokens(prompt, cached)
+    exp_pf, tpe_pf = _touched_bytes(sh, new)
+    imb_pf = expert_imbalance(new, sh.k, ep) if moe else 1.0
+    f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
+    f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
     pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
-    pf_comm = _layer_comm(sh, prompt, prompt, prompt / att, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+    pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
     prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / tp) / bw) + pf_comm + over
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
     # DP its collectives run beside the other ranks' prompts (each card sends its own tokens)
     pf_batched = f_pf / (tp * pp * R) + pf_comm / (pp * adp)
 
     interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
-    tpot = step + interference
+    tpot = step / accepted + interference
     rho = min(0.95, batch * pf_batched / (output * tpot))
     ttft = cal.request_ms * 1e-3 + prefill + (step / 2 if batch > 1 else 0.0) + (rho / (2 * (1 - rho)) * pf_batched if batch > 1 else 0.0)
     return Serving(batch, ttft, prefill, tpot, step, t_mem, t_cmp, t_comm, interference, batch / tpot)
+
+
+def prefill_tokens(prompt: int, cached: float) -> tuple[float, float]:
+    """(tokens a prefill computes, tokens it finds in the prefix cache) of a `prompt`-token prompt of
+    which the share `cached` is cached: prompt x (1 - cached) computed, at least the last token (its
+    logits give the first output token). The cached tokens' KV stays in memory (the ledger keeps
+    the whole prompt per sequence) and is read by the attention of the new ones: causal attention
+    of tokens past..prompt costs 2 x layers x (prompt^2 - past^2) x heads x dim FLOPs."""
+    new = max(prompt * (1 - cached), 1.0) if cached else float(prompt)
+    return new, prompt - new
 
 
 def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp: int, prompt: int, output: int,
@@ -282,16 +311,17 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     capped by the engine's batch limit; with attention DP the non-expert weights are held once per
     attention rank."""
     fixed = led.bytes("weights_gb") * led.weight_copies(attention_dp) + led.bytes("activations_gb") * attention_dp
-    budget = ((tp * pp * gpu.memory_gb * GB - fixed) * cal.memory_utilisation if cal.kv_share_of_free
-              else tp * pp * gpu.memory_gb * GB * cal.memory_utilisation - fixed)
+    share = cal.kv_share(tp)
+    budget = ((tp * pp * gpu.memory_gb * GB - fixed) * share if cal.kv_share_of_free
+              else tp * pp * gpu.memory_gb * GB * share - fixed)
     per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
     if per_seq <= 0 or led.kv_fallback:
         return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV size unknown)"
     fit = max(1, int(budget // per_seq)) if budget > 0 else 1
     if fit >= cal.engine_max_batch:
         return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV room for {fit:,})"
-    room = (f"({tp * pp} x {gpu.memory_gb:g} GB - weights - activations) x {cal.memory_utilisation:g}" if cal.kv_share_of_free
-            else f"({tp * pp} x {gpu.memory_gb:g} GB x {cal.memory_utilisation:g} - weights - activations)")
+    room = (f"({tp * pp} x {gpu.memory_gb:g} GB - weights - activations) x {share:g}" if cal.kv_share_of_free
+            else f"({tp * pp} x {gpu.memory_gb:g} GB x {share:g} - weights - activations)")
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
@@ -320,7 +350,11 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
         total = w.concurrency
         b = math.ceil(total / dp)
     sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=ep, attention_dp=adp)
+                       ep=ep, attention_dp=adp, cached=w.prefix_cache_hit,
+                       spec=(w.speculative[1], w.speculative[2]) if w.speculative else None)
+    new, past = prefill_tokens(w.prompt_tokens, w.prefix_cache_hit)
+    cache_words = (f" ({past:,.0f} of the {w.prompt_tokens:,} prompt tokens read from the prefix cache, prefix_cache_hit "
+                   f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
     tpot_ms = sv.tpot * 1e3
     tokens_per_s = total / sv.tpot
     link, link_how = group_link(gpu, cal, tp)
@@ -347,9 +381,22 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
         "ttft_ms": {"value": sv.ttft * 1e3, "factor": {"compute_share": cal.compute_share,
                                                        "request_overhead_ms": cal.request_ms}, "source": src,
-                    "formula": f"{cal.request_ms:g} ms request handling + prefill {sv.prefill * 1e3:,.1f} ms ({w.prompt_tokens:,} tokens x "
-                               f"FLOPs incl. attention / (TP {tp} x rate)) + half a decode step + queueing behind other prompts (M/D/1)"},
+                    "formula": f"{cal.request_ms:g} ms request handling + prefill {sv.prefill * 1e3:,.1f} ms ({new:,.0f} tokens x "
+                               f"FLOPs incl. attention / (TP {tp} x rate)){cache_words} + half a decode step + queueing behind other prompts (M/D/1)"},
     }
+    if w.speculative:
+        _, n, acc, refs = w.speculative
+        plain = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
+                              ep=ep, attention_dp=adp, cached=w.prefix_cache_hit)
+        explained["speculative"] = {
+            "value": plain.tpot / sv.tpot, "factor": {"drafted_tokens": n, "accepted_length": acc}, "source": ", ".join(refs),
+            "formula": (f"MTP, {n} drafted token(s) a step: (step verifying {1 + n} tokens per sequence + {n} MTP pass(es) of "
+                        f"1/{sh.layers or 64} of a one-token step) / {acc:g} tokens accepted per step (catalog/engines.yaml): "
+                        f"{plain.tpot * 1e3:,.2f} -> {sv.tpot * 1e3:,.2f} ms per output token at {b} sequences, "
+                        f"x{plain.tpot / sv.tpot:.2f} tokens/s; checked at one sequence (DeepSeek-R1 on 8 x B200, MTP 3: "
+                        f"x2.23 against x2.28 in TensorRT-LLM's B200 latency blog), it overstates the gain beyond about 16 "
+                        f"sequences (x1.25 measured at 64 on 8 x MI300X in the LMSYS/AMD SGLang MTP blog)")}
+        why["speculative"] = explained["speculative"]["formula"]
     s = led.sized
     if s.experts and s.experts_per_token:
         explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / pp, 1)),
@@ -357,8 +404,8 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                             "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
                                        f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
                                        f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size)"}
-    why["prefill_ms"] = (f"{w.prompt_tokens:,} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
-                         f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07)")
+    why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
+                         f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07){cache_words}")
     why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
                                   f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
                                   "per replica (K06, K01; factors fitted, docs/accuracy.md)")

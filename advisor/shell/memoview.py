@@ -82,6 +82,7 @@ def _recommendation(x: _Record) -> dict:
     facts = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
              ("Cards", f"{r['count']} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"),
              ("Layout", _layout(r, gpu.gpus_per_node)),
+             *([("Engine", c["why"]["engine"])] if (c.get("why") or {}).get("engine") else []),
              ("Memory per card", f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB ({_gb(c['headroom_gb'])} free)"),
              ("Cost", _cost_sentence(mode, c, cites))]
     if mode == "inference":
