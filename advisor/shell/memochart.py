@@ -3,6 +3,7 @@ memory need, split in the ledger's proportions, against the capacity of its card
 from __future__ import annotations
 
 from advisor.inputs.catalog import Catalog
+from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS
 
 #: the memory ledger's terms as the memo names them, in the ledger's order (the table and the chart)
 LEDGER_LABELS = {"weights_gb": "Weights", "kv_cache_gb": "KV cache", "activations_gb": "Activations",
@@ -61,18 +62,27 @@ def chart(rec: dict, catalog: Catalog) -> dict:
 
 
 def cost_chart(rec: dict, catalog: Catalog) -> dict:
-    """Geometry of the cost chart: each priced candidate's cost per unit of work (the record's
-    cost_range basis: per million output tokens, per job) as a bar from zero, with its band from the
-    speed model's error as a whisker, an x axis with ticks, and the winner marked."""
+    """Geometry of the cost chart: each priced candidate's cost in the unit the decision ranked on (per
+    hour of serving, per million tokens, per job: numbers.objective) as a bar from zero, an x axis with
+    ticks in that unit, and the winner marked. A modelled cost (per token, per job) carries its band
+    from the speed model's error as a whisker (the record's cost_range); a price per hour is a quote,
+    which that error does not move, so it has none."""
     r = rec.get("recommendation") or {}
+    unit = r.get("unit")
+    if unit not in UNIT_FIELD:
+        return {"rows": []}
+    field = UNIT_FIELD[unit]
     basis = r.get("cost_range_basis") or {}
-    field = basis.get("cost")
+    banded = basis.get("cost") == field          # cost_range is stated in this field (record._stability)
     cands = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
-    shown = [(c, cands[c["gpu"]].get(field)) for c in rec["candidates"] if field and c["fits"] and not c["excluded"]]
+    shown = [(c, cands[c["gpu"]].get(field)) for c in rec["candidates"] if c["fits"] and not c["excluded"]]
     shown = [(c, v) for c, v in shown if isinstance(v, (int, float))][:12]
     if not shown:
         return {"rows": []}
-    top = max(max(v, (c.get("cost_range") or [v, v])[1]) for c, v in shown)
+
+    def band(c):
+        return c.get("cost_range") if banded else None
+    top = max(max(v, (band(c) or [v, v])[1]) for c, v in shown)
     step = _nice_step(top / 4)
     axis_max = step * (int(top / step) + 1)
     left, width = 160, 460
@@ -82,15 +92,19 @@ def cost_chart(rec: dict, catalog: Catalog) -> dict:
     rows = []
     for i, (c, v) in enumerate(shown):
         y = 40 + i * 26
-        band = c.get("cost_range")
+        b = band(c)
         rows.append({"gpu": f"{c['count']} x {c['gpu']}", "y": f"{y}", "ty": f"{y + 13}", "w": f"{v / axis_max * width:.1f}",
-                     "label": money(v), "lx": f"{float(x(max(v, band[1] if band else v))) + 6:.1f}", "winner": c["gpu"] == r.get("gpu"),
-                     "band": {"x1": x(band[0]), "x2": x(band[1]), "y": f"{y + 9}"} if band else None})
+                     "label": money(v), "lx": f"{float(x(max(v, b[1] if b else v))) + 6:.1f}", "winner": c["gpu"] == r.get("gpu"),
+                     "band": {"x1": x(b[0]), "x2": x(b[1]), "y": f"{y + 9}"} if b else None})
     base = 40 + len(rows) * 26 + 4
     ticks = [{"x": x(step * k), "label": money(step * k)} for k in range(int(round(axis_max / step)) + 1)]
+    label = UNIT_LABELS[unit]
+    error = (f"whiskers: the speed model's error ({(basis.get('model_error') or 0):.1%})" if banded and basis.get("model_error")
+             else "quoted prices, which the speed model's error does not move" if unit == "hour" else "no model error stated")
     return {"rows": rows, "axis_y": f"{base}", "tick_y": f"{base + 16}", "title_y": f"{base + 36}", "height": f"{base + 46}",
             "width": f"{left + width + 90}", "left": f"{left}", "right": f"{left + width}", "ticks": ticks,
-            "axis_label": f"USD {basis.get('unit', '')}; whiskers: the speed model's error ({(basis.get('model_error') or 0):.1%}); winner in bold"}
+            "title": f"Cost {label} by candidate (what the decision ranked on)", "unit": label,
+            "axis_label": f"USD {label}; {error}; winner in bold"}
 
 
 def _nice_step(x: float) -> float:
