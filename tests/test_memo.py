@@ -266,7 +266,8 @@ def test_out_writes_atomically(capsys, tmp_path):
     out = tmp_path / "memo.md"
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out)]) == 0
     assert out.read_text().startswith("# GPU recommendation: chat-assistant")
-    assert [p.name for p in tmp_path.iterdir()] == ["memo.md"]      # no temporary file left behind
+    # no temporary file left behind; the Markdown memo's charts beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memo.cost.svg", "memo.md", "memo.memory.svg", "memo.tradeoff.svg"]
     # a failing render leaves the previous memo whole
     bad = tmp_path / "bad.j2"
     bad.write_text("{{ nope }}")
@@ -801,3 +802,48 @@ def test_summary_shows_the_top_three_risks_whole(capsys):
     # Markdown has no line budget: the whole sentence, and what to do
     assert ("l40s gives each user about 15.5 tokens/s, below the 25 tokens/s (40 ms per token) of MLPerf Inference's "
             "interactive scenario: interactive use optimises latency") in md and "(...)" not in md
+
+
+def test_markdown_memo_writes_its_charts_beside_it_and_links_them(capsys, tmp_path):
+    out = tmp_path / "memo.md"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out)]) == 0
+    assert "and its charts" in capsys.readouterr().err
+    md = out.read_text()
+    tokens = MarkdownIt("commonmark").parse(md)
+    images = [c for t in tokens if t.type == "inline" for c in (t.children or []) if c.type == "image"]
+    assert [i.attrs["src"] for i in images] == ["memo.cost.svg", "memo.tradeoff.svg", "memo.memory.svg"]
+    alt = {i.attrs["src"]: i.content for i in images}
+    # the alt text carries the chart's figures: the winner's cost per hour (the ranking's unit), its speed
+    assert alt["memo.cost.svg"].startswith("Cost per hour by candidate: 4 x l40s $1.72 (chosen); 2 x rtx-pro-6000 $1.98")
+    assert "4 x l40s: $0.26, 29 tokens/s (chosen)" in alt["memo.tradeoff.svg"]
+    html = memo(capsys, "chat-assistant", "html")
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    for name in ("cost", "tradeoff", "memory"):
+        svg = (tmp_path / f"memo.{name}.svg").read_text()
+        root = ET.fromstring(svg.encode())                      # a well-formed standalone SVG file
+        assert root.tag == ns + "svg" and root.get("font-family") and root.get("viewBox")
+        # one geometry and one drawing: the file is the chart the HTML memo shows, byte for byte
+        assert svg.split("\n", 1)[1].strip() in html
+    cost = ET.fromstring((tmp_path / "memo.cost.svg").read_text().encode())
+    texts = [t.text for t in cost.iter(ns + "text")]
+    assert "USD per hour; quoted prices, which the speed model's error does not move; winner in bold" in texts
+    assert "$0" in texts and "$1.72" in texts
+    # on stdout there is no folder for chart files: no image links
+    assert "![" not in memo(capsys, "chat-assistant", "md")
+
+
+def test_a_chart_file_that_is_an_input_is_refused_and_nothing_is_written(capsys, tmp_path):
+    w = tmp_path / "w.cost.svg"                 # the workload, named as memo w.md's cost chart would be
+    w.write_text((EXAMPLES / "chat-assistant.yaml").read_text())
+    before = w.read_text()
+    assert main(["recommend", str(w), "--format", "md", "--out", str(tmp_path / "w.md")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "w.cost.svg" in err and "is an input of this command" in err and "Traceback" not in err
+    assert w.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["w.cost.svg"]
+
+
+def test_a_markdown_memo_to_a_device_gets_no_chart_files(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", os.devnull]) == 0
+    assert list(tmp_path.iterdir()) == [] and "and its charts" not in capsys.readouterr().err

@@ -57,7 +57,8 @@ def chart(rec: dict, catalog: Catalog) -> dict:
         legend.append({"x": f"{x:.0f}", "tx": f"{x + 14:.0f}", "right": f"{x + w - 10:.0f}", "colour": col,
                        "label": LEDGER_LABELS[k], "y": f"{36 + len(rows) * 28 + row * 18}", "ty": f"{46 + len(rows) * 28 + row * 18}"})
         x += w
-    return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend,
+    alt = "Memory need against the cards' capacity: " + _listed([f"{r['gpu']} {r['label']}" for r in rows])
+    return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend, "alt": alt,
             "legend_y": f"{36 + len(rows) * 28}", "legend_ty": f"{46 + len(rows) * 28}"}
 
 
@@ -104,6 +105,8 @@ def cost_chart(rec: dict, catalog: Catalog) -> dict:
     return {"rows": rows, "axis_y": f"{base}", "tick_y": f"{base + 16}", "title_y": f"{base + 36}", "height": f"{base + 46}",
             "width": f"{left + width + 90}", "left": f"{left}", "right": f"{left + width}", "ticks": ticks,
             "title": f"Cost {label} by candidate (what the decision ranked on)", "unit": label,
+            "alt": f"Cost {label} by candidate: " + _listed([f"{r['gpu']} {r['label']}" + (" (chosen)" if r["winner"] else "")
+                                                              for r in rows]),
             "axis_label": f"USD {label}; {error}; winner in bold"}
 
 
@@ -173,6 +176,8 @@ def tradeoff_chart(rec: dict) -> dict:
                        for k in range(1, int(round(ymax / ystep)) + 1)],       # the origin is the x axis's $0
             "tick_y": f"{top + h + 16}", "xlabel_y": f"{top + h + 36}",
             "title": ("Training hours against cost " if training else "Speed per user against cost ") + unit,
+            "alt": ("Training hours against cost " if training else "Speed per user against cost ") + unit + ": "
+                   + _listed([k["text"] for k in key]),
             "xlabel": f"USD {unit}", "ylabel": "hours" if training else "tokens/s per user",
             "level": {"y": py(level), "ty": f"{float(py(level)) - 4:.1f}",
                       "label": f"deadline {_num(level)} h" if training else f"service level {_num(level)} tokens/s"}
@@ -181,3 +186,9 @@ def tradeoff_chart(rec: dict) -> dict:
 
 def _num(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 else f"{v:,.1f}".rstrip("0").rstrip(".")
+
+
+def _listed(items: list[str], most: int = 6) -> str:
+    """Items in a sentence, the first `most` of them and how many more (a chart's alt text)."""
+    shown = "; ".join(items[:most])
+    return shown + (f"; and {len(items) - most} more" if len(items) > most else "")
