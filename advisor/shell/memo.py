@@ -69,7 +69,7 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
     env = _env(shipped=not template, html=(fmt == "html" or path.suffix in (".html", ".htm") or path.name.endswith(".html.j2")),
                colour=colour, folder=path.resolve().parent, md=(fmt == "md" or path.name.endswith((".md", ".md.j2"))))
     context, context["svg"] = prepared if prepared else (view(rec, catalog), None)
-    context["svg"] = context["svg"] or svgs(context)
+    context["svg"] = context["svg"] or svgs(context, cached=not template)
     # the Markdown memo links the chart files written beside it (`write`); on stdout there are none
     context["chart_files"] = [{"name": k, "link": _image_link(context[CHARTS[k][1]]["alt"], link)}
                               for k, link in (charts or {}).items() if context["svg"].get(k)]
@@ -95,13 +95,15 @@ CHARTS = {"cost": ("chart-cost.svg.j2", "cost_chart", ".cost.svg"),
           "memory": ("chart-memory.svg.j2", "chart", ".memory.svg")}
 
 
-def svgs(context: dict) -> dict[str, str]:
+def svgs(context: dict, cached: bool = True) -> dict[str, str]:
     """Each chart of a memo's context as SVG text (Markup: the HTML memo places it as it is), "" for a
-    chart with nothing to draw; rendered from the shipped templates in the sandbox, XML-escaped."""
+    chart with nothing to draw; rendered from the shipped templates in the sandbox, XML-escaped.
+    `cached`: compiled through the bytecode cache; beside a user's template the cache is not touched
+    (no output of a run with a user's template is compiled code loaded back later)."""
     from markupsafe import Markup
 
     from advisor.base import sandbox
-    env = _env(shipped=True, html=True, colour=False, folder=TEMPLATES)
+    env = _env(shipped=cached, html=True, colour=False, folder=TEMPLATES)
     out = {}
     for name, (tpl, key, _) in CHARTS.items():
         geometry = context.get(key) or {}
@@ -143,7 +145,7 @@ def write(rec: dict, catalog: Catalog, fmt: str, out: str | Path, template: str 
         for p in [out, *paths.values()]:
             refuse_output(p, replaces if p == out else None)
     context = view(rec, catalog)
-    context_svgs = svgs(context)
+    context_svgs = svgs(context, cached=not template)
     drawn = {k: p for k, p in paths.items() if context_svgs.get(k)}
     text = render(rec, catalog, fmt, template, charts={k: p.name for k, p in drawn.items()},
                   prepared=(context, context_svgs))

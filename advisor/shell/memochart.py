@@ -98,13 +98,13 @@ def cost_chart(rec: dict, catalog: Catalog) -> dict:
                      "label": money(v), "lx": f"{float(x(max(v, b[1] if b else v))) + 6:.1f}", "winner": c["gpu"] == r.get("gpu"),
                      "band": {"x1": x(b[0]), "x2": x(b[1]), "y": f"{y + 9}"} if b else None})
     base = 40 + len(rows) * 26 + 4
-    ticks = [{"x": x(step * k), "label": money(step * k)} for k in range(int(round(axis_max / step)) + 1)]
+    ticks = [{"x": x(step * k), "label": _tick(step * k, step)} for k in range(int(round(axis_max / step)) + 1)]
     label = UNIT_LABELS[unit]
     error = (f"whiskers: the speed model's error ({(basis.get('model_error') or 0):.1%})" if banded and basis.get("model_error")
              else "quoted prices, which the speed model's error does not move" if unit == "hour" else "no model error stated")
     return {"rows": rows, "axis_y": f"{base}", "tick_y": f"{base + 16}", "title_y": f"{base + 36}", "height": f"{base + 46}",
             "width": f"{left + width + 90}", "left": f"{left}", "right": f"{left + width}", "ticks": ticks,
-            "title": f"Cost {label} by candidate (what the decision ranked on)", "unit": label,
+            "title": f"Cost {label} by candidate, in the order the decision ranked them", "unit": label,
             "alt": f"Cost {label} by candidate: " + _listed([f"{r['gpu']} {r['label']}" + (" (chosen)" if r["winner"] else "")
                                                               for r in rows]),
             "axis_label": f"USD {label}; {error}; winner in bold"}
@@ -117,6 +117,14 @@ def _nice_step(x: float) -> float:
         return 1.0
     p = 10 ** math.floor(math.log10(x))
     return next(m * p for m in (1, 2, 5, 10) if m * p >= x)
+
+
+def _tick(v: float, step: float) -> str:
+    """An axis tick in dollars, every tick of an axis with the same decimals (those its step needs):
+    $0, $50, $100, not $0, $50.00, $100; $0.00, $0.20 below a dollar."""
+    import math
+    decimals = 0 if step >= 1 else max(2, -math.floor(math.log10(step) + 1e-9))      # cents below a dollar
+    return f"${v:,.{decimals}f}"
 
 
 def money(v: float) -> str:
@@ -171,7 +179,7 @@ def tradeoff_chart(rec: dict) -> dict:
     return {"points": points, "key": key, "left": f"{left}", "right": f"{left + w}", "top": f"{top}",
             "bottom": f"{top + h}", "key_x": f"{kx}", "key_tx": f"{kx + 14}",
             "width": f"{kx + 14 + 290}", "height": f"{max(top + h + 56, top + 18 * len(key) + 10)}",
-            "xticks": [{"x": px(xstep * k), "label": money(xstep * k)} for k in range(int(round(xmax / xstep)) + 1)],
+            "xticks": [{"x": px(xstep * k), "label": _tick(xstep * k, xstep)} for k in range(int(round(xmax / xstep)) + 1)],
             "yticks": [{"y": py(ystep * k), "ty": f"{float(py(ystep * k)) + 4:.1f}", "label": _num(ystep * k)}
                        for k in range(1, int(round(ymax / ystep)) + 1)],       # the origin is the x axis's $0
             "tick_y": f"{top + h + 16}", "xlabel_y": f"{top + h + 36}",
