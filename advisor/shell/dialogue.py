@@ -271,8 +271,9 @@ class Dialogue:
     def _on_format(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower() or "md"
         if low == "?":
-            return ["  text: for the terminal (80 columns); md: Markdown, to paste or commit; html: one self-contained "
-                    "page with a memory chart. The decision record and the transcript are written beside it."]
+            return ["  text: for the terminal (80 columns); md: Markdown, to paste or commit, with its charts as SVG files "
+                    "beside it; html: one self-contained page with the charts. The decision record and the transcript "
+                    "are written beside it."]
         if low == "back":
             self.stage = "confirm"
             return []
