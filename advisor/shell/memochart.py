@@ -187,9 +187,17 @@ def tradeoff_chart(rec: dict) -> dict:
             "alt": ("Training hours against cost " if training else "Speed per user against cost ") + unit + ": "
                    + _listed([k["text"] for k in key]),
             "xlabel": f"USD {unit}", "ylabel": "hours" if training else "tokens/s per user",
-            "level": {"y": py(level), "ty": f"{float(py(level)) - 4:.1f}",
+            # the level's label on the side of the line where plans miss it (below the service level,
+            # above the deadline), where fewest points are; above it when below would reach the x axis
+            "level": {"y": py(level), "ty": f"{_level_label_y(float(py(level)), training, top + h):.1f}",
                       "label": f"deadline {_num(level)} h" if training else f"service level {_num(level)} tokens/s"}
             if level else None}
+
+
+def _level_label_y(y: float, training: bool, bottom: float) -> float:
+    """Baseline of the level's label: above a deadline's line, below a service level's, unless below
+    would reach the x axis."""
+    return y - 4 if training or y + 13 > bottom - 2 else y + 13
 
 
 def _num(v: float) -> str:
