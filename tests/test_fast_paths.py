@@ -194,7 +194,13 @@ def test_the_command_ends_fast_but_with_all_its_output_and_the_right_code(tmp_pa
     assert bad.returncode == 2 and bad.stderr.strip().endswith("missing.yaml: no such file") and "Traceback" not in bad.stderr
     out = tmp_path / "memo.md"
     wrote = _command("recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out))
-    assert wrote.returncode == 0 and out.read_text() == memo.stdout
+    # the same memo, with the links to its charts, written beside it as SVG files
+    linked = [ln for ln in out.read_text().splitlines(keepends=True) if ln.startswith("![")]
+    assert wrote.returncode == 0 and [ln.split("](")[1] for ln in linked] == ["memo.cost.svg)\n", "memo.tradeoff.svg)\n",
+                                                                              "memo.memory.svg)\n"]
+    assert [ln for ln in out.read_text().splitlines() if ln.strip() and not ln.startswith("![")] \
+        == [ln for ln in memo.stdout.splitlines() if ln.strip()]
+    assert all((tmp_path / f"memo.{c}.svg").read_text().startswith("<?xml") for c in ("cost", "tradeoff", "memory"))
 
 
 def test_a_reader_that_leaves_early_is_not_an_error():

@@ -266,7 +266,8 @@ def test_out_writes_atomically(capsys, tmp_path):
     out = tmp_path / "memo.md"
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out)]) == 0
     assert out.read_text().startswith("# GPU recommendation: chat-assistant")
-    assert [p.name for p in tmp_path.iterdir()] == ["memo.md"]      # no temporary file left behind
+    # no temporary file left behind; the Markdown memo's charts beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memo.cost.svg", "memo.md", "memo.memory.svg", "memo.tradeoff.svg"]
     # a failing render leaves the previous memo whole
     bad = tmp_path / "bad.j2"
     bad.write_text("{{ nope }}")
@@ -396,11 +397,14 @@ def test_the_scan_would_catch_what_the_issue_saw():
 
 
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
-def test_text_memo_opens_with_a_summary_of_at_most_25_lines(capsys, name):
+def test_text_memo_opens_with_a_summary_of_at_most_30_lines(capsys, name):
     text = memo(capsys, name, "text")
     head = text.split("RECOMMENDATION IN DETAIL")[0].rstrip("\n").splitlines()
-    # one screen, the API comparison included (issue 23: tighter wording, not a looser limit)
-    assert head[3] == "SUMMARY" and head[4].startswith("Use ") and len(head) <= 25
+    # one screen, the API comparison included (issue 23: tighter wording); the top three risks are
+    # shown whole (each its first clause, never cut with "(...)"), which costs kimi-k3-serving 4 lines
+    assert head[3] == "SUMMARY" and head[4].startswith("Use ") and len(head) <= 30
+    risks = "\n".join(head).partition("Risk: ")[2].partition("Runners-up")[0]
+    assert "(...)" not in risks
     summary = "\n".join(head)
     assert " a month, 730 h" in summary or "price unknown" in summary
     assert "Why: " in summary
@@ -662,12 +666,39 @@ def test_the_winner_still_wins_when_a_faster_card_is_cheaper_per_token(capsys):
             "extra work; per hour, which is what serving them costs, l40s is cheaper ($4.12).") in md
 
 
+def _cost_svg(html: str) -> str:
+    return re.search(r'<svg[^>]*class="chart cost-chart".*?</svg>', html, re.S).group(0)
+
+
 def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
-    html = memo(capsys, "chat-assistant", "html")
-    svg = re.search(r'<svg[^>]*class="cost-chart".*?</svg>', html, re.S) or re.findall(r"<svg.*?</svg>", html, re.S)
-    text = svg.group(0) if hasattr(svg, "group") else next(s for s in svg if "whiskers" in s)
-    assert "USD per hour" in text or "USD per million" in text
-    assert "whiskers: the speed model&#39;s error (12.5%)" in text and "4 x l40s" in text and "$0" in text
+    svg = _cost_svg(memo(capsys, "chat-assistant", "html"))
+    assert "Cost per hour by candidate" in svg and "USD per hour" in svg and ">$0<" in svg
+    assert re.search(r'<text class="gpu-label"[^>]*font-weight="bold">4 x l40s</text>', svg)
+
+
+@pytest.mark.parametrize("name, unit, winner, bar", [
+    # per-hour ranking (interactive serving): the bars are the quotes, $1.72 and $1.98, not per-token cost
+    ("chat-assistant", "per hour", "4 x l40s", "$1.72"),
+    ("7b-pretraining-deadline", "per job", "80 x h100-sxm", "$4,296"),
+    ("llama-13b-full-finetune", "per million training tokens", None, None),
+])
+def test_cost_chart_plots_the_unit_the_decision_ranked_on(capsys, name, unit, winner, bar):
+    rec = _json(capsys, name)
+    assert {"per hour": "hour", "per job": "job", "per million training tokens": "million_training_tokens"}[unit] \
+        == rec["recommendation"]["unit"]
+    svg = _cost_svg(memo(capsys, name, "html"))
+    assert f"Cost {unit} by candidate" in svg and f"USD {unit};" in svg
+    labels = re.findall(r'<text class="bar-label"[^>]*>([^<]*)</text>', svg)
+    field = {"per hour": "usd_per_hour", "per job": "usd_per_job"}.get(unit, "usd_per_million_tokens")
+    est = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
+    shown = [c for c in rec["candidates"] if c["fits"] and not c["excluded"] and est[c["gpu"]].get(field) is not None][:12]
+    assert len(labels) == len(shown)
+    if bar:
+        assert labels[0] == bar and re.search(rf'font-weight="bold">{winner}</text>', svg)
+    # a quote per hour has no error bar; a modelled cost per job or per token has the model's
+    whiskers = svg.count('stroke-width="1.5"')
+    assert whiskers == (0 if unit == "per hour" else len(shown))
+    assert ("whiskers: the speed model&#39;s error" in svg) == (unit != "per hour")
 
 
 def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(capsys):
@@ -753,8 +784,68 @@ def test_html_tradeoff_chart_speed_per_user_against_cost_with_the_service_level(
     # the service level of the workload (tpot 50 ms: 20 tokens/s) drawn as a line, and each point keyed
     assert "service level 20 tokens/s" in svg and svg.count("<circle") == 12
     assert "8 x h100-sxm: $1.03, 22 tokens/s (chosen)" in svg and "8 x h200-sxm: $1.96, 21 tokens/s" in svg
-    assert ">$0<" in svg and ">$10.00<" in svg
+    assert ">$0<" in svg and ">$10<" in svg
     html = memo(capsys, "7b-pretraining-deadline", "html")
     svg = re.search(r'<svg class="chart tradeoff-chart".*?</svg>', html, re.S).group(0)
     assert "Training hours against cost per job" in svg and "deadline 72 h" in svg
     assert "80 x h100-sxm: $4,296, 42 h (chosen)" in svg
+
+
+def test_summary_shows_the_top_three_risks_whole(capsys):
+    head = memo(capsys, "on-prem-70b-serving", "text").split("RECOMMENDATION IN DETAIL")[0]
+    risks = " ".join(head.partition("Risk: ")[2].partition("Runners-up")[0].split())
+    # each risk's claim whole, wrapped at word boundaries; the API warning is the summary's API line already
+    assert risks.startswith("[high] l40s splits every layer over 8 cards through PCIe (about 7x slower than NVLink 4")
+    assert "[medium] l40s gives each user about 15.5 tokens/s, below the 25 tokens/s (40 ms per token) of MLPerf " \
+           "Inference's interactive scenario." in risks
+    assert "(...)" not in risks and "serves about 137.4 million tokens" not in risks
+    assert "An API costs $0.21 per million tokens" in head
+    md = memo(capsys, "on-prem-70b-serving", "md").split("## Recommendation in detail")[0]
+    # Markdown has no line budget: the whole sentence, and what to do
+    assert ("l40s gives each user about 15.5 tokens/s, below the 25 tokens/s (40 ms per token) of MLPerf Inference's "
+            "interactive scenario: interactive use optimises latency") in md and "(...)" not in md
+
+
+def test_markdown_memo_writes_its_charts_beside_it_and_links_them(capsys, tmp_path):
+    out = tmp_path / "memo.md"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out)]) == 0
+    assert "and its charts" in capsys.readouterr().err
+    md = out.read_text()
+    tokens = MarkdownIt("commonmark").parse(md)
+    images = [c for t in tokens if t.type == "inline" for c in (t.children or []) if c.type == "image"]
+    assert [i.attrs["src"] for i in images] == ["memo.cost.svg", "memo.tradeoff.svg", "memo.memory.svg"]
+    alt = {i.attrs["src"]: i.content for i in images}
+    # the alt text carries the chart's figures: the winner's cost per hour (the ranking's unit), its speed
+    assert alt["memo.cost.svg"].startswith("Cost per hour by candidate: 4 x l40s $1.72 (chosen); 2 x rtx-pro-6000 $1.98")
+    assert "4 x l40s: $0.26, 29 tokens/s (chosen)" in alt["memo.tradeoff.svg"]
+    html = memo(capsys, "chat-assistant", "html")
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    for name in ("cost", "tradeoff", "memory"):
+        svg = (tmp_path / f"memo.{name}.svg").read_text()
+        root = ET.fromstring(svg.encode())                      # a well-formed standalone SVG file
+        assert root.tag == ns + "svg" and root.get("font-family") and root.get("viewBox")
+        # one geometry and one drawing: the file is the chart the HTML memo shows, byte for byte
+        assert svg.split("\n", 1)[1].strip() in html
+    cost = ET.fromstring((tmp_path / "memo.cost.svg").read_text().encode())
+    texts = [t.text for t in cost.iter(ns + "text")]
+    assert "USD per hour; quoted prices, which the speed model's error does not move; winner in bold" in texts
+    assert "$0" in texts and "$1.72" in texts
+    # on stdout there is no folder for chart files: no image links
+    assert "![" not in memo(capsys, "chat-assistant", "md")
+
+
+def test_a_chart_file_that_is_an_input_is_refused_and_nothing_is_written(capsys, tmp_path):
+    w = tmp_path / "w.cost.svg"                 # the workload, named as memo w.md's cost chart would be
+    w.write_text((EXAMPLES / "chat-assistant.yaml").read_text())
+    before = w.read_text()
+    assert main(["recommend", str(w), "--format", "md", "--out", str(tmp_path / "w.md")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "w.cost.svg" in err and "is an input of this command" in err and "Traceback" not in err
+    assert w.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["w.cost.svg"]
+
+
+def test_a_markdown_memo_to_a_device_gets_no_chart_files(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", os.devnull]) == 0
+    assert list(tmp_path.iterdir()) == [] and "and its charts" not in capsys.readouterr().err

@@ -199,8 +199,10 @@ def _why_not(rec: dict, gid: str, setup) -> list[str]:
     lines = [f"Why not {gid}:"]
     if not est.get("fits"):
         lines.append(f"  it does not fit: {est.get('reason')}")
+    from advisor.judgement.record import rule_of
     for e in c["excluded_by"]:
-        trace = [t for t in rec["trace"] if t["rule"] == e["rule"] and t["gpu"] in (gid, None)]
+        e = rule_of(rec, e)                   # a compact record says a rule's source, file and line once
+        trace = [t for t in rec["trace"] if t["rule"] == e["rule"] and t.get("gpu") in (gid, None)]
         lines.append(f"  excluded by {e['rule']} ({', '.join(e['source'])}; {e['file']}:{e['line']}): {e['reason']}")
         for t in trace[:1]:
             lines.append("    because " + ", ".join(f"{k} = {v}" for k, v in t["bindings"].items()))

@@ -171,3 +171,70 @@ def _service_margin(d, by_id: dict, err: float | None, src: list) -> dict | None
             "runner_up_holds_at_slow_end": None if ru_ends is None else ru.tokens_per_s_per_user * (1 - err) >= need,
             "settle_by": "an hour of the workload on one node, measuring output tokens/s per user at the workload's "
                          "concurrency"}
+
+
+#: what a compact record keeps of the estimate of a candidate other than the winner: the figures
+#: `explain --why-not` prints (fit, cards, memory per card, price per hour); the ranked ones' costs in
+#: every unit, speed and layout are in `alternatives`; their explanations and their price offers'
+#: catalog text are not kept (the catalog is named by its digest in `versions`)
+BRIEF_FIELDS = ("gpu", "count", "per_card_gb", "fits", "reason", "usd_per_hour")
+#: an alternative's fields that its entry in `candidates` holds too
+ALT_IN_CANDIDATES = ("rank", "excluded", "fits", "count", "premium", "cost_range")
+#: an exclusion's fields that are its rule's, said once in `trace_rules` (explain reads them there)
+EXCLUSION_RULE_FIELDS = ("source", "file", "line")
+#: a firing's fields that belong to its rule, not to the firing: said once per rule in `trace_rules`
+RULE_FIELDS = ("title", "file", "line", "source")
+
+
+def compact(rec: dict) -> dict:
+    """The record as the dialogue saves it (`compact: true`): what `explain RECORD --why-not GPU` reads,
+    each thing said once. The winner's estimate whole, the others' figures that explain prints
+    (BRIEF_FIELDS); the candidates without their warnings' texts (the winner's are the record's
+    `warnings`) and their exclusions without their rule's source, file and line; the ranked
+    alternatives; each rule's title, file, line and source once (`trace_rules`); the firings for the
+    winner and the workload, and every exclusion (its bindings are explain's "because"), whole; the
+    other firings one per rule with the GPUs it fired for (`gpus`)."""
+    r = rec.get("recommendation") or {}
+    win = r.get("gpu")
+    est = dict(rec["estimate"])
+    # the winner's estimate whole (its buy-or-rent comparison is the recommendation's `tco`), the
+    # others' figures that explain prints
+    est["candidates"] = [({k: v for k, v in c.items() if not (k == "tco" and v == r.get("tco"))} if c.get("gpu") == win
+                          else {k: c[k] for k in BRIEF_FIELDS if c.get(k) is not None}) for c in est["candidates"]]
+    # the winner's warnings are the record's `warnings`; the others' texts are not kept (their rules
+    # and weights are in `contributions`)
+    cands = [{**{k: v for k, v in c.items() if k != "warnings"},
+              "excluded_by": [{k: v for k, v in e.items() if k not in EXCLUSION_RULE_FIELDS} for e in c.get("excluded_by") or []]}
+             for c in rec["candidates"]]
+    # the ranked alternatives without what their candidate entries say already (rank, fit, count,
+    # premium, band); an excluded one is its candidate entry's excluded_by
+    alts = [{k: v for k, v in a.items() if k not in ALT_IN_CANDIDATES and v is not None}
+            for a in rec.get("alternatives") or [] if not a.get("excluded")]
+    rules: dict = {}
+    trace: list = []
+    others: dict = {}
+    for t in rec["trace"]:
+        rules.setdefault(t["rule"], {k: t.get(k) for k in RULE_FIELDS})
+        kind = (t.get("effect") or {}).get("kind")
+        if t.get("replaces"):
+            trace.append(dict(t))            # a user's rule replacing a shipped one: explain lists it from here
+        elif t.get("gpu") in (win, None) or kind == "exclude":
+            entry = {k: v for k, v in t.items() if k not in RULE_FIELDS and v is not None}
+            # the bindings as the record rounds figures; the effect's words (and a warning's
+            # mitigation) are the candidate's excluded_by reason or the record's warnings already
+            entry["bindings"] = {k: rounded(v) for k, v in (t.get("bindings") or {}).items()}
+            entry["effect"] = {k: v for k, v in (t.get("effect") or {}).items() if k not in ("text", "reason", "mitigation")}
+            trace.append(entry)
+        elif t["rule"] in others:
+            others[t["rule"]]["gpus"].append(t["gpu"])
+        else:
+            others[t["rule"]] = {"order": t["order"], "rule": t["rule"], "gpus": [t["gpu"]], "effect": {"kind": kind}}
+            trace.append(others[t["rule"]])
+    return {**rec, "compact": True, "candidates": cands, "alternatives": alts, "estimate": est, "trace": trace,
+            "trace_rules": rules}
+
+
+def rule_of(rec: dict, entry: dict) -> dict:
+    """An exclusion or a firing of `rec` with its rule's title, file, line and source, which a compact
+    record (`compact`) keeps once per rule in `trace_rules`."""
+    return {**((rec.get("trace_rules") or {}).get(entry.get("rule")) or {}), **entry}

@@ -62,12 +62,18 @@ def cmd_recommend(args) -> int:
     elif args.format == "summary":
         from advisor.shell.report import summary_text
         text = summary_text(rec, s.catalog)
-    else:
+    elif not (args.out and args.format == "md"):
         from advisor.shell import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
             and not os.environ.get("NO_COLOR")
         text = memo.render(rec, s.catalog, args.format, args.template, colour=colour)
-    if args.out:
+    if args.out and args.format == "md":
+        # the Markdown memo's charts go beside it as SVG files, which it links (memo.write)
+        from advisor.shell import memo
+        written = memo.write(rec, s.catalog, args.format, args.out, args.template)
+        print(f"wrote {args.out}" + (f" and its charts {', '.join(str(p) for p in written[1:])}" if written[1:] else ""),
+              file=sys.stderr)
+    elif args.out:
         write_atomic(args.out, text)        # refused when it is any file the command read
         print(f"wrote {args.out}", file=sys.stderr)
     else:

@@ -56,6 +56,7 @@ class Dialogue:
         self.decision = None
         self.memo_format = "md"
         self.written: list[Path] = []
+        self.chart_files: list[Path] = []          # a Markdown memo's SVG charts, written beside it
 
     # --- which question -------------------------------------------------------------------------
     def relevant(self, q: Question) -> bool:
@@ -270,8 +271,9 @@ class Dialogue:
     def _on_format(self, prompt: Prompt, text: str) -> list[str]:
         low = text.lower() or "md"
         if low == "?":
-            return ["  text: for the terminal (80 columns); md: Markdown, to paste or commit; html: one self-contained "
-                    "page with a memory chart. The decision record and the transcript are written beside it."]
+            return ["  text: for the terminal (80 columns); md: Markdown, to paste or commit, with its charts as SVG files "
+                    "beside it; html: one self-contained page with the charts. The decision record and the transcript "
+                    "are written beside it."]
         if low == "back":
             self.stage = "confirm"
             return []
@@ -315,7 +317,8 @@ class Dialogue:
         self.written = session.write_outputs(self, paths)
         self.finish()
         _, decision_path, transcript_path = paths
-        return [f"  Wrote the memo to {path}", f"  the decision record to {decision_path}",
+        charts = [f"  its charts beside it: {', '.join(p.name for p in self.chart_files)}"] if self.chart_files else []
+        return [f"  Wrote the memo to {path}", *charts, f"  the decision record to {decision_path}",
                 f"  and this session's transcript to {transcript_path}"]
 
     def _on_save(self, prompt: Prompt, text: str) -> list[str]:

@@ -49,8 +49,11 @@ def _env(shipped: bool, html: bool, colour: bool, folder: Path, md: bool = False
                                finalize=_markdown_finalize if md and not html else None)
 
 
-def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path | None = None, colour: bool = False) -> str:
-    """The memo in a format, from the shipped template or the user's (both sandboxed)."""
+def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path | None = None, colour: bool = False,
+           charts: dict[str, str] | None = None, prepared: tuple[dict, dict] | None = None) -> str:
+    """The memo in a format, from the shipped template or the user's (both sandboxed). `charts` maps a
+    chart's name (CHARTS) to the link of its SVG file beside a Markdown memo; `prepared` is the view and
+    its SVGs when the caller has them already (`write`)."""
     from advisor.base import sandbox
     path = Path(template) if template else TEMPLATES / FORMATS[fmt]
     name = str(template) if template else f"templates/{FORMATS[fmt]}"
@@ -65,7 +68,11 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
         raise InputError(Problem(f"cannot read template: {exc}", name)) from None
     env = _env(shipped=not template, html=(fmt == "html" or path.suffix in (".html", ".htm") or path.name.endswith(".html.j2")),
                colour=colour, folder=path.resolve().parent, md=(fmt == "md" or path.name.endswith((".md", ".md.j2"))))
-    context = view(rec, catalog)
+    context, context["svg"] = prepared if prepared else (view(rec, catalog), None)
+    context["svg"] = context["svg"] or svgs(context, cached=not template)
+    # the Markdown memo links the chart files written beside it (`write`); on stdout there are none
+    context["chart_files"] = [{"name": k, "link": _image_link(context[CHARTS[k][1]]["alt"], link)}
+                              for k, link in (charts or {}).items() if context["svg"].get(k)]
     try:
         return sandbox.render(env.get_template(path.name), context, TEMPLATE_SECONDS)
     except SecurityError as exc:
@@ -79,6 +86,81 @@ def render(rec: dict, catalog: Catalog, fmt: str = "text", template: str | Path 
         if not template:              # a shipped template failing is a bug: let it show
             raise
         raise InputError(Problem(f"template failed: {type(exc).__name__}: {str(exc)[:120]}", name)) from None
+
+
+#: the charts drawn as SVG: name -> (shipped template, geometry in the memo's context, file suffix). The
+#: HTML memo places each in its page; beside a Markdown memo each is a file of its own: the same text.
+CHARTS = {"cost": ("chart-cost.svg.j2", "cost_chart", ".cost.svg"),
+          "tradeoff": ("chart-tradeoff.svg.j2", "tradeoff_chart", ".tradeoff.svg"),
+          "memory": ("chart-memory.svg.j2", "chart", ".memory.svg")}
+
+
+def svgs(context: dict, cached: bool = True) -> dict[str, str]:
+    """Each chart of a memo's context as SVG text (Markup: the HTML memo places it as it is), "" for a
+    chart with nothing to draw; rendered from the shipped templates in the sandbox, XML-escaped.
+    `cached`: compiled through the bytecode cache; beside a user's template the cache is not touched
+    (no output of a run with a user's template is compiled code loaded back later)."""
+    from markupsafe import Markup
+
+    from advisor.base import sandbox
+    env = _env(shipped=cached, html=True, colour=False, folder=TEMPLATES)
+    out = {}
+    for name, (tpl, key, _) in CHARTS.items():
+        geometry = context.get(key) or {}
+        drawn = geometry.get("rows") or geometry.get("points")
+        out[name] = Markup(sandbox.render(env.get_template(tpl), {"chart": geometry}, TEMPLATE_SECONDS).strip()) \
+            if drawn else ""
+    return out
+
+
+def chart_paths(memo_path: str | Path) -> dict[str, Path]:
+    """Where a Markdown memo's charts go: beside it, named after it (memo.md -> memo.cost.svg, ...)."""
+    p = Path(memo_path)
+    stem = p.name[: -len(p.suffix)] if p.suffix else p.name
+    return {name: p.with_name(stem + suffix) for name, (_, _, suffix) in CHARTS.items()}
+
+
+def writes_charts(memo_path: str | Path) -> bool:
+    """Whether a memo written to this path gets chart files beside it: a file's path does; a device or
+    a pipe (/dev/stdout, /dev/null) has no folder to put them in."""
+    import os
+    import stat
+    try:
+        return stat.S_ISREG(os.stat(memo_path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
+def write(rec: dict, catalog: Catalog, fmt: str, out: str | Path, template: str | Path | None = None,
+          replaces: str | Path | None = None) -> list[Path]:
+    """Write the memo to `out` (atomically) and, for Markdown, its charts as SVG files beside it, which
+    it links; every output is checked (an input of the command is refused) before any is written.
+    Returns the paths written, the memo first."""
+    from advisor.base.files import refuse_output, write_atomic
+    paths = {}
+    if fmt == "md" and writes_charts(out):
+        paths = chart_paths(out)
+        for p in [out, *paths.values()]:
+            refuse_output(p, replaces if p == out else None)
+    context = view(rec, catalog)
+    context_svgs = svgs(context, cached=not template)
+    drawn = {k: p for k, p in paths.items() if context_svgs.get(k)}
+    text = render(rec, catalog, fmt, template, charts={k: p.name for k, p in drawn.items()},
+                  prepared=(context, context_svgs))
+    for k, p in drawn.items():
+        write_atomic(p, '<?xml version="1.0" encoding="UTF-8"?>\n' + str(context_svgs[k]) + "\n")
+    write_atomic(out, text, replaces)
+    return [Path(out), *drawn.values()]
+
+
+def _image_link(alt: str, file: str):
+    """A Markdown image reference to a chart file beside the memo, its alt text the chart's figures."""
+    from urllib.parse import quote
+
+    from advisor.shell.wording import MarkdownText, markdown
+    return MarkdownText(f"![{markdown(alt)}]({quote(file)})")
 
 
 from advisor.base.files import write_atomic  # noqa: E402,F401  (re-exported for callers of memo)

@@ -3,6 +3,7 @@ memory need, split in the ledger's proportions, against the capacity of its card
 from __future__ import annotations
 
 from advisor.inputs.catalog import Catalog
+from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS
 
 #: the memory ledger's terms as the memo names them, in the ledger's order (the table and the chart)
 LEDGER_LABELS = {"weights_gb": "Weights", "kv_cache_gb": "KV cache", "activations_gb": "Activations",
@@ -56,23 +57,33 @@ def chart(rec: dict, catalog: Catalog) -> dict:
         legend.append({"x": f"{x:.0f}", "tx": f"{x + 14:.0f}", "right": f"{x + w - 10:.0f}", "colour": col,
                        "label": LEDGER_LABELS[k], "y": f"{36 + len(rows) * 28 + row * 18}", "ty": f"{46 + len(rows) * 28 + row * 18}"})
         x += w
-    return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend,
+    alt = "Memory need against the cards' capacity: " + _listed([f"{r['gpu']} {r['label']}" for r in rows])
+    return {"rows": rows, "height": f"{60 + len(rows) * 28 + row * 18}", "width": f"{total_w}", "legend": legend, "alt": alt,
             "legend_y": f"{36 + len(rows) * 28}", "legend_ty": f"{46 + len(rows) * 28}"}
 
 
 def cost_chart(rec: dict, catalog: Catalog) -> dict:
-    """Geometry of the cost chart: each priced candidate's cost per unit of work (the record's
-    cost_range basis: per million output tokens, per job) as a bar from zero, with its band from the
-    speed model's error as a whisker, an x axis with ticks, and the winner marked."""
+    """Geometry of the cost chart: each priced candidate's cost in the unit the decision ranked on (per
+    hour of serving, per million tokens, per job: numbers.objective) as a bar from zero, an x axis with
+    ticks in that unit, and the winner marked. A modelled cost (per token, per job) carries its band
+    from the speed model's error as a whisker (the record's cost_range); a price per hour is a quote,
+    which that error does not move, so it has none."""
     r = rec.get("recommendation") or {}
+    unit = r.get("unit")
+    if unit not in UNIT_FIELD:
+        return {"rows": []}
+    field = UNIT_FIELD[unit]
     basis = r.get("cost_range_basis") or {}
-    field = basis.get("cost")
+    banded = basis.get("cost") == field          # cost_range is stated in this field (record._stability)
     cands = {c["gpu"]: c for c in rec["estimate"]["candidates"]}
-    shown = [(c, cands[c["gpu"]].get(field)) for c in rec["candidates"] if field and c["fits"] and not c["excluded"]]
+    shown = [(c, cands[c["gpu"]].get(field)) for c in rec["candidates"] if c["fits"] and not c["excluded"]]
     shown = [(c, v) for c, v in shown if isinstance(v, (int, float))][:12]
     if not shown:
         return {"rows": []}
-    top = max(max(v, (c.get("cost_range") or [v, v])[1]) for c, v in shown)
+
+    def band(c):
+        return c.get("cost_range") if banded else None
+    top = max(max(v, (band(c) or [v, v])[1]) for c, v in shown)
     step = _nice_step(top / 4)
     axis_max = step * (int(top / step) + 1)
     left, width = 160, 460
@@ -82,15 +93,21 @@ def cost_chart(rec: dict, catalog: Catalog) -> dict:
     rows = []
     for i, (c, v) in enumerate(shown):
         y = 40 + i * 26
-        band = c.get("cost_range")
+        b = band(c)
         rows.append({"gpu": f"{c['count']} x {c['gpu']}", "y": f"{y}", "ty": f"{y + 13}", "w": f"{v / axis_max * width:.1f}",
-                     "label": money(v), "lx": f"{float(x(max(v, band[1] if band else v))) + 6:.1f}", "winner": c["gpu"] == r.get("gpu"),
-                     "band": {"x1": x(band[0]), "x2": x(band[1]), "y": f"{y + 9}"} if band else None})
+                     "label": money(v), "lx": f"{float(x(max(v, b[1] if b else v))) + 6:.1f}", "winner": c["gpu"] == r.get("gpu"),
+                     "band": {"x1": x(b[0]), "x2": x(b[1]), "y": f"{y + 9}"} if b else None})
     base = 40 + len(rows) * 26 + 4
-    ticks = [{"x": x(step * k), "label": money(step * k)} for k in range(int(round(axis_max / step)) + 1)]
+    ticks = [{"x": x(step * k), "label": _tick(step * k, step)} for k in range(int(round(axis_max / step)) + 1)]
+    label = UNIT_LABELS[unit]
+    error = (f"whiskers: the speed model's error ({(basis.get('model_error') or 0):.1%})" if banded and basis.get("model_error")
+             else "quoted prices, which the speed model's error does not move" if unit == "hour" else "no model error stated")
     return {"rows": rows, "axis_y": f"{base}", "tick_y": f"{base + 16}", "title_y": f"{base + 36}", "height": f"{base + 46}",
             "width": f"{left + width + 90}", "left": f"{left}", "right": f"{left + width}", "ticks": ticks,
-            "axis_label": f"USD {basis.get('unit', '')}; whiskers: the speed model's error ({(basis.get('model_error') or 0):.1%}); winner in bold"}
+            "title": f"Cost {label} by candidate, in the order the decision ranked them", "unit": label,
+            "alt": f"Cost {label} by candidate: " + _listed([f"{r['gpu']} {r['label']}" + (" (chosen)" if r["winner"] else "")
+                                                              for r in rows]),
+            "axis_label": f"USD {label}; {error}; winner in bold"}
 
 
 def _nice_step(x: float) -> float:
@@ -100,6 +117,14 @@ def _nice_step(x: float) -> float:
         return 1.0
     p = 10 ** math.floor(math.log10(x))
     return next(m * p for m in (1, 2, 5, 10) if m * p >= x)
+
+
+def _tick(v: float, step: float) -> str:
+    """An axis tick in dollars, every tick of an axis with the same decimals (those its step needs):
+    $0, $50, $100, not $0, $50.00, $100; $0.00, $0.20 below a dollar."""
+    import math
+    decimals = 0 if step >= 1 else max(2, -math.floor(math.log10(step) + 1e-9))      # cents below a dollar
+    return f"${v:,.{decimals}f}"
 
 
 def money(v: float) -> str:
@@ -154,16 +179,32 @@ def tradeoff_chart(rec: dict) -> dict:
     return {"points": points, "key": key, "left": f"{left}", "right": f"{left + w}", "top": f"{top}",
             "bottom": f"{top + h}", "key_x": f"{kx}", "key_tx": f"{kx + 14}",
             "width": f"{kx + 14 + 290}", "height": f"{max(top + h + 56, top + 18 * len(key) + 10)}",
-            "xticks": [{"x": px(xstep * k), "label": money(xstep * k)} for k in range(int(round(xmax / xstep)) + 1)],
+            "xticks": [{"x": px(xstep * k), "label": _tick(xstep * k, xstep)} for k in range(int(round(xmax / xstep)) + 1)],
             "yticks": [{"y": py(ystep * k), "ty": f"{float(py(ystep * k)) + 4:.1f}", "label": _num(ystep * k)}
                        for k in range(1, int(round(ymax / ystep)) + 1)],       # the origin is the x axis's $0
             "tick_y": f"{top + h + 16}", "xlabel_y": f"{top + h + 36}",
             "title": ("Training hours against cost " if training else "Speed per user against cost ") + unit,
+            "alt": ("Training hours against cost " if training else "Speed per user against cost ") + unit + ": "
+                   + _listed([k["text"] for k in key]),
             "xlabel": f"USD {unit}", "ylabel": "hours" if training else "tokens/s per user",
-            "level": {"y": py(level), "ty": f"{float(py(level)) - 4:.1f}",
+            # the level's label on the side of the line where plans miss it (below the service level,
+            # above the deadline), where fewest points are; above it when below would reach the x axis
+            "level": {"y": py(level), "ty": f"{_level_label_y(float(py(level)), training, top + h):.1f}",
                       "label": f"deadline {_num(level)} h" if training else f"service level {_num(level)} tokens/s"}
             if level else None}
 
 
+def _level_label_y(y: float, training: bool, bottom: float) -> float:
+    """Baseline of the level's label: above a deadline's line, below a service level's, unless below
+    would reach the x axis."""
+    return y - 4 if training or y + 13 > bottom - 2 else y + 13
+
+
 def _num(v: float) -> str:
     return f"{v:,.0f}" if v >= 10 else f"{v:,.1f}".rstrip("0").rstrip(".")
+
+
+def _listed(items: list[str], most: int = 6) -> str:
+    """Items in a sentence, the first `most` of them and how many more (a chart's alt text)."""
+    shown = "; ".join(items[:most])
+    return shown + (f"; and {len(items) - most} more" if len(items) > most else "")

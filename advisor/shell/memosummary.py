@@ -2,6 +2,8 @@
 risks, the alternatives beside it, how close the call is (the stability band), drawn from the other sections."""
 from __future__ import annotations
 
+import re
+
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
@@ -88,10 +90,27 @@ def _summary(x: _Record, v: dict) -> dict:
     summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
         (r or {}).get("objective") == "cost" else summary["objective"]
     summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
-    summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]}
-                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:3] or \
-                       [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]} for k in v["risks"]][:1]
+    # the top three whole: md and html give each its full text; the text memo's one screen gives each its
+    # first clause whole (never cut inside it with "(...)"), the rest of the sentence is in RISKS below;
+    # the API rules' warning says what the summary's API line already says, with the same figures
+    summary["risks"] = [{"severity": k["severity"], "text": k["text"], "clause": _first_clause(k["text"]),
+                         "mitigation": k["mitigation"]}
+                        for k in v["risks"] if (k["kind"] == "warn" or k["severity"] in ("high", "medium"))
+                        and not (summary["api"] and k["rule"].startswith("api-"))][:3] or \
+                       [{"severity": k["severity"], "text": k["text"], "clause": _first_clause(k["text"]),
+                         "mitigation": k["mitigation"]} for k in v["risks"]][:1]
     return summary
+
+
+def _first_clause(text: str) -> str:
+    """The first sentence of a text up to its first clause boundary ("; " or ": " outside parentheses),
+    whole: a risk's claim without its explanation, never cut inside a clause."""
+    first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
+    for m in re.finditer(r"; |: ", first):
+        head = first[:m.start()]
+        if head.count("(") == head.count(")") and len(head) > 20:     # a clause that reads as a sentence
+            return head + "."
+    return first + "."
 
 
 def _closest_label(x: _Record) -> str:

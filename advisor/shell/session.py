@@ -89,7 +89,8 @@ def save_resume(dlg, path: Path) -> Path:
     state = {"resume": 1, "advisor": __version__, "answers": dlg.answers, "preset": sorted(dlg.preset),
              "asked": dlg.asked, "steps": dlg.steps}
     # the resume file this session continues is read, and meant to be saved over
-    write_atomic(path, yaml.safe_dump(state, sort_keys=False, allow_unicode=True), replaces=dlg.resumed_from)
+    # answers taken from a workload file (`ask --from`) hold its loader's line-numbered lists: plain data
+    write_atomic(path, yaml.safe_dump(yamlio.plain(state), sort_keys=False, allow_unicode=True), replaces=dlg.resumed_from)
     return path
 
 
@@ -121,10 +122,11 @@ def output_paths(memo_path: Path) -> tuple[Path, Path, Path]:
 
 
 def refusal(paths) -> str:
-    """Why one of the outputs may not be written (an input, a FIFO, ...), or "" when all may: all three
-    are checked before any is written."""
+    """Why one of the outputs may not be written (an input, a FIFO, ...), or "" when all may: all three,
+    and the chart files a Markdown memo gets beside it, are checked before any is written."""
+    from advisor.shell.memo import chart_paths
     try:
-        for p in paths:
+        for p in [*paths, *(chart_paths(paths[0]).values() if str(paths[0]).endswith(".md") else ())]:
             refuse_output(p)
     except InputError as exc:
         return str(exc.problems[0])
@@ -136,7 +138,11 @@ def write_outputs(dlg, paths: tuple[Path, Path, Path]) -> list[Path]:
     from advisor.shell import memo           # Jinja and the templates load only when a memo is written
     memo_path, decision_path, transcript_path = paths
     rec = dlg.decision.record
-    write_atomic(memo_path, memo.render(rec, dlg.catalog, dlg.memo_format))
-    write_atomic(decision_path, json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n")
+    # a Markdown memo gets its charts beside it as SVG files (memo.write)
+    dlg.chart_files = memo.write(rec, dlg.catalog, dlg.memo_format, memo_path)[1:]
+    # the saved record is the compact one (what `explain --why-not` reads, each thing said once), in
+    # JSON without indentation: some 50 kB instead of 350 kB; `recommend --format json` gives the whole
+    from advisor.judgement.record import compact
+    write_atomic(decision_path, json.dumps(compact(rec), separators=(",", ":"), ensure_ascii=False, default=str) + "\n")
     write_atomic(transcript_path, transcript_yaml(dlg))
     return [memo_path, decision_path, transcript_path]
