@@ -17,6 +17,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
+from advisor.inputs.capacity import contract_rate, on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price
 from advisor.inputs.skypilot import PROVIDERS
 
@@ -30,18 +31,24 @@ ON_PREM = ("on-prem", "air-gapped", "workstation")
 WORKSTATION_SITE = {"pue": 1.0, "hosting_usd_per_kw_month": 0.0, "server_overhead": 1.0}
 
 
-def pick_price(prices: list[Price], count: int, group: int):
+def pick_price(prices: list[Price], count: int, group: int, capacity: dict | None = None):
     """Cheapest way to rent `count` GPUs with each node's share of a model replica (`group` cards:
     its tensor-parallel and in-node pipeline stages) inside one instance (K13), from the most
-    trustworthy tier that has one. Returns (usd_per_hour, price, instances) or None."""
+    trustworthy tier that has one. With `capacity` (catalog/capacity.yaml), only listings that have
+    that many instances to rent at once (inputs.capacity.on_demand_instances). Returns
+    (usd_per_hour, price, instances) or None."""
     g = max(group, 1)
 
     def instances(p: Price) -> int:
         # whole groups per instance: a 6-GPU instance holds one TP-4 replica, not one and a half
         return math.ceil(math.ceil(count / g) / (p.gpus_per_instance // g))
 
+    def available(p: Price) -> bool:
+        most = on_demand_instances(capacity, p.provider)[0] if capacity else None
+        return most is None or instances(p) <= most
+
     for tier in PRICE_TIERS:
-        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group]
+        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group and available(p)]
         if offers:
             best = min(offers, key=lambda p: (instances(p) * p.usd_per_hour, -p.gpus_per_instance,
                                               p.kind != "on-demand", p.provider, p.instance or ""))
@@ -258,9 +265,16 @@ def _region_text(p: Price) -> str | None:
 
 
 def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
-    """The hourly price of `count` cards from the cheapest offer usable for `w` (K13), or why it is unknown."""
-    found = pick_price(offers(gpu, catalog, w, nodes), count, group)
+    """The hourly price of `count` cards from the cheapest offer usable for `w` (K13) that has that many
+    instances to rent; beyond every listing's on-demand capacity, a contracted cluster at a sourced
+    rate (`contract`); or why it is unknown."""
+    usable = offers(gpu, catalog, w, nodes)
+    capacity = getattr(catalog, "capacity", None) or None
+    found = pick_price(usable, count, group, capacity)
     if not found:
+        beyond = pick_price(usable, count, group) if capacity else None
+        if beyond:
+            return contract(gpu, catalog, count, group, beyond)
         return Cost(price_unknown=_why_unknown(gpu, catalog, w, group, nodes or 1))
     usd, p, n = found
     idle = n * p.gpus_per_instance - count
@@ -272,7 +286,45 @@ def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
     if p.kind == "spot" and w is not None and w.training:
         why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
                        "restart loses little work (constraints.spot: true)")
-    return Cost(usd_per_hour=usd, price=_offer_dict(p, n, count), why=why)
+    offer = _offer_dict(p, n, count)
+    if capacity:
+        most, src = on_demand_instances(capacity, p.provider)
+        offer.update(capacity_instances=most, capacity_source=src)
+    return Cost(usd_per_hour=usd, price=offer, why=why)
+
+
+def contract(gpu, catalog, count: int, group: int, beyond: tuple) -> Cost:
+    """A plan no listing has the instances for on demand: a contracted cluster of whole nodes at the
+    sourced $/GPU-hour of catalog/capacity.yaml (kind 'contract', with its term), or unknown when no
+    rate is sourced (never guessed). `beyond`: the cheapest listing ignoring capacity, for the text."""
+    _, p, n = beyond
+    most, src = on_demand_instances(catalog.capacity, p.provider)
+    over = (f"{count:,} GPUs need {n:,} x {p.gpus_per_instance}-GPU instances at once, more than any listing has "
+            f"on demand (at most {most:,} instances of one listing: {src})")
+    rate = contract_rate(catalog.capacity, gpu.id)
+    if rate is None:
+        return Cost(price_unknown=f"{over}; no sourced contract rate for {gpu.id} (catalog/capacity.yaml): a cluster "
+                                  "this size is contracted, ask providers for a quote",
+                    why={"capacity": over})
+    gpn = max(gpu.gpus_per_node, group, 1)
+    nodes = math.ceil(count / gpn)
+    billed = nodes * gpn
+    usd = billed * rate["usd_per_gpu_hour"]
+    term_h = rate["term_months"] * HOURS_PER_MONTH
+    offer = {"provider": rate["provider"], "instance": f"{rate['term_months']}-month term",
+             "region": None, "kind": "contract", "date": rate["date"], "commit": None, "source": rate["src"],
+             "tier": "quote", "instances": nodes, "gpus_per_instance": gpn, "usd_per_instance_hour": gpn * rate["usd_per_gpu_hour"],
+             "usd_per_instance_hour_median": None, "idle_gpus": billed - count,
+             "usd_per_gpu_hour": rate["usd_per_gpu_hour"], "usd_per_gpu_hour_range": rate["range"],
+             "term_months": rate["term_months"], "term_hours": term_h, "term_usd": usd * term_h,
+             "capacity_instances": most, "capacity_source": src,
+             "on_demand_offer": {"provider": p.provider, "instance": p.instance, "instances_needed": n,
+                                 "usd_per_instance_hour": p.usd_per_hour}}
+    why = {"usd_per_hour": (f"{billed:,} GPUs ({nodes:,} x {gpn}-GPU nodes) x ${rate['usd_per_gpu_hour']:g}/GPU-h contracted for "
+                            f"{rate['term_months']} months ({rate['provider']}, {rate['date']}: {rate['src']})"
+                            + (f"; {billed - count} of its GPUs idle" if billed > count else "")),
+           "capacity": over + "; priced as a contracted cluster"}
+    return Cost(usd_per_hour=usd, price=offer, why=why)
 
 
 # --- rent versus buy ----------------------------------------------------------------------------
