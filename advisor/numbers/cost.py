@@ -299,8 +299,9 @@ def contract(gpu, catalog, count: int, group: int, beyond: tuple) -> Cost:
     rate is sourced (never guessed). `beyond`: the cheapest listing ignoring capacity, for the text."""
     _, p, n = beyond
     most, src = on_demand_instances(catalog.capacity, p.provider)
+    # the capacity figure's full source is in the offer (capacity_source); the text names the file
     over = (f"{count:,} GPUs need {n:,} x {p.gpus_per_instance}-GPU instances at once, more than any listing has "
-            f"on demand (at most {most:,} instances of one listing: {src})")
+            f"on demand (at most {most:,} instances of one listing, catalog/capacity.yaml)")
     rate = contract_rate(catalog.capacity, gpu.id)
     if rate is None:
         return Cost(price_unknown=f"{over}; no sourced contract rate for {gpu.id} (catalog/capacity.yaml): a cluster "
