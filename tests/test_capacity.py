@@ -52,6 +52,12 @@ def test_405b_in_90_days_is_a_contracted_h100_cluster_with_the_rates_source(cata
     assert "Capacity Blocks" in p["capacity_source"]
     warn = warnings_of(d, "h100-sxm", "capacity-needs-a-contract")
     assert warn and "needs a contracted cluster" in warn[0]["text"] and "$2.35/GPU-h for a 12-month term" in warn[0]["text"]
+    # the term is longer than the job: what it commits is said beside the cost per job
+    hours = d.estimate.candidate("h100-sxm").training_hours
+    assert p["term_usd"] == pytest.approx(r["usd_per_hour"] * 12 * 730)
+    assert p["job_share_of_term"] == pytest.approx(hours / (12 * 730))
+    term = warnings_of(d, "h100-sxm", "contract-term-longer-than-the-job")
+    assert term and f"commits ${p['term_usd']:,.0f}" in term[0]["text"] and f"uses {100 * hours / 8760:.0f}% of the term" in term[0]["text"]
 
 
 def test_a_cluster_without_a_sourced_contract_rate_is_price_unknown_not_guessed(catalog, kb):

@@ -124,6 +124,7 @@ FACTS: dict[str, Fact] = {
     "candidate.contract_usd_per_gpu_hour": Fact("number", "USD/GPU-h", "a contracted cluster's sourced rate (price_kind contract)"),
     "candidate.contract_term_months": Fact("integer", "months", "the term the contract rate is for"),
     "candidate.contract_term_usd": Fact("number", "USD", "the whole term's commitment: cluster price per hour x the term's hours"),
+    "candidate.contract_job_percent": Fact("number", "%", "training on a contract: the job's hours / the term's hours x 100 (the rest of the term is committed but unused by this job)"),
     "candidate.contract_source": Fact("string", "", "where the contract rate comes from, with its date"),
     "candidate.spot_checkpoint_minutes": Fact("number", "min", "spot training: the checkpoint interval that minimises expected time, sqrt(2 x checkpoint time x MTBF) (Young)"),
     "candidate.spot_checkpoint_every": Fact("string", "", "spot training: spot_checkpoint_minutes in words (minutes below 2 h, else hours)"),
@@ -277,7 +278,8 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
             if c.price and c.price.get("kind") == "contract":
                 cvals.update(instances_needed=c.price["on_demand_offer"]["instances_needed"],
                              contract_usd_per_gpu_hour=c.price["usd_per_gpu_hour"], contract_term_months=c.price["term_months"],
-                             contract_term_usd=c.price["term_usd"], contract_source=f"{c.price['provider']}, {c.price['date']}")
+                             contract_term_usd=c.price["term_usd"], contract_source=f"{c.price['provider']}, {c.price['date']}",
+                             contract_job_percent=(100 * c.price["job_share_of_term"]) if c.price.get("job_share_of_term") is not None else None)
             spot_term = (c.price or {}).get("spot")
             if spot_term:
                 cvals.update(spot_checkpoint_minutes=spot_term["checkpoint_interval_hours"] * 60,

@@ -150,7 +150,14 @@ def per_unit(c: Cost, speed, w) -> Cost:
         return replace(c, usd_per_job=max(month / jobs, speed.training_hours * c.usd_per_hour), why=why)
     if speed.training_hours is not None:
         why["usd_per_job"] = f"{speed.training_hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
-        return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, why=why)
+        offer = c.price
+        if offer and offer.get("kind") == "contract":
+            # the job is charged its hours; the term commits the rest, which the team must use or resell
+            share = speed.training_hours / offer["term_hours"]
+            offer = {**offer, "job_share_of_term": share}
+            why["usd_per_job"] += (f"; the {offer['term_months']}-month contract commits ${offer['term_usd']:,.0f}, "
+                                   f"of which the job uses {share:.0%}")
+        return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, price=offer, why=why)
     if speed.hours_per_million_tokens:
         why["usd_per_million_tokens"] = (f"{speed.hours_per_million_tokens:,.3g} h per million training tokens x "
                                          f"${c.usd_per_hour:,.2f}/h (C16)")
