@@ -157,3 +157,22 @@ def test_a_bad_capacity_file_is_refused_in_one_line(capsys, tmp_path, monkeypatc
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "capacity.yaml:" in lines[0] and expected in lines[0], err
     assert "Traceback" not in err
+
+
+def test_serving_beyond_one_listing_is_spread_over_several_providers_each_within_its_capacity(catalog, kb):
+    w = workload.load(ROOT / "examples" / "llama-70b-128-users.yaml", catalog)
+    d = decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    c = d.estimate.candidate("l4")
+    parts = c.price["listings"]
+    assert len(parts) >= 2 and len({x["provider"] for x in parts}) >= 2
+    assert all(x["instances"] <= x["capacity_instances"] for x in parts)
+    assert sum(x["instances"] for x in parts) * c.price["gpus_per_instance"] >= c.count
+    assert c.usd_per_hour == pytest.approx(sum(x["instances"] * x["usd_per_instance_hour"] for x in parts))
+    warn = warnings_of(d, "l4", "capacity-several-providers")
+    assert warn and f"priced over {len(parts)} listings" in warn[0]["text"]
+
+
+def test_a_training_cluster_is_never_spread_over_providers(catalog, kb):
+    d = decide(catalog, kb, LLAMA_405B)
+    for c in d.estimate.candidates:
+        assert not (c.price or {}).get("listings"), c.gpu

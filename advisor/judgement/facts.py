@@ -120,6 +120,8 @@ FACTS: dict[str, Fact] = {
     "candidate.price_kind": Fact("string", "", "on-demand | spot | reserved | endpoint | contract (a cluster beyond on-demand capacity) | purchase | owned (the team's fleet): what kind of offer prices the plan"),
     # capacity and spot (issue 21; catalog/capacity.yaml, numbers/cost.py contract, numbers/spot.py)
     "candidate.capacity_instances": Fact("integer", "instances", "the most instances of the plan's listing that can be rented at once (its own figure or the sourced default)"),
+    "candidate.price_listings": Fact("integer", "listings", "serving beyond one listing's on-demand capacity: how many listings the replicas are spread over (absent: one)"),
+    "candidate.price_providers": Fact("string", "", "the providers of a plan spread over several listings"),
     "candidate.instances_needed": Fact("integer", "instances", "instances of the cheapest listing the plan would need on demand (a contract plan: more than capacity_instances)"),
     "candidate.contract_usd_per_gpu_hour": Fact("number", "USD/GPU-h", "a contracted cluster's sourced rate (price_kind contract)"),
     "candidate.contract_term_months": Fact("integer", "months", "the term the contract rate is for"),
@@ -275,6 +277,9 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
             if c.price and c.price.get("capacity_instances"):
                 cvals["capacity_instances"] = c.price["capacity_instances"]
+            if c.price and c.price.get("listings"):
+                cvals.update(price_listings=len(c.price["listings"]),
+                             price_providers=", ".join(dict.fromkeys(x["provider"] for x in c.price["listings"])))
             if c.price and c.price.get("kind") == "contract":
                 cvals.update(instances_needed=c.price["on_demand_offer"]["instances_needed"],
                              contract_usd_per_gpu_hour=c.price["usd_per_gpu_hour"], contract_term_months=c.price["term_months"],

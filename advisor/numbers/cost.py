@@ -17,8 +17,9 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
-from advisor.inputs.capacity import contract_rate, on_demand_instances
+from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price
+from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, several
 from advisor.inputs.skypilot import PROVIDERS
 
 HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW (fallback only)
@@ -256,21 +257,6 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
     return f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})"
 
 
-def _offer_dict(p: Price, n: int, count: int) -> dict:
-    return {"provider": p.provider, "instance": p.instance, "region": _region_text(p), "kind": p.kind,
-            "date": p.date, "commit": p.commit, "source": p.source, "tier": p.tier,
-            "instances": n, "gpus_per_instance": p.gpus_per_instance, "usd_per_instance_hour": p.usd_per_hour,
-            "usd_per_instance_hour_median": p.usd_per_hour_median, "idle_gpus": n * p.gpus_per_instance - count}
-
-
-def _region_text(p: Price) -> str | None:
-    if p.regions:
-        return p.regions[0] if len(p.regions) == 1 else f"cheapest of {len(p.regions)} regions ({', '.join(p.regions[:3])}{', ...' if len(p.regions) > 3 else ''})"
-    if p.region_count:
-        return "1 region" if p.region_count == 1 else f"cheapest of {p.region_count} regions"
-    return None
-
-
 def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
     """The hourly price of `count` cards from the cheapest offer usable for `w` (K13) that has that many
     instances to rent; beyond every listing's on-demand capacity, a contracted cluster at a sourced
@@ -280,12 +266,17 @@ def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
     found = pick_price(usable, count, group, capacity)
     if not found:
         beyond = pick_price(usable, count, group) if capacity else None
+        spread = pick_several(usable, count, group, capacity) if beyond and w is not None and not w.training else None
+        if spread:
+            usd, offer, why = several(count, *spread, capacity)
+            return Cost(usd_per_hour=usd, price=offer, why=why)
         if beyond:
-            return contract(gpu, catalog, count, group, beyond)
+            usd, offer, why = contract(gpu, capacity, count, group, beyond)
+            return Cost(price_unknown=offer, why=why) if usd is None else Cost(usd_per_hour=usd, price=offer, why=why)
         return Cost(price_unknown=_why_unknown(gpu, catalog, w, group, nodes or 1))
     usd, p, n = found
     idle = n * p.gpus_per_instance - count
-    where = _region_text(p)
+    where = region_text(p)
     why = {"usd_per_hour": (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}"
                             + (f" {p.instance}" if p.instance else "") + f", {p.kind}" + (f", {where}" if where else "")
                             + f", {p.date}" + (f", catalog commit {p.commit[:8]}" if p.commit else "") + ")"
@@ -293,45 +284,10 @@ def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
     if p.kind == "spot" and w is not None and w.training:
         why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
                        "restart loses little work (constraints.spot: true)")
-    offer = _offer_dict(p, n, count)
+    offer = offer_dict(p, n, count)
     if capacity:
         most, src = on_demand_instances(capacity, p.provider)
         offer.update(capacity_instances=most, capacity_source=src)
-    return Cost(usd_per_hour=usd, price=offer, why=why)
-
-
-def contract(gpu, catalog, count: int, group: int, beyond: tuple) -> Cost:
-    """A plan no listing has the instances for on demand: a contracted cluster of whole nodes at the
-    sourced $/GPU-hour of catalog/capacity.yaml (kind 'contract', with its term), or unknown when no
-    rate is sourced (never guessed). `beyond`: the cheapest listing ignoring capacity, for the text."""
-    _, p, n = beyond
-    most, src = on_demand_instances(catalog.capacity, p.provider)
-    # the capacity figure's full source is in the offer (capacity_source); the text names the file
-    over = (f"{count:,} GPUs need {n:,} x {p.gpus_per_instance}-GPU instances at once, more than any listing has "
-            f"on demand (at most {most:,} instances of one listing, catalog/capacity.yaml)")
-    rate = contract_rate(catalog.capacity, gpu.id)
-    if rate is None:
-        return Cost(price_unknown=f"{over}; no sourced contract rate for {gpu.id} (catalog/capacity.yaml): a cluster "
-                                  "this size is contracted, ask providers for a quote",
-                    why={"capacity": over})
-    gpn = max(gpu.gpus_per_node, group, 1)
-    nodes = math.ceil(count / gpn)
-    billed = nodes * gpn
-    usd = billed * rate["usd_per_gpu_hour"]
-    term_h = rate["term_months"] * HOURS_PER_MONTH
-    offer = {"provider": rate["provider"], "instance": f"{rate['term_months']}-month term",
-             "region": None, "kind": "contract", "date": rate["date"], "commit": None, "source": rate["src"],
-             "tier": "quote", "instances": nodes, "gpus_per_instance": gpn, "usd_per_instance_hour": gpn * rate["usd_per_gpu_hour"],
-             "usd_per_instance_hour_median": None, "idle_gpus": billed - count,
-             "usd_per_gpu_hour": rate["usd_per_gpu_hour"], "usd_per_gpu_hour_range": rate["range"],
-             "term_months": rate["term_months"], "term_hours": term_h, "term_usd": usd * term_h,
-             "capacity_instances": most, "capacity_source": src,
-             "on_demand_offer": {"provider": p.provider, "instance": p.instance, "instances_needed": n,
-                                 "usd_per_instance_hour": p.usd_per_hour}}
-    why = {"usd_per_hour": (f"{billed:,} GPUs ({nodes:,} x {gpn}-GPU nodes) x ${rate['usd_per_gpu_hour']:g}/GPU-h contracted for "
-                            f"{rate['term_months']} months ({rate['provider']}, {rate['date']}: {rate['src']})"
-                            + (f"; {billed - count} of its GPUs idle" if billed > count else "")),
-           "capacity": over + "; priced as a contracted cluster"}
     return Cost(usd_per_hour=usd, price=offer, why=why)
 
 
@@ -437,7 +393,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
         "gpus_bought": bought, "it_kw": it_kw,
         "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]), "usd_per_gpu_sources": list(fig.get("sources", [])),
         "usd_per_gpu_date": fig.get("date"), "usd_per_gpu_basis": entry.get("basis"),
-        "rent_offer": _offer_dict(rented[1], rented[2], count) if rented else None,
+        "rent_offer": offer_dict(rented[1], rented[2], count) if rented else None,
         "rent_usd_per_hour": rent_h,
         "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()},
     })
