@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from advisor.inputs.catalog import GPU
 from advisor.numbers import api
+from advisor.numbers.spot import interval_text
 from advisor.numbers.estimate import GB, Estimate
 from advisor.numbers.objective import unit_cost, unit_of_work
 
@@ -118,7 +119,22 @@ FACTS: dict[str, Fact] = {
     "candidate.idle_gpus": Fact("integer", "GPUs", "GPUs rented with the instances but not used by the layout (K13)"),
     "candidate.idle_share": Fact("number", "", "idle_gpus / GPUs rented: 0 when the layout uses every rented GPU"),
     "candidate.price_tier": Fact("string", "", "quote | catalog | listing: how trustworthy the price is"),
-    "candidate.price_kind": Fact("string", "", "on-demand | spot | reserved | endpoint | purchase | owned (the team's fleet): what kind of offer prices the plan"),
+    "candidate.price_kind": Fact("string", "", "on-demand | spot | reserved | endpoint | contract (a cluster beyond on-demand capacity) | purchase | owned (the team's fleet): what kind of offer prices the plan"),
+    # capacity and spot (issue 21; catalog/capacity.yaml, numbers/cost.py contract, numbers/spot.py)
+    "candidate.capacity_instances": Fact("integer", "instances", "the most instances of the plan's listing that can be rented at once (its own figure or the sourced default)"),
+    "candidate.price_listings": Fact("integer", "listings", "serving beyond one listing's on-demand capacity: how many listings the replicas are spread over (absent: one)"),
+    "candidate.price_providers": Fact("string", "", "the providers of a plan spread over several listings"),
+    "candidate.instances_needed": Fact("integer", "instances", "instances of the cheapest listing the plan would need on demand (a contract plan: more than capacity_instances)"),
+    "candidate.contract_usd_per_gpu_hour": Fact("number", "USD/GPU-h", "a contracted cluster's sourced rate (price_kind contract)"),
+    "candidate.contract_term_months": Fact("integer", "months", "the term the contract rate is for"),
+    "candidate.contract_term_usd": Fact("number", "USD", "the whole term's commitment: cluster price per hour x the term's hours"),
+    "candidate.contract_job_percent": Fact("number", "%", "training on a contract: the job's hours / the term's hours x 100 (the rest of the term is committed but unused by this job)"),
+    "candidate.contract_source": Fact("string", "", "where the contract rate comes from, with its date"),
+    "candidate.spot_checkpoint_minutes": Fact("number", "min", "spot training: the checkpoint interval that minimises expected time, sqrt(2 x checkpoint time x MTBF) (Young)"),
+    "candidate.spot_checkpoint_every": Fact("string", "", "spot training: spot_checkpoint_minutes in words (minutes below 2 h, else hours)"),
+    "candidate.spot_checkpoint_seconds": Fact("number", "s", "spot training: time to write one checkpoint (model state / storage bandwidth)"),
+    "candidate.spot_mtbf_hours": Fact("number", "h", "spot training: mean hours between interruptions of the job's instances"),
+    "candidate.spot_expected_factor": Fact("number", "", "spot training: expected hours / hours without interruptions"),
     "candidate.unit_cost": Fact("number", "USD", "cost per unit of work: per job (training with training_tokens), per million training tokens (training without), per million output tokens (batch serving), per hour (interactive serving)"),
     "candidate.cost_ratio_to_cheapest": Fact("number", "", "unit_cost / the lowest unit_cost of the priced candidates that fit (1: the cheapest; absent: unpriced or listing-only)"),
     "candidate.rental_multiple": Fact("number", "", "cards of the plan / the fewest cards any layout needs (1: no card beyond what the memory needs)"),
@@ -261,6 +277,22 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              break_even_million_tokens_per_day=a.break_even_tokens_per_day / 1e6 if a.break_even_tokens_per_day else None,
                              break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
+            if c.price and c.price.get("capacity_instances"):
+                cvals["capacity_instances"] = c.price["capacity_instances"]
+            if c.price and c.price.get("listings"):
+                cvals.update(price_listings=len(c.price["listings"]),
+                             price_providers=", ".join(dict.fromkeys(x["provider"] for x in c.price["listings"])))
+            if c.price and c.price.get("kind") == "contract":
+                cvals.update(instances_needed=c.price["on_demand_offer"]["instances_needed"],
+                             contract_usd_per_gpu_hour=c.price["usd_per_gpu_hour"], contract_term_months=c.price["term_months"],
+                             contract_term_usd=c.price["term_usd"], contract_source=f"{c.price['provider']}, {c.price['date']}",
+                             contract_job_percent=(100 * c.price["job_share_of_term"]) if c.price.get("job_share_of_term") is not None else None)
+            spot_term = (c.price or {}).get("spot")
+            if spot_term:
+                cvals.update(spot_checkpoint_minutes=spot_term["checkpoint_interval_hours"] * 60,
+                             spot_checkpoint_every=interval_text(spot_term["checkpoint_interval_hours"]),
+                             spot_checkpoint_seconds=spot_term["checkpoint_seconds"], spot_mtbf_hours=spot_term["mtbf_hours"],
+                             spot_expected_factor=spot_term["expected_factor"])
             if c.price and c.price.get("kind") == "owned":
                 cvals.update(owned_gpus=c.price["owned_gpus"], added_gpus=c.price["added_gpus"],
                              owned_nodes=c.price.get("owned_nodes"), added_nodes=c.price.get("added_nodes"))

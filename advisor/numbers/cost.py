@@ -17,7 +17,9 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
+from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price
+from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, several
 from advisor.inputs.skypilot import PROVIDERS
 
 HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW (fallback only)
@@ -30,18 +32,24 @@ ON_PREM = ("on-prem", "air-gapped", "workstation")
 WORKSTATION_SITE = {"pue": 1.0, "hosting_usd_per_kw_month": 0.0, "server_overhead": 1.0}
 
 
-def pick_price(prices: list[Price], count: int, group: int):
+def pick_price(prices: list[Price], count: int, group: int, capacity: dict | None = None):
     """Cheapest way to rent `count` GPUs with each node's share of a model replica (`group` cards:
     its tensor-parallel and in-node pipeline stages) inside one instance (K13), from the most
-    trustworthy tier that has one. Returns (usd_per_hour, price, instances) or None."""
+    trustworthy tier that has one. With `capacity` (catalog/capacity.yaml), only listings that have
+    that many instances to rent at once (inputs.capacity.on_demand_instances). Returns
+    (usd_per_hour, price, instances) or None."""
     g = max(group, 1)
 
     def instances(p: Price) -> int:
         # whole groups per instance: a 6-GPU instance holds one TP-4 replica, not one and a half
         return math.ceil(math.ceil(count / g) / (p.gpus_per_instance // g))
 
+    def available(p: Price) -> bool:
+        most = on_demand_instances(capacity, p.provider)[0] if capacity else None
+        return most is None or instances(p) <= most
+
     for tier in PRICE_TIERS:
-        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group]
+        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group and available(p)]
         if offers:
             best = min(offers, key=lambda p: (instances(p) * p.usd_per_hour, -p.gpus_per_instance,
                                               p.kind != "on-demand", p.provider, p.instance or ""))
@@ -143,7 +151,14 @@ def per_unit(c: Cost, speed, w) -> Cost:
         return replace(c, usd_per_job=max(month / jobs, speed.training_hours * c.usd_per_hour), why=why)
     if speed.training_hours is not None:
         why["usd_per_job"] = f"{speed.training_hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
-        return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, why=why)
+        offer = c.price
+        if offer and offer.get("kind") == "contract":
+            # the job is charged its hours; the term commits the rest, which the team must use or resell
+            share = speed.training_hours / offer["term_hours"]
+            offer = {**offer, "job_share_of_term": share}
+            why["usd_per_job"] += (f"; the {offer['term_months']}-month contract commits ${offer['term_usd']:,.0f}, "
+                                   f"of which the job uses {share:.0%}")
+        return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, price=offer, why=why)
     if speed.hours_per_million_tokens:
         why["usd_per_million_tokens"] = (f"{speed.hours_per_million_tokens:,.3g} h per million training tokens x "
                                          f"${c.usd_per_hour:,.2f}/h (C16)")
@@ -242,29 +257,26 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
     return f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})"
 
 
-def _offer_dict(p: Price, n: int, count: int) -> dict:
-    return {"provider": p.provider, "instance": p.instance, "region": _region_text(p), "kind": p.kind,
-            "date": p.date, "commit": p.commit, "source": p.source, "tier": p.tier,
-            "instances": n, "gpus_per_instance": p.gpus_per_instance, "usd_per_instance_hour": p.usd_per_hour,
-            "usd_per_instance_hour_median": p.usd_per_hour_median, "idle_gpus": n * p.gpus_per_instance - count}
-
-
-def _region_text(p: Price) -> str | None:
-    if p.regions:
-        return p.regions[0] if len(p.regions) == 1 else f"cheapest of {len(p.regions)} regions ({', '.join(p.regions[:3])}{', ...' if len(p.regions) > 3 else ''})"
-    if p.region_count:
-        return "1 region" if p.region_count == 1 else f"cheapest of {p.region_count} regions"
-    return None
-
-
 def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
-    """The hourly price of `count` cards from the cheapest offer usable for `w` (K13), or why it is unknown."""
-    found = pick_price(offers(gpu, catalog, w, nodes), count, group)
+    """The hourly price of `count` cards from the cheapest offer usable for `w` (K13) that has that many
+    instances to rent; beyond every listing's on-demand capacity, a contracted cluster at a sourced
+    rate (`contract`); or why it is unknown."""
+    usable = offers(gpu, catalog, w, nodes)
+    capacity = getattr(catalog, "capacity", None) or None
+    found = pick_price(usable, count, group, capacity)
     if not found:
+        beyond = pick_price(usable, count, group) if capacity else None
+        spread = pick_several(usable, count, group, capacity) if beyond and w is not None and not w.training else None
+        if spread:
+            usd, offer, why = several(count, *spread, capacity)
+            return Cost(usd_per_hour=usd, price=offer, why=why)
+        if beyond:
+            usd, offer, why = contract(gpu, capacity, count, group, beyond)
+            return Cost(price_unknown=offer, why=why) if usd is None else Cost(usd_per_hour=usd, price=offer, why=why)
         return Cost(price_unknown=_why_unknown(gpu, catalog, w, group, nodes or 1))
     usd, p, n = found
     idle = n * p.gpus_per_instance - count
-    where = _region_text(p)
+    where = region_text(p)
     why = {"usd_per_hour": (f"{n} x {p.gpus_per_instance}-GPU instance x ${p.usd_per_hour:g}/h ({p.provider}"
                             + (f" {p.instance}" if p.instance else "") + f", {p.kind}" + (f", {where}" if where else "")
                             + f", {p.date}" + (f", catalog commit {p.commit[:8]}" if p.commit else "") + ")"
@@ -272,7 +284,11 @@ def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
     if p.kind == "spot" and w is not None and w.training:
         why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
                        "restart loses little work (constraints.spot: true)")
-    return Cost(usd_per_hour=usd, price=_offer_dict(p, n, count), why=why)
+    offer = offer_dict(p, n, count)
+    if capacity:
+        most, src = on_demand_instances(capacity, p.provider)
+        offer.update(capacity_instances=most, capacity_source=src)
+    return Cost(usd_per_hour=usd, price=offer, why=why)
 
 
 # --- rent versus buy ----------------------------------------------------------------------------
@@ -377,7 +393,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
         "gpus_bought": bought, "it_kw": it_kw,
         "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]), "usd_per_gpu_sources": list(fig.get("sources", [])),
         "usd_per_gpu_date": fig.get("date"), "usd_per_gpu_basis": entry.get("basis"),
-        "rent_offer": _offer_dict(rented[1], rented[2], count) if rented else None,
+        "rent_offer": offer_dict(rented[1], rented[2], count) if rented else None,
         "rent_usd_per_hour": rent_h,
         "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()},
     })

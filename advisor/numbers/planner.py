@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, objective, speed
+from advisor.numbers import cost, fleet, layouts, objective, speed, spot
 from advisor.numbers.calibration import Engine, engine_for
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
@@ -82,6 +82,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
         sp = speed.training_time(w, led, gpu, lay, rate, cal)
+        # a spot offer's hours are the expected ones, interruptions and checkpoints included
+        sp, price = spot.apply(w, led, gpu, lay.count, sp, price, getattr(catalog, "capacity", None))
     else:
         sp = speed.inference_speed(w, led, gpu, lay, rate, cal)
     price = cost.per_unit(price, sp, w)
@@ -316,6 +318,8 @@ def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants
     if not p.fits or p.misses:
         return None
     cost = f", ${p.usd_per_job:,.0f} per job" if p.usd_per_job is not None else ""
+    if (p.price or {}).get("kind") == "contract":
+        cost += " as contracted capacity (beyond any listing's on-demand capacity)"
     return {"bound_hours": hours, "count": p.count, "training_hours": p.training_hours, "usd_per_job": p.usd_per_job,
             "layout": p.layout.as_dict(),
             "text": (f"{p.count:,} x {gpu.id} ({describe_layout((p.tp, p.pp, p.dp, p.ep, p.attention_dp))}) "

@@ -98,7 +98,10 @@ def offer(p: dict) -> str:
     parts.append(f"{inst} ({shape})" if inst and shape else inst or shape)
     if p.get("region"):
         parts.append(str(p["region"]))
-    if p.get("kind"):
+    if p.get("kind") == "contract":
+        # no listing rents this many instances on demand (numbers/cost.py contract): say so where the price is
+        parts.append("contracted capacity: beyond any listing's on-demand capacity")
+    elif p.get("kind"):
         parts.append(str(p["kind"]).replace("_", " "))
     date = p.get("date")
     parts.append(f"quoted {date}" if date and date != "unknown" else "date unknown")

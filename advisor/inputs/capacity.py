@@ -1,0 +1,115 @@
+"""capacity.yaml: how many instances of an offer can be had on demand (a sourced default, a provider's
+own figure where one is known), the contracted $/GPU-hour of a cluster beyond that, and the spot
+figures (interruptions per month, restart time, checkpoint bandwidth) the spot term prices. Checked
+for the shape numbers/cost.py and numbers/spot.py read: every figure a number with a source and a date.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.base import yamlio
+from advisor.base.errors import Collector
+from advisor.inputs.figures import is_number
+
+CAPACITY_FILE = "capacity.yaml"
+
+
+def _figure(col: Collector, fig, line, field: str, share: bool = False) -> dict | None:
+    """{v, src, date[, range]}: a positive number (a share: at most 1) with its source and date."""
+    v = fig.get("v") if isinstance(fig, dict) else None
+    if not is_number(v) or v <= 0 or (share and v > 1):
+        col.add("must be {v: " + ("SHARE from 0 to 1" if share else "a positive number") + ", src: ..., date: ...}", line, field)
+        return None
+    if not fig.get("src") or not fig.get("date"):
+        col.add("needs its src and date", line, field)
+        return None
+    rng = fig.get("range")
+    if rng is not None and not (isinstance(rng, list) and len(rng) == 2 and all(is_number(x) for x in rng) and rng[0] <= v <= rng[1]):
+        col.add("range must be [low, high] around v", line, field)
+        return None
+    return {"v": float(v), "range": [float(x) for x in rng] if rng else None, "src": str(fig["src"]), "date": str(fig["date"])}
+
+
+def load_capacity(path: Path, gpus: dict) -> dict:
+    """{on_demand: {default_instances: figure, providers: {name: {instances, src, date}}},
+    contract: {gpu id: {usd_per_gpu_hour, term_months, provider, src, date, range}},
+    spot: {interruption_share_per_month: {gpu id | default: figure}, restart_minutes: figure,
+    checkpoint_gb_s_per_gpu: figure}}; one problem per bad field, with its line."""
+    col = Collector(str(path))
+    data = yamlio.load(path)
+    if not isinstance(data, dict):
+        col.add("expected a mapping with on_demand, contract and spot", getattr(data, "line", 1))
+        col.raise_if_any()
+    out: dict = {"on_demand": {"providers": {}}, "contract": {}, "spot": {"interruption_share_per_month": {}}}
+    od = data.get("on_demand") or {}
+    line = yamlio.line_of(data, "on_demand", 1)
+    fig = _figure(col, od.get("default_instances"), yamlio.line_of(od, "default_instances", line), "on_demand.default_instances")
+    if fig is not None:
+        if fig["v"] != int(fig["v"]):
+            col.add("must be a whole number of instances", yamlio.line_of(od, "default_instances", line), "on_demand.default_instances")
+        out["on_demand"]["default_instances"] = fig
+    provs = od.get("providers") or {}
+    for name, e in provs.items():
+        at = yamlio.line_of(provs, name, line)
+        n = e.get("instances") if isinstance(e, dict) else None
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1 or not e.get("src") or not e.get("date"):
+            col.add("expected {instances: WHOLE NUMBER >= 1, src: ..., date: ...}", at, f"on_demand.providers.{name}")
+            continue
+        out["on_demand"]["providers"][str(name)] = {"instances": n, "src": str(e["src"]), "date": str(e["date"])}
+    rows = data.get("contract") or []
+    if not isinstance(rows, list):
+        col.add("must be a list of rates", yamlio.line_of(data, "contract", 1), "contract")
+        rows = []
+    for i, e in enumerate(rows):
+        at = yamlio.line_of(rows, i, 1)
+        if not isinstance(e, dict) or e.get("gpu") not in gpus:
+            col.add(f"needs a known gpu id (got {e.get('gpu') if isinstance(e, dict) else e!r})", at, "contract.gpu")
+            continue
+        fig = _figure(col, {"v": e.get("usd_per_gpu_hour"), "src": e.get("src"), "date": e.get("date"), "range": e.get("range")},
+                      at, f"contract.{e['gpu']}.usd_per_gpu_hour")
+        term = e.get("term_months")
+        if fig is None:
+            continue
+        if not isinstance(term, int) or isinstance(term, bool) or term < 1 or not e.get("provider"):
+            col.add("needs term_months (a whole number >= 1) and provider", at, f"contract.{e['gpu']}")
+            continue
+        out["contract"][e["gpu"]] = {"usd_per_gpu_hour": fig["v"], "range": fig["range"], "term_months": term,
+                                     "provider": str(e["provider"]), "src": fig["src"], "date": fig["date"]}
+    spot = data.get("spot") or {}
+    sline = yamlio.line_of(data, "spot", 1)
+    shares = spot.get("interruption_share_per_month") or {}
+    for gid, f in shares.items():
+        at = yamlio.line_of(shares, gid, sline)
+        if gid != "default" and gid not in gpus:
+            col.add(f"unknown GPU id '{gid}'", at, "spot.interruption_share_per_month")
+            continue
+        fig = _figure(col, f, at, f"spot.interruption_share_per_month.{gid}", share=True)
+        if fig is not None:
+            out["spot"]["interruption_share_per_month"][gid] = fig
+    if "default" not in shares:
+        col.add("needs a default share for GPUs without their own", yamlio.line_of(spot, "interruption_share_per_month", sline),
+                "spot.interruption_share_per_month")
+    for k in ("restart_minutes", "checkpoint_gb_s_per_gpu"):
+        fig = _figure(col, spot.get(k), yamlio.line_of(spot, k, sline), f"spot.{k}")
+        if fig is not None:
+            out["spot"][k] = fig
+    col.raise_if_any()
+    return out
+
+
+def on_demand_instances(capacity: dict, provider: str) -> tuple[int | None, str | None]:
+    """How many instances of one on-demand or spot listing can be had at once, and the source of the
+    figure: the provider's own where capacity.yaml has one, else the sourced default (None: no file)."""
+    od = (capacity or {}).get("on_demand") or {}
+    own = od.get("providers", {}).get(provider)
+    if own:
+        return own["instances"], f"{own['src']} ({own['date']})"
+    d = od.get("default_instances")
+    if not d:
+        return None, None
+    return int(d["v"]), f"default for a listing without a capacity figure: {d['src']} ({d['date']})"
+
+
+def contract_rate(capacity: dict, gpu_id: str) -> dict | None:
+    """The sourced contracted $/GPU-hour of a cluster of this GPU (None: unknown)."""
+    return ((capacity or {}).get("contract") or {}).get(gpu_id)

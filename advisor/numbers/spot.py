@@ -1,0 +1,107 @@
+"""Spot: what renting interruptible instances costs a training job in time, and how often to checkpoint.
+
+A synchronous job stops when any of its instances is reclaimed. With a per-instance interruption rate
+(catalog/capacity.yaml: AWS Spot Instance Advisor's share of instances reclaimed per month, as
+-ln(1 - share) / 730 h), the job's mean time between interruptions is M = 1 / (rate x instances).
+Saving a checkpoint takes d = the model state (weights + optimizer states, the ledger's figures) over
+the storage bandwidth of the job's GPUs; a restart takes R = the measured recovery time + reading the
+checkpoint back. The interval that minimises the expected time is Young's, tau = sqrt(2 d M) (Young
+1974; Daly 2006 to first order), and the expected wall-clock is the hours without interruptions x
+(1 + d / tau + (tau / 2 + R) / M): each interval pays one save, each interruption loses half an
+interval of work on average and one restart. The factor multiplies whatever hours the speed model
+gives (step hours, or step hours times a goodput factor): expected-hour factors compose by product.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from advisor.numbers.terms import GB
+
+HOURS_PER_MONTH = 730
+
+
+def interruption_rate(capacity: dict, gpu_id: str) -> tuple[float, dict]:
+    """Interruptions per instance-hour of one spot instance of this GPU, and the figure it comes from."""
+    shares = capacity["spot"]["interruption_share_per_month"]
+    fig = shares.get(gpu_id) or shares["default"]
+    return -math.log(1 - min(fig["v"], 0.999999)) / HOURS_PER_MONTH, fig
+
+
+def young_interval_hours(checkpoint_hours: float, mtbf_hours: float) -> float:
+    """Young's optimum checkpoint interval: sqrt(2 x checkpoint time x mean time between failures)."""
+    return math.sqrt(2 * checkpoint_hours * mtbf_hours)
+
+
+def expected_factor(checkpoint_hours: float, interval_hours: float, restart_hours: float, mtbf_hours: float) -> float:
+    """Expected wall-clock per hour of uninterrupted work: one save per interval, and per interruption
+    half an interval of lost work plus a restart (first order in interval / MTBF)."""
+    return 1 + checkpoint_hours / interval_hours + (interval_hours / 2 + restart_hours) / mtbf_hours
+
+
+def term(gpu_id: str, count: int, instances: int, state_bytes: float, hours: float, capacity: dict) -> dict:
+    """The spot figures of one plan: rates, checkpoint and restart times, the interval, the factor
+    and the expected hours, with the sources of each input."""
+    per_instance, fig = interruption_rate(capacity, gpu_id)
+    sp = capacity["spot"]
+    mtbf = 1 / (per_instance * max(instances, 1))
+    bw = sp["checkpoint_gb_s_per_gpu"]["v"] * GB * max(count, 1)        # every GPU writes its shard
+    ckpt_h = state_bytes / bw / 3600
+    restart_h = sp["restart_minutes"]["v"] / 60 + ckpt_h                  # recovery, then the checkpoint read back
+    tau = young_interval_hours(ckpt_h, mtbf)
+    f = expected_factor(ckpt_h, tau, restart_h, mtbf)
+    interruptions = hours * f / mtbf
+    return {"interruption_share_per_month": fig["v"], "interruption_source": f"{fig['src']} ({fig['date']})",
+            "interruptions_per_instance_hour": per_instance, "instances": instances, "mtbf_hours": mtbf,
+            "checkpoint_gb": state_bytes / GB, "checkpoint_gb_s": bw / GB, "checkpoint_seconds": ckpt_h * 3600,
+            "checkpoint_source": f"{sp['checkpoint_gb_s_per_gpu']['src']} ({sp['checkpoint_gb_s_per_gpu']['date']})",
+            "restart_minutes": restart_h * 60,
+            "restart_source": f"{sp['restart_minutes']['src']} ({sp['restart_minutes']['date']})",
+            "checkpoint_interval_hours": tau, "expected_factor": f, "expected_interruptions": interruptions,
+            "hours_without_interruptions": hours, "expected_hours": hours * f}
+
+
+def state_bytes(led) -> float:
+    """What a checkpoint holds: the weights and the optimizer states (master copy included), one copy
+    of the model whatever the layout (the ledger's figures)."""
+    return led.bytes("weights_gb") + led.bytes("optimizer_gb")
+
+
+def describe(t: dict) -> str:
+    """The spot term in one sentence for the plan's `why` and the memo."""
+    return (f"spot: {t['interruption_share_per_month']:.1%} of instances reclaimed a month "
+            f"({t['interruptions_per_instance_hour']:.2e} per instance-hour x {t['instances']:,} instances: one interruption every "
+            f"{t['mtbf_hours']:,.1f} h); checkpoint {t['checkpoint_gb']:,.0f} GB at {t['checkpoint_gb_s']:,.1f} GB/s = "
+            f"{t['checkpoint_seconds']:,.0f} s, restart {t['restart_minutes']:,.1f} min; checkpoint every "
+            f"{interval_text(t['checkpoint_interval_hours'])} (sqrt(2 x {t['checkpoint_seconds']:,.0f} s x {t['mtbf_hours']:,.1f} h), Young); "
+            f"expected hours x {t['expected_factor']:.3f} ({t['expected_interruptions']:,.1f} interruptions expected)")
+
+
+def interval_text(hours: float) -> str:
+    return f"{hours * 60:,.0f} min" if hours < 2 else f"{hours:,.1f} h"
+
+
+def apply(w, led, gpu, count: int, sp, price, capacity: dict):
+    """A training plan priced from a spot offer: its hours (and so its cost per job) as expected with
+    interruptions, the spot figures in the offer (`price.spot`) and in `why`. Other plans unchanged."""
+    offer = price.price or {}
+    if not (w.training and offer.get("kind") == "spot" and capacity and capacity.get("spot")):
+        return sp, price
+    hours = sp.training_hours
+    if hours is None and sp.hours_per_million_tokens:
+        hours = sp.hours_per_million_tokens          # a job of unknown size: per million tokens, the same factor
+    if not hours:
+        return sp, price
+    t = term(gpu.id, count, offer.get("instances") or 1, state_bytes(led), hours, capacity)
+    f = t["expected_factor"]
+    text = describe(t)
+    why = dict(sp.why)
+    for k in ("training_hours", "hours_per_million_tokens"):
+        if k in why:
+            why[k] = f"{why[k]}; x {f:.3f} expected with spot interruptions (numbers/spot.py)"
+    sp2 = replace(sp, training_hours=sp.training_hours * f if sp.training_hours is not None else None,
+                  training_hours_range=[x * f for x in sp.training_hours_range] if sp.training_hours_range else None,
+                  hours_per_million_tokens=sp.hours_per_million_tokens * f if sp.hours_per_million_tokens else None,
+                  why=why)
+    price2 = replace(price, price={**offer, "spot": t}, why={**price.why, "spot": text})
+    return sp2, price2

@@ -1,0 +1,178 @@
+"""Capacity that exists and spot that survives (issue 21, items 2 and 6): a cluster beyond any listing's
+on-demand capacity is priced as contracted capacity from a sourced rate (or unknown), a small job stays
+on demand, and a spot plan's hours include interruptions with Young's checkpoint interval."""
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from advisor.inputs import catalog as catalog_mod
+from advisor.inputs import workload
+from advisor.judgement import decision, knowledge
+from advisor.numbers import estimate as estimator
+from advisor.shell.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def decide(catalog, kb, data):
+    w = workload.parse({"precision": "bf16", **data}, catalog, "w")
+    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+
+
+LLAMA_405B = {"mode": "training", "model": "llama-3.1-405b", "context_tokens": 8192, "training_tokens": 15.6e12,
+              "constraints": {"deadline_hours": 90 * 24}}
+SPOT_7B = {"mode": "training", "model": "mistral-7b", "context_tokens": 4096, "training_tokens": 100e9,
+           "constraints": {"spot": True}}
+
+
+def warnings_of(d, gpu, rule):
+    return [x for x in d.candidate_warnings.get(gpu, []) if x["rule"] == rule]
+
+
+def test_405b_in_90_days_is_a_contracted_h100_cluster_with_the_rates_source(catalog, kb):
+    d = decide(catalog, kb, LLAMA_405B)
+    r = d.record["recommendation"]
+    assert r["gpu"] == "h100-sxm" and 8_000 <= r["count"] <= 25_000
+    p = r["price"]
+    assert p["kind"] == "contract"
+    assert p["usd_per_gpu_hour"] == 2.35 and p["term_months"] == 12 and p["date"] == "2026-03"
+    assert "SemiAnalysis" in p["source"]
+    # the cluster is whole 8-GPU nodes at the contract rate, and the job is its hours at that price
+    assert r["usd_per_hour"] == pytest.approx(p["instances"] * 8 * 2.35)
+    assert r["usd_per_job"] == pytest.approx(r["usd_per_hour"] * d.estimate.candidate("h100-sxm").training_hours)
+    # why: the cheapest listing would need far more instances than any listing has on demand (64)
+    assert p["capacity_instances"] == 64 and p["on_demand_offer"]["instances_needed"] > 64
+    assert "Capacity Blocks" in p["capacity_source"]
+    warn = warnings_of(d, "h100-sxm", "capacity-needs-a-contract")
+    assert warn and "needs a contracted cluster" in warn[0]["text"] and "$2.35/GPU-h for a 12-month term" in warn[0]["text"]
+    # the term is longer than the job: what it commits is said beside the cost per job
+    hours = d.estimate.candidate("h100-sxm").training_hours
+    assert p["term_usd"] == pytest.approx(r["usd_per_hour"] * 12 * 730)
+    assert p["job_share_of_term"] == pytest.approx(hours / (12 * 730))
+    term = warnings_of(d, "h100-sxm", "contract-term-longer-than-the-job")
+    assert term and f"commits ${p['term_usd']:,.0f}" in term[0]["text"] and f"uses {100 * hours / 8760:.0f}% of the term" in term[0]["text"]
+
+
+def test_a_cluster_without_a_sourced_contract_rate_is_price_unknown_not_guessed(catalog, kb):
+    d = decide(catalog, kb, {**LLAMA_405B, "constraints": {"deadline_hours": 90 * 24, "gpus": ["h200-sxm"]}})
+    c = d.estimate.candidate("h200-sxm")
+    assert c.usd_per_hour is None
+    assert "more than any listing has on demand" in c.price_unknown and "no sourced contract rate for h200-sxm" in c.price_unknown
+
+
+def test_the_memo_says_the_plan_needs_a_contract(capsys, tmp_path):
+    f = tmp_path / "405b.yaml"
+    f.write_text("name: llama-405b\nmode: training\nmodel: llama-3.1-405b\nprecision: bf16\ncontext_tokens: 8192\n"
+                 "training_tokens: 15.6e12\nconstraints: {deadline_hours: 2160}\n")
+    assert main(["recommend", str(f)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "contracted capacity: beyond any listing's on-demand capacity" in text      # the offer line
+    assert "needs a contracted cluster" in text                                        # the risk
+
+
+def test_a_small_job_stays_on_demand(catalog, kb):
+    d = decide(catalog, kb, {"mode": "fine-tuning", "model": "mistral-7b", "method": "lora", "context_tokens": 4096})
+    p = d.record["recommendation"]["price"]
+    assert p["kind"] == "on-demand" and p["instances"] <= p["capacity_instances"] == 64
+    assert not warnings_of(d, d.winner, "capacity-needs-a-contract")
+
+
+def test_a_listing_with_its_own_capacity_figure_rents_no_more_than_that(catalog):
+    from advisor.inputs.capacity import on_demand_instances
+    assert on_demand_instances(catalog.capacity, "Vast.ai")[0] == 1            # one host's ask
+    n, src = on_demand_instances(catalog.capacity, "Lambda")
+    assert n == 64 and src.startswith("default for a listing without a capacity figure")
+
+
+def test_a_spot_plan_prices_restarts_and_checkpoints_at_youngs_interval(catalog, kb):
+    d = decide(catalog, kb, SPOT_7B)
+    r = d.record["recommendation"]
+    p = r["price"]
+    assert p["kind"] == "spot"
+    t = p["spot"]
+    c = d.estimate.candidate(d.winner)
+    # expected hours are more than the hours without interruptions, and the plan's hours and cost use them
+    assert t["expected_hours"] > t["hours_without_interruptions"]
+    assert c.training_hours == pytest.approx(t["expected_hours"])
+    assert r["usd_per_job"] == pytest.approx(t["expected_hours"] * r["usd_per_hour"])
+    # by hand: the share reclaimed a month (capacity.yaml) as a rate, the checkpoint as the model state
+    # over the GPUs' storage bandwidth, Young's interval sqrt(2 x checkpoint time x MTBF)
+    spot = catalog.capacity["spot"]
+    shares = spot["interruption_share_per_month"]
+    share = (shares.get(d.winner) or shares["default"])["v"]
+    mtbf = 1 / (-math.log(1 - share) / 730 * p["instances"])
+    led = d.estimate.ledger
+    state = led.bytes("weights_gb") + led.bytes("optimizer_gb")
+    ckpt_h = state / (c.count * spot["checkpoint_gb_s_per_gpu"]["v"] * 1e9) / 3600
+    tau = math.sqrt(2 * ckpt_h * mtbf)
+    assert t["mtbf_hours"] == pytest.approx(mtbf)
+    assert t["checkpoint_seconds"] == pytest.approx(ckpt_h * 3600)
+    assert t["checkpoint_interval_hours"] == pytest.approx(tau)
+    restart_h = spot["restart_minutes"]["v"] / 60 + ckpt_h
+    assert t["expected_factor"] == pytest.approx(1 + ckpt_h / tau + (tau / 2 + restart_h) / mtbf)
+    # the warning says to checkpoint, and how often
+    warn = warnings_of(d, d.winner, "spot-training-checkpoint-interval")
+    assert warn and f"Checkpoint {d.winner}'s spot training every {tau:.1f} h" in warn[0]["text"]
+
+
+def test_more_instances_on_spot_mean_more_interruptions_and_a_shorter_interval(catalog):
+    from advisor.numbers import spot
+    one = spot.term("h100-sxm", 8, 1, 100e9, 100, catalog.capacity)
+    many = spot.term("h100-sxm", 512, 64, 100e9 * 64, 100, catalog.capacity)
+    assert many["mtbf_hours"] == pytest.approx(one["mtbf_hours"] / 64)
+    assert many["checkpoint_interval_hours"] < one["checkpoint_interval_hours"]
+    assert many["expected_factor"] > one["expected_factor"] > 1
+
+
+def test_on_demand_plans_have_no_spot_term(catalog, kb):
+    d = decide(catalog, kb, {**SPOT_7B, "constraints": {}})
+    assert "spot" not in d.record["recommendation"]["price"]
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t.replace("    v: 64\n", "    v: -3\n", 1), "on_demand.default_instances: must be {v: a positive number"),
+    (lambda t: t.replace("usd_per_gpu_hour: 2.35", "usd_per_gpu_hour: cheap", 1), "contract.h100-sxm.usd_per_gpu_hour"),
+    (lambda t: t.replace("h100-sxm: {v: 0.175", "h100-sxm: {v: 1.75", 1), "spot.interruption_share_per_month.h100-sxm: must be {v: SHARE"),
+])
+def test_a_bad_capacity_file_is_refused_in_one_line(capsys, tmp_path, monkeypatch, edit, expected):
+    d = tmp_path / "catalog"
+    shutil.copytree(ROOT / "catalog", d)
+    f = d / "capacity.yaml"
+    f.write_text(edit(f.read_text()))
+    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
+    catalog_mod._CACHE.clear()
+    try:
+        code = main(["prices", "list"])
+    finally:
+        catalog_mod._CACHE.clear()
+    out, err = capsys.readouterr()
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "capacity.yaml:" in lines[0] and expected in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_serving_beyond_one_listing_is_spread_over_several_providers_each_within_its_capacity(catalog, kb):
+    w = workload.load(ROOT / "examples" / "llama-70b-128-users.yaml", catalog)
+    d = decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    c = d.estimate.candidate("l4")
+    parts = c.price["listings"]
+    assert len(parts) >= 2 and len({x["provider"] for x in parts}) >= 2
+    assert all(x["instances"] <= x["capacity_instances"] for x in parts)
+    assert sum(x["instances"] for x in parts) * c.price["gpus_per_instance"] >= c.count
+    assert c.usd_per_hour == pytest.approx(sum(x["instances"] * x["usd_per_instance_hour"] for x in parts))
+    warn = warnings_of(d, "l4", "capacity-several-providers")
+    assert warn and f"priced over {len(parts)} listings" in warn[0]["text"]
+
+
+def test_a_training_cluster_is_never_spread_over_providers(catalog, kb):
+    d = decide(catalog, kb, LLAMA_405B)
+    for c in d.estimate.candidates:
+        assert not (c.price or {}).get("listings"), c.gpu
