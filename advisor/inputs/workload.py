@@ -22,6 +22,9 @@ MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
 LAYOUT_FIELDS = ("tp", "pp", "dp", "ep", "attention_dp")
+POOLS = ("prefill", "decode")
+# a pool's own fields: its replica count is `replicas` (the pools together are the plan's replicas)
+POOL_FIELDS = ("tp", "pp", "ep", "attention_dp", "replicas")
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
 TRAIN = ("training", "fine-tuning")
@@ -51,7 +54,7 @@ FIELDS: dict[str, Spec] = {
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
-    "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); default: the planner searches."),
+    "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); or a disaggregated one {prefill: {tp, pp, ep, attention_dp, replicas}, decode: {...}}: prompts prefilled on one pool, their KV cache sent to the other, which decodes; default: the planner searches."),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
@@ -152,6 +155,8 @@ class Workload:
     service_level_source: str | None = None
     service_level_refs: tuple[str, ...] = ()   # catalog source IDs of that default (MLPERF_CONF)
     layout: tuple[int, int, int, int, int] | None = None   # (tp, pp, dp, ep, attention_dp) given by the user; None: the planner chooses
+    # a given disaggregated layout: (prefill, decode), each (tp, pp, replicas, ep, attention_dp)
+    pools: tuple[tuple[int, int, int, int, int], tuple[int, int, int, int, int]] | None = None
     constraints: Constraints = field(default_factory=Constraints)
     fleet: tuple[FleetEntry, ...] = ()          # what the team owns or has reserved (`fleet:`, --fleet)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
@@ -162,6 +167,11 @@ class Workload:
     @property
     def training(self) -> bool:
         return self.mode in TRAIN
+
+    @property
+    def layout_given(self) -> bool:
+        """The workload fixes its layout (colocated or disaggregated): the planner evaluates it as given."""
+        return self.layout is not None or self.pools is not None
 
     @property
     def title(self) -> str:
@@ -186,6 +196,9 @@ class Workload:
         if self.layout:
             # ep and attention_dp are shown when used (a dense layout reads as it was written)
             out["layout"] = {k: v for k, v in zip(LAYOUT_FIELDS, self.layout) if k in ("tp", "pp", "dp") or v != 1}
+        if self.pools:
+            out["layout"] = {name: {k: v for k, v in zip(POOL_FIELDS, (tp, pp, ep, adp, dp)) if k in ("tp", "pp", "replicas") or v != 1}
+                             for name, (tp, pp, dp, ep, adp) in zip(POOLS, self.pools)}
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
         if self.constraints.busy_share is not None:
@@ -267,6 +280,9 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             if not isinstance(raw, dict):
                 col.add("must be a mapping {tp: N, pp: N, dp: N, ep: N, attention_dp: N}", line, "layout")
                 continue
+            if any(k in POOLS for k in raw):
+                values["pools"] = _pools(raw, col, line)
+                continue
             got = {}
             for k, v in raw.items():
                 if k not in LAYOUT_FIELDS:
@@ -316,6 +332,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             col.add(f"{values['context_tokens']} tokens is far beyond {model.id}'s {limit:.0f}-token context",
                     yamlio.line_of(data, "context_tokens"), "context_tokens")
     _check_layout(values, model, data, col)
+    _check_pools(values, model, data, col)
     col.raise_if_any()
     given = set(data) | ({"micro_batch"} if notes else set())
     defaults = tuple(k for k, s in FIELDS.items()
@@ -329,6 +346,78 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog, model, values.get("prompt_tokens")))
     return Workload(defaults=defaults, notes=notes, source=file, **values)
+
+
+def _pools(raw: dict, col: Collector, line) -> tuple | None:
+    """`layout: {prefill: {...}, decode: {...}}`: both pools, each a mapping of POOL_FIELDS, as
+    (tp, pp, replicas, ep, attention_dp) pairs; None (with the problems collected) when malformed."""
+    out = []
+    for k in raw:
+        if k in LAYOUT_FIELDS:
+            col.add(f"a disaggregated layout gives {k} inside each pool (prefill, decode), not beside them",
+                    yamlio.line_of(raw, k, line), f"layout.{k}")
+        elif k not in POOLS:
+            col.add(f"unknown layout field{_suggest(k, POOLS)}", yamlio.line_of(raw, k, line), f"layout.{k}")
+    for name in POOLS:
+        pool = raw.get(name)
+        pline = yamlio.line_of(raw, name, line)
+        if name not in raw:
+            col.add(f"a disaggregated layout needs both pools: {name} is missing", line, f"layout.{name}")
+            continue
+        if not isinstance(pool, dict):
+            col.add("must be a mapping {tp: N, pp: N, ep: N, attention_dp: N, replicas: N}", pline, f"layout.{name}")
+            continue
+        got = {}
+        for k, v in pool.items():
+            if k not in POOL_FIELDS:
+                hint = " (a pool's replica count is `replicas`)" if k == "dp" else _suggest(k, POOL_FIELDS)
+                col.add(f"unknown pool field{hint}", yamlio.line_of(pool, k, pline), f"layout.{name}.{k}")
+                continue
+            checked = check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
+                                  f"layout.{name}.{k}", yamlio.line_of(pool, k, pline))
+            if checked is not None:
+                got[k] = checked
+        out.append(tuple(got.get(k, 1) for k in ("tp", "pp", "replicas", "ep", "attention_dp")))
+    return tuple(out) if len(out) == 2 else None
+
+
+def _check_pools(values: dict, model, data, col: Collector) -> None:
+    """A given disaggregated layout: a serving layout, each pool's EP and attention-DP ranks dividing
+    its TP group and its experts, the model's layers enough for its stages, both pools within max_gpus."""
+    pools = values.get("pools")
+    if not pools:
+        return
+    line = yamlio.line_of(data, "layout")
+    raw = data.get("layout")
+    if values.get("mode") in TRAIN:
+        col.add("a disaggregated layout (prefill and decode pools) is for serving; training takes tp, pp and dp", line, "layout")
+        return
+    if values.get("concurrency_max"):
+        col.add("a disaggregated layout sizes its pools for a stated number of users; give concurrency as a number",
+                yamlio.line_of(data, "concurrency"), "concurrency")
+    experts = model.num("experts") if isinstance(model, Model) else None
+    layers = model.num("layers") if isinstance(model, Model) else None
+    for name, (tp, pp, dp, ep, adp) in zip(POOLS, pools):
+        pool = raw.get(name)
+        pline = yamlio.line_of(raw, name, line)
+        at = lambda k: yamlio.line_of(pool, k, pline)      # noqa: E731
+        for field_name, n in (("ep", ep), ("attention_dp", adp)):
+            if n > 1 and tp % n:
+                col.add(f"{field_name} {n} must divide tp {tp}: its ranks split the TP group's cards",
+                        at(field_name), f"layout.{name}.{field_name}")
+        if ep > 1 and isinstance(model, Model) and not (experts and (model.num("experts_per_token") or 0) < experts):
+            col.add(f"ep {ep}: expert parallelism needs a mixture-of-experts model, and {model.id} has no routed experts",
+                    at("ep"), f"layout.{name}.ep")
+        elif ep > 1 and experts and experts % ep:
+            col.add(f"ep {ep} does not divide {model.id}'s {experts:.0f} experts", at("ep"), f"layout.{name}.ep")
+        if layers and pp > layers:
+            col.add(f"{pp:,} pipeline stages, but {model.id} has {layers:.0f} layers (a stage holds at least one)",
+                    at("pp"), f"layout.{name}.pp")
+    cons = values.get("constraints")
+    cap = cons.max_gpus if cons is not None else None
+    total = sum(tp * pp * dp for tp, pp, dp, _, _ in pools)
+    if cap and total > cap:
+        col.add(f"the two pools are {total:,} GPUs, more than constraints.max_gpus ({cap:,})", line, "layout")
 
 
 def _check_layout(values: dict, model, data, col: Collector) -> None:
