@@ -426,7 +426,8 @@ def pools_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibr
                           f"(x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07)"),
            "decode_ms_per_token": (f"the decode pool's step at {b} sequences per replica (TP {dcl.tp} x PP {dcl.pp}), "
                                    "with no prefill interference: prompts are prefilled on the other pool (K06, K01)"),
-           "ttft_ms": explained["ttft_ms"]["formula"]}
+           "ttft_ms": explained["ttft_ms"]["formula"],
+           "kv_transfer_ms": f"{kv.seconds * 1e3:,.1f} ms: {kv.how}, added to the time to first token"}
     return Speed(concurrency=w.concurrency, prefill_ms=pf.prefill * 1e3, ttft_ms=ttft * 1e3, tpot_ms=tpot * 1e3,
                  decode_ms_per_token=tpot * 1e3, tokens_per_s=tokens_per_s, tokens_per_s_per_user=1 / tpot,
                  tokens_per_s_per_gpu=tokens_per_s / lay.count, hours_per_million_tokens=1e6 / (tokens_per_s * 3600),
