@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, layouts, objective, speed
+from advisor.numbers.calibration import _v
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
 from advisor.numbers.plan import Plan
@@ -232,7 +233,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         search(bases)
         if wider and all(t[2].misses for t in tried[start:]):
             search(wider)
-        if disaggregation_tried(w):
+        if disaggregation_tried(w, catalog):
             _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
     if tried and fewest and not (w.layout_given or objective.minimises_time(w)):
         # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
@@ -244,21 +245,26 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     return tried, fewest, cp, gpu_rate, unit, refused
 
 
-# disaggregation pays where prefill work crowds decode steps: long prompts (DistServe, Splitwise,
-# Mooncake report their gains on prompts of thousands of tokens) or a tight time per output token
-# (each prefill in a colocated batch stalls every decoding user); the figures are a stated choice
-DISAGG_PROMPT_TOKENS = 8192
-DISAGG_TPOT_MS = 50
+def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
+    """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
+    planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
+    (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
+    sizes the prefill pool to be at most that busy."""
+    d = catalog.efficiency.get("disaggregation") or {}
+    when = d.get("search_when") if isinstance(d, dict) else None
+    where = "disaggregation.search_when."
+    return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
+            _v(d if isinstance(d, dict) else {}, "prefill_utilisation", 0.8, "disaggregation."))
 
 
-def disaggregation_tried(w: Workload) -> bool:
-    """The planner searches disaggregated prefill/decode pools when the prompts are at least
-    DISAGG_PROMPT_TOKENS long or the workload states a TPOT of at most DISAGG_TPOT_MS, for a stated
-    number of users above one (one user has no one else's prefill to wait behind)."""
+def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
+    """The planner searches disaggregated prefill/decode pools when the prompts are long or the time
+    per output token held (stated or the interactive default) is tight (disaggregation_settings), for
+    a stated number of users above one (one user has no one else's prefill to wait behind)."""
     if w.training or w.layout_given or w.concurrency_max or w.concurrency < 2:
         return False
-    tight = w.tpot_ms is not None and not w.service_level_source and w.tpot_ms <= DISAGG_TPOT_MS
-    return w.prompt_tokens >= DISAGG_PROMPT_TOKENS or tight
+    prompt, tpot, _ = disaggregation_settings(catalog)
+    return w.prompt_tokens >= prompt or (w.tpot_ms is not None and w.tpot_ms <= tpot)
 
 
 def _over(value: float | None, target: float | None) -> bool:
@@ -272,6 +278,7 @@ def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: l
     prompt); the decode pool holds every sequence's KV with the fewest replicas, doubled while it misses
     the TPOT; the prefill pool gets the replicas its arrival rate needs, doubled while it misses the TTFT."""
     cal = speed.calibration(catalog)
+    busy = disaggregation_settings(catalog)[2]
     forms = layouts.pool_forms(bases)
     for dform in forms:
         dc0 = layouts.decode_pool(w, led, gpu, *dform)
@@ -283,7 +290,7 @@ def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: l
                 pf = layouts.prefill_pool(w, led, gpu, *pform, 1)
                 if pf is None:
                     break
-                need = speed.prefill_replicas_needed(w, led, gpu, rate, cal, pf, dc)
+                need = speed.prefill_replicas_needed(w, led, gpu, rate, cal, pf, dc, busy)
                 got = None
                 for r in (need, need * 2, need * 4):
                     lay = layouts.disaggregated(layouts.prefill_pool(w, led, gpu, *pform, r), dc)

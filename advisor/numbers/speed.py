@@ -291,11 +291,9 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
 
 # --- disaggregated prefill and decode -------------------------------------------------------------
 
-# the M/D/1 queue's utilisation is capped (as in serving_times) so that an undersized prefill pool
-# gets a long but finite wait; the planner sizes pools below PREFILL_UTILISATION (a stated choice:
-# DistServe and Splitwise size the prefill pool to the prompt arrival rate with headroom for bursts)
+# the queue's utilisation is capped (as in serving_times) so that the M/D/c wait stays finite; an
+# undersized prefill pool is bounded by the closed loop instead (pools_speed)
 QUEUE_CAP = 0.95
-PREFILL_UTILISATION = 0.8
 
 
 @dataclass(frozen=True)
@@ -357,14 +355,15 @@ def arrival_rate(concurrency: int, ttft_s: float, output: int, tpot_s: float) ->
     return concurrency / (ttft_s + output * tpot_s)
 
 
-def prefill_replicas_needed(w: Workload, led: Ledger, gpu: GPU, rate: Term, cal: Calibration, prefill, decode) -> int:
-    """The fewest prefill replicas that keep the pool at most PREFILL_UTILISATION busy at the arrival
-    rate the decode pool's speed implies (the prefill pool sized for its own work)."""
+def prefill_replicas_needed(w: Workload, led: Ledger, gpu: GPU, rate: Term, cal: Calibration, prefill, decode,
+                            utilisation: float) -> int:
+    """The fewest prefill replicas that keep the pool at most `utilisation` busy at the arrival rate
+    the decode pool's speed implies (the prefill pool sized for its own work)."""
     sh = _shape_of(w, led)
     pf = _pool_times(sh, led, gpu, cal, rate, prefill, 1, w)
     dc = _pool_times(sh, led, gpu, cal, rate, decode, math.ceil(w.concurrency / decode.dp), w)
     lam = arrival_rate(w.concurrency, cal.request_ms * 1e-3 + pf.prefill, w.output_tokens, dc.step)
-    return max(1, math.ceil(lam * pf.prefill / (prefill_servers(prefill) * PREFILL_UTILISATION) - 1e-9))
+    return max(1, math.ceil(lam * pf.prefill / (prefill_servers(prefill) * utilisation) - 1e-9))
 
 
 def _pool_times(sh: Shape, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, pool, batch: int, w: Workload) -> Serving:
