@@ -6,7 +6,7 @@ import json
 import pytest
 
 from advisor.inputs import workload
-from advisor.numbers import layouts, planner, speed
+from advisor.numbers import layouts, planner, poolspeed, speed
 from advisor.numbers.ledger import inference_ledger
 from advisor.shell.cli import main
 
@@ -28,7 +28,7 @@ def test_the_kv_transfer_of_one_request_is_its_prompt_cache(catalog):
     g = catalog.gpus["h100-sxm"]
     cal = speed.calibration(catalog)
     lay = layouts.given_pools(w, led, g)
-    kv = speed.kv_transfer(led, g, cal, lay.pools.prefill, lay.pools.decode, w.prompt_tokens)
+    kv = poolspeed.kv_transfer(led, g, cal, lay.pools.prefill, lay.pools.decode, w.prompt_tokens)
     # 32,768 prompt tokens x 327,680 B = 10,737,418,240 B (10.74 GB) per request
     assert KV_BYTES_PER_TOKEN == 327_680
     assert kv.bytes_per_request == 32768 * KV_BYTES_PER_TOKEN == 10_737_418_240
@@ -45,7 +45,7 @@ def test_one_disaggregated_plan_ttft_and_tpot_by_hand(catalog):
     cal = speed.calibration(catalog)
     rate = speed.achievable_tflops(catalog, g, "bf16")
     lay = layouts.given_pools(w, led, g)
-    sp = speed.inference_speed(w, led, g, lay, rate, cal)
+    sp = poolspeed.pools_speed(w, led, g, lay, rate, cal)
     bw = 3.35e12 * cal.bw_share                                   # H100 SXM 3.35 TB/s x fitted share (0.912)
     R = 794.5e12 * cal.compute_share                              # measured MAMF bf16 x fitted share (0.618)
     link, alpha = cal.link_bytes_s(g)[0], cal.allreduce_us * 1e-6  # 396 GB/s NVLink achieved, 5 us

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, layouts, objective, speed
+from advisor.numbers import cost, layouts, objective, poolspeed, speed
 from advisor.numbers.calibration import _v
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
@@ -82,7 +82,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
         sp = speed.training_time(w, led, gpu, lay, rate, cal)
     else:
-        sp = speed.inference_speed(w, led, gpu, lay, rate, cal)
+        sp = (poolspeed.pools_speed(w, led, gpu, lay, rate, cal) if lay.pools
+              else speed.inference_speed(w, led, gpu, lay, rate, cal))
     price = cost.per_unit(price, sp, w)
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency)
     why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
@@ -290,7 +291,7 @@ def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: l
                 pf = layouts.prefill_pool(w, led, gpu, *pform, 1)
                 if pf is None:
                     break
-                need = speed.prefill_replicas_needed(w, led, gpu, rate, cal, pf, dc, busy)
+                need = poolspeed.prefill_replicas_needed(w, led, gpu, rate, cal, pf, dc, busy)
                 got = None
                 for r in (need, need * 2, need * 4):
                     lay = layouts.disaggregated(layouts.prefill_pool(w, led, gpu, *pform, r), dc)
