@@ -299,12 +299,34 @@ def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: l
                         refused["needed"] = min(refused.get("needed", math.inf), lay.count)
                         break
                     got = attempt(lay, lay.dp)
+                    if got is not None:
+                        _fill_pools(w, led, gpu, got[0], pform, dc, attempt)
                     if got is None or not _over(got[0].ttft_ms, w.ttft_ms):
                         break
                 # the TPOT is the decode pool's: more decode replicas while it misses (each fewer users, T06)
                 if got is None or not _over(got[0].tpot_ms, w.tpot_ms) or dc.dp >= w.concurrency:
                     break
                 dc = layouts.decode_pool(w, led, gpu, *dform, min(w.concurrency, dc.dp * 2))
+
+
+def _fill_pools(w: Workload, led: Ledger, gpu: GPU, p: Plan, pform: tuple, dc: Layout, attempt) -> None:
+    """The same rental with its idle GPUs put to work (K13): every split of them into whole prefill and
+    decode replicas, each tried (more decode replicas shorten the TPOT, more prefill ones the TTFT)."""
+    idle = (p.price or {}).get("idle_gpus") or 0
+    pf = p.layout.pools.prefill
+    pc, dcards = pf.tp * pf.pp, dc.tp * dc.pp
+    for k in range(idle // pc + 1):
+        rest = idle - k * pc
+        if rest % dcards or (not k and not rest):
+            continue
+        j = rest // dcards
+        if dc.dp + j > w.concurrency:
+            continue
+        more_dc = layouts.decode_pool(w, led, gpu, dc.tp, dc.pp, dc.ep, dc.attention_dp, dc.dp + j) if j else dc
+        more_pf = layouts.prefill_pool(w, led, gpu, *pform, pf.dp + k)
+        if more_dc is not None and more_pf is not None:
+            lay = layouts.disaggregated(more_pf, more_dc)
+            attempt(lay, lay.dp)
 
 
 def _choose(w: Workload, tried: list, unit: str, gpu_rate):
@@ -443,8 +465,8 @@ def _explain_pools(w: Workload, p: Plan, lay: Layout, unit: str, tried: int) -> 
                       "(DistServe, Splitwise, Mooncake; K14 for the TP groups)")}
     idle = (p.price or {}).get("idle_gpus") or 0
     if idle:
-        why["idle_gpus"] = (f"{idle} rented GPU(s) idle: the pools' {lay.count} cards do not fill the "
-                            f"{p.price['gpus_per_instance']}-GPU instances (K13)")
+        why["idle_gpus"] = (f"{idle} rented GPU(s) idle: the prefill and decode pools take {lay.count} cards, which "
+                            f"does not fill the {p.price['gpus_per_instance']}-GPU instances, and every fuller plan costs more (K13)")
     if p.misses:
         why["misses"] = f"no layout meets the target: the best misses it ({p.misses})"
     return why
