@@ -3,6 +3,7 @@ on-demand capacity is priced as contracted capacity from a sourced rate (or unkn
 on demand, and a spot plan's hours include interruptions with Young's checkpoint interval."""
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,7 +161,7 @@ def test_a_bad_capacity_file_is_refused_in_one_line(capsys, tmp_path, monkeypatc
 
 
 def test_serving_beyond_one_listing_is_spread_over_several_providers_each_within_its_capacity(catalog, kb):
-    w = workload.load(ROOT / "examples" / "llama-70b-128-users.yaml", catalog)
+    w = replace(workload.load(ROOT / "examples" / "llama-70b-128-users.yaml", catalog), concurrency=512)   # beyond one listing of L4
     d = decision.decide(estimator.estimate(w, catalog), kb, catalog)
     c = d.estimate.candidate("l4")
     parts = c.price["listings"]

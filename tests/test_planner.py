@@ -39,6 +39,10 @@ def test_every_plan_keeps_tp_inside_a_node_and_pp_across_nodes(estimate_file, na
         assert c.tp <= gpn, (c.gpu.id, c.tp)                                  # no TP across nodes (K14)
         if c.pp > 1:                                                          # no PP stage inside a node when TP fits
             assert c.tp == gpn and c.nodes >= c.pp, (c.gpu.id, c.tp, c.pp, c.nodes)
+        if c.layout.pools:                                                    # disaggregated: each pool so, cards summed
+            pf, dc = c.layout.pools.prefill, c.layout.pools.decode
+            assert pf.tp <= gpn and dc.tp <= gpn and c.count == pf.count + dc.count, (c.gpu.id, c.layout.as_dict())
+            continue
         assert c.count == c.tp * c.pp * c.dp
 
 
@@ -138,16 +142,16 @@ def test_a_missed_deadline_or_service_level_excludes_with_the_figure(catalog, kb
     d = decide(catalog, kb, "7b-pretraining-deadline", constraints={"deadline_hours": 72, "max_gpus": 16})
     ex = d.excluded["h100-sxm"][0]
     assert ex["rule"] == "misses-stated-target" and "over the 72 h deadline" in ex["reason"]
-    # 22 ms per output token: out of an A100 40GB plan's reach on the speed model (24.9 ms at one
-    # sequence per replica), within an H100's
-    d = decide(catalog, kb, "llama-70b-128-users", latency={"ttft_ms": 2000, "tpot_ms": 22})
+    # 20 ms per output token: out of an A100 40GB plan's reach on the speed model (about 22 ms even
+    # prefilled apart, its decode replicas at one or two sequences each), within an H100's
+    d = decide(catalog, kb, "llama-70b-128-users", latency={"ttft_ms": 2000, "tpot_ms": 20})
     ex = d.excluded["a100-40gb-sxm"][0]
-    assert ex["rule"] == "misses-stated-target" and "time per output token" in ex["reason"] and "22 ms target" in ex["reason"]
+    assert ex["rule"] == "misses-stated-target" and "time per output token" in ex["reason"] and "20 ms target" in ex["reason"]
     missed = d.estimate.candidate("a100-40gb-sxm").decode_ms_per_token
-    assert missed > 22 and f"{missed:,.1f} ms" in ex["reason"]                # the figure that missed
+    assert missed > 20 and f"{missed:,.1f} ms" in ex["reason"]                # the figure that missed
     r = d.record["recommendation"]
     c = d.estimate.candidate(r["gpu"])
-    assert c.decode_ms_per_token <= 22 and c.prefill_ms <= 2000
+    assert c.decode_ms_per_token <= 20 and c.prefill_ms <= 2000
 
 
 def test_service_level_adds_replicas(catalog, kb):

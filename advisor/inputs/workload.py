@@ -13,6 +13,8 @@ from advisor.base import yamlio
 from advisor.inputs.catalog import Catalog, Model
 from advisor.inputs.engines import ENGINES
 from advisor.inputs.figures import Figure
+from advisor.inputs import layoutinput
+from advisor.inputs.layoutinput import LAYOUT_FIELDS, POOL_FIELDS, POOLS  # noqa: F401  (workload.LAYOUT_FIELDS)
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
 from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, _suggest, check_model  # noqa: F401
@@ -22,7 +24,6 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
-LAYOUT_FIELDS = ("tp", "pp", "dp", "ep", "attention_dp")
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
 TRAIN = ("training", "fine-tuning")
@@ -55,7 +56,7 @@ FIELDS: dict[str, Spec] = {
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
-    "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); default: the planner searches."),
+    "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); or a disaggregated one {prefill: {tp, pp, ep, attention_dp, replicas}, decode: {...}}: prompts prefilled on one pool, their KV cache sent to the other, which decodes; default: the planner searches."),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
@@ -161,6 +162,8 @@ class Workload:
     service_level_source: str | None = None
     service_level_refs: tuple[str, ...] = ()   # catalog source IDs of that default (MLPERF_CONF)
     layout: tuple[int, int, int, int, int] | None = None   # (tp, pp, dp, ep, attention_dp) given by the user; None: the planner chooses
+    # a given disaggregated layout: (prefill, decode), each (tp, pp, replicas, ep, attention_dp)
+    pools: tuple[tuple[int, int, int, int, int], tuple[int, int, int, int, int]] | None = None
     constraints: Constraints = field(default_factory=Constraints)
     fleet: tuple[FleetEntry, ...] = ()          # what the team owns or has reserved (`fleet:`, --fleet)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
@@ -171,6 +174,11 @@ class Workload:
     @property
     def training(self) -> bool:
         return self.mode in TRAIN
+
+    @property
+    def layout_given(self) -> bool:
+        """The workload fixes its layout (colocated or disaggregated): the planner evaluates it as given."""
+        return self.layout is not None or self.pools is not None
 
     @property
     def title(self) -> str:
@@ -197,6 +205,9 @@ class Workload:
         if self.layout:
             # ep and attention_dp are shown when used (a dense layout reads as it was written)
             out["layout"] = {k: v for k, v in zip(LAYOUT_FIELDS, self.layout) if k in ("tp", "pp", "dp") or v != 1}
+        if self.pools:
+            out["layout"] = {name: {k: v for k, v in zip(POOL_FIELDS, (tp, pp, ep, adp, dp)) if k in ("tp", "pp", "replicas") or v != 1}
+                             for name, (tp, pp, dp, ep, adp) in zip(POOLS, self.pools)}
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
         if self.constraints.busy_share is not None:
@@ -276,19 +287,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                         values[k] = checked
             values["latency"] = "interactive"
         elif spec.kind == "layout":
-            if not isinstance(raw, dict):
-                col.add("must be a mapping {tp: N, pp: N, dp: N, ep: N, attention_dp: N}", line, "layout")
-                continue
-            got = {}
-            for k, v in raw.items():
-                if k not in LAYOUT_FIELDS:
-                    col.add(f"unknown layout field{_suggest(k, LAYOUT_FIELDS)}", yamlio.line_of(raw, k, line), f"layout.{k}")
-                    continue
-                checked = check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
-                                       f"layout.{k}", yamlio.line_of(raw, k, line))
-                if checked is not None:
-                    got[k] = checked
-            values["layout"] = tuple(got.get(k, 1) for k in LAYOUT_FIELDS)
+            values.update(layoutinput.parse_layout(raw, col, line))
         elif spec.kind == "speculative":
             pending_speculative = (raw, line)      # checked against the model, which may come later in the file
         elif spec.kind == "constraints":
@@ -353,7 +352,8 @@ def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
         if limit and values["context_tokens"] > limit * 8:
             col.add(f"{values['context_tokens']} tokens is far beyond {model.id}'s {limit:.0f}-token context",
                     yamlio.line_of(data, "context_tokens"), "context_tokens")
-    _check_layout(values, model, data, col)
+    layoutinput.check_layout(values, model, data, col, mode in TRAIN)
+    layoutinput.check_pools(values, model, data, col, mode in TRAIN)
     if mode in TRAIN and values.get("global_batch") and values["global_batch"] < values.get("micro_batch", 1):
         col.add(f"{values['global_batch']} sequences per step is less than one micro-batch of {values.get('micro_batch', 1)}",
                 yamlio.line_of(data, "global_batch"), "global_batch")
@@ -386,39 +386,6 @@ def _speculative(raw, catalog: Catalog, col: Collector, line: int | None, model)
         return None
     f = table[n]
     return ("mtp", n, float(f["v"]), tuple(f.get("src") or ()))
-
-
-def _check_layout(values: dict, model, data, col: Collector) -> None:
-    """A given layout must be one the workload itself allows: within `max_gpus`, and no more pipeline
-    stages than the model has layers (a stage holds at least one layer). Node size depends on the
-    GPU, so the planner checks that per candidate (numbers.plan.given_layout)."""
-    layout = values.get("layout")
-    if not layout:
-        return
-    tp, pp, dp, ep, adp = layout
-    line = yamlio.line_of(data, "layout")
-    raw = data.get("layout") if isinstance(data.get("layout"), dict) else data
-    for name, n in (("ep", ep), ("attention_dp", adp)):
-        if n > 1 and tp % n:
-            col.add(f"{name} {n} must divide tp {tp}: its ranks split the TP group's cards",
-                    yamlio.line_of(raw, name, line), f"layout.{name}")
-    experts = model.num("experts") if isinstance(model, Model) else None
-    if ep > 1 and isinstance(model, Model) and not (experts and (model.num("experts_per_token") or 0) < experts):
-        col.add(f"ep {ep}: expert parallelism needs a mixture-of-experts model, and {model.id} has no routed experts",
-                yamlio.line_of(raw, "ep", line), "layout.ep")
-    elif ep > 1 and experts and experts % ep:
-        col.add(f"ep {ep} does not divide {model.id}'s {experts:.0f} experts", yamlio.line_of(raw, "ep", line), "layout.ep")
-    if (ep > 1 or adp > 1) and values.get("mode") in TRAIN:
-        col.add("ep and attention_dp are serving layouts; training takes tp, pp and dp", line, "layout")
-    cons = values.get("constraints")
-    cap = cons.max_gpus if cons is not None else None
-    if cap and tp * pp * dp > cap:
-        col.add(f"TP {tp} x PP {pp} x DP {dp} is {tp * pp * dp:,} GPUs, more than constraints.max_gpus ({cap:,})",
-                line, "layout")
-    layers = model.num("layers") if isinstance(model, Model) else None
-    if layers and pp > layers:
-        col.add(f"{pp:,} pipeline stages, but {model.id} has {layers:.0f} layers (a stage holds at least one)",
-                yamlio.line_of(data.get("layout") if isinstance(data.get("layout"), dict) else data, "pp", line), "layout.pp")
 
 
 def default_service_levels(catalog: Catalog, model=None, prompt_tokens: int | None = None) -> dict:

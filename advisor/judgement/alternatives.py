@@ -87,6 +87,9 @@ def record(rec: dict, training: bool) -> list[dict]:
         fallback = excluded or ([] if c["fits"] else [c.get("reason") or "does not fit"])
         layout = ({k: c[k] for k in ("tp", "pp", "dp", "ep", "attention_dp") if c.get(k) is not None}
                   if c["fits"] else None)
+        if c["fits"] and isinstance(c.get("layout"), dict) and "prefill" in c["layout"]:
+            layout = c["layout"]          # a disaggregated plan: its two pools
+
         out.append({"gpu": g, "rank": dc["rank"], "excluded": dc["excluded"], "fits": c["fits"],
                     "count": c["count"] if c["fits"] else None, "nodes": c.get("nodes") if c["fits"] else None,
                     "layout": layout,

@@ -160,7 +160,10 @@ def explain_record(rec: dict, gid: str | None, setup) -> str:
     out = []
     r = rec.get("recommendation")
     if r:
-        out.append(f"Recommended: {r['count']} x {r['gpu']} ({r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']})")
+        pools = r.get("layout") if isinstance(r.get("layout"), dict) and "prefill" in r["layout"] else None
+        how = (" + ".join(f"{name} {p['replicas']} x (TP {p['tp']} x PP {p['pp']})" for name, p in pools.items()) if pools
+               else f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}")
+        out.append(f"Recommended: {r['count']} x {r['gpu']} ({r['nodes']} node(s), {how})")
     else:
         out.append("No recommendation: every candidate was excluded.")
     d = rec.get("decisive_rule")

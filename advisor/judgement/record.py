@@ -30,6 +30,9 @@ def build(d, suggestions: list[dict]) -> dict:
                                  "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
                                  "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
                                  "ranked_on": d.ranked.basis if d.ranked else None}
+        if c.layout is not None and c.layout.pools:
+            # a disaggregated plan: its flat tp/pp/dp are the decode pool's; the two pools say the rest
+            rec["recommendation"]["layout"] = c.layout.as_dict()
         if d.closest:
             # every candidate missed its target: this is the plan that comes closest, not one that meets it
             rec["recommendation"]["closest"] = dict(d.closest)

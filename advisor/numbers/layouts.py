@@ -51,6 +51,9 @@ class Layout:
     min_dp: int = field(default=1, metadata=INTERNAL)       # replicas the memory needs (the rest: speed, filled instances)
     ep: int = 1                    # expert-parallel ranks of the MoE layers (inside the TP group)
     attention_dp: int = 1          # attention data-parallel ranks (inside the TP group; KV split, not copied)
+    # disaggregated serving: the prefill and decode pools (this layout's own tp..attention_dp are the
+    # decode pool's, which sets the time per output token); None: prefill and decode share replicas
+    pools: Pools | None = field(default=None, metadata=INTERNAL)
 
     @property
     def attention_tp(self) -> int:
@@ -58,15 +61,42 @@ class Layout:
         return self.tp // self.attention_dp
 
     def as_dict(self) -> dict:
-        """The record's `layout`: every parallel dimension, by its workload name."""
+        """The record's `layout`: every parallel dimension, by its workload name; a disaggregated
+        layout as its two pools, each with its replica count (the workload's own form)."""
+        if self.pools:
+            return {"prefill": self.pools.prefill.pool_dict(), "decode": self.pools.decode.pool_dict()}
         return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "attention_dp": self.attention_dp}
+
+    def pool_dict(self) -> dict:
+        return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "attention_dp": self.attention_dp, "replicas": self.dp}
 
     @property
     def count(self) -> int:
+        if self.pools:
+            return self.pools.prefill.count + self.pools.decode.count
         return self.tp * self.pp * self.dp
 
+    @property
+    def replica_cards(self) -> int:
+        """Cards of one model replica (the group an instance must hold whole, K13): the larger pool's."""
+        if self.pools:
+            return max(self.pools.prefill.tp * self.pools.prefill.pp, self.pools.decode.tp * self.pools.decode.pp)
+        return self.tp * self.pp
+
     def nodes(self, gpu: GPU) -> int:
+        if self.pools:      # each pool on nodes of its own: a node holds one kind of work (Splitwise, DistServe)
+            return self.pools.prefill.nodes(gpu) + self.pools.decode.nodes(gpu)
         return math.ceil(self.count / gpu.gpus_per_node)
+
+
+@dataclass(frozen=True)
+class Pools:
+    """A disaggregated serving layout (DistServe, Splitwise, Mooncake; SGLang and NVIDIA Dynamo's PD
+    disaggregation): prompts are prefilled on one pool of replicas and their KV cache sent to another
+    pool that decodes; each pool is a Layout whose `dp` is its replica count."""
+
+    prefill: Layout
+    decode: Layout
 
 
 def _tp_options(gpu: GPU, kv_heads: int | None = None) -> list[int]:
@@ -99,15 +129,20 @@ def kv_replication(led: Ledger, tp: int, attention_dp: int = 1) -> float:
     return max(1.0, tp / attention_dp / kv_heads) if kv_heads else 1.0
 
 
+def fixed_bytes(led: Ledger, tp: int, pp: int, attention_dp: int = 1) -> float:
+    """Bytes per card of a replica's part that does not grow with its sequences: weights (the
+    non-expert ones once per attention rank) and overhead over TP x PP, activations per rank."""
+    return ((led.bytes("weights_gb") + led.bytes("overhead_gb")) * led.weight_copies(attention_dp) / (tp * pp)
+            + led.bytes("activations_gb") * attention_dp / tp)
+
+
 def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int = 1):
     """(per-card bytes of a replica's fixed part, KV bytes per card, fewest replicas, KV replication)
     for TP x PP (with `attention_dp` attention ranks in the TP group), or None when the fixed part
     alone does not fit."""
     mem = gpu.memory_gb * GB
     rep = kv_replication(led, tp, attention_dp)
-    copies = led.weight_copies(attention_dp)
-    fixed = ((led.bytes("weights_gb") + led.bytes("overhead_gb")) * copies / (tp * pp)
-             + led.bytes("activations_gb") * attention_dp / tp)
+    fixed = fixed_bytes(led, tp, pp, attention_dp)
     if fixed >= mem:
         return None
     kv_card = led.bytes("kv_cache_gb") * rep / (tp * pp)
@@ -235,6 +270,64 @@ def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layo
     return Layout(tp, pp, dp, per_card, rep, None, dp, ep, adp) if per_card <= gpu.memory_gb * GB else None
 
 
+# a prefill replica holds the KV of the prompts it works on: per attention rank one being computed and
+# one being sent to the decode pool (the transfer overlaps the next prompt's prefill); a choice, stated
+PREFILL_PROMPTS_IN_FLIGHT = 2
+
+
+def prefill_pool(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, ep: int, attention_dp: int,
+                 replicas: int) -> Layout | None:
+    """A disaggregated plan's prefill pool: `replicas` replicas of TP x PP, each card holding the
+    weights and the KV cache of the prompts in prefill; None when that does not fit (or the KV size is
+    unknown: nothing to size the transfer by)."""
+    if not led.kv or led.kv_fallback or split_width(tp, ep, attention_dp) > gpu.gpus_per_node:
+        return None
+    rep = kv_replication(led, tp, attention_dp)
+    kv = led.kv.bytes_per_sequence(w.prompt_tokens) * rep * PREFILL_PROMPTS_IN_FLIGHT * attention_dp / (tp * pp)
+    per_card = fixed_bytes(led, tp, pp, attention_dp) + kv
+    if per_card > gpu.memory_gb * GB:
+        return None
+    return Layout(tp, pp, replicas, per_card, rep, None, 1, ep, attention_dp)
+
+
+def decode_pool(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, ep: int, attention_dp: int,
+                replicas: int | None = None) -> Layout | None:
+    """A disaggregated plan's decode pool: TP x PP replicas holding the weights and the KV cache of
+    every decoding sequence (prompt and output), at least as many as that cache needs (`replicas`
+    None: the fewest); None when they do not fit."""
+    if not led.kv or led.kv_fallback or split_width(tp, ep, attention_dp) > gpu.gpus_per_node:
+        return None
+    r = inference_replicas(w, led, gpu, tp, pp, attention_dp)
+    if r is None:
+        return None
+    fixed, kv_card, least, rep = r
+    dp = max(least, replicas or least)
+    return Layout(tp, pp, dp, fixed + kv_card / min(dp, w.concurrency), rep, None, least, ep, attention_dp)
+
+
+def disaggregated(prefill: Layout, decode: Layout) -> Layout:
+    """The plan's one layout value for two pools: the decode pool's dimensions, the larger per-card
+    need of the two, both pools kept."""
+    return replace(decode, pools=Pools(prefill, decode), per_card_bytes=max(prefill.per_card_bytes, decode.per_card_bytes))
+
+
+def given_pools(w: Workload, led: Ledger, gpu: GPU) -> Layout | None:
+    """The workload's own `layout: {prefill: {...}, decode: {...}}` on this GPU, exactly as given, or
+    None when a pool does not hold its work on it."""
+    (ptp, ppp, pdp, pep, padp), (dtp, dpp, ddp, dep, dadp) = w.pools
+    pf = prefill_pool(w, led, gpu, ptp, ppp, pep, padp, pdp)
+    dc = decode_pool(w, led, gpu, dtp, dpp, dep, dadp, ddp)
+    if pf is None or dc is None or dc.dp != ddp:
+        return None
+    return disaggregated(pf, dc)
+
+
+def pool_forms(bases: list[Layout]) -> list[tuple[int, int, int, int]]:
+    """The (tp, pp, ep, attention_dp) forms a pool may take on a GPU: those of the colocated layouts
+    that hold the model on it (the same memory and node limits), each once."""
+    return sorted({(b.tp, b.pp, b.ep, b.attention_dp) for b in bases})
+
+
 def min_cards(layouts: list[Layout]) -> int | None:
     """The fewest cards any layout needs (the seeds' "2x H200 or 3x 80 GB cards" figure)."""
     return min((lay.count for lay in layouts), default=None)
@@ -259,6 +352,16 @@ def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | Non
     per_card = lay.per_card_bytes / GB
     if w.training:
         return Memory(per_card, gpu.memory_gb - per_card)
+    if lay.pools:
+        # the decode pool holds what the KV headroom and the most sequences are about; per card, the
+        # fuller of the two pools
+        pf = lay.pools.prefill
+        m = memory(w, led, gpu, lay.pools.decode, sequences)
+        why = dict(m.why)
+        why["per_card_gb"] = (f"the fuller pool: prefill {_gb(pf.per_card_bytes)} per card (weights + the KV of "
+                              f"{PREFILL_PROMPTS_IN_FLIGHT} x {pf.attention_dp} prompts of {w.prompt_tokens:,} tokens in prefill or in transfer), "
+                              f"decode {_gb(lay.pools.decode.per_card_bytes)} (weights + the KV of its share of all {w.concurrency:,} decoding sequences)")
+        return replace(m, per_card_gb=per_card, headroom_gb=gpu.memory_gb - per_card, why=why)
     s = led.sized
     replica = lay.tp * lay.pp * gpu.memory_gb * GB
     held = s.weights_bytes * led.weight_copies(lay.attention_dp)

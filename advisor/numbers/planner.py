@@ -9,8 +9,8 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, objective, speed, spot
-from advisor.numbers.calibration import Engine, engine_for
+from advisor.numbers import cost, fleet, layouts, objective, poolspeed, speed, spot
+from advisor.numbers.calibration import Engine, _v, engine_for
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
 from advisor.numbers.plan import Plan
@@ -70,7 +70,7 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
     gpn = gpu.gpus_per_node
-    group = min(lay.count, gpn) if w.training else min(lay.tp * lay.pp, gpn)
+    group = min(lay.count, gpn) if w.training else min(lay.replica_cards, gpn)
     key = (lay.count, lay.nodes(gpu), group)
     price = priced.get(key) if priced is not None else None
     if price is None:
@@ -85,7 +85,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         # a spot offer's hours are the expected ones, interruptions and checkpoints included
         sp, price = spot.apply(w, led, gpu, lay.count, sp, price, getattr(catalog, "capacity", None))
     else:
-        sp = speed.inference_speed(w, led, gpu, lay, rate, cal)
+        sp = (poolspeed.pools_speed(w, led, gpu, lay, rate, cal) if lay.pools
+              else speed.inference_speed(w, led, gpu, lay, rate, cal))
     price = cost.per_unit(price, sp, w)
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency)
     why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
@@ -172,6 +173,9 @@ def max_gpus_limit(w: Workload, max_gpus: int, needed: int) -> dict:
 
 def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stages) -> tuple[list, list]:
     """The base layouts to search first, and wider ones to try only when those miss the target."""
+    if w.pools:
+        one = layouts.given_pools(wv, lv, gpu)
+        return ([one] if one else []), []
     if w.layout:
         one = layouts.given_layout(wv, lv, gpu, stages)
         return ([one] if one else []), []
@@ -219,7 +223,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
 
         def attempt(base, dp, wv=wv, lv=lv, seen=seen, priced=priced):
             lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
-            sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp)
+            sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp, lay.pools)
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             seen.add(sig)
@@ -231,9 +235,9 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
 
         def search(bases, wv=wv, attempt=attempt):
             for base in bases:
-                for dp in ([base.dp] if w.layout else _dp_options(wv, gpu, base, sizes, max_gpus)):
+                for dp in ([base.dp] if w.layout_given else _dp_options(wv, gpu, base, sizes, max_gpus)):
                     got = attempt(base, dp)
-                    if not got or not got[0].misses or w.layout:
+                    if not got or not got[0].misses or w.layout_given:
                         continue
                     # a deadline or service level sets the replicas; then fill the instances they take
                     for d2 in _target_replicas(w, got[1], got[0], max_gpus, refused, speed.calibration(catalog)):
@@ -248,7 +252,9 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         search(bases)
         if wider and all(t[2].misses for t in tried[start:]):
             search(wider)
-    if tried and fewest and not (w.layout or objective.minimises_time(w)):
+        if disaggregation_tried(w, catalog):
+            _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
+    if tried and fewest and not (w.layout_given or objective.minimises_time(w)):
         # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
         # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards
         limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
@@ -256,6 +262,89 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
         tried = kept or tried
     return tried, fewest, cp, gpu_rate, unit, refused
+
+
+def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
+    """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
+    planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
+    (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
+    sizes the prefill pool to be at most that busy."""
+    d = catalog.efficiency.get("disaggregation") or {}
+    when = d.get("search_when") if isinstance(d, dict) else None
+    where = "disaggregation.search_when."
+    return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
+            _v(d if isinstance(d, dict) else {}, "prefill_utilisation", 0.8, "disaggregation."))
+
+
+def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
+    """The planner searches disaggregated prefill/decode pools when the prompts are long or the time
+    per output token held (stated or the interactive default) is tight (disaggregation_settings), for
+    a stated number of users above one (one user has no one else's prefill to wait behind)."""
+    if w.training or w.layout_given or w.concurrency_max or w.concurrency < 2:
+        return False
+    prompt, tpot, _ = disaggregation_settings(catalog)
+    return w.prompt_tokens >= prompt or (w.tpot_ms is not None and w.tpot_ms <= tpot)
+
+
+def _over(value: float | None, target: float | None) -> bool:
+    return bool(target) and value is not None and value > target * (1 + 1e-9)
+
+
+def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: list, rate: Term, max_gpus: int,
+                  attempt, refused: dict) -> None:
+    """Disaggregated plans through the same `attempt` as the colocated ones: each pool takes a form of
+    the colocated layouts (the prefill pool a plain TP form: attention DP does not shorten one
+    prompt); the decode pool holds every sequence's KV with the fewest replicas, doubled while it misses
+    the TPOT; the prefill pool gets the replicas its arrival rate needs, doubled while it misses the TTFT."""
+    cal = speed.calibration(catalog)
+    busy = disaggregation_settings(catalog)[2]
+    forms = layouts.pool_forms(bases)
+    for dform in forms:
+        dc0 = layouts.decode_pool(w, led, gpu, *dform)
+        if dc0 is None:
+            continue
+        for pform in (f for f in forms if f[3] == 1):
+            dc = dc0
+            while dc is not None:
+                pf = layouts.prefill_pool(w, led, gpu, *pform, 1)
+                if pf is None:
+                    break
+                need = poolspeed.prefill_replicas_needed(w, led, gpu, rate, cal, pf, dc, busy)
+                got = None
+                for r in (need, need * 2, need * 4):
+                    lay = layouts.disaggregated(layouts.prefill_pool(w, led, gpu, *pform, r), dc)
+                    if lay.count > max_gpus:
+                        refused["needed"] = min(refused.get("needed", math.inf), lay.count)
+                        break
+                    got = attempt(lay, lay.dp)
+                    if got is not None:
+                        _fill_pools(w, led, gpu, got[0], pform, dc, attempt)
+                    if got is None or not _over(got[0].ttft_ms, w.ttft_ms):
+                        break
+                # the TPOT is the decode pool's: more decode replicas while it misses (each fewer users, T06)
+                if got is None or not _over(got[0].tpot_ms, w.tpot_ms) or dc.dp >= w.concurrency:
+                    break
+                dc = layouts.decode_pool(w, led, gpu, *dform, min(w.concurrency, dc.dp * 2))
+
+
+def _fill_pools(w: Workload, led: Ledger, gpu: GPU, p: Plan, pform: tuple, dc: Layout, attempt) -> None:
+    """The same rental with its idle GPUs put to work (K13): every split of them into whole prefill and
+    decode replicas, each tried (more decode replicas shorten the TPOT, more prefill ones the TTFT)."""
+    idle = (p.price or {}).get("idle_gpus") or 0
+    pf = p.layout.pools.prefill
+    pc, dcards = pf.tp * pf.pp, dc.tp * dc.pp
+    for k in range(idle // pc + 1):
+        rest = idle - k * pc
+        if rest % dcards or (not k and not rest):
+            continue
+        j = rest // dcards
+        if dc.dp + j > w.concurrency:
+            continue
+        more_dc = layouts.decode_pool(w, led, gpu, dc.tp, dc.pp, dc.ep, dc.attention_dp, dc.dp + j) if j else dc
+        more_pf = layouts.prefill_pool(w, led, gpu, *pform, pf.dp + k)
+        if more_dc is not None and more_pf is not None:
+            lay = layouts.disaggregated(more_pf, more_dc)
+            attempt(lay, lay.dp)
 
 
 def _choose(w: Workload, tried: list, unit: str, gpu_rate):
@@ -339,6 +428,10 @@ def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine 
         what = f"TP {width} spans" if width == w.layout[0] else f"layout splits attention or an expert over {width} GPUs,"
         return (f"the given {what} more than the {gpu.gpus_per_node} GPUs of one node; "
                 "tensor parallelism stays inside a node (K14)")
+    if w.pools:
+        return (f"the given disaggregated layout ({describe_pools(*w.pools)}) does not hold its work on {gpu.memory_gb:g} GB "
+                f"cards: each pool must hold the weights and its KV cache (the decode pool every sequence's) with "
+                f"tensor splits inside one {gpu.gpus_per_node}-GPU node (K14), and the model's KV size must be known")
     given = describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
     return (f"needs {_gb(led.bytes('total_gb'))} and no layout of {given}"
             f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
@@ -351,15 +444,30 @@ def describe_layout(layout: tuple) -> str:
             + (f", attention DP {adp}" if adp > 1 else ""))
 
 
+def describe_pools(prefill: tuple, decode: tuple) -> str:
+    """Two pool tuples (tp, pp, replicas, ep, attention_dp) in words."""
+    def one(t):
+        tp, pp, dp, ep, adp = t
+        return (f"{dp} x (TP {tp} x PP {pp}" + (f", EP {ep}" if ep > 1 else "")
+                + (f", attention DP {adp}" if adp > 1 else "") + ")")
+    return f"prefill {one(prefill)} + decode {one(decode)}"
+
+
+def _pool_tuple(lay: Layout) -> tuple:
+    return (lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
+
+
 def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: int) -> dict:
     """The `why` of the chosen plan: its memory split, layout, ZeRO stage, checkpointing, idle GPUs."""
+    if lay.pools:
+        return _explain_pools(w, p, lay, unit, tried)
     why = {}
     why["per_card_gb"] = (f"ledger split over TP {lay.tp} x PP {lay.pp}" + (f" with KV heads replicated x{lay.rep:g}" if lay.rep > 1 else "")
                           + (f", non-expert weights on each of {lay.attention_dp} attention ranks" if lay.attention_dp > 1 else "")
                           + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
                           + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
                           + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
-    why["layout"] = (f"{'the layout given in the workload' if w.layout else f'{objective.describe(w, unit)} of {tried} layouts tried'}: "
+    why["layout"] = (f"{'the layout given in the workload' if w.layout_given else f'{objective.describe(w, unit)} of {tried} layouts tried'}: "
                      f"TP {lay.tp} inside a node (K14, C12)" + (f", PP {lay.pp} across nodes" if lay.pp > 1 else "")
                      + (f", experts over EP {lay.ep} (dispatch and combine all-to-all)" if lay.ep > 1 else "")
                      + (f", attention as {lay.attention_dp} data-parallel ranks of TP {lay.attention_tp} (the KV cache split, not copied)"
@@ -381,7 +489,26 @@ def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: 
     if idle:
         why["idle_gpus"] = (f"{idle} rented GPU(s) idle: a replica of TP {lay.tp} x PP {lay.pp} = {lay.tp * lay.pp} cards does not fill "
                             f"the {p.price['gpus_per_instance']}-GPU instances, "
-                            + ("and the workload fixes the layout (K13)" if w.layout else "and every smaller or fuller plan costs more (K13)"))
+                            + ("and the workload fixes the layout (K13)" if w.layout_given else "and every smaller or fuller plan costs more (K13)"))
+    if p.misses:
+        why["misses"] = f"no layout meets the target: the best misses it ({p.misses})"
+    return why
+
+
+def _explain_pools(w: Workload, p: Plan, lay: Layout, unit: str, tried: int) -> dict:
+    pf, dc = lay.pools.prefill, lay.pools.decode
+    how = ("the layout given in the workload" if w.layout_given else
+           f"{objective.describe(w, unit)} of {tried} layouts tried, disaggregated ones among them "
+           f"(prompts of {w.prompt_tokens:,} tokens" + (f", TPOT {w.tpot_ms:g} ms" if w.tpot_ms else "") + ")")
+    why = {"per_card_gb": p.why.get("per_card_gb", ""),
+           "layout": (f"{how}: disaggregated prefill and decode, {describe_pools(_pool_tuple(pf), _pool_tuple(dc))}; "
+                      f"the prefill pool sized for the prompts arriving, the decode pool for every sequence's KV cache "
+                      f"({dc.min_dp} replica(s) for memory) at the TPOT; each prompt's KV cache sent between them "
+                      "(DistServe, Splitwise, Mooncake; K14 for the TP groups)")}
+    idle = (p.price or {}).get("idle_gpus") or 0
+    if idle:
+        why["idle_gpus"] = (f"{idle} rented GPU(s) idle: the prefill and decode pools take {lay.count} cards, which "
+                            f"does not fill the {p.price['gpus_per_instance']}-GPU instances, and every fuller plan costs more (K13)")
     if p.misses:
         why["misses"] = f"no layout meets the target: the best misses it ({p.misses})"
     return why

@@ -326,7 +326,8 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
 
 
 def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
-    """TTFT, TPOT and throughput of the layout `lay` (tp, pp, dp, count) at the workload's
+    """TTFT, TPOT and throughput of the colocated layout `lay` (tp, pp, dp, count; a disaggregated one
+    is numbers.poolspeed's) at the workload's
     concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
     source in speed_explained."""
     cal = cal or default_calibration()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, usd as _usd
+from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd
 
 
 HOURS_PER_MONTH = 730          # 24 x 365 / 12
@@ -66,6 +66,9 @@ def _num(x, nd=1) -> str:
 
 def _layout(c: dict, gpus_per_node: int) -> str:
     """The layout in words: where tensor-parallel groups, pipeline stages and replicas sit."""
+    two = _pools_layout(c)
+    if two:
+        return f"{_plan(c)}: {two}"
     parts = []
     if c["tp"] > 1:
         parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
@@ -78,6 +81,9 @@ def _layout(c: dict, gpus_per_node: int) -> str:
 
 
 def _layout_short(c: dict) -> str:
+    two = _pools_layout(c, short=True)
+    if two:
+        return two
     parts = []
     if c["tp"] > 1:
         parts.append(f"each layer split over {c['tp']} cards")

@@ -34,7 +34,8 @@ DISAGREEMENTS = [
 WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory per card", "power_kw_per_node": "Power per node",
               "prefill_ms": "Prefill time", "decode_ms_per_token": "Time per generated token",
               "kv_headroom_gb": "Room left for the KV cache", "usd_per_hour": "Cost per hour",
-              "training_hours": "Training time", "usd_per_job": "Cost per job", "tokens_per_s": "Tokens per second"}
+              "training_hours": "Training time", "usd_per_job": "Cost per job", "tokens_per_s": "Tokens per second",
+              "ttft_ms": "Time to first token", "kv_transfer_ms": "KV transfer between pools"}
 
 
 def view(rec: dict, catalog: Catalog) -> dict:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from advisor.numbers.estimate import GB, LEDGER_KEYS, Estimate
-from advisor.shell.wording import plain
+from advisor.shell.wording import plain, plan as plan_words
 
 
 def _n(x, fmt="{:,.1f}", none="-"):
@@ -42,7 +42,9 @@ def estimate_text(est: Estimate) -> str:
         if not cd.fits:
             lines.append(f"  {cd.gpu.id:<15}{'no':<5}  {cd.reason}")
             continue
-        plan = f"{cd.tp}x{cd.pp}x{cd.dp}"
+        pools = cd.layout.pools if cd.layout else None
+        plan = (f"{cd.tp}x{cd.pp}x{cd.dp}" if not pools else      # a disaggregated plan: prefill + decode replicas
+                f"P{pools.prefill.dp}+D{pools.decode.dp}")
         row = f"  {cd.gpu.id:<15}{'yes':<5}{cd.count:>6}{cd.nodes:>6}  {plan:<10}{cd.per_card_gb:>9,.1f}{cd.headroom_gb:>7,.1f}"
         if w.training:
             row += f"{_n(cd.training_hours, '{:,.1f}'):>9}{_n(cd.power_kw_per_node):>8}{_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>9}{_n(cd.usd_per_job, '{:,.0f}'):>11}"
@@ -75,7 +77,7 @@ def summary_text(rec: dict, cat=None) -> str:
     if r.get("closest"):
         lines.append(f"No GPU meets the target; the closest plan misses it: {r['closest']['missed']} "
                      f"({r['closest']['shortfall']:.1f}x the target).")
-    lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), TP {r['tp']} x PP {r['pp']} x DP {r['dp']}, {cost}")
+    lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), {plan_words(r)}, {cost}")
     if r["usd_per_hour"] is not None:
         tokens = "training tokens" if rec.get("inputs", {}).get("mode") in ("training", "fine-tuning") else "output tokens"
         unit = (f"; {wording.usd(r['usd_per_job'], 0)} per job" if r.get("usd_per_job") is not None

@@ -1,0 +1,139 @@
+"""The workload's `layout:`: a fixed colocated layout {tp, pp, dp, ep, attention_dp} or a disaggregated
+one {prefill: {...}, decode: {...}}, parsed into the Workload's values and checked against what the
+workload itself allows (node sizes depend on the GPU: the planner checks those per candidate)."""
+from __future__ import annotations
+
+from advisor.base import yamlio
+from advisor.base.errors import Collector
+from advisor.inputs.catalog import Model
+from advisor.inputs.schema import Spec, check_value, _suggest
+
+LAYOUT_FIELDS = ("tp", "pp", "dp", "ep", "attention_dp")
+POOLS = ("prefill", "decode")
+# a pool's own fields: its replica count is `replicas` (the pools together are the plan's replicas)
+POOL_FIELDS = ("tp", "pp", "ep", "attention_dp", "replicas")
+
+
+def parse_layout(raw, col: Collector, line) -> dict:
+    """The Workload values of a `layout:` entry: {"layout": (tp, pp, dp, ep, attention_dp)} or
+    {"pools": ((prefill), (decode))}; {} with the problems collected when it is malformed."""
+    if not isinstance(raw, dict):
+        col.add("must be a mapping {tp: N, pp: N, dp: N, ep: N, attention_dp: N}", line, "layout")
+        return {}
+    if any(k in POOLS for k in raw):
+        return {"pools": _pools(raw, col, line)}
+    got = {}
+    for k, v in raw.items():
+        if k not in LAYOUT_FIELDS:
+            col.add(f"unknown layout field{_suggest(k, LAYOUT_FIELDS)}", yamlio.line_of(raw, k, line), f"layout.{k}")
+            continue
+        checked = check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
+                              f"layout.{k}", yamlio.line_of(raw, k, line))
+        if checked is not None:
+            got[k] = checked
+    return {"layout": tuple(got.get(k, 1) for k in LAYOUT_FIELDS)}
+
+
+def _pools(raw: dict, col: Collector, line) -> tuple | None:
+    """`layout: {prefill: {...}, decode: {...}}`: both pools, each a mapping of POOL_FIELDS, as
+    (tp, pp, replicas, ep, attention_dp) pairs; None (with the problems collected) when malformed."""
+    out = []
+    for k in raw:
+        if k in LAYOUT_FIELDS:
+            col.add(f"a disaggregated layout gives {k} inside each pool (prefill, decode), not beside them",
+                    yamlio.line_of(raw, k, line), f"layout.{k}")
+        elif k not in POOLS:
+            col.add(f"unknown layout field{_suggest(k, POOLS)}", yamlio.line_of(raw, k, line), f"layout.{k}")
+    for name in POOLS:
+        pool = raw.get(name)
+        pline = yamlio.line_of(raw, name, line)
+        if name not in raw:
+            col.add(f"a disaggregated layout needs both pools: {name} is missing", line, f"layout.{name}")
+            continue
+        if not isinstance(pool, dict):
+            col.add("must be a mapping {tp: N, pp: N, ep: N, attention_dp: N, replicas: N}", pline, f"layout.{name}")
+            continue
+        got = {}
+        for k, v in pool.items():
+            if k not in POOL_FIELDS:
+                hint = " (a pool's replica count is `replicas`)" if k == "dp" else _suggest(k, POOL_FIELDS)
+                col.add(f"unknown pool field{hint}", yamlio.line_of(pool, k, pline), f"layout.{name}.{k}")
+                continue
+            checked = check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
+                                  f"layout.{name}.{k}", yamlio.line_of(pool, k, pline))
+            if checked is not None:
+                got[k] = checked
+        out.append(tuple(got.get(k, 1) for k in ("tp", "pp", "replicas", "ep", "attention_dp")))
+    return tuple(out) if len(out) == 2 else None
+
+
+def check_pools(values: dict, model, data, col: Collector, training: bool) -> None:
+    """A given disaggregated layout: a serving layout, each pool's EP and attention-DP ranks dividing
+    its TP group and its experts, the model's layers enough for its stages, both pools within max_gpus."""
+    pools = values.get("pools")
+    if not pools:
+        return
+    line = yamlio.line_of(data, "layout")
+    raw = data.get("layout")
+    if training:
+        col.add("a disaggregated layout (prefill and decode pools) is for serving; training takes tp, pp and dp", line, "layout")
+        return
+    if values.get("concurrency_max"):
+        col.add("a disaggregated layout sizes its pools for a stated number of users; give concurrency as a number",
+                yamlio.line_of(data, "concurrency"), "concurrency")
+    experts = model.num("experts") if isinstance(model, Model) else None
+    layers = model.num("layers") if isinstance(model, Model) else None
+    for name, (tp, pp, dp, ep, adp) in zip(POOLS, pools):
+        pool = raw.get(name)
+        pline = yamlio.line_of(raw, name, line)
+        at = lambda k: yamlio.line_of(pool, k, pline)      # noqa: E731
+        for field_name, n in (("ep", ep), ("attention_dp", adp)):
+            if n > 1 and tp % n:
+                col.add(f"{field_name} {n} must divide tp {tp}: its ranks split the TP group's cards",
+                        at(field_name), f"layout.{name}.{field_name}")
+        if ep > 1 and isinstance(model, Model) and not (experts and (model.num("experts_per_token") or 0) < experts):
+            col.add(f"ep {ep}: expert parallelism needs a mixture-of-experts model, and {model.id} has no routed experts",
+                    at("ep"), f"layout.{name}.ep")
+        elif ep > 1 and experts and experts % ep:
+            col.add(f"ep {ep} does not divide {model.id}'s {experts:.0f} experts", at("ep"), f"layout.{name}.ep")
+        if layers and pp > layers:
+            col.add(f"{pp:,} pipeline stages, but {model.id} has {layers:.0f} layers (a stage holds at least one)",
+                    at("pp"), f"layout.{name}.pp")
+    cons = values.get("constraints")
+    cap = cons.max_gpus if cons is not None else None
+    total = sum(tp * pp * dp for tp, pp, dp, _, _ in pools)
+    if cap and total > cap:
+        col.add(f"the two pools are {total:,} GPUs, more than constraints.max_gpus ({cap:,})", line, "layout")
+
+
+def check_layout(values: dict, model, data, col: Collector, training: bool) -> None:
+    """A given layout must be one the workload itself allows: within `max_gpus`, and no more pipeline
+    stages than the model has layers (a stage holds at least one layer). Node size depends on the
+    GPU, so the planner checks that per candidate (numbers.plan.given_layout)."""
+    layout = values.get("layout")
+    if not layout:
+        return
+    tp, pp, dp, ep, adp = layout
+    line = yamlio.line_of(data, "layout")
+    raw = data.get("layout") if isinstance(data.get("layout"), dict) else data
+    for name, n in (("ep", ep), ("attention_dp", adp)):
+        if n > 1 and tp % n:
+            col.add(f"{name} {n} must divide tp {tp}: its ranks split the TP group's cards",
+                    yamlio.line_of(raw, name, line), f"layout.{name}")
+    experts = model.num("experts") if isinstance(model, Model) else None
+    if ep > 1 and isinstance(model, Model) and not (experts and (model.num("experts_per_token") or 0) < experts):
+        col.add(f"ep {ep}: expert parallelism needs a mixture-of-experts model, and {model.id} has no routed experts",
+                yamlio.line_of(raw, "ep", line), "layout.ep")
+    elif ep > 1 and experts and experts % ep:
+        col.add(f"ep {ep} does not divide {model.id}'s {experts:.0f} experts", yamlio.line_of(raw, "ep", line), "layout.ep")
+    if (ep > 1 or adp > 1) and training:
+        col.add("ep and attention_dp are serving layouts; training takes tp, pp and dp", line, "layout")
+    cons = values.get("constraints")
+    cap = cons.max_gpus if cons is not None else None
+    if cap and tp * pp * dp > cap:
+        col.add(f"TP {tp} x PP {pp} x DP {dp} is {tp * pp * dp:,} GPUs, more than constraints.max_gpus ({cap:,})",
+                line, "layout")
+    layers = model.num("layers") if isinstance(model, Model) else None
+    if layers and pp > layers:
+        col.add(f"{pp:,} pipeline stages, but {model.id} has {layers:.0f} layers (a stage holds at least one)",
+                yamlio.line_of(data.get("layout") if isinstance(data.get("layout"), dict) else data, "pp", line), "layout.pp")
