@@ -187,7 +187,8 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
-    sizes = cost.instance_sizes(gpu, catalog, w)
+    # a rack sold and rented only whole (NVL72) is the unit even where no price source sells it
+    sizes = cost.instance_sizes(gpu, catalog, w) or ([layouts.rack_unit(gpu)] if layouts.rack_unit(gpu) else [])
     gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in cost.offers(gpu, catalog, w)), default=None)
     unit = objective.unit_of_work(w)
     tried: list[tuple] = []
