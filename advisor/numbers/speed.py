@@ -107,6 +107,7 @@ class Shape:
     hidden: float | None
     attn_dim: float | None      # query heads x head size
     expert_width: float = 0.0   # an expert's intermediate size (its matmuls' narrow dimension)
+    moe_layers: int | None = None   # layers with routed experts (DeepSeek-V3: 58 of 61); None: all of them
 
 
 _LAST_SHAPE: list = [None, None]     # (ledger, its Shape): the planner times every layout of one ledger
@@ -135,10 +136,11 @@ def shape(w: Workload, led: Ledger) -> Shape:
     heads, hd, hidden = m.num("attention_heads"), m.num("head_dim"), m.num("hidden_size")
     attn = heads * hd if heads and hd else hidden
     layers = m.num("layers")
-    width = (exp_f / 2 / s.experts_per_token / layers / 3 / hidden
-             if exp_f and s.experts_per_token and layers and hidden else 0.0)
+    moe_layers = m.num("moe_layers") or layers       # the config's first_k_dense_replace layers have no experts
+    width = (exp_f / 2 / s.experts_per_token / moe_layers / 3 / hidden
+             if exp_f and s.experts_per_token and moe_layers and hidden else 0.0)
     return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
-                 int(layers) if layers else None, hidden, attn, width)
+                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None)
 
 
 def experts_touched(n: int, k: int, tokens: float) -> float:
@@ -180,16 +182,19 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
 
 
 def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gpu: float, tp: int, att: int, ep: int,
-                link: float, alpha: float) -> float:
-    """Seconds of one step's collectives in a TP group, per layer: attention's all-reduce of its rank's
-    `att_tokens` over its tp / attention_dp cards, then the MoE or MLP layer's: with EP a dispatch and
-    a combine all-to-all of each card's `dispatch_per_gpu` tokens x top-k hidden vectors (16 bits,
-    comm.moe_alltoall_bytes), each with the latency floor; else an all-reduce of `moe_tokens` over
-    the whole group."""
+                link: float, alpha: float, dispatch_bytes: float = ACT_BYTES) -> float:
+    """Seconds of one step's collectives in a TP group: in every layer attention's all-reduce of its
+    rank's `att_tokens` over its tp / attention_dp cards; then with EP, in each MoE layer a dispatch
+    (`dispatch_bytes` per value: FP8 with scales under DeepEP) and a BF16 combine all-to-all of each
+    card's `dispatch_per_gpu` tokens x top-k hidden vectors (comm.moe_layer_alltoall_s), and in the
+    dense-MLP layers (DeepSeek-V3's first 3) an all-reduce of `moe_tokens` over the group; without
+    EP an all-reduce of `moe_tokens` over the group in every layer."""
     L, h = sh.layers or 0, sh.hidden or 0.0
     t = L * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     if ep > 1:
-        t += 2 * L * (alpha + comm.moe_alltoall_bytes(dispatch_per_gpu, sh.k, h, ep, ACT_BYTES) / link)
+        moe_L = min(sh.moe_layers or L, L)
+        t += moe_L * comm.moe_layer_alltoall_s(dispatch_per_gpu, sh.k, h, ep, link, alpha, dispatch_bytes)
+        t += (L - moe_L) * comm.allreduce_s(moe_tokens * h * ACT_BYTES, tp, link, alpha)
     else:
         t += L * comm.allreduce_s(moe_tokens * h * ACT_BYTES, tp, link, alpha)
     return t
@@ -215,7 +220,8 @@ def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
 
 
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1) -> Serving:
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
+                  dispatch_bytes: float = ACT_BYTES) -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences; with
     `attention_dp` attention ranks of tp / attention_dp cards (each its own sequences and KV) and the
     experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce)."""
@@ -246,7 +252,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     imb = expert_imbalance(mb, sh.k, ep) if moe else 1.0
     flops = b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb
     t_cmp = flops / (tp * pp * R)
-    t_comm = _layer_comm(sh, mb / adp, mb, mb / tp, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+    t_comm = _layer_comm(sh, mb / adp, mb, mb / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
     step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
 
     # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
@@ -257,7 +263,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     f_exp = prompt * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
     pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
-    pf_comm = _layer_comm(sh, prompt, prompt, prompt / att, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+    pf_comm = _layer_comm(sh, prompt, prompt, prompt / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
     prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / tp) / bw) + pf_comm + over
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
     # DP its collectives run beside the other ranks' prompts (each card sends its own tokens)
@@ -313,15 +319,19 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     else:
         total = w.concurrency
         b = math.ceil(total / dp)
+    cp = compute_precision(w, gpu, led.sized)
+    dispatch = comm.dispatch_bytes(cp)
     sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=ep, attention_dp=adp)
+                       ep=ep, attention_dp=adp, dispatch_bytes=dispatch)
     tpot_ms = sv.tpot * 1e3
     tokens_per_s = total / sv.tpot
     link, link_how = group_link(gpu, cal, tp)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     moe = ep > 1 and bool(sh.expert_bytes)
     groups = (f" (attention: {adp} data-parallel ranks of TP {tp // adp}, each its own sequences and KV cache)" if adp > 1 else "") + \
-             (f" (experts over EP {ep}: dispatch and combine all-to-all of each card's tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden x 2 B, "
+             (f" (experts over EP {ep}: in {sh.moe_layers or sh.layers} MoE layers of {sh.layers}, a dispatch ({dispatch:g} B per value: "
+              f"{'FP8 with a float32 scale per 128, DeepEP' if dispatch < 2 else 'BF16'}) and a combine (2 B, BF16) all-to-all of each card's "
+              f"tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden, "
               f"x (EP - 1) / EP off the card, each with the {cal.allreduce_us:g} us floor; the busiest EP rank's expert load "
               f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep):.3f}, balls-into-bins)" if moe else "")
     explained = {

@@ -1,0 +1,52 @@
+"""MoE expert-parallel traffic (issue 20): DeepEP dispatches FP8 (with a float32 scale per 128 values)
+and combines BF16, and only the layers with routed experts send it (DeepSeek-V3: 58 of 61), worked
+by hand."""
+import pytest
+
+from advisor.inputs import workload
+from advisor.numbers import comm, speed
+from advisor.numbers.ledger import inference_ledger
+
+
+def test_dispatch_is_fp8_with_its_scales_and_combine_is_bf16():
+    assert comm.dispatch_bytes("fp8") == 1 + 4 / 128 == 1.03125
+    assert comm.dispatch_bytes("fp4") == 1.03125
+    assert comm.dispatch_bytes("bf16") == 2          # no FP8 expert matmul to feed: BF16 goes out
+
+
+def test_one_moe_layer_of_deepseek_v3_at_32_tokens_per_gpu_by_hand():
+    # 32 tokens x top-8 x 7,168 hidden = 1,835,008 values per GPU; 7/8 of them leave the card on EP 8
+    out = 32 * 8 * 7168 * 7 / 8
+    dispatch, combine = out * 1.03125, out * 2          # 1,655,808 B and 3,211,264 B
+    assert (dispatch, combine) == (1_655_808, 3_211_264)
+    t = comm.moe_layer_alltoall_s(32, 8, 7168, 8, 400e9, 5e-6)
+    assert t == pytest.approx(2 * 5e-6 + (1_655_808 + 3_211_264) / 400e9)   # 22.17 us
+    assert t * 1e6 == pytest.approx(22.168, abs=1e-3)
+    # in BF16 both ways it would be 4 x 1,605,632 B: 26.06 us
+    assert comm.moe_layer_alltoall_s(32, 8, 7168, 8, 400e9, 5e-6, 2) * 1e6 == pytest.approx(10 + 4 * 1_605_632 / 400e3, abs=1e-3)
+    assert comm.moe_layer_alltoall_s(32, 8, 7168, 1, 400e9, 5e-6) == 0.0
+
+
+def test_deepseek_v3_sends_the_all_to_all_in_its_58_moe_layers_only(catalog):
+    w = workload.parse({"mode": "inference", "model": "deepseek-v3", "concurrency": 256}, catalog)
+    sh = speed.shape(w, inference_ledger(w))
+    assert (sh.layers, sh.moe_layers) == (61, 58)       # first_k_dense_replace: 3 (config.json)
+    assert catalog.models["deepseek-v3"].fig("moe_layers").sources == ("CFG_DEEPSEEK_V3",)
+    assert sh.expert_width == pytest.approx(2048, abs=0.01)      # moe_intermediate_size: 58 layers, not 61
+    link, a = 400e9, 5e-6
+    # DEP 8, 32 tokens per card: attention on one card (no all-reduce), 58 x (dispatch + combine), and the
+    # 3 dense-MLP layers' all-reduce of the card's 256 group tokens x 7,168 x 2 B over the 8 cards
+    got = speed._layer_comm(sh, 32, 256, 32, 8, 1, 8, link, a, 1.03125)
+    dense = 3 * (a + 2 * 7 / 8 * 256 * 7168 * 2 / link)
+    assert got == pytest.approx(58 * comm.moe_layer_alltoall_s(32, 8, 7168, 8, link, a) + dense)
+    # 6,422,528 ring bytes / 400 GB/s = 16.06 us + 5 us per dense layer
+    assert got * 1e3 == pytest.approx(58 * 22.168e-3 + 3 * (5 + 16.056) * 1e-3, abs=1e-4)    # 1.286 + 0.063 ms
+
+
+def test_a_bf16_moe_model_dispatches_bf16(catalog):
+    w = workload.parse({"mode": "inference", "model": "qwen3-235b-a22b", "precision": "bf16", "concurrency": 64,
+                        "layout": {"tp": 8, "ep": 8, "attention_dp": 8}, "constraints": {"gpus": ["h200"]}}, catalog)
+    led = inference_ledger(w)
+    assert speed.compute_precision(w, catalog.gpus["h200-sxm"], led.sized) == "bf16"
+    sh = speed.shape(w, led)
+    assert sh.moe_layers == 94          # every Qwen3-235B layer has experts (no moe_layers figure: all)
