@@ -34,13 +34,17 @@ def test_deepseek_v3_sends_the_all_to_all_in_its_58_moe_layers_only(catalog):
     assert catalog.models["deepseek-v3"].fig("moe_layers").sources == ("CFG_DEEPSEEK_V3",)
     assert sh.expert_width == pytest.approx(2048, abs=0.01)      # moe_intermediate_size: 58 layers, not 61
     link, a = 400e9, 5e-6
-    # DEP 8, 32 tokens per card: attention on one card (no all-reduce), 58 x (dispatch + combine), and the
-    # 3 dense-MLP layers' all-reduce of the card's 256 group tokens x 7,168 x 2 B over the 8 cards
+    # DEP 8, 32 tokens per card: attention on one card (no all-reduce), 58 x (dispatch + combine); the 3
+    # dense-MLP layers run on each rank's own tokens like attention: no collective either
     got = speed._layer_comm(sh, 32, 256, 32, 8, 1, 8, link, a, 1.03125)
-    dense = 3 * (a + 2 * 7 / 8 * 256 * 7168 * 2 / link)
-    assert got == pytest.approx(58 * comm.moe_layer_alltoall_s(32, 8, 7168, 8, link, a) + dense)
-    # 6,422,528 ring bytes / 400 GB/s = 16.06 us + 5 us per dense layer
-    assert got * 1e3 == pytest.approx(58 * 22.168e-3 + 3 * (5 + 16.056) * 1e-3, abs=1e-4)    # 1.286 + 0.063 ms
+    assert got == pytest.approx(58 * comm.moe_layer_alltoall_s(32, 8, 7168, 8, link, a))
+    assert got * 1e3 == pytest.approx(58 * 22.168e-3, abs=1e-4)          # 1.286 ms
+    # TEP 8 (attention over the 8 cards, experts over EP 8), 256 tokens on every card: 61 attention and
+    # 3 dense-MLP all-reduces of 256 x 7,168 x 2 B (2 x 7/8 x 3,670,016 = 6,422,528 ring bytes, 16.06 us
+    # + 5 us each) and 58 all-to-alls of each card's 32-token share
+    tep = speed._layer_comm(sh, 256, 256, 32, 8, 8, 8, link, a, 1.03125)
+    assert tep == pytest.approx(64 * (a + 6_422_528 / link) + 58 * comm.moe_layer_alltoall_s(32, 8, 7168, 8, link, a))
+    assert tep * 1e3 == pytest.approx(64 * 21.056e-3 + 58 * 22.168e-3, abs=1e-3)   # 1.348 + 1.286 ms
 
 
 def test_a_bf16_moe_model_dispatches_bf16(catalog):

@@ -187,28 +187,30 @@ def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gp
     rank's `att_tokens` over its tp / attention_dp cards; then with EP, in each MoE layer a dispatch
     (`dispatch_bytes` per value: FP8 with scales under DeepEP) and a BF16 combine all-to-all of each
     card's `dispatch_per_gpu` tokens x top-k hidden vectors (comm.moe_layer_alltoall_s), and in the
-    dense-MLP layers (DeepSeek-V3's first 3) an all-reduce of `moe_tokens` over the group; without
-    EP an all-reduce of `moe_tokens` over the group in every layer."""
+    dense-MLP layers (DeepSeek-V3's first 3) the attention rank's all-reduce again: their MLP runs
+    like attention, on each rank's own tokens (SGLang's --moe-dense-tp-size 1 with DP attention; held
+    whole on each attention rank, as the ledger counts it); without EP an all-reduce of `moe_tokens`
+    over the group in every layer."""
     L, h = sh.layers or 0, sh.hidden or 0.0
     t = L * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     if ep > 1:
         moe_L = min(sh.moe_layers or L, L)
         t += moe_L * comm.moe_layer_alltoall_s(dispatch_per_gpu, sh.k, h, ep, link, alpha, dispatch_bytes)
-        t += (L - moe_L) * comm.allreduce_s(moe_tokens * h * ACT_BYTES, tp, link, alpha)
+        t += (L - moe_L) * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     else:
         t += L * comm.allreduce_s(moe_tokens * h * ACT_BYTES, tp, link, alpha)
     return t
 
 
-def expert_imbalance(tokens: float, k: int | None, ep: int) -> float:
+def expert_imbalance(tokens: float, k: int | None, ep: int, skew: float = 0.0) -> float:
     """Busiest expert-parallel rank's load over the mean when `tokens` tokens each route to k experts
-    spread evenly over `ep` ranks: the mean plus the expected maximum deviation of ep binomial counts,
-    sqrt(2 ln ep x variance) (balls into bins); real routers are more skewed and EPLB rebalances, so
-    this is the floor of the imbalance, not a fit. With ep = 1 every card holds a slice of every
-    expert and there is none."""
+    spread over `ep` ranks: the mean plus the expected maximum deviation of ep binomial counts,
+    sqrt(2 ln ep x variance) (balls into bins), plus the router's own skew towards hot experts
+    (`skew` x (ep - 1) / ep: the fitted Calibration.ep_skew; EPLB rebalances most of it away). With
+    ep = 1 every card holds a slice of every expert and there is none."""
     if ep <= 1 or not k or tokens <= 0:
         return 1.0
-    return 1 + math.sqrt(2 * math.log(ep) * (ep - 1) / (tokens * k))
+    return 1 + skew * (ep - 1) / ep + math.sqrt(2 * math.log(ep) * (ep - 1) / (tokens * k))
 
 
 def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
@@ -249,16 +251,17 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     attn_f = 4 * L * ctx * d
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
     wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
-    imb = expert_imbalance(mb, sh.k, ep) if moe else 1.0
+    imb = expert_imbalance(mb, sh.k, ep, cal.ep_skew) if moe else 1.0
     flops = b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb
     t_cmp = flops / (tp * pp * R)
     t_comm = _layer_comm(sh, mb / adp, mb, mb / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
-    step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
+    # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
+    step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / (pp * adp)
 
     # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
     # attention rank: its attention and dense layers on tp / attention_dp cards, its experts on all tp
     exp_pf, tpe_pf = _touched_bytes(sh, prompt)
-    imb_pf = expert_imbalance(prompt, sh.k, ep) if moe else 1.0
+    imb_pf = expert_imbalance(prompt, sh.k, ep, cal.ep_skew) if moe else 1.0
     f_dense = prompt * sh.dense_flops + 2 * L * prompt ** 2 * d
     f_exp = prompt * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
@@ -295,15 +298,13 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
-def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
-    """TTFT, TPOT and throughput of the layout `lay` (tp, pp, dp, count) at the workload's
-    concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
-    source in speed_explained."""
-    cal = cal or default_calibration()
+def _serve(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration):
+    """(Serving pieces, sequences per replica, sequences in all, dispatch bytes per value, why) of `lay`
+    at the workload's concurrency (or the largest batch that fits, for `concurrency: max`)."""
     m = w.model
     sh = _shape_of(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
-    ep, adp = lay.ep, lay.attention_dp
+    adp = lay.attention_dp
     # the KV heads are split over one attention rank's cards (MLA's single latent head is copied
     # onto each of them); attention DP ranks each keep their own sequences' cache
     rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
@@ -319,10 +320,28 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     else:
         total = w.concurrency
         b = math.ceil(total / dp)
-    cp = compute_precision(w, gpu, led.sized)
-    dispatch = comm.dispatch_bytes(cp)
+    dispatch = comm.dispatch_bytes(compute_precision(w, gpu, led.sized))
     sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=ep, attention_dp=adp, dispatch_bytes=dispatch)
+                       ep=lay.ep, attention_dp=adp, dispatch_bytes=dispatch)
+    return sv, b, total, dispatch, why
+
+
+def decode_tokens_per_s(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> float:
+    """Output tokens/s of `lay` as a decode-only pool (prefill disaggregated to other GPUs: no prompt
+    shares its steps), all replicas: sequences / decode step."""
+    sv, b, total, _, _ = _serve(w, led, gpu, lay, rate, cal or default_calibration())
+    return total / sv.step
+
+
+def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
+    """TTFT, TPOT and throughput of the layout `lay` (tp, pp, dp, count) at the workload's
+    concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
+    source in speed_explained."""
+    cal = cal or default_calibration()
+    sh = _shape_of(w, led)
+    tp, pp, dp = lay.tp, lay.pp, lay.dp
+    ep, adp = lay.ep, lay.attention_dp
+    sv, b, total, dispatch, why = _serve(w, led, gpu, lay, rate, cal)
     tpot_ms = sv.tpot * 1e3
     tokens_per_s = total / sv.tpot
     link, link_how = group_link(gpu, cal, tp)
@@ -333,7 +352,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
               f"{'FP8 with a float32 scale per 128, DeepEP' if dispatch < 2 else 'BF16'}) and a combine (2 B, BF16) all-to-all of each card's "
               f"tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden, "
               f"x (EP - 1) / EP off the card, each with the {cal.allreduce_us:g} us floor; the busiest EP rank's expert load "
-              f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep):.3f}, balls-into-bins)" if moe else "")
+              f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep, cal.ep_skew):.3f}: balls-into-bins and the fitted routing skew {cal.ep_skew:g})" if moe else "")
     explained = {
         "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
                                    "formula": f"(dense weights {_gb(sh.dense_bytes)} + experts touched by {b} sequences + KV of {b} sequences) / "
@@ -343,10 +362,11 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                                        f"(TP {tp} x PP {pp} x {rate.formula} x {cal.compute_share:g}) (K04)"},
         "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
                             "source": src, "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)" + groups},
-        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / pp) / 1e3,
+        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / (pp * adp)) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
-                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / pp:g} sequences per decode step"},
+                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / (pp * adp):g} sequences per decode step"
+                                        + (f" (each of the {adp} attention ranks its own)" if adp > 1 else "")},
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
         "ttft_ms": {"value": sv.ttft * 1e3, "factor": {"compute_share": cal.compute_share,
