@@ -54,3 +54,31 @@ def test_a_bf16_moe_model_dispatches_bf16(catalog):
     assert speed.compute_precision(w, catalog.gpus["h200-sxm"], led.sized) == "bf16"
     sh = speed.shape(w, led)
     assert sh.moe_layers == 94          # every Qwen3-235B layer has experts (no moe_layers figure: all)
+
+
+def test_under_attention_dp_each_rank_pays_its_own_sequences_bookkeeping(catalog):
+    from dataclasses import replace
+    w = workload.parse({"mode": "inference", "model": "deepseek-v3", "concurrency": 256}, catalog)
+    led = inference_ledger(w)
+    sh, g = speed.shape(w, led), catalog.gpus["h200-sxm"]
+    cal = speed.calibration(catalog)
+    kv = led.kv.bytes_per_sequence
+    step = {s: speed.serving_times(sh, kv, g, replace(cal, seq_us=s), 1000.0, 8, 1, 256, 1000, 1000,
+                                   ep=8, attention_dp=8, dispatch_bytes=1.03125).step for s in (0.0, 100.0)}
+    # 100 us x 256 sequences / 8 ranks working at once = 3.2 ms a step (not 25.6 ms)
+    assert (step[100.0] - step[0.0]) * 1e3 == pytest.approx(3.2)
+
+
+def test_a_decode_pool_is_timed_by_its_decode_step_alone(catalog):
+    from advisor.numbers.layouts import Layout
+    w = workload.parse({"mode": "inference", "model": "deepseek-v3", "prompt_tokens": 2000, "output_tokens": 100,
+                        "concurrency": 2048}, catalog)
+    led = inference_ledger(w)
+    g, cal = catalog.gpus["h200-sxm"], speed.calibration(catalog)
+    rate = speed.achievable_tflops(catalog, g, "fp8")
+    lay = Layout(8, 1, 1, 0.0, ep=8, attention_dp=8)
+    sv, b, total, _, _ = speed._serve(w, led, g, lay, rate, cal)
+    pool = speed.decode_tokens_per_s(w, led, g, lay, rate, cal)
+    # 2,048 sequences / the step; a colocated replica also runs every prompt's 2,000-token prefill
+    assert pool == pytest.approx(2048 / sv.step)
+    assert pool > speed.inference_speed(w, led, g, lay, rate, cal).tokens_per_s * 2
