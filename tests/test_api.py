@@ -163,4 +163,4 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
     assert "An API costs $0.10 per million tokens (wandb, 2026-12-01)" in line
-    assert "; this plan $0.13 at 318 million a day: the API is cheaper below 413 million a day" in line
+    assert "; this plan $0.13 at 314 million a day: the API is cheaper below 413 million a day" in line

@@ -7,7 +7,7 @@ import pytest
 
 from advisor.judgement import decision, knowledge
 from advisor.inputs import workload
-from advisor.numbers import estimate as estimator, objective
+from advisor.numbers import estimate as estimator, layouts, objective
 from advisor.shell.cli import main
 
 from conftest import EXAMPLES, ROOT
@@ -37,7 +37,10 @@ def test_every_plan_keeps_tp_inside_a_node_and_pp_across_nodes(estimate_file, na
             continue
         gpn = c.gpu.gpus_per_node
         assert c.tp <= gpn, (c.gpu.id, c.tp)                                  # no TP across nodes (K14)
-        if c.pp > 1:                                                          # no PP stage inside a node when TP fits
+        if c.pp > 1 and layouts.rack_unit(c.gpu):
+            # an NVL72 rack is one 72-GPU node on one NVLink domain: stages of the widest tensor split (8) inside it
+            assert c.tp == layouts.TENSOR_SPLIT_MAX and c.count <= c.nodes * gpn, (c.gpu.id, c.tp, c.pp, c.nodes)
+        elif c.pp > 1:                                                        # no PP stage inside a node when TP fits
             assert c.tp == gpn and c.nodes >= c.pp, (c.gpu.id, c.tp, c.pp, c.nodes)
         if c.layout.pools:                                                    # disaggregated: each pool so, cards summed
             pf, dc = c.layout.pools.prefill, c.layout.pools.decode

@@ -256,7 +256,9 @@ def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
     return gpus
 
 
-MODEL_FIGURES = ("params_b", "active_params_b", "expert_params_b", "experts", "experts_per_token", "layers",
+MODEL_FIGURES = ("params_b", "active_params_b", "expert_params_b", "experts", "experts_per_token",
+                 "moe_layers",     # layers with routed experts (DeepSeek-V3: 58 of 61, first_k_dense_replace 3)
+                 "layers",
                  "hidden_size", "attention_heads", "kv_heads", "head_dim", "sliding_window",
                  "sliding_window_layers", "mla_kv_dim", "precision", "checkpoint_gb", "max_context")
 
@@ -271,7 +273,7 @@ def model_invariants(v: dict) -> list[tuple[str, str]]:
         x = v.get(k)
         return x if is_number(x) else None
     out = []
-    pairs = (("active_params_b", "params_b"), ("expert_params_b", "params_b"), ("sliding_window_layers", "layers"),
+    pairs = (("active_params_b", "params_b"), ("expert_params_b", "params_b"), ("sliding_window_layers", "layers"), ("moe_layers", "layers"),
              ("experts_per_token", "experts"), ("kv_heads", "attention_heads"))
     for small, big in pairs:
         a, b = num(small), num(big)
@@ -318,7 +320,7 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
                 col.add("required positive number", yamlio.line_of(e, k, line), f"{mid}.{k}")
         check_non_negative(col, figs, e, MODEL_FIGURES[:-2])
         check_numbers(col, figs, e, mid, MODEL_NUMBERS, positive=("params_b", "active_params_b", "checkpoint_gb"),
-                 whole=("experts", "experts_per_token", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
+                 whole=("experts", "experts_per_token", "moe_layers", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
                         "sliding_window", "mla_kv_dim", "max_context"))
         _model_invariants(col, {k: f.value for k, f in figs.items()}, e, mid)
         _check_precision(col, figs.get("precision", NONE).value, yamlio.line_of(e, "precision", line), f"{mid}.precision")

@@ -368,7 +368,7 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
         "tied_embeddings": tied, "model_type": mt,
     }
     if experts:
-        out.update(experts=experts, experts_per_token=k, expert_params_b=expert_total / 1e9)
+        out.update(experts=experts, experts_per_token=k, expert_params_b=expert_total / 1e9, moe_layers=moe_layers)
     if mla:
         out["mla_kv_dim"] = mla
     if window:
@@ -548,7 +548,7 @@ def model_from(spec: str, base: Path | None = None):
     src = (f"config.json ({label})",)
     note = f"computed from {label} ({fig['model_type']}{', tied embeddings' if fig['tied_embeddings'] else ''})"
     figures = {}
-    for key in ("params_b", "active_params_b", "expert_params_b", "experts", "experts_per_token", "layers", "hidden_size",
+    for key in ("params_b", "active_params_b", "expert_params_b", "experts", "experts_per_token", "moe_layers", "layers", "hidden_size",
                 "attention_heads", "kv_heads", "head_dim", "sliding_window", "sliding_window_layers", "mla_kv_dim",
                 "precision", "max_context"):
         if fig.get(key) is not None:

@@ -20,10 +20,12 @@ SIMPLE = {
     "L40S": "l40s", "L40": "l40", "L4": "l4", "A10": "a10", "T4": "t4",
     "RTX4090": "rtx-4090", "RTX5090": "rtx-5090", "RTXPRO6000BLACKWELL": "rtx-pro-6000", "RTXPRO6000": "rtx-pro-6000",
     "MI300X": "mi300x", "MI325X": "mi325x", "MI355X": "mi355x", "GAUDI3": "gaudi-3",
+    # in the catalog since issue 20; no row of today's snapshot names them
+    "GB200": "gb200-nvl72", "GB300": "gb300-nvl72", "H20": "h20", "MI350X": "mi350x",
 }
 #: names known and deliberately not mapped: the catalog has no such GPU (A10G is AWS's own A10 variant
 #: with other figures; H100 NVL and GH200 lack a sourced bf16 rate in ../shared/reference/gpus.yaml)
-NOT_IN_CATALOG = {"A10G", "H100-NVL", "H200-NVL", "GH200", "GB200", "V100", "V100-32GB", "V100-32G", "P100", "P4", "A40",
+NOT_IN_CATALOG = {"A10G", "H100-NVL", "H200-NVL", "GH200", "V100", "V100-32GB", "V100-32G", "P100", "P4", "A40",
                   "A30", "A16", "A800", "A6000", "RTXA6000", "A5000", "RTXA5000", "A4000", "RTXA4000", "RTXA4500",
                   "RTXA2000", "RTX6000", "RTX6000-ADA", "RTX6000ADA", "RTX4000-ADA", "RTX3090", "RTX3080", "RTX3070",
                   "RTX3060", "RTX3060TI", "RTX5070", "RTX5080", "T4G", "RADEON PRO V520", "GAUDI2", "GRAYSKULL-E75",

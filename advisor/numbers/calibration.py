@@ -40,6 +40,10 @@ class Calibration:
     # head (TRTLLM_XQA_BLOG). Only a measurement of such an engine turns it off (bench/accuracy.py).
     grouped_kv_reads: bool = True
     moe_half_width: float = 0.0
+    # routing skew under expert parallelism: the busiest EP rank carries (1 + ep_skew x (ep - 1) / ep) x
+    # the mean expert load beyond the balls-into-bins spread (hot experts; EPLB's redundant experts remove
+    # most of it), fitted on the EP/DEP serving records that run without EPLB
+    ep_skew: float = 0.0
     request_ms: float = 0.0
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
@@ -220,6 +224,7 @@ def calibration(catalog: Catalog) -> Calibration:
         allreduce_us=_v(sv, "allreduce_latency_us", 10.0, S),
         moe_half_tokens=_v(sv, "moe_half_tokens", 0.0, S),
         moe_half_width=_v(sv, "moe_half_width", 0.0, S),
+        ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),

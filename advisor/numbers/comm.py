@@ -7,6 +7,13 @@ a fitted factor in catalog/efficiency.yaml (serving.allreduce_latency_us).
 """
 from __future__ import annotations
 
+# DeepEP (deepseek-ai/DeepEP README: "FP8 dispatching and BF16 combining", the DeepSeek-V3/R1 setting;
+# AMD's MoRI-EP the same on MI300X): the tokens go out to the experts as FP8 with one float32 scale per
+# 128 channels (1 + 4/128 bytes per value), the experts' outputs come back in BF16. A plan whose matmuls
+# run in 16 bits (no FP8 expert GEMM to feed) dispatches BF16 too.
+DISPATCH_FP8_BYTES = 1 + 4 / 128
+COMBINE_BYTES = 2
+
 
 def allreduce_bytes(message_bytes: float, n: int) -> float:
     """Bytes each GPU sends (and receives) in a ring all-reduce of `message_bytes` over n GPUs."""
@@ -22,6 +29,22 @@ def moe_alltoall_bytes(tokens_per_gpu: float, k: int, hidden: float, ep: int, by
     """Bytes each GPU sends in one MoE dispatch (or combine): each of its tokens goes to k experts as
     a hidden-size vector, and the share (ep - 1) / ep of those experts lives on other ranks."""
     return alltoall_bytes(tokens_per_gpu * k * hidden * bytes_per_value, ep)
+
+
+def dispatch_bytes(compute_precision: str) -> float:
+    """Bytes per hidden value of a MoE dispatch: FP8 with its scales where the expert matmuls take FP8
+    (or lower) inputs, else BF16."""
+    return DISPATCH_FP8_BYTES if compute_precision in ("fp8", "fp4") else COMBINE_BYTES
+
+
+def moe_layer_alltoall_s(tokens_per_gpu: float, k: int, hidden: float, ep: int, link_bytes_s: float,
+                         latency_s: float, dispatch_bytes_per_value: float = DISPATCH_FP8_BYTES) -> float:
+    """Seconds of one MoE layer's expert-parallel traffic: a dispatch (FP8 with scales, or BF16) and a
+    combine (BF16) all-to-all of each GPU's tokens x top-k hidden vectors, each with the latency floor."""
+    if ep <= 1:
+        return 0.0
+    return (alltoall_s(tokens_per_gpu * k * hidden * dispatch_bytes_per_value, ep, link_bytes_s, latency_s)
+            + alltoall_s(tokens_per_gpu * k * hidden * COMBINE_BYTES, ep, link_bytes_s, latency_s))
 
 
 def nvlink_domain(gpu) -> int:

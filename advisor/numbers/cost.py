@@ -357,6 +357,9 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     if not tdp:
         return Cost(price_unknown="no TDP known for this GPU: its power cost cannot be computed")
     s = _site(catalog, w)
+    if entry.get("includes_server"):
+        # a rack price (NVL72) already holds the CPUs, switch trays, power shelves and cooling around the GPUs
+        s = {**s, "server_overhead": {"v": 1.0, "range": None, "source": "catalog/purchase.yaml: the price is of the whole rack, servers included"}}
     if any(x["v"] is None for x in s.values()):
         missing = [k for k, x in s.items() if x["v"] is None]
         return Cost(price_unknown=f"no data-centre figure for {', '.join(missing)} (catalog/purchase.yaml or the workload)")
@@ -375,7 +378,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     servers = bought // unit
     where = "bought (workstation)" if w.constraints.deployment == "workstation" else "bought (on premises)"
     offer = {"provider": where, "region": None, "kind": "purchase",
-               "instance": (f"{servers} x {unit}-GPU server{'s' if servers > 1 else ''}" if unit > 1
+               "instance": (f"{servers} x {unit}-GPU {'rack' if entry.get('includes_server') else 'server'}{'s' if servers > 1 else ''}" if unit > 1
                             else f"{bought} card{'s' if bought > 1 else ''}"),
                "date": fig.get("date", "unknown"), "commit": None, "source": "; ".join(fig.get("sources", [])),
                "tier": "quote", "instances": bought // unit, "gpus_per_instance": unit,

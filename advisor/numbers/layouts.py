@@ -24,6 +24,10 @@ from advisor.inputs.workload import Workload
 # binds, the plan says so (planner: `limits`)
 MAX_GPUS = 100_000
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+# the widest tensor split deployed: one HGX board's 8 GPUs (K14). On a rack-scale NVLink domain (NVL72:
+# 72 GPUs per "node", the unit rented and bought) tensor parallelism stays at 8 too; the rest of the
+# domain takes expert-parallel / attention-DP groups, pipeline stages and replicas
+TENSOR_SPLIT_MAX = 8
 ZERO_STAGES = (0, 1, 2, 3)         # 3 = weights sharded too (FSDP FULL_SHARD)
 
 
@@ -103,17 +107,29 @@ def _tp_options(gpu: GPU, kv_heads: int | None = None) -> list[int]:
     """TP degrees inside one node that split the KV heads evenly or replicate them whole (K14, C12);
     a whole node's TP stays available (padded heads) so that a model too big for one node can still
     take pipeline stages across nodes."""
-    sizes = [t for t in TP_SIZES if t <= gpu.gpus_per_node]
+    sizes = [t for t in TP_SIZES if t <= tensor_split_max(gpu)]
     even = [t for t in sizes if not kv_heads or kv_heads % t == 0 or t % kv_heads == 0]
     return even if sizes[-1] in even else even + [sizes[-1]]
 
 
-def _pp_options(tp: int, gpn: int, layers: int, fits) -> list[int]:
-    """Pipeline stages only across nodes (K14): PP 1, or when TP fills a node, the fewest whole-node
-    stages that hold the model (`fits(pp)`)."""
+def tensor_split_max(gpu: GPU) -> int:
+    """The widest tensor split on this GPU: a node of it, at most TENSOR_SPLIT_MAX cards."""
+    return min(gpu.gpus_per_node, TENSOR_SPLIT_MAX)
+
+
+def rack_unit(gpu: GPU) -> int | None:
+    """GPUs that are rented and bought only together, whatever a price source says: a rack-scale
+    system's whole rack (NVL72: one 72-GPU "node", CoreWeave deploys full racks only), else None."""
+    return gpu.gpus_per_node if gpu.gpus_per_node > TENSOR_SPLIT_MAX else None
+
+
+def _pp_options(tp: int, widest: int, layers: int, fits) -> list[int]:
+    """Pipeline stages only across nodes (K14; on an NVL72 rack, across its NVLink domain): PP 1, or
+    when TP is the widest split (`widest`: a node, or 8 on a rack), the fewest such stages that hold
+    the model (`fits(pp)`)."""
     if fits(1):
         return [1]
-    if tp != gpn:
+    if tp != widest:
         return []
     for pp in range(2, layers + 1):
         if fits(pp):
@@ -173,12 +189,12 @@ def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list
     stays inside the GPU's NVLink domain (numbers.comm.nvlink_domain)."""
     kv_heads = led.kv.kv_heads if led.kv else None
     layers = int(w.model.num("layers") or 64)
-    gpn = gpu.gpus_per_node
     out = []
     # a rack-scale NVLink domain (NVL72) holds DEP groups wider than a node: each card one attention
     # rank and 1/tp of the experts, so no tensor split leaves a card and the all-to-all stays on NVLink
     domain = comm.nvlink_domain(gpu)
-    wide = [t for t in TP_SIZES if gpn < t <= domain and moe_options(w, gpu, t)[-1] == (t, t)]
+    widest = tensor_split_max(gpu)
+    wide = [t for t in TP_SIZES if widest < t <= domain and moe_options(w, gpu, t)[-1] == (t, t)]
     for t in wide:
         r = inference_replicas(w, led, gpu, t, 1, t)
         if r and t * r[2] <= max_gpus:
@@ -186,7 +202,7 @@ def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list
             out.append(Layout(t, 1, dp, fixed + kv_card / dp, rep, None, dp, t, t))
     for tp in _tp_options(gpu, kv_heads):
         for ep, adp in moe_options(w, gpu, tp):
-            for pp in _pp_options(tp, gpn, layers, lambda p: inference_replicas(w, led, gpu, tp, p, adp) is not None):
+            for pp in _pp_options(tp, widest, layers, lambda p: inference_replicas(w, led, gpu, tp, p, adp) is not None):
                 fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, tp, pp, adp)
                 if tp * pp * dp <= max_gpus:
                     out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, None, dp, ep, adp))
@@ -222,7 +238,6 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
     """Every ZeRO stage x (TP, PP) that holds the job, with the fewest replicas its shards need."""
     mem = gpu.memory_gb * GB / TRAINING_SAFETY
     layers = int(w.model.num("layers") or 64)
-    gpn = gpu.gpus_per_node
     kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
     out = []
     for z in stages:
@@ -235,7 +250,7 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
                     return None
                 dp = 1 if sharded / m <= room else math.ceil(sharded / m / room - 1e-9)
                 return dp if m * dp <= max_gpus else None
-            for pp in _pp_options(tp, gpn, layers, lambda p: dp_for(p) is not None):
+            for pp in _pp_options(tp, tensor_split_max(gpu), layers, lambda p: dp_for(p) is not None):
                 dp = dp_for(pp)
                 m = tp * pp
                 out.append(Layout(tp, pp, dp, training_per_card(led, m, dp, z), 1.0, z, dp))

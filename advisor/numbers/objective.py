@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+from advisor.numbers.layouts import TENSOR_SPLIT_MAX
+
 # issue 21: with `objective: cost`, cost per job is nearly flat across data-parallel widths (the same
 # GPU-hours), so the cheapest alone picks whichever width a tie-break favours; plans within this share
 # of the cheapest cost per job count as equally cheap and the fastest of them wins
@@ -93,8 +95,8 @@ def plan_key(w, plan, unit: str, rate: float | None):
         cost = float(f"{cost:.9g}")   # equal costs compare equal whatever the float rounding
     idle = (plan.price or {}).get("idle_gpus") or 0
     gpn = plan.gpu.gpus_per_node
-    if plan.price is None and w.training and plan.count > gpn:
-        idle = -plan.count % gpn        # unpriced: a multi-node job still takes whole nodes (K14)
+    if plan.price is None and (gpn > TENSOR_SPLIT_MAX or (w.training and plan.count > gpn)):
+        idle = -plan.count % gpn        # unpriced: a multi-node job (or any job on a rack sold whole, NVL72) takes whole nodes (K14)
     inf = math.inf
     cost_or_inf = cost if cost is not None else inf
     if w.objective == "time":

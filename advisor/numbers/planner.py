@@ -205,7 +205,8 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
-    sizes = cost.instance_sizes(gpu, catalog, w)
+    # a rack sold and rented only whole (NVL72) is the unit even where no price source sells it
+    sizes = cost.instance_sizes(gpu, catalog, w) or ([layouts.rack_unit(gpu)] if layouts.rack_unit(gpu) else [])
     gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in cost.offers(gpu, catalog, w)), default=None)
     unit = objective.unit_of_work(w)
     tried: list[tuple] = []
@@ -468,7 +469,7 @@ def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: 
                           + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
                           + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
     why["layout"] = (f"{'the layout given in the workload' if w.layout_given else f'{objective.describe(w, unit)} of {tried} layouts tried'}: "
-                     f"TP {lay.tp} inside a node (K14, C12)" + (f", PP {lay.pp} across nodes" if lay.pp > 1 else "")
+                     f"TP {lay.tp} inside a node (K14, C12)" + ((f", PP {lay.pp} across nodes" if lay.nodes(p.gpu) > 1 else f", PP {lay.pp} inside the rack's NVLink domain") if lay.pp > 1 else "")
                      + (f", experts over EP {lay.ep} (dispatch and combine all-to-all)" if lay.ep > 1 else "")
                      + (f", attention as {lay.attention_dp} data-parallel ranks of TP {lay.attention_tp} (the KV cache split, not copied)"
                         if lay.attention_dp > 1 else "")

@@ -12,7 +12,7 @@ from advisor.inputs.workload import Workload
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration
 from advisor.numbers.ledger import Ledger
-from advisor.numbers.speed import Serving, Shape, Speed, _shape_of, serving_times
+from advisor.numbers.speed import Serving, Shape, Speed, _shape_of, compute_precision, serving_times
 from advisor.numbers.terms import Term, _gb
 
 # the queue's utilisation is capped (as in serving_times) so that the M/D/c wait stays finite; an
@@ -96,7 +96,9 @@ def _pool_times(sh: Shape, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, 
         read_rep = max(read_rep, w.model.num("attention_heads") / led.kv.kv_heads)
     kv_seq = led.kv.bytes_per_sequence if led.kv else None
     return serving_times(sh, kv_seq, gpu, cal, rate.value, pool.tp, pool.pp, batch, w.prompt_tokens, w.output_tokens,
-                         read_rep, ep=pool.ep, attention_dp=pool.attention_dp)
+                         read_rep, ep=pool.ep, attention_dp=pool.attention_dp, cached=w.prefix_cache_hit,
+                         spec=(w.speculative[1], w.speculative[2]) if w.speculative else None,
+                         dispatch_bytes=comm.dispatch_bytes(compute_precision(w, gpu, led.sized)))
 
 
 def pools_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration) -> Speed:

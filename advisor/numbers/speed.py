@@ -12,7 +12,7 @@ by bench/accuracy.py and kept in docs/accuracy.md). The functions evaluate the l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm
@@ -113,6 +113,7 @@ class Shape:
     hidden: float | None
     attn_dim: float | None      # query heads x head size
     expert_width: float = 0.0   # an expert's intermediate size (its matmuls' narrow dimension)
+    moe_layers: int | None = None   # layers with routed experts (DeepSeek-V3: 58 of 61); None: all of them
 
 
 _LAST_SHAPE: list = [None, None]     # (ledger, its Shape): the planner times every layout of one ledger
@@ -141,10 +142,11 @@ def shape(w: Workload, led: Ledger) -> Shape:
     heads, hd, hidden = m.num("attention_heads"), m.num("head_dim"), m.num("hidden_size")
     attn = heads * hd if heads and hd else hidden
     layers = m.num("layers")
-    width = (exp_f / 2 / s.experts_per_token / layers / 3 / hidden
-             if exp_f and s.experts_per_token and layers and hidden else 0.0)
+    moe_layers = m.num("moe_layers") or layers       # the config's first_k_dense_replace layers have no experts
+    width = (exp_f / 2 / s.experts_per_token / moe_layers / 3 / hidden
+             if exp_f and s.experts_per_token and moe_layers and hidden else 0.0)
     return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
-                 int(layers) if layers else None, hidden, attn, width)
+                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None)
 
 
 def experts_touched(n: int, k: int, tokens: float) -> float:
@@ -186,30 +188,35 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
 
 
 def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gpu: float, tp: int, att: int, ep: int,
-                link: float, alpha: float) -> float:
-    """Seconds of one step's collectives in a TP group, per layer: attention's all-reduce of its rank's
-    `att_tokens` over its tp / attention_dp cards, then the MoE or MLP layer's: with EP a dispatch and
-    a combine all-to-all of each card's `dispatch_per_gpu` tokens x top-k hidden vectors (16 bits,
-    comm.moe_alltoall_bytes), each with the latency floor; else an all-reduce of `moe_tokens` over
-    the whole group."""
+                link: float, alpha: float, dispatch_bytes: float = ACT_BYTES) -> float:
+    """Seconds of one step's collectives in a TP group: in every layer attention's all-reduce of its
+    rank's `att_tokens` over its tp / attention_dp cards; then with EP, in each MoE layer a dispatch
+    (`dispatch_bytes` per value: FP8 with scales under DeepEP) and a BF16 combine all-to-all of each
+    card's `dispatch_per_gpu` tokens x top-k hidden vectors (comm.moe_layer_alltoall_s), and in the
+    dense-MLP layers (DeepSeek-V3's first 3) the attention rank's all-reduce again: their MLP runs
+    like attention, on each rank's own tokens (SGLang's --moe-dense-tp-size 1 with DP attention; held
+    whole on each attention rank, as the ledger counts it); without EP an all-reduce of `moe_tokens`
+    over the group in every layer."""
     L, h = sh.layers or 0, sh.hidden or 0.0
     t = L * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     if ep > 1:
-        t += 2 * L * (alpha + comm.moe_alltoall_bytes(dispatch_per_gpu, sh.k, h, ep, ACT_BYTES) / link)
+        moe_L = min(sh.moe_layers or L, L)
+        t += moe_L * comm.moe_layer_alltoall_s(dispatch_per_gpu, sh.k, h, ep, link, alpha, dispatch_bytes)
+        t += (L - moe_L) * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     else:
         t += L * comm.allreduce_s(moe_tokens * h * ACT_BYTES, tp, link, alpha)
     return t
 
 
-def expert_imbalance(tokens: float, k: int | None, ep: int) -> float:
+def expert_imbalance(tokens: float, k: int | None, ep: int, skew: float = 0.0) -> float:
     """Busiest expert-parallel rank's load over the mean when `tokens` tokens each route to k experts
-    spread evenly over `ep` ranks: the mean plus the expected maximum deviation of ep binomial counts,
-    sqrt(2 ln ep x variance) (balls into bins); real routers are more skewed and EPLB rebalances, so
-    this is the floor of the imbalance, not a fit. With ep = 1 every card holds a slice of every
-    expert and there is none."""
+    spread over `ep` ranks: the mean plus the expected maximum deviation of ep binomial counts,
+    sqrt(2 ln ep x variance) (balls into bins), plus the router's own skew towards hot experts
+    (`skew` x (ep - 1) / ep: the fitted Calibration.ep_skew; EPLB rebalances most of it away). With
+    ep = 1 every card holds a slice of every expert and there is none."""
     if ep <= 1 or not k or tokens <= 0:
         return 1.0
-    return 1 + math.sqrt(2 * math.log(ep) * (ep - 1) / (tokens * k))
+    return 1 + skew * (ep - 1) / ep + math.sqrt(2 * math.log(ep) * (ep - 1) / (tokens * k))
 
 
 def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
@@ -222,7 +229,7 @@ def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
 
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
                   batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
-                  cached: float = 0.0, spec: tuple[int, float] | None = None) -> Serving:
+                  cached: float = 0.0, spec: tuple[int, float] | None = None, dispatch_bytes: float = ACT_BYTES) -> Serving:
     """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences; with
     `attention_dp` attention ranks of tp / attention_dp cards (each its own sequences and KV) and the
     experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
@@ -256,11 +263,12 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         exp_bytes, tpe = _touched_bytes(sh, mb * q)
         # every attention rank reads the non-expert weights whole over its own cards
         t_mem = (sh.dense_bytes * adp + exp_bytes + kv_read) / (tp * bw)
-        imb = expert_imbalance(mb * q, sh.k, ep) if moe else 1.0
+        imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
         flops = (b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb) * q
         t_cmp = flops / (tp * pp * R)
-        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
-        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / pp   # + sampling and bookkeeping per sequence
+        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
+        # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
+        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / (pp * adp)
         return step, t_mem, t_cmp, t_comm
 
     step, t_mem, t_cmp, t_comm = decode_step(1)
@@ -277,12 +285,12 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     # with a prefix cache only the uncached tokens are computed, attending to the whole prompt
     new, past = prefill_tokens(prompt, cached)
     exp_pf, tpe_pf = _touched_bytes(sh, new)
-    imb_pf = expert_imbalance(new, sh.k, ep) if moe else 1.0
+    imb_pf = expert_imbalance(new, sh.k, ep, cal.ep_skew) if moe else 1.0
     f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
     f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
     pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
-    pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha) + (pp - 1) * alpha
+    pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
     prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / tp) / bw) + pf_comm + over
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
     # DP its collectives run beside the other ranks' prompts (each card sends its own tokens)
@@ -325,16 +333,13 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
-def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
-    """TTFT, TPOT and throughput of the colocated layout `lay` (tp, pp, dp, count; a disaggregated one
-    is numbers.poolspeed's) at the workload's
-    concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
-    source in speed_explained."""
-    cal = cal or default_calibration()
+def _serve(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration):
+    """(Serving pieces, sequences per replica, sequences in all, dispatch bytes per value, why) of `lay`
+    at the workload's concurrency (or the largest batch that fits, for `concurrency: max`)."""
     m = w.model
     sh = _shape_of(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
-    ep, adp = lay.ep, lay.attention_dp
+    adp = lay.attention_dp
     # the KV heads are split over one attention rank's cards (MLA's single latent head is copied
     # onto each of them); attention DP ranks each keep their own sequences' cache
     rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
@@ -350,9 +355,29 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     else:
         total = w.concurrency
         b = math.ceil(total / dp)
+    dispatch = comm.dispatch_bytes(compute_precision(w, gpu, led.sized))
     sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=ep, attention_dp=adp, cached=w.prefix_cache_hit,
+                       ep=lay.ep, attention_dp=adp, dispatch_bytes=dispatch, cached=w.prefix_cache_hit,
                        spec=(w.speculative[1], w.speculative[2]) if w.speculative else None)
+    return sv, b, total, dispatch, why
+
+
+def decode_tokens_per_s(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> float:
+    """Output tokens/s of `lay` as a decode-only pool (prefill disaggregated to other GPUs: no prompt
+    shares its steps), all replicas: sequences / decode step."""
+    sv, b, total, _, _ = _serve(w, led, gpu, lay, rate, cal or default_calibration())
+    return total / sv.step
+
+
+def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
+    """TTFT, TPOT and throughput of the colocated layout `lay` (tp, pp, dp, count; a disaggregated one
+    is numbers.poolspeed's) at the workload's concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
+    source in speed_explained."""
+    cal = cal or default_calibration()
+    sh = _shape_of(w, led)
+    tp, pp, dp = lay.tp, lay.pp, lay.dp
+    ep, adp = lay.ep, lay.attention_dp
+    sv, b, total, dispatch, why = _serve(w, led, gpu, lay, rate, cal)
     new, past = prefill_tokens(w.prompt_tokens, w.prefix_cache_hit)
     cache_words = (f" ({past:,.0f} of the {w.prompt_tokens:,} prompt tokens read from the prefix cache, prefix_cache_hit "
                    f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
@@ -362,9 +387,11 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     moe = ep > 1 and bool(sh.expert_bytes)
     groups = (f" (attention: {adp} data-parallel ranks of TP {tp // adp}, each its own sequences and KV cache)" if adp > 1 else "") + \
-             (f" (experts over EP {ep}: dispatch and combine all-to-all of each card's tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden x 2 B, "
+             (f" (experts over EP {ep}: in {sh.moe_layers or sh.layers} MoE layers of {sh.layers}, a dispatch ({dispatch:g} B per value: "
+              f"{'FP8 with a float32 scale per 128, DeepEP' if dispatch < 2 else 'BF16'}) and a combine (2 B, BF16) all-to-all of each card's "
+              f"tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden, "
               f"x (EP - 1) / EP off the card, each with the {cal.allreduce_us:g} us floor; the busiest EP rank's expert load "
-              f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep):.3f}, balls-into-bins)" if moe else "")
+              f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep, cal.ep_skew):.3f}: balls-into-bins and the fitted routing skew {cal.ep_skew:g})" if moe else "")
     explained = {
         "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
                                    "formula": f"(dense weights {_gb(sh.dense_bytes)} + experts touched by {b} sequences + KV of {b} sequences) / "
@@ -374,10 +401,11 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                                        f"(TP {tp} x PP {pp} x {rate.formula} x {cal.compute_share:g}) (K04)"},
         "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
                             "source": src, "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)" + groups},
-        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / pp) / 1e3,
+        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / (pp * adp)) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
-                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / pp:g} sequences per decode step"},
+                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / (pp * adp):g} sequences per decode step"
+                                        + (f" (each of the {adp} attention ranks its own)" if adp > 1 else "")},
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
         "ttft_ms": {"value": sv.ttft * 1e3, "factor": {"compute_share": cal.compute_share,
@@ -387,8 +415,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     }
     if w.speculative:
         _, n, acc, refs = w.speculative
-        plain = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                              ep=ep, attention_dp=adp, cached=w.prefix_cache_hit)
+        plain = _serve(replace(w, speculative=None), led, gpu, lay, rate, cal)[0]     # the same plan without MTP
         explained["speculative"] = {
             "value": plain.tpot / sv.tpot, "factor": {"drafted_tokens": n, "accepted_length": acc}, "source": ", ".join(refs),
             "formula": (f"MTP, {n} drafted token(s) a step: (step verifying {1 + n} tokens per sequence + {n} MTP pass(es) of "

@@ -98,6 +98,9 @@ def entry(mid: str, meta: dict) -> tuple[str, dict]:
         lines.append(f"    expert_params_b: {{v: {round(f['expert_params_b'], 4):g}, src: [{cid}], note: \"routed experts of all MoE layers\"}}")
         lines.append(f"    experts: {{v: {f['experts']}, src: [{cid}]}}")
         lines.append(f"    experts_per_token: {{v: {f['experts_per_token']}, src: [{cid}]}}")
+        if f["moe_layers"] != f["layers"]:
+            lines.append(f"    moe_layers: {{v: {f['moe_layers']}, src: [{cid}], note: \"layers with routed experts, of {f['layers']} "
+                         f"(first_k_dense_replace, decoder_sparse_step or mlp_only_layers of the config)\"}}")
     else:
         lines += ["    experts: {v: null, note: dense}", "    experts_per_token: {v: null, note: dense}"]
     for k in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim"):

@@ -28,6 +28,9 @@ IDS = {"nvidia_h100_sxm": "h100-sxm", "nvidia_h100_pcie": "h100-pcie", "nvidia_h
        "nvidia_rtx_5090": "rtx-5090", "amd_mi300x": "mi300x", "amd_mi355x": "mi355x", "intel_gaudi3": "gaudi-3",
        "huawei_ascend_910c": "ascend-910c", "nvidia_rtx_5060_ti_16gb": "rtx-5060-ti-16gb",
        "nvidia_rtx_5070_ti": "rtx-5070-ti", "nvidia_rtx_4060_ti_16gb": "rtx-4060-ti-16gb"}
+#: reference rows that price a whole rack -> (catalog id, GPUs in it): NVL72 racks are sold whole, with their
+#: Grace CPUs, NVLink Switch trays, power shelves and liquid-cooling manifolds inside the price
+RACKS = {"nvidia_gb200_nvl72_rack": ("gb200-nvl72", 72), "nvidia_gb300_nvl72_rack": ("gb300-nvl72", 72)}
 #: rows and site defaults the shared reference lacks (16 GB consumer cards, the residential tariff)
 EXTRA = Path(__file__).resolve().parent / "purchase-extra.yaml"
 KEEP_KINDS = {"list", "street", "listing", "analyst_est", "implied"}
@@ -52,24 +55,34 @@ def _bounds(v) -> tuple[float, float] | None:
     return None
 
 
-def gpu_entry(row: dict, gpus_per_node: int, form: str) -> dict | None:
-    good = [s for s in row.get("sources") or [] if _usable(s) and _bounds(s["value"]) and s.get("conf") != "low"]
+def gpu_entry(row: dict, gpus_per_node: int, form: str, rack: int | None = None) -> dict | None:
+    """One GPU's purchase figure; `rack`: the row prices a rack of that many GPUs, bought whole (the
+    figure per GPU is the rack's price / rack, and the rack already holds the servers around them)."""
+    # a rack row's source with its own `what` prices something else: more than the rack ("all-in incl.
+    # external networking") or a part of it ("liquid-cooling components only")
+    usable = [s for s in row.get("sources") or [] if _usable(s) and not (rack and s.get("what"))]
+    good = [s for s in usable if _bounds(s["value"]) and s.get("conf") != "low"]
     if not good:
-        good = [s for s in row.get("sources") or [] if _usable(s) and _bounds(s["value"])]
+        good = [s for s in usable if _bounds(s["value"])]
     if not good:
         return None
-    bounds = [_bounds(s["value"]) for s in good]
+    per = rack or 1
+    bounds = [tuple(x / per for x in _bounds(s["value"])) for s in good]
     mids = [(a + b) / 2 for a, b in bounds]
     years = sorted({int(y) for s in good for y in re.findall(r"(?:19|20)\d\d", str(s.get("date", "")))})
     date = (f"{years[0]}" if len(years) == 1 else f"{years[0]}-{years[-1]}") if years else "unknown"
-    unit = gpus_per_node if form in ("sxm", "oam") else 1
+    unit = rack or (gpus_per_node if form in ("sxm", "oam") else 1)
     analysts = {s["src"] for s in good if s.get("kind") == "analyst_est"}
     basis = "one analyst's estimate" if len(analysts) == 1 and len(good) == 1 else None
+    if rack and len(analysts) == len(good):
+        basis = f"analyst estimates of the {rack}-GPU rack's price, / {rack} per GPU (no list price is published)"
     return {"what": row.get("what"), "unit_gpus": unit, **({"basis": basis} if basis else {}),
+            **({"includes_server": True} if rack else {}),
             "usd_per_gpu": {"v": round(statistics.median(mids)), "range": [round(min(a for a, _ in bounds)), round(max(b for _, b in bounds))],
                             "date": date, "low_confidence": all(s.get("conf") == "low" for s in good),
                             "sources": [f"{s['src']} ({s.get('kind')}, {s.get('date', 'undated')}: "
-                                        f"{'$' + format(s['value'], ',') if not isinstance(s['value'], list) else '$' + format(s['value'][0], ',') + '-' + format(s['value'][1], ',')})"
+                                        f"{'$' + format(s['value'], ',') if not isinstance(s['value'], list) else '$' + format(s['value'][0], ',') + '-' + format(s['value'][1], ',')}"
+                                        f"{' per rack' if rack else ''})"
                                         for s in good]}}
 
 
@@ -86,11 +99,11 @@ def build(reference: Path, gpus_yaml: Path, extra: Path = EXTRA) -> str:
     cat = {g["id"]: g for g in yaml.safe_load(gpus_yaml.read_text())["gpus"]}
     out_gpus = {}
     for row in rows.values():
-        gid = IDS.get(row["gpu"])
+        gid, rack = RACKS.get(row["gpu"], (IDS.get(row["gpu"]), None))
         if not gid:
             continue
         g = cat[gid]
-        e = gpu_entry(row, int(g["gpus_per_node"]["v"]), g["form_factor"]["v"])
+        e = gpu_entry(row, int(g["gpus_per_node"]["v"]), g["form_factor"]["v"], rack)
         if e:
             out_gpus[gid] = e
     site = {}
