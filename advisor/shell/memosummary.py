@@ -88,8 +88,11 @@ def _summary(x: _Record, v: dict) -> dict:
     summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
         (r or {}).get("objective") == "cost" else summary["objective"]
     summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
+    # the API warning repeats the summary's own API line when that is shown: the line says it once
+    said = {"api-cheaper-at-this-load"} if summary.get("api") else set()
     summary["risks"] = [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]}
-                        for k in v["risks"] if k["kind"] == "warn" or k["severity"] in ("high", "medium")][:3] or \
+                        for k in v["risks"] if (k["kind"] == "warn" or k["severity"] in ("high", "medium"))
+                        and k.get("rule") not in said][:3] or \
                        [{"severity": k["severity"], "text": _gist(k["text"], 55), "mitigation": k["mitigation"]} for k in v["risks"]][:1]
     return summary
 
