@@ -92,15 +92,15 @@ def test_break_even_by_hand_for_the_chat_assistant_on_l40s(snap):
     # cheapest: wandb, $0.03 in / $0.17 out: (1,000 x 0.03 + 1,000 x 0.17) / 2,000 = $0.10 per million tokens
     assert a.offers[0]["provider"] == "wandb"
     assert a.api_usd_per_million_tokens == pytest.approx(0.10)
-    # 8 x L40S (TP 2 x DP 4: the replicas hold the 30 ms per token gpt-oss-120b's 5.1B active parameters
-    # are held to) at $3.44/h, rented 24 h a day: $82.56 a day; / $0.10 per million = 825.6 million tokens a day
-    assert plan.usd_per_hour == pytest.approx(3.44)
-    assert a.plan_usd_per_day == pytest.approx(82.56)
-    assert a.break_even_tokens_per_day == pytest.approx(825.6e6)
+    # 4 x L40S (TP 4: it holds the 30 ms per token gpt-oss-120b's 5.1B active parameters are held to)
+    # at $1.72/h, rented 24 h a day: $41.28 a day; / $0.10 per million = 412.8 million tokens a day
+    assert plan.usd_per_hour == pytest.approx(1.72)
+    assert a.plan_usd_per_day == pytest.approx(41.28)
+    assert a.break_even_tokens_per_day == pytest.approx(412.8e6)
     # it serves tokens_per_s output tokens/s, as many prompt tokens again: x 2 x 86,400 s a day
     assert a.load_tokens_per_day == pytest.approx(plan.tokens_per_s * 2 * 86400)
-    assert a.plan_usd_per_million_tokens == pytest.approx(82.56 / a.load_tokens_per_day * 1e6)
-    assert a.break_even_utilisation == pytest.approx(825.6e6 / (plan.tokens_per_s * 2 * 86400))
+    assert a.plan_usd_per_million_tokens == pytest.approx(41.28 / a.load_tokens_per_day * 1e6)
+    assert a.break_even_utilisation == pytest.approx(412.8e6 / (plan.tokens_per_s * 2 * 86400))
 
 
 def test_cached_prompt_tokens_are_billed_at_the_cached_price(snap):
