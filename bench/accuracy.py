@@ -26,14 +26,15 @@ sys.path.insert(0, str(ROOT))
 from advisor.inputs import catalog as catalog_mod
 from advisor.base import yamlio  # noqa: E402
 from advisor.numbers.layouts import Layout  # noqa: E402
-from advisor.numbers import speed  # noqa: E402
+from advisor.numbers import speed, trainspeed  # noqa: E402
 from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E402
 from advisor.inputs.workload import parse  # noqa: E402
 
 MEASUREMENTS = ROOT / "catalog" / "measurements.yaml"
-CLASSES = ("throughput", "ttft", "tpot", "training", "whole_step", "whole_run", "ratio")
-TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "tpot": "TPOT", "training": "training tokens/s per GPU",
-          "whole_step": "whole-run GPU-h, step only", "whole_run": "whole-run GPU-hours", "ratio": "GPU-to-GPU ratios"}
+CLASSES = ("throughput", "ttft", "ttft_load", "tpot", "training", "whole_step", "whole_run", "ratio")
+TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "ttft_load": "TTFT under load (MLPerf)", "tpot": "TPOT",
+          "training": "training tokens/s per GPU", "whole_step": "whole-run GPU-h, step only", "whole_run": "whole-run GPU-hours",
+          "ratio": "GPU-to-GPU ratios"}
 TRAINING = ("training", "whole_run")          # classes evaluated with the training speed model
 
 
@@ -93,7 +94,7 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
         mbs = r.get("micro_batch") or 1
         m = max(1, round(gbs / (dp * mbs))) if gbs else None
         cp = speed.compute_precision(p.w, p.gpu, p.led.sized)
-        tr = speed.training_rate(p.w, p.led, p.gpu, cal, p.rate, tp, pp, dp, seq=r["seq"], micro_batch=mbs, microbatches=m,
+        tr = trainspeed.training_rate(p.w, p.led, p.gpu, cal, p.rate, tp, pp, dp, seq=r["seq"], micro_batch=mbs, microbatches=m,
                                  virtual_stages=r.get("virtual_stages") or 1, precision=cp)
         return tr.tokens_per_s_per_gpu
     if r.get("max_batch"):      # the engine's own cap where the source sets it
@@ -107,6 +108,9 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
     if r.get("front_end") == "offline":                   # timed inside the engine: no request handling
         cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
+    if r["class"] == "ttft_load":     # at the run's offered rate, against its measured Offline capacity
+        return speed.serving_at_rate(p.w, p.led, p.gpu, Layout(tp, pp, dp, 0.0), p.rate, float(r["qps"]), cal,
+                                     capacity_requests_per_s=float(r["capacity_qps"])).ttft_ms
     # expert parallelism and attention DP inside the TP group: "DEP4" is tp 4, ep 4, attention_dp 4
     lay = Layout(tp, pp, dp, 0.0, ep=r.get("ep") or 1, attention_dp=r.get("attention_dp") or 1)
     if r.get("phase") == "decode":       # a disaggregated decode pool: its prompts were prefilled elsewhere

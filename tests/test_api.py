@@ -92,7 +92,8 @@ def test_break_even_by_hand_for_the_chat_assistant_on_l40s(snap):
     # cheapest: wandb, $0.03 in / $0.17 out: (1,000 x 0.03 + 1,000 x 0.17) / 2,000 = $0.10 per million tokens
     assert a.offers[0]["provider"] == "wandb"
     assert a.api_usd_per_million_tokens == pytest.approx(0.10)
-    # 4 x L40S at $1.72/h, rented 24 h a day: $41.28 a day; / $0.10 per million = 412.8 million tokens a day
+    # 4 x L40S (TP 4: it holds the 30 ms per token gpt-oss-120b's 5.1B active parameters are held to)
+    # at $1.72/h, rented 24 h a day: $41.28 a day; / $0.10 per million = 412.8 million tokens a day
     assert plan.usd_per_hour == pytest.approx(1.72)
     assert a.plan_usd_per_day == pytest.approx(41.28)
     assert a.break_even_tokens_per_day == pytest.approx(412.8e6)
@@ -163,4 +164,5 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
     assert "An API costs $0.10 per million tokens (wandb, 2026-12-01)" in line
-    assert "; this plan $0.13 at 314 million a day: the API is cheaper below 413 million a day" in line
+    # 4 x RTX 5090 at $1.84/h ($44.16 a day / $0.10 per million = 442 million a day) serve 717 million
+    assert "; this plan $0.062 at 717 million a day: self-hosting is cheaper above 442 million a day" in line

@@ -208,10 +208,10 @@ def test_explain_why_not_and_drift(tmp_path, capsys):
     # a user rule changes the knowledge base: explain warns and shows what would change
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "x.yaml").write_text(
-        "- id: no-l40s\n  title: t\n  source: [ours]\n  when: {candidate.gpu: l40s}\n  then: {exclude: {reason: no}}\n")
+        "- id: no-rtx-5090\n  title: t\n  source: [ours]\n  when: {candidate.gpu: rtx-5090}\n  then: {exclude: {reason: no}}\n")
     assert main(["explain", str(rec_path), "--rules", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
-    assert "rules changed" in out and "gpu: l40s -> " in out
+    assert "rules changed" in out and "gpu: rtx-5090 -> " in out
 
 
 def test_explain_why_not_an_excluded_gpu(tmp_path, capsys):
@@ -233,11 +233,11 @@ def test_explain_rejects_what_is_not_a_record(tmp_path, capsys):
 
 def test_rules_from_environment_path(tmp_path, capsys, monkeypatch):
     (tmp_path / "x.yaml").write_text(
-        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: l40s}\n  then: {exclude: {reason: ours}}\n")
+        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: rtx-5090}\n  then: {exclude: {reason: ours}}\n")
     monkeypatch.setenv("GPU_ADVISOR_RULES", str(tmp_path))
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec["recommendation"]["gpu"] != "l40s" and rec["decisive_rule"]["id"] == "env-rule"
+    assert rec["recommendation"]["gpu"] != "rtx-5090" and rec["decisive_rule"]["id"] == "env-rule"
 
 
 def test_an_unpriced_gpu_never_wins_for_lack_of_a_price(tmp_path, capsys):
@@ -251,8 +251,10 @@ def test_an_unpriced_gpu_never_wins_for_lack_of_a_price(tmp_path, capsys):
     cands = {c["gpu"]: c for c in rec["candidates"]}
     winner = cands[rec["recommendation"]["gpu"]]
     assert cands["b300"]["premium"] >= 0.8     # +100% ours, less what the shipped rules hold against a new generation
-    # B300 wins below the price at which its cost, discounted by its premium, equals the winner's effective cost
-    assert b300["break_even_usd_per_gpu_hour"] * b300["count"] / (1 + cands["b300"]["premium"]) == pytest.approx(
+    # B300 wins below the price at which its cost per million output tokens (its cards x the hours they
+    # take per million tokens), discounted by its premium, equals the winner's effective cost
+    hours = next(c for c in rec["estimate"]["candidates"] if c["gpu"] == "b300")["hours_per_million_tokens"]
+    assert b300["break_even_usd_per_gpu_hour"] * b300["count"] * hours / (1 + cands["b300"]["premium"]) == pytest.approx(
         winner["effective_cost"], rel=1e-3)
 
 

@@ -61,11 +61,11 @@ def test_whole_session_to_the_memo(catalog, kb, tmp_path):
     dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     code, shown = drive(dlg, ONE_USER + "yes\r" + "md\r" + "\r")
     assert code == 0 and dlg.stage == "done"
-    assert any(line.startswith("Recommendation: 2 x NVIDIA L40S 48GB") for line in shown)
+    assert any(line.startswith("Recommendation: 1 x NVIDIA A100 SXM4 80GB") for line in shown)
     memo, record, transcript = dlg.written
     assert memo.read_text().startswith("# GPU recommendation: gpt-oss-120b-inference")
-    assert json.loads(record.read_text())["recommendation"]["gpu"] == "l40s"
-    assert yaml.safe_load(transcript.read_text())["decision"]["gpu"] == "l40s"
+    assert json.loads(record.read_text())["recommendation"]["gpu"] == "a100-80gb-sxm"
+    assert yaml.safe_load(transcript.read_text())["decision"]["gpu"] == "a100-80gb-sxm"
 
 
 def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path):
@@ -195,7 +195,7 @@ def test_replay_shows_the_difference_when_the_decision_changed(tmp_path, capsys)
     f = tmp_path / "t.yaml"
     f.write_text(yaml.safe_dump(t))
     assert main(["replay", str(f)]) == 1
-    assert "decision gpu: transcript 'h200-sxm', now 'l40s'" in capsys.readouterr().out
+    assert "decision gpu: transcript 'h200-sxm', now 'rtx-5090'" in capsys.readouterr().out
 
 
 def test_replay_shows_the_difference_when_the_questions_changed(tmp_path, capsys):
@@ -248,7 +248,7 @@ def test_real_terminal_under_tmux(tmp_path):
         wait_for("Write the memo to?")
         send("Enter")
         wait_for("Wrote the memo to")
-        assert "Recommendation: 4 x NVIDIA L40S 48GB" in screen()
+        assert "Recommendation: 4 x NVIDIA GeForce RTX 5090 32GB" in screen()
         assert (tmp_path / "gpt-oss-120b-inference-memo.md").read_text().startswith("# GPU recommendation")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

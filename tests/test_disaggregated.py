@@ -158,11 +158,11 @@ def test_training_and_concurrency_max_take_no_pools(capsys, tmp_path):
 
 def test_the_planner_searches_pools_only_for_long_prompts_or_a_tight_tpot(catalog):
     base = {"mode": "inference", "model": "llama-3.1-70b", "concurrency": 64}
-    assert planner.disaggregation_settings(catalog) == (8192, 50, 0.8)
-    assert not planner.disaggregation_tried(workload.parse(base, catalog), catalog)        # 1,000-token prompts, 200 ms default
+    assert planner.disaggregation_settings(catalog) == (8192, 25, 0.8)
+    assert not planner.disaggregation_tried(workload.parse(base, catalog), catalog)        # 1,000-token prompts, 40 ms default
     assert planner.disaggregation_tried(workload.parse({**base, "prompt_tokens": 8192}, catalog), catalog)
-    assert planner.disaggregation_tried(workload.parse({**base, "latency": {"tpot_ms": 50}}, catalog), catalog)
-    assert not planner.disaggregation_tried(workload.parse({**base, "latency": {"tpot_ms": 51}}, catalog), catalog)
+    assert planner.disaggregation_tried(workload.parse({**base, "latency": {"tpot_ms": 25}}, catalog), catalog)
+    assert not planner.disaggregation_tried(workload.parse({**base, "latency": {"tpot_ms": 26}}, catalog), catalog)
     assert not planner.disaggregation_tried(workload.parse({**base, "prompt_tokens": 32768, "concurrency": 1}, catalog), catalog)
 
 
@@ -188,9 +188,9 @@ def test_a_disaggregated_plan_wins_only_when_cheaper_at_the_held_service_level(c
 
 
 def test_a_moe_model_gets_pools_with_expert_parallel_decode(catalog):
-    # DeepSeek-V3 for 1,000 users with 4,000-token prompts at 2 s / 50 ms on B200: prefill on plain TP 8
-    # replicas, decode on one DEP 8 node (attention DP 8, experts over EP 8)
-    w = workload.parse({"mode": "inference", "model": "deepseek-v3", "prompt_tokens": 4000, "output_tokens": 1000,
+    # DeepSeek-V3 for 1,000 users with 8,192-token prompts at 2 s / 50 ms on B200 (long prompts: pools
+    # searched): prefill on plain TP 8 replicas, decode on one DEP 8 node (attention DP 8, experts over EP 8)
+    w = workload.parse({"mode": "inference", "model": "deepseek-v3", "prompt_tokens": 8192, "output_tokens": 1000,
                         "concurrency": 1000, "latency": {"ttft_ms": 2000, "tpot_ms": 50}}, catalog)
     p = planner.plan_candidate(w, inference_ledger(w), catalog.gpus["b200"], catalog)
     assert p.layout.pools is not None and not p.misses

@@ -60,7 +60,9 @@ def test_workstation_has_no_hosting_and_a_current_card(tmp_path, capsys):
     assert r["price"]["provider"] == "bought (workstation)"
     assert r["tco"]["hosting_usd_per_month"] == 0 and r["tco"]["inputs"]["pue"]["value"] == 1.0
     assert r["tco"]["capex_usd"] == pytest.approx(r["tco"]["usd_per_gpu"] * r["count"])    # no server markup
-    assert r["gpu"] == "rtx-pro-6000"
+    # one RTX PRO 6000 gives each of the 4 users 42 ms per token, over the 40 ms of MLPerf's
+    # llama2-70b-interactive that a 27B dense model is held to: two A100 PCIe cards (28 ms) are bought
+    assert (r["gpu"], r["count"]) == ("a100-40gb-pcie", 2)
 
 
 def test_fleet_of_16_h100_takes_a_fitting_job_at_running_cost(tmp_path, capsys):
@@ -133,7 +135,7 @@ def test_a_workstation_holds_four_cards_on_one_wall_circuit(tmp_path, capsys):
     assert c["count"] == 4
     assert "workstation-wall-circuit" in [e["rule"] for e in c["excluded_by"]]
     assert "workstation-four-cards" in [e["rule"] for e in cand(r, "rtx-5060-ti-16gb")["excluded_by"]]   # 8 cards
-    assert r["recommendation"]["gpu"] == "rtx-pro-6000"
+    assert r["recommendation"]["gpu"] == "a100-40gb-pcie"       # (the RTX PRO 6000 misses 40 ms per token)
 
 
 def test_a_price_from_one_analyst_says_so(tmp_path, capsys):

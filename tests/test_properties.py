@@ -39,7 +39,9 @@ def check_invariants(est):
     for c in est.candidates:
         if not c.fits:
             continue
-        assert c.tp * c.pp * c.dp == c.count
+        pools = c.layout.pools
+        # every card is in a replica: tp x pp x dp, or the two pools' replicas of a disaggregated plan
+        assert c.count == (pools.prefill.count + pools.decode.count if pools else c.tp * c.pp * c.dp)
         assert c.tp <= c.gpu.gpus_per_node
         assert c.per_card_gb <= c.gpu.memory_gb + 1e-9
         # the chosen cards together hold the whole need: count x per-card need covers the ledger

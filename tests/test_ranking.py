@@ -88,19 +88,18 @@ def _unit_cost(d, gpu):
 
 
 def test_decisive_entry_reads_in_money_when_rules_outweigh_cost(catalog, kb):
-    # two GPUs from two providers whose prices put the H200 plan slightly above the A100 one per hour,
-    # so the rules (an A100 40GB plan needs 9 nodes for one model) decide, and say so in money
-    d = _decide(catalog, kb, "kimi-k3-serving", prices="h200-a100-8-gpu-two-providers.yaml",
-                constraints={"gpus": ["h200-sxm", "a100-40gb-sxm"],
-                             "providers": ["RunPod (test snapshot)", "Lambda (test snapshot)"]})
+    # gpt-oss-120b for one user: one A100 80GB costs a little more per million output tokens than one
+    # RTX PRO 6000, and the rules (product inference of a mid-size model on an A100, T08) decide, and
+    # say so in money. (Kimi K3 on the two-provider H200/A100 prices, this test before issue 20, is
+    # now decided by cost: ranked per million tokens, the H200 is the cheaper there.)
+    d = _decide(catalog, kb, "gpt-oss-120b-one-user")
     dec = d.record["decisive_rule"]
-    assert d.winner == "h200-sxm" and dec["id"] == "serving-across-many-nodes"
-    h200, a100 = _unit_cost(d, "h200-sxm"), _unit_cost(d, "a100-40gb-sxm")
-    assert h200 > a100                                                   # the winner costs more
-    assert d.estimate.candidate("a100-40gb-sxm").nodes > 4 >= d.estimate.candidate("h200-sxm").nodes
-    assert (f"costs {ranking.pct(h200, a100):.0f}% more per hour than a100-40gb-sxm "
-            f"({ranking.money(h200)} vs {ranking.money(a100)})") in dec["because"]
-    assert "the rules in its favour are worth 40%" in dec["because"]
+    assert d.winner == "a100-80gb-sxm" and dec["id"] == "mid-size-inference-cards"
+    a100, pro = _unit_cost(d, "a100-80gb-sxm"), _unit_cost(d, "rtx-pro-6000")
+    assert a100 > pro                                                    # the winner costs more
+    assert (f"costs {ranking.pct(a100, pro):.0f}% more per million output tokens than rtx-pro-6000 "
+            f"({ranking.money(a100)} vs {ranking.money(pro)})") in dec["because"]
+    assert "the rules in its favour are worth 10%" in dec["because"]
 
 
 def test_decisive_entry_when_cost_alone_decides(catalog, kb):

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.base import errors
 from advisor.inputs import workload
-from advisor.numbers import comm, speed
+from advisor.numbers import comm, speed, trainspeed
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import BYTES_PER_PARAM, inference_ledger, training_ledger
 
@@ -122,7 +122,7 @@ def test_training_rate_mfu_and_stated_uncertainty(estimate_file, catalog):
     cal = speed.calibration(catalog)
     assert c.training_tokens_per_s > 0 and 0 < c.mfu < 1
     per_gpu = c.training_tokens_per_s / c.count
-    model_flops = 6 * est.ledger.sized.active + speed.attention_train_flops(est.workload, est.workload.context_tokens)
+    model_flops = 6 * est.ledger.sized.active + trainspeed.attention_train_flops(est.workload, est.workload.context_tokens)
     assert c.mfu == pytest.approx(per_gpu * model_flops / 989e12, rel=1e-6)
     # the whole run: the calibrated step time over the goodput (interruptions, checkpoints, evaluation)
     assert c.step_hours == pytest.approx(1e9 / c.training_tokens_per_s / 3600)
@@ -139,8 +139,8 @@ def test_pipeline_bubble_and_data_parallel_traffic(catalog, cal):
     led = training_ledger(w)
     g = catalog.gpus["h100-sxm"]
     rate = speed.achievable_tflops(catalog, g, "bf16")
-    flat = speed.training_rate(w, led, g, cal, rate, 8, 1, 8, microbatches=16)
-    piped = speed.training_rate(w, led, g, cal, rate, 8, 4, 2, microbatches=16)
+    flat = trainspeed.training_rate(w, led, g, cal, rate, 8, 1, 8, microbatches=16)
+    piped = trainspeed.training_rate(w, led, g, cal, rate, 8, 4, 2, microbatches=16)
     assert piped.bubble == pytest.approx(3 / 19)                    # (PP - 1) / (m + PP - 1) of the step idles
     assert piped.tokens_per_s_per_gpu == pytest.approx(flat.tokens_per_s_per_gpu * (1 - 3 / 19), rel=1e-6)
     grads = led.sized.params * 2 / 8                                 # 16-bit gradients of one TP shard
@@ -157,13 +157,13 @@ def test_the_bubble_follows_the_global_batch_of_the_workload(catalog, cal):
     lay = Layout(8, 4, 2, 0.0)
     for gbs, bubble in ((64, 3 / 19), (16, 3 / 7)):
         w = workload.parse({**base, "global_batch": gbs, "training_tokens": 1e9}, catalog)
-        sp = speed.training_time(w, training_ledger(w), g, lay, rate, cal)
+        sp = trainspeed.training_time(w, training_ledger(w), g, lay, rate, cal)
         assert sp.global_batch == gbs and sp.micro_batch == 2 and sp.micro_batches == gbs // 4
         assert sp.pipeline_bubble == pytest.approx(bubble)
         assert f"global_batch {gbs}" in sp.speed_explained["pipeline_bubble"]["formula"]
     # without a global batch the planner's choice is stated: 4 micro-batches per stage
     w = workload.parse({**base, "training_tokens": 1e9}, catalog)
-    sp = speed.training_time(w, training_ledger(w), g, lay, rate, cal)
+    sp = trainspeed.training_time(w, training_ledger(w), g, lay, rate, cal)
     assert sp.micro_batches == 16 and sp.global_batch == 16 * 2 * 2
     assert "planner's choice" in sp.speed_explained["pipeline_bubble"]["formula"]
 
@@ -177,10 +177,10 @@ def test_lora_mfu_counts_4n_for_the_frozen_base_plus_the_adapters(catalog, cal):
     assert led.adapter_params == 2 * 16 * 4096 * 4 * 32
     g = catalog.gpus["h100-sxm"]
     rate = speed.achievable_tflops(catalog, g, "bf16")
-    sp = speed.training_time(w, led, g, Layout(1, 1, 1, 0.0), rate, cal)
-    flops = 4 * led.sized.active + 6 * 16_777_216 + speed.attention_train_flops(w, 2048)
+    sp = trainspeed.training_time(w, led, g, Layout(1, 1, 1, 0.0), rate, cal)
+    flops = 4 * led.sized.active + 6 * 16_777_216 + trainspeed.attention_train_flops(w, 2048)
     assert sp.mfu == pytest.approx(sp.training_tokens_per_s * flops / 989e12, rel=1e-9)
-    assert sp.mfu < sp.training_tokens_per_s * (6 * led.sized.active + speed.attention_train_flops(w, 2048)) / 989e12
+    assert sp.mfu < sp.training_tokens_per_s * (6 * led.sized.active + trainspeed.attention_train_flops(w, 2048)) / 989e12
 
 
 def test_nvfp4_training_reports_mfu_below_1_against_the_fp4_peak(catalog, cal):
@@ -190,11 +190,11 @@ def test_nvfp4_training_reports_mfu_below_1_against_the_fp4_peak(catalog, cal):
     g = catalog.gpus["b200"]
     assert speed.compute_precision(w, g, led.sized) == "fp4"
     rate = speed.achievable_tflops(catalog, g, "fp4")
-    sp = speed.training_time(w, led, g, Layout(1, 1, 8, 0.0), rate, cal)
+    sp = trainspeed.training_time(w, led, g, Layout(1, 1, 8, 0.0), rate, cal)
     assert 0 < sp.mfu < 1
     f8 = workload.parse({"mode": "training", "model": "llama-3.1-8b", "precision": "fp8", "context_tokens": 8192,
                          "training_tokens": 1e11}, catalog)
-    sp8 = speed.training_time(f8, training_ledger(f8), g, Layout(1, 1, 8, 0.0), speed.achievable_tflops(catalog, g, "fp8"), cal)
+    sp8 = trainspeed.training_time(f8, training_ledger(f8), g, Layout(1, 1, 8, 0.0), speed.achievable_tflops(catalog, g, "fp8"), cal)
     # no FP4 training measurement: FP4 matmuls are credited the FP8 rate, not twice it
     assert sp.training_tokens_per_s <= sp8.training_tokens_per_s * 1.05
     assert "credited the FP8 rate" in sp.speed_explained["matmul_share"]["formula"]
@@ -230,7 +230,7 @@ def test_zero3_runs_reach_the_fitted_share_of_zero1_runs(catalog, cal):
         w = workload.parse({"mode": "training", "model": "llama-3.1-8b", "precision": "bf16", "context_tokens": 4096,
                             "zero_stage": zero}, catalog)
         g = catalog.gpus["h100-sxm"]
-        return speed.training_rate(w, training_ledger(w), g, replace(cal, train_zero3_share=0.9), speed.achievable_tflops(catalog, g, "bf16"),
+        return trainspeed.training_rate(w, training_ledger(w), g, replace(cal, train_zero3_share=0.9), speed.achievable_tflops(catalog, g, "bf16"),
                                    1, 1, 8, microbatches=8)
     z1, z3 = rate(1), rate(3)
     assert z3.share == pytest.approx(z1.share * 0.9)

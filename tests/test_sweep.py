@@ -118,9 +118,9 @@ def test_sweep_chart_bars_are_proportional_to_cost_per_hour(tmp_path):
     html = summary.read_text()
     widths = [float(w) for w in re.findall(r'<rect class="bar" [^>]*width="([0-9.]+)"', html)]
     costs = [float(r["usd_per_hour"]) if r["usd_per_hour"] else 0.0 for r in rows(out)]
-    assert len(widths) == len(costs) == 24 and max(costs) == 24.84        # 24 x a100-80gb-sxm, llama-3.1-70b at 128
-    # 320 px for the axis's round end, $25 above the dearest $24.84: width = cost x 320 / 25
+    assert len(widths) == len(costs) == 24 and max(costs) == 30.96        # 24 x h100-sxm, llama-3.1-70b at 128, 32k context
+    # 320 px for the axis's round end, $50 above the dearest $30.96: width = cost x 320 / 50
     for w, c in zip(widths, costs):
-        assert w == pytest.approx(c * 320 / 25, abs=0.06)
-    assert '>$0<' in html and '>$12.5<' in html and '>$25<' in html
+        assert w == pytest.approx(c * 320 / 50, abs=0.06)
+    assert '>$0<' in html and '>$25<' in html and '>$50<' in html
     assert "USD per hour of the recommended plan" in html and "price unknown" in html   # Ascend: no quote, no bar

@@ -158,7 +158,7 @@ class Workload:
     ttft_ms: float | None = None          # service levels (latency: {ttft_ms, tpot_ms}); None: no target
     tpot_ms: float | None = None
     #: where the service levels come from when the workload states none: interactive serving takes the
-    #: catalog's default (catalog/efficiency.yaml service_levels, MLPerf's Server limits); None: stated
+    #: catalog's default (catalog/efficiency.yaml service_levels, MLPerf Interactive limits per model class); None: stated
     service_level_source: str | None = None
     service_level_refs: tuple[str, ...] = ()   # catalog source IDs of that default (MLPERF_CONF)
     layout: tuple[int, int, int, int, int] | None = None   # (tp, pp, dp, ep, attention_dp) given by the user; None: the planner chooses
@@ -425,18 +425,18 @@ def default_service_levels(catalog: Catalog, model=None, prompt_tokens: int | No
 
 def service_class(levels: dict, model) -> dict | None:
     """The first class of `service_levels.interactive.classes` the model matches (mixture-of-experts
-    or dense when `moe` is given, total parameters within `up_to_params_b`); the last that matches its
-    kind when its size is unknown."""
+    or dense when `moe` is given, total parameters within `up_to_params_b`, active parameters per token
+    within `up_to_active_params_b`); the last that matches its kind when its size is unknown."""
     classes = [c for c in levels.get("classes") or [] if isinstance(c, dict)]
     if not isinstance(model, Model):
         return None
     experts, k = model.num("experts"), model.num("experts_per_token")
     moe = bool(experts and (k or 0) < experts)
-    size = model.num("params_b")
+    size = {"up_to_params_b": model.num("params_b"), "up_to_active_params_b": model.num("active_params_b") or model.num("params_b")}
     mine = [c for c in classes if c.get("moe") is None or bool(c.get("moe")) == moe]
     for c in mine:
-        cap = c.get("up_to_params_b")
-        if size is not None and (cap is None or size <= cap):
+        caps = [(size[key], c[key]) for key in size if c.get(key) is not None]
+        if all(v is not None and v <= cap for v, cap in caps):
             return c
     return mine[-1] if mine else None
 

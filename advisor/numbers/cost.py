@@ -528,7 +528,8 @@ def rent_fallback(plans: list, w) -> list:
                   rent_plan={"gpu": other.gpu.id, "count": other.count, "usd_per_hour": ot["rent_usd_per_hour"],
                              "note": f"{p.gpu.id} is rented nowhere: the cheapest rentable plan for the same work"})
         why = dict(p.cost.why, rent_vs_buy=rent_vs_buy_text(t2, s, p.gpu.id))
-        out.append(replace(p, cost=replace(p.cost, tco=t2, why=why)))
+        # the plan's own `why` (merged from its parts by the planner, read by the memo) takes the new text too
+        out.append(replace(p, cost=replace(p.cost, tco=t2, why=why), why={**p.why, "rent_vs_buy": why["rent_vs_buy"]}))
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, speed
+from advisor.numbers import cost, speed, trainspeed
 from advisor.numbers.ledger import LEDGER_KEYS, Ledger, inference_ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.planner import knob_variants, plan_candidate
@@ -68,7 +68,7 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
         "train_flops_per_token": Term(6 * s.active, f"6 x {s.active / 1e9:,.2f}B active parameters", ("K08", "W04")),
     }
     if w.training:
-        flops, per_param = speed.train_flops_per_token(w, led)
+        flops, per_param = trainspeed.train_flops_per_token(w, led)
         compute["job_flops_per_token"] = Term(
             flops, (f"(4 x {s.active / 1e9:,.2f}B frozen base + 6 x {led.adapter_params / 1e6:,.1f}M adapters)" if per_param == 4
                     else f"{per_param} x {s.active / 1e9:,.2f}B active")
@@ -98,7 +98,7 @@ KNOWLEDGE = {
     "K05": "numbers.ledger.inference_ledger: KV cache falls back to 50% of the weights when the architecture is unknown; numbers.layouts.memory: kv_headroom_gb",
     "K06": "numbers.speed.inference_speed / ideal_figures: decode time = bytes read per token / bandwidth, max'd with compute",
     "K07": "numbers.speed.inference_speed: prefill is compute-bound (FLOPs / rate), decode bandwidth-bound",
-    "K08": "numbers.speed.train_flops_per_token: 6 x active; numbers.ledger.training_ledger: the 18 B/param accounting shown as the alternative",
+    "K08": "numbers.trainspeed.train_flops_per_token: 6 x active; numbers.ledger.training_ledger: the 18 B/param accounting shown as the alternative",
     "K13": "numbers.cost.pick_price + numbers.planner._dp_options: whole instances, a replica (training: a node) inside one; rented GPUs become replicas, idle ones are explained",
     "K16": "numbers.ledger.inference_ledger: weights (2X GB bf16, /2 8-bit, /4 4-bit), +20% overhead, +KV; ideal time = weights / bandwidth",
     "K17": "catalog/prices.yaml: A100 80 GB $2.5/h, H200 $5/h, 8x H200 $40/h (HF Inference Endpoints, Sept 2026)",

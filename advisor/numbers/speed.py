@@ -443,180 +443,76 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                  speed_explained=explained, why=why)
 
 
-# --- training --------------------------------------------------------------------------------------
+# --- queueing at an arrival rate ------------------------------------------------------------------
 
-def model_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
-    """Model FLOPs of one trained token, without recomputation: 6 x active parameters for full training;
-    for LoRA/QLoRA 4 x the frozen base (forward 2N + activation gradients 2N, no weight gradients) plus
-    6 x the adapters. MFU is counted on these."""
-    if w.method in ("lora", "qlora"):
-        return 4 * led.sized.active + 6 * led.adapter_params, 4
-    return 6 * led.sized.active, 6
+@dataclass(frozen=True)
+class Load:
+    """One replica's serving under Poisson arrivals: the engine's utilisation, the sequences in flight
+    (Little's law), the admission wait, and the TTFT a request sees (ms); `saturated` when the offered
+    rate reaches the replica's capacity (no steady state: the queue grows without bound)."""
 
-
-def train_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
-    flops, per_param = model_flops_per_token(w, led)
-    flops *= CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1
-    return flops * (2 if w.task == "rlhf" else 1), per_param
-
-
-def planned_micro_batches(pp: int) -> int:
-    """The planner's micro-batches per replica per step when the workload states no global batch: 4 per
-    pipeline stage (bubble (PP - 1) / (5 PP - 1), under 20%), and 4 of gradient accumulation without a
-    pipeline (the gradient all-reduce is paid once per step and hidden behind them)."""
-    return max(1, 4 * pp)
+    requests_per_s: float            # offered to this replica
+    capacity_requests_per_s: float   # at the largest batch it holds (max_batch)
+    utilisation: float
+    in_flight: int
+    ttft_ms: float                   # math.inf when saturated
+    wait_ms: float
+    tpot_ms: float
+    saturated: bool
+    formula: str
 
 
-def micro_batches(w: Workload, pp: int, dp: int, micro_batch: int | None = None) -> tuple[int, int, str]:
-    """Micro-batches per replica per step and the global batch (sequences) they make, with how."""
-    mbs = micro_batch or w.micro_batch
-    if w.global_batch:
-        m = max(1, round(w.global_batch / (mbs * dp)))
-        return m, w.global_batch, (f"global_batch {w.global_batch:,} / (micro_batch {mbs} x DP {dp}) = {m:,} micro-batches per replica"
-                                   + (" (rounded)" if m * mbs * dp != w.global_batch else ""))
-    m = planned_micro_batches(pp)
-    return m, m * mbs * dp, (f"planner's choice: {m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}) x "
-                             f"micro_batch {mbs} x DP {dp} = global batch {m * mbs * dp:,} sequences")
+def admission_wait_s(utilisation: float, service_s: float) -> float:
+    """Mean wait in an M/D/1 queue (Pollaczek-Khinchine with a deterministic service time): rho x S /
+    (2 (1 - rho)); infinite at rho >= 1."""
+    if utilisation >= 1:
+        return math.inf
+    return utilisation * service_s / (2 * (1 - utilisation)) if utilisation > 0 else 0.0
 
 
-def attention_train_flops(w: Workload, seq: int) -> float:
-    """Causal attention per token, forward and backward: 3 x 2 x 2 x layers x seq/2 x heads x dim."""
-    m = w.model
-    L = m.num("layers")
-    heads, hd = m.num("attention_heads"), m.num("head_dim")
-    d = heads * hd if heads and hd else m.num("hidden_size")
-    return 6 * L * seq * d if L and d else 0.0
-
-
-@dataclass
-class Training:
-    tokens_per_s_per_gpu: float
-    mfu: float
-    share: float
-    bubble: float
-    comm_s: float
-    compute_s: float
-
-
-def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
-    """FP4 training without a fitted FP4 share on this GPU family is credited the FP8 rate, not FP4's
-    (published low-precision training gains are tens of percent over BF16, not the 2x of the FP4 peak,
-    and no FP4 training run is in catalog/measurements.yaml): the FP8 / FP4 spec ratio, else 1."""
-    if precision != "fp4" or "fp4" in (cal.train_share.get(gpu.generation) or {}):
-        return 1.0
-    f8, f4 = gpu.tflops("fp8"), gpu.tflops("fp4")
-    return f8 / f4 if f8 and f4 else 1.0
-
-
-def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, dp: int,
-                  seq: int | None = None, micro_batch: int | None = None, microbatches: int | None = None,
-                  virtual_stages: int = 1, precision: str | None = None) -> Training:
-    """Tokens per second per GPU of one training layout: model FLOPs at the fitted share of the
-    achievable matmul rate, pipeline bubbles, and data-parallel gradient traffic overlapped with compute."""
-    seq = seq or w.context_tokens
-    mbs = micro_batch or w.micro_batch
-    p = precision or compute_precision(w, gpu, led.sized)
-    p = "fp4" if p in FP4_NAMES else p if p == "fp8" else "bf16"   # nvfp4/mxfp4 matmuls run at the FP4 rate
-    share, _ = cal.train_share_for(gpu, p)
-    if led.sized.experts and led.sized.experts_per_token:
-        share *= cal.train_moe_share
-    if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only:
-        share *= cal.train_zero3_share
-    flops, _ = train_flops_per_token(w, led)
-    flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
-    R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
-    m = microbatches or micro_batches(w, pp, dp, mbs)[0]
-    # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
-    bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
-    tokens_step = m * mbs * seq                     # per replica per optimizer step
-    compute = tokens_step * flops / (tp * pp * R)
-    if tp > 1:
-        # tensor parallelism: two all-reduces of the micro-batch's activations per layer forward and two
-        # backward, on the critical path (K14), over the card's own link (NVLink, or PCIe without it)
-        L, hid = w.model.num("layers"), w.model.num("hidden_size")
-        if L and hid:
-            tp_link, _ = cal.link_bytes_s(gpu)
-            per_mb = 4 * (L / pp) * comm.allreduce_s(mbs * seq * hid * ACT_BYTES, tp, tp_link, cal.allreduce_us * 1e-6)
-            compute += m * per_mb * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1)
-    # data-parallel gradient traffic: all-reduce of the 16-bit gradients (ZeRO-3/FSDP: gathers too)
-    trainable = led.bytes("gradients_gb") / 2 * ACT_BYTES if led.bytes("gradients_gb") else led.sized.params * ACT_BYTES
-    per_gpu = trainable / (tp * pp)
-    if tp * pp * dp <= gpu.gpus_per_node:
-        link, _ = cal.link_bytes_s(gpu)
-    else:
-        link = cal.scale_out_gb_s * 1e9
-    passes = 1.5 * m if w.zero_stage >= 3 else 1     # FSDP gathers weights for every micro-batch
-    comm_s = passes * comm.allreduce_bytes(per_gpu, dp) / link
-    step = max(compute, comm_s) / (1 - bubble)
-    tps = tokens_step / step / (tp * pp)
-    # MFU against the peak of the precision the matmuls run at (an FP4 run is not measured against BF16)
-    model_flops = model_flops_per_token(w, led)[0] + attention_train_flops(w, seq)
-    spec = gpu.tflops(p) or gpu.tflops("bf16")
-    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute)
-
-
-def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
-    """Expected tokens/s, MFU and hours of the layout `lay`: the step time of the calibrated model and
-    the whole run's wall-clock (step time / goodput: interruptions, checkpoints, evaluation), with both
-    fits' spread as the uncertainty; without a token budget, the hours per million training tokens."""
+def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, requests_per_s: float,
+                    cal: Calibration | None = None, capacity_requests_per_s: float | None = None) -> Load:
+    """TTFT of the layout `lay` when requests arrive at `requests_per_s` (Poisson, spread evenly over
+    its DP replicas), as MLPerf's Server scenario offers them. The engine is one server per replica
+    whose capacity is its throughput at the largest batch it holds (or `capacity_requests_per_s`, a
+    measured figure, when given); a request waits for admission as in an M/D/1 queue at that
+    utilisation with the service time 1 / capacity, then sees the TTFT of a batch of the sequences
+    in flight at that rate (Little's law: rate x output tokens x TPOT, solved for the batch)."""
     cal = cal or default_calibration()
-    cp = compute_precision(w, gpu, led.sized)
-    m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp)
-    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp)
-    count = lay.count
-    tokens_per_s = tr.tokens_per_s_per_gpu * count
-    flops_token, per_param = train_flops_per_token(w, led)
-    at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
-    p = "fp4" if cp in FP4_NAMES else cp
-    _, share_how = cal.train_share_for(gpu, p)
-    good, good_how = cal.goodput(count)
-    src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
-    lora = w.method in ("lora", "qlora")
-    explained = {
-        "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
-                         "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
-                                    + (f", x {fp4_training_credit(gpu, cal, p):.2f} FP8 / FP4 peak: no FP4 training measurement, credited the FP8 rate"
-                                       if fp4_training_credit(gpu, cal, p) != 1.0 else "")
-                                    + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
-                                    + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
-                                       else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
-        "pipeline_bubble": {"value": tr.bubble, "factor": {"micro_batches": m, "global_batch": gbs}, "source": "formula",
-                            "formula": (f"(PP {lay.pp} - 1) / ({m:,} micro-batches + PP {lay.pp} - 1) of each step idle; {batch_how}"
-                                        if lay.pp > 1 else f"no pipeline; {batch_how}")},
-        "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if count <= gpu.gpus_per_node
-                                                         else f"{cal.scale_out_gb_s:g} GB/s per GPU between nodes"},
-                          "source": src, "formula": "ring all-reduce of 16-bit gradients over DP, overlapped with compute "
-                                                    "(ZeRO-3: weight gathers every micro-batch)"},
-        "compute_s_per_step": {"value": tr.compute_s, "factor": {}, "source": "formula",
-                               "formula": "micro-batches x micro-batch x sequence x FLOPs per token (incl. causal attention) / rate"},
-        "mfu": {"value": tr.mfu, "factor": {}, "source": "formula",
-                "formula": (f"tokens/s per GPU x ({'4 x frozen base + 6 x adapters' if lora else '6 x active parameters'} + attention) "
-                            f"FLOPs / {gpu.tflops(p) or gpu.tflops('bf16'):g} TFLOPS {p if gpu.tflops(p) else 'bf16'} peak (the precision the matmuls run at)")},
-        "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base,
-                                              "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
-                                              "hours_lost_per_interruption": cal.hours_lost_per_interruption},
-                    "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base fitted by bench/fit.py)",
-                    "formula": good_how},
-    }
-    step_tps = tokens_per_s
-    batch = {"global_batch": gbs, "micro_batch": w.micro_batch, "micro_batches": m, "pipeline_bubble": tr.bubble, "goodput": good}
-    if not w.training_tokens:
-        # the same plan on one million tokens: what the job costs per million, whatever its size
-        return Speed(training_tokens_per_s=step_tps, mfu=tr.mfu, hours_per_million_tokens=1e6 / step_tps / 3600 / good,
-                     speed_explained=explained, **batch)
-    step_hours = w.training_tokens / step_tps / 3600
-    hours = step_hours / good
-    sigma = max(cal.train_spread, cal.train_moe_spread) if led.sized.experts else cal.train_spread
-    sigma = math.sqrt(sigma ** 2 + cal.goodput_spread ** 2)
-    spread = math.exp(sigma) if sigma else 1.0
-    why = {"training_hours": (f"{step_hours:,.1f} h of steps / goodput {good:.2f} = {hours:,.1f} h: "
-                              f"{w.training_tokens:.3g} tokens / ({count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
-                              f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x {'frozen base + 6 x adapters' if lora else 'active'}"
-                              f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
-                              f"{rate.formula} x {tr.share:.2f} fitted share (MFU {tr.mfu:.0%}); {good_how}; expected within "
-                              f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fits' residual spread); "
-                              f"at the peak matmul rate the steps would take {at_peak:,.1f} h (K08)"),
-           "step_hours": f"{w.training_tokens:.3g} tokens / {step_tps:,.0f} tokens/s: the calibrated step rate, no stall, restart or checkpoint"}
-    return Speed(training_tokens_per_s=step_tps, mfu=tr.mfu, training_hours=hours, training_hours_range=[hours / spread, hours * spread],
-                 step_hours=step_hours, hours_per_million_tokens=hours * 1e6 / w.training_tokens,
-                 speed_explained=explained, why=why, **batch)
+    sh = _shape_of(w, led)
+    tp, pp, dp = lay.tp, lay.pp, lay.dp
+    adp, ep = lay.attention_dp, lay.ep
+    rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
+    read_rep = rep
+    if not cal.grouped_kv_reads and led.kv and w.model.num("attention_heads"):
+        read_rep = max(rep, w.model.num("attention_heads") / led.kv.kv_heads)
+    kv_seq = led.kv.bytes_per_sequence if led.kv else None
+    prompt, output = w.prompt_tokens, w.output_tokens
+
+    def at(b: int) -> Serving:
+        return serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, prompt, output, read_rep, ep=ep, attention_dp=adp)
+
+    b_max, _ = max_batch(w, led, gpu, cal, tp, pp, prompt, output, rep, adp)
+    lam = requests_per_s / dp
+    mu = capacity_requests_per_s / dp if capacity_requests_per_s else at(b_max).tokens_per_s / output
+    rho = lam / mu if mu > 0 else math.inf
+    # the batch b that holds lam x (TTFT + output x TPOT at b) sequences: the least b at or above it
+    lo, hi = 1, b_max
+    while lo < hi:
+        mid = (lo + hi) // 2
+        sv = at(mid)
+        if lam * (sv.ttft + output * sv.tpot) <= mid:
+            hi = mid
+        else:
+            lo = mid + 1
+    sv = at(lo)
+    wait = admission_wait_s(rho, 1 / mu) if mu > 0 else math.inf
+    saturated = rho >= 1
+    how = (f"{requests_per_s:g} requests/s over {dp} replica(s): utilisation {rho:.2f} of "
+           f"{mu:,.2f} requests/s per replica ({'measured' if capacity_requests_per_s else f'throughput at batch {b_max:,}'}); "
+           f"{lo:,} sequences in flight (Little's law); TTFT at that batch + M/D/1 admission wait rho / (2 mu (1 - rho))")
+    return Load(requests_per_s / dp, mu, rho, lo, math.inf if saturated else (sv.ttft + wait) * 1e3,
+                wait * 1e3, sv.tpot * 1e3, saturated, how)
+
+
+# --- training --------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 memory need, split in the ledger's proportions, against the capacity of its cards), as strings."""
 from __future__ import annotations
 
+import math
+
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS
 
@@ -176,9 +178,12 @@ def tradeoff_chart(rec: dict) -> dict:
         key.append({"y": f"{top + 4 + i * 18}", "ty": f"{top + 8 + i * 18}", "colour": colour, "winner": win,
                     "text": f"{c['count']} x {c['gpu']}: {money(x)}, {said}" + (" (chosen)" if win else "")})
     kx = left + w + 24
+    # the key's longest line sets the width: up to 8.4 px a character at the key's 12 px font in bold
+    # (DejaVu Sans, headless Chromium's fallback), 290 px at least
+    key_w = max(290, math.ceil(8.4 * max(len(k["text"]) for k in key)))
     return {"points": points, "key": key, "left": f"{left}", "right": f"{left + w}", "top": f"{top}",
             "bottom": f"{top + h}", "key_x": f"{kx}", "key_tx": f"{kx + 14}",
-            "width": f"{kx + 14 + 290}", "height": f"{max(top + h + 56, top + 18 * len(key) + 10)}",
+            "width": f"{kx + 14 + key_w}", "height": f"{max(top + h + 56, top + 18 * len(key) + 10)}",
             "xticks": [{"x": px(xstep * k), "label": _tick(xstep * k, xstep)} for k in range(int(round(xmax / xstep)) + 1)],
             "yticks": [{"y": py(ystep * k), "ty": f"{float(py(ystep * k)) + 4:.1f}", "label": _num(ystep * k)}
                        for k in range(1, int(round(ymax / ystep)) + 1)],       # the origin is the x axis's $0
