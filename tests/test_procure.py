@@ -83,6 +83,18 @@ def test_a_larger_job_gets_the_fleet_plus_what_to_add(capsys):
     assert r["usd_per_hour"] == pytest.approx(p["owned_usd_per_hour"] + p["added_usd_per_hour"])
 
 
+def test_a_training_job_is_never_split_between_the_fleet_and_a_provider(tmp_path, capsys):
+    # a full fine-tune of 70B needs 24 H100: 16 owned + 8 rented would send every step's gradients
+    # between the team's site and the provider; it is excluded, and the job is rented whole in one place
+    r = rec(tmp_path, capsys, {"mode": "fine-tuning", "model": "llama-3.1-70b", "precision": "bf16", "method": "full",
+                               "training_tokens": 2e9, "fleet": [{"gpu": "h100-sxm", "count": 16, "nodes": 2}]})
+    h = cand(r, "h100-sxm")
+    assert [e["rule"] for e in h["excluded_by"]] == ["model-split-between-fleet-and-rented"]
+    assert "2 own h100-sxm node(s) and 1 rented instance(s)" in h["excluded_by"][0]["reason"]
+    win = r["recommendation"]
+    assert win["gpu"] != "h100-sxm" and win["price"]["kind"] != "owned" and win["price"]["instances"] * 8 >= win["count"]
+
+
 def test_fleet_file_bad_field_is_one_line(tmp_path, capsys):
     f = tmp_path / "fleet.yaml"
     f.write_text("fleet:\n  - gpu: h100-sxm\n    cuont: 16\n")
@@ -181,12 +193,15 @@ def test_a_pcie_or_unstated_fleet_plans_tensor_parallelism_as_pcie(tmp_path, cap
 
 
 def test_the_fabric_warning_counts_owned_nodes_apart_from_rented_ones(capsys):
+    # the fleet example serves with whole TP-8 replicas: 2 on the team's nodes, 4 rented; no replica spans
+    # the two sites, so neither the cross-site exclusion nor the rented-instances fabric warning applies
     assert main(["recommend", "examples/fleet-h100.yaml", "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)
-    rules = {w["rule"]: w for w in r["warnings"]}
-    assert "model-split-across-rented-instances" not in rules        # 2 of the 3 nodes are the team's own
-    w = rules["model-split-between-fleet-and-rented"]
-    assert w["severity"] == "high" and "2 own h100-sxm node(s) and 1 rented instance(s)" in w["text"]
+    rules = {w["rule"] for w in r["warnings"]}
+    assert {"model-split-across-rented-instances", "model-split-between-fleet-and-rented"}.isdisjoint(rules)
+    win = r["recommendation"]
+    assert (win["gpu"], win["tp"], win["pp"], win["dp"]) == ("h100-sxm", 8, 1, 6)
+    assert win["price"]["owned_gpus"] == 16 and win["price"]["added_gpus"] == 32 and win["price"]["added_nodes"] == 4
 
 
 # --- the summary's month says what was given and what it implies ---
@@ -223,5 +238,5 @@ def test_the_month_says_what_the_workload_gave(tmp_path, capsys):
 def test_the_fleet_month_is_its_running_cost_24x7(capsys):
     assert main(["recommend", "examples/fleet-h100.yaml"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "730 h: the team's cards run 24x7 at their running cost, the 8 added ones rented as long" in out
+    assert "730 h: the team's cards run 24x7 at their running cost, the 32 added ones rented as long" in out
     assert "no utilisation given" not in out
