@@ -386,7 +386,9 @@ def test_no_seed_codes_outside_the_audit_and_no_raw_values(capsys, name, fmt):
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
 def test_summary_format_has_no_seed_codes_or_raw_values(capsys, name):
     text = memo(capsys, name, "summary")
-    assert text.startswith("Recommendation: ") and not SEED_CODE.findall(text) and not RAW_VALUE.findall(text)
+    # (a closest-plan answer, the workstation's one card at 42 ms against 40, says so first)
+    assert text.startswith(("Recommendation: ", "No GPU meets the target; the closest plan misses it: "))
+    assert not SEED_CODE.findall(text) and not RAW_VALUE.findall(text)
 
 
 def test_the_scan_would_catch_what_the_issue_saw():
@@ -402,7 +404,8 @@ def test_text_memo_opens_with_a_summary_of_at_most_30_lines(capsys, name):
     head = text.split("RECOMMENDATION IN DETAIL")[0].rstrip("\n").splitlines()
     # one screen, the API comparison included (issue 23: tighter wording); the top three risks are
     # shown whole (each its first clause, never cut with "(...)"), which costs kimi-k3-serving 4 lines
-    assert head[3] == "SUMMARY" and head[4].startswith("Use ") and len(head) <= 30
+    assert head[3] == "SUMMARY" and head[4].startswith(("Use ", "No GPU meets the service level; the closest plan: Use "))
+    assert len(head) <= 30
     risks = "\n".join(head).partition("Risk: ")[2].partition("Runners-up")[0]
     assert "(...)" not in risks
     summary = "\n".join(head)

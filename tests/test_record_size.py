@@ -53,7 +53,7 @@ def test_explain_why_not_answers_on_the_saved_record_as_on_the_whole(decided, na
     small.write_text(saved(rec))
     # the runner-up (ranked, with the rules that raised the winner re-checked), an excluded GPU (its
     # rule, source, file:line and the facts it bound) and one that does not fit
-    gpus = [rec["runner_up"]["gpu"]]
+    gpus = [rec["runner_up"]["gpu"]] if rec["runner_up"] else []     # a closest-plan answer has none
     gpus += [c["gpu"] for c in rec["candidates"] if c["excluded"]][:1]
     gpus += [c["gpu"] for c in rec["estimate"]["candidates"] if not c["fits"]][:1]
     assert len(gpus) >= 2

@@ -82,6 +82,7 @@ FACTS: dict[str, Fact] = {
     "candidate.gpus_per_node": Fact("integer", "GPUs", "GPUs in one node"),
     "candidate.tdp_w": Fact("number", "W", "power per card (absent: unknown)"),
     "candidate.cooling": Fact("string", "", "air | liquid | air-or-liquid"),
+    "candidate.passive_cooling": Fact("boolean", "", "the card has a passive heat sink only: a server chassis' forced airflow cools it (the catalog's cooling note)"),
     "candidate.mig_instances": Fact("integer", "", "MIG partitions (0: none)"),
     "candidate.us_export_controlled": Fact("boolean", "", "subject to US export control"),
     "candidate.software": Fact("string", "", "cuda | rocm | cann | habana | xla"),
@@ -196,6 +197,8 @@ def _gpu_facts(g: GPU) -> dict:
         "interconnect_gb_s": gb_s if isinstance(gb_s, (int, float)) else None,
         "form_factor": g.fig("form_factor").value, "gpus_per_node": g.gpus_per_node, "tdp_w": g.num("tdp_w"),
         "cooling": g.fig("cooling").value, "mig_instances": g.num("mig_instances"),
+        # "air (passive)" in the catalog: a data-centre card; "active workstation / passive server" has both
+        "passive_cooling": "passive" in (g.fig("cooling").note or "") and "active" not in (g.fig("cooling").note or ""),
         "us_export_controlled": bool(g.fig("us_export_controlled").value),
         "software": software.value, "software_maturity": software.extra.get("maturity"),
     }

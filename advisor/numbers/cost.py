@@ -30,6 +30,10 @@ ON_PREM = ("on-prem", "air-gapped", "workstation")
 #: a machine under a desk: wall power with no cooling plant (PUE 1), no colocation, no server around
 #: the card (the card goes into a PC): the data-centre figures that do not apply there
 WORKSTATION_SITE = {"pue": 1.0, "hosting_usd_per_kw_month": 0.0, "server_overhead": 1.0}
+#: what one desk machine holds: a tower's card slots (K02) and a household circuit's continuous load
+#: (15 A x 120 V x 80%, NEC_15A; the rules workstation-four-cards and workstation-wall-circuit judge the same)
+WORKSTATION_MAX_CARDS = 4
+WORKSTATION_CIRCUIT_KW = 1.44
 
 
 def pick_price(prices: list[Price], count: int, group: int, capacity: dict | None = None):
@@ -90,6 +94,22 @@ def kw_per_card(gpu) -> tuple[float | None, str | None]:
     if not tdp:
         return None, None
     return tdp * HOST_POWER_FACTOR / 1000, f"{tdp:g} W x 1.25 host factor (C14; no vendor system figure in the catalog)"
+
+
+def workstation_cards(gpu, w) -> tuple[int, str] | None:
+    """On a desk (`deployment: workstation`), the most cards of `gpu` one box and its circuit hold (the
+    workload's power_kw_per_node when given, else a household circuit), and why; None elsewhere."""
+    if w is None or w.constraints.deployment != "workstation":
+        return None
+    per, _ = kw_per_card(gpu)
+    circuit = w.constraints.power_kw_per_node or WORKSTATION_CIRCUIT_KW
+    by_power = int(circuit // per) if per else WORKSTATION_MAX_CARDS
+    n = max(1, min(WORKSTATION_MAX_CARDS, by_power))
+    # (the sources, K02, C14 and NEC_15A, go in the limit's `source`: memo texts carry no codes)
+    why = (f"a workstation holds {n} x {gpu.id} (a tower takes {WORKSTATION_MAX_CARDS} cards, its "
+           + ("power supply" if w.constraints.power_kw_per_node else "household circuit") + f" {circuit:g} kW"
+           + (f", {per:.2f} kW a card with the host" if per else "") + ")")
+    return n, why
 
 
 def power(gpu, count: int) -> tuple[float | None, str | None]:

@@ -164,8 +164,12 @@ def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: 
     return [d for d in out if d * m <= max_gpus]
 
 
-def max_gpus_limit(w: Workload, max_gpus: int, needed: int) -> dict:
-    """The `limits` entry of a GPU ceiling that kept the planner from a plan meeting the target."""
+def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = None) -> dict:
+    """The `limits` entry of a GPU ceiling that kept the planner from a plan meeting the target (`box`:
+    why a workstation holds no more)."""
+    if box:
+        return {"limit": "workstation", "value": max_gpus, "needed_gpus": needed, "source": "numbers/cost.py workstation_cards (K02, NEC_15A, C14)",
+                "text": f"{box}: meeting the target needs about {needed:,}"}
     given = w.constraints.max_gpus is not None
     return {"limit": "max_gpus", "value": max_gpus, "needed_gpus": needed,
             "source": "constraints.max_gpus in the workload" if given else "the planner's ceiling (numbers/layouts.py MAX_GPUS)",
@@ -378,6 +382,12 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     by the workload's objective kept, with why."""
     max_gpus = w.constraints.max_gpus or layouts.MAX_GPUS
     gpu = fleet.shaped(gpu, w)      # on the team's own cards: the fleet's nodes and links, not the catalog's
+    box = cost.workstation_cards(gpu, w)
+    if box and box[0] < max_gpus:
+        # a desk machine is one box: size within it, and when the target needs more, the closest plan
+        # that fits is the answer with the limit stated (not a plan the workstation rules then exclude)
+        max_gpus = box[0]
+    box_why = box[1] if box and box[0] == max_gpus else None
     engine = None
     if not w.training:
         engine, cannot = engine_for(catalog, gpu, w.model, w.engine)
@@ -388,13 +398,13 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     tried, fewest, cp, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus, engine)
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
-        return Plan(gpu, False, compute_precision=cp, reason=_why_none(w, led, gpu, max_gpus, engine), ideal=ideal,
-                    why={"ideal": ideal_why})
+        reason = _why_none(w, led, gpu, max_gpus, engine) + (f": {box_why}" if box_why else "")
+        return Plan(gpu, False, compute_precision=cp, reason=reason, ideal=ideal, why={"ideal": ideal_why})
     _, _, p, lay, wv, _ = _choose(w, tried, unit, gpu_rate)
     limits = []
     if p.misses and refused.get("needed"):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
-        limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"])))
+        limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"]), box_why))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
     if engine is not None:
