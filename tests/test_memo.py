@@ -716,9 +716,18 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     assert a["work_cost"] == {"unit": "per million output tokens", "usd": 0.1773}
     assert a["tokens_per_s_per_user"] == 63.1585 and a["training_hours"] is None
     # the memo's plain words, from the same function
-    assert a["reason"] == ("it costs 43% more, the rules count it 10% dearer still "
-                           "(Serving on several GPUs adds latency and complexity)")
-    assert "it costs 43% more" in memo(capsys, "chat-assistant", "md")
+    # h100-sxm's -10% against the winner's -50%: the rules favour it (1.5 / 1.1 = 36%), the price decided;
+    # the same figure as the decisive rule's sentence, never "dearer still"
+    assert a["reason"] == "it costs 43% more, the rules in its favour are worth 36%, less than that"
+    assert "it costs 43% more, the rules in its favour are worth 36%, less than that" in memo(capsys, "chat-assistant", "md")
+    assert "h100-sxm costs 43% more and the rules in its favour are worth 36%, less than that" in rec["decisive_rule"]["because"]
+    # a premium equal to the winner's weighs nothing either way (8 x RTX 4090 at -50%, as the winner)
+    assert alts["rtx-4090"]["premium"] == -0.5 and alts["rtx-4090"]["reason"] == "it costs 28% more"
+    # its penalties beyond the winner's: l40s at -40% against mi300x at -10% (1.4 / 1.1 = 27%)
+    onprem = {a["gpu"]: a for a in _json(capsys, "on-prem-70b-serving")["alternatives"]}
+    assert onprem["l40s"]["reason"].startswith("it costs 242% more, the rules count it 27% dearer still (")
+    # an unpriced plan is ranked after the priced ones: said so, not a rule it did not lose by
+    assert alts["b300"]["reason"] == "no known price to rank it by"
     rec = _json(capsys, "7b-pretraining-deadline")
     b = next(a for a in rec["alternatives"] if a["gpu"] == "b200")
     assert b["ranking_cost"] == {"unit": "job", "usd": 7287.9283} and b["training_hours"] == 50.7233
@@ -779,6 +788,20 @@ def test_summary_shows_the_top_three_risks_whole(capsys):
     assert ("A mi300x node draws about 7.5 kW: check PDU capacity, cabling and cooling before delivery; liquid or "
             "cold-plate cooling may be needed.") in md and "(...)" not in md
     assert "What to do: Run the model on rocm with the engine you will deploy" in md
+
+
+def test_markdown_risks_are_one_list_item_each(capsys):
+    # the template's "{% endif %}" at a line's end ate the newline: every risk and prerequisite ran into one item
+    rec = _json(capsys, "on-prem-70b-serving")
+    md = memo(capsys, "on-prem-70b-serving", "md")
+    section = md.split("## Risks and prerequisites")[1].split("\n## ")[0]
+    tokens = MarkdownIt("commonmark").parse(section)
+    items = [t for t in tokens if t.type == "list_item_open" and t.level == 1]
+    assert len(rec["warnings"]) == 3 and len(items) == 3 + 5    # then power, cooling, interconnect, import, software
+    lines = [x for x in section.strip().splitlines()]
+    assert lines[0].startswith("- **medium**: mi300x serves about 321.8 million tokens a day")
+    assert lines[2].startswith("- **medium**: mi300x runs rocm, not CUDA") and lines[2].endswith("before signing.")
+    assert lines[3].startswith("- Power: about 7.5 kW per node")
 
 
 def test_markdown_memo_writes_its_charts_beside_it_and_links_them(capsys, tmp_path):
