@@ -65,7 +65,7 @@ def block(*parts: str) -> str:
     return "\n```\n" + "\n".join(p.rstrip() for p in parts) + "\n```\n"
 
 
-def between(lines: list[str], start: str | None, stop: str | None) -> list[str]:
+def between(lines: list[str], start: str | tuple | None, stop: str | None) -> list[str]:
     """The lines from the first that starts with `start` (the first line when None) up to, not
     including, the next that starts with `stop` (the end when None)."""
     i = next(k for k, x in enumerate(lines) if x.startswith(start)) if start else 0
@@ -105,7 +105,8 @@ def memo_cost(example: str) -> str:
     """The summary's cost lines of a shipped example's memo (what to use, per hour and month, per unit,
     the offer, buy or rent, the API), up to its reasons."""
     cmd = f"gpu-advisor recommend examples/{example}.yaml"
-    out = between(run(cmd), "Use ", "Why:")
+    # (a closest-plan answer opens "No GPU meets the service level; the closest plan: Use ...")
+    out = between(run(cmd), ("Use ", "No GPU meets the service level"), "Why:")
     return block(*command(cmd, ["...", *out]), "...")
 
 

@@ -4,6 +4,7 @@ unit and per unit of work, its speed, cards and layout, and why it lost in plain
 """
 from __future__ import annotations
 
+from advisor.judgement.ranking import factor
 from advisor.numbers.terms import rounded
 
 #: the estimate's cost field for each ranking unit (per hour of interactive serving, per million tokens
@@ -51,16 +52,26 @@ def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | Non
     if ratio_ is not None:
         parts.append(f"it costs {ratio_ - 1:.0%} more" if ratio_ > 1.005 else f"it costs {1 - ratio_:.0%} less"
                      if ratio_ < 0.995 else "it costs the same")
+    elif win is not None:
+        parts.append("no known price to rank it by")       # ranked after every priced plan, whatever its rules
     p, wp = dc.get("premium") or 0, (win or {}).get("premium") or 0
     against = [titles.get(k["rule"], k["rule"]) for k in dc["contributions"] if k["weight"] < 0]
     favour_win = [titles.get(k["rule"], k["rule"]) for k in (win or {}).get("contributions", []) if k["weight"] > 0]
-    if p < 0:
+    in_favour = factor(p) / factor(wp) - 1
+    if in_favour > 0.005:
+        # the rules favour it over the winner (2 x H100 at -10% beside 4 x RTX 5090 at -50%): the price
+        # decided, as the decisive rule's sentence says, and the rules do not count it dearer still
         if ratio_ and ratio_ > 1:
-            parts.append(f"the rules count it {-p:.0%} dearer still" + ("" if short else f" ({join(against)})"))
-        else:
-            parts.append(f"but the rules count it {-p:.0%} dearer ({join(against)})")
-    if wp > p and favour_win and not (short and ratio_ and ratio_ > 1):
-        parts.append(f"worth paying up to {wp - p:.0%} more for the winner ({join(favour_win)})")
+            parts.append(f"the rules in its favour are worth {in_favour:.0%}, less than that")
+    else:
+        # its own penalties beyond the winner's, then what the rules in the winner's favour are worth
+        dearer = factor(min(wp, 0)) / factor(p) - 1 if p < 0 else 0
+        if dearer > 0.005 and ratio_ and ratio_ > 1:
+            parts.append(f"the rules count it {dearer:.0%} dearer still" + ("" if short else f" ({join(against)})"))
+        elif dearer > 0.005:
+            parts.append(f"{'but ' if ratio_ is not None else ''}the rules count it {dearer:.0%} dearer ({join(against)})")
+        if wp > p and favour_win and not (short and ratio_ and ratio_ > 1):
+            parts.append(f"worth paying up to {wp - p:.0%} more for the winner ({join(favour_win)})")
     if not parts:
         return reasons[0] if reasons else "ranked lower"
     return ", ".join(parts)

@@ -137,13 +137,17 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
         if r.get("objective") == "cost" and c.get(field) is not None else f"{g} ranks first"
     speed = _speed_against_level(x, c)
     favour = _titles([s["title"] for s in v["supporting"]])
+    ru = x.rec.get("runner_up")
+    alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
+    # the rules in the winner's favour are named once: by the runner-up's line when it says what they are
+    # worth against it ("worth paying up to 10% more for the winner (...)"), else here
+    if alt and favour and favour.split(" and ")[0] in alt["plain_short"]:
+        favour = ""
     out = [first + (f", at {speed}" if speed else "") + (f"; in its favour: {favour}" if favour else "") + "."]
     if r.get("closest"):
         # no plan meets the target: how near this one comes is the first thing the reader needs
         out[0] = (f"{g} comes closest to the {'deadline' if x.mode != 'inference' else 'service level'}: "
                   f"{r['closest']['missed']} ({r['closest']['shortfall']:.1f}x the target).")
-    ru = x.rec.get("runner_up")
-    alt = next((a for a in v["alternatives"] if ru and a["gpu"] == ru["gpu"]), None)
     if alt:
         # "it costs 15% more" would read as the winner's cost after "It beats ...": name the runner-up
         why = alt["plain_short"]
