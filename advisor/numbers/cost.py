@@ -39,21 +39,27 @@ def pick_price(prices: list[Price], count: int, group: int, capacity: dict | Non
     that many instances to rent at once (inputs.capacity.on_demand_instances). Returns
     (usd_per_hour, price, instances) or None."""
     g = max(group, 1)
+    groups = math.ceil(count / g)
+    most: dict[str, int | None] = {}          # the capacity of each provider, read once per call
 
     def instances(p: Price) -> int:
         # whole groups per instance: a 6-GPU instance holds one TP-4 replica, not one and a half
-        return math.ceil(math.ceil(count / g) / (p.gpus_per_instance // g))
+        return math.ceil(groups / (p.gpus_per_instance // g))
 
-    def available(p: Price) -> bool:
-        most = on_demand_instances(capacity, p.provider)[0] if capacity else None
-        return most is None or instances(p) <= most
+    def available(p: Price, n: int) -> bool:
+        if not capacity:
+            return True
+        if p.provider not in most:
+            most[p.provider] = on_demand_instances(capacity, p.provider)[0]
+        return most[p.provider] is None or n <= most[p.provider]
 
     for tier in PRICE_TIERS:
-        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group and available(p)]
+        # each offer's instance count once (the planner asks for every layout of every GPU)
+        offers = [(instances(p), p) for p in prices if p.tier == tier and p.gpus_per_instance >= group]
+        offers = [(n, p) for n, p in offers if available(p, n)]
         if offers:
-            best = min(offers, key=lambda p: (instances(p) * p.usd_per_hour, -p.gpus_per_instance,
-                                              p.kind != "on-demand", p.provider, p.instance or ""))
-            n = instances(best)
+            n, best = min(offers, key=lambda o: (o[0] * o[1].usd_per_hour, -o[1].gpus_per_instance,
+                                                 o[1].kind != "on-demand", o[1].provider, o[1].instance or ""))
             return n * best.usd_per_hour, best, n
     return None
 
@@ -117,9 +123,18 @@ def nodes_per_rack(node_kw: float | None, rack_kw: float | None) -> int | None:
 def plan_cost(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     """The power and hourly price of `count` cards on `nodes` nodes, each replica's `group` cards in one
     instance (K13): rented from the offers usable for `w`, or on premises owned (kind 'purchase')."""
+    mine = next((f for f in w.fleet if f.gpu == gpu.id), None) if w is not None else None
+    if mine is None and not (w is not None and w.constraints.deployment in ON_PREM) \
+            and getattr(catalog, "gpus", {}).get(gpu.id) is gpu:
+        # the catalog's own GPU rented: its power and price read nothing else of the workload (`price`)
+        return _kept(catalog, ("plan",) + _price_key(gpu, count, nodes, group, w),
+                     lambda: _plan_cost(gpu, catalog, count, nodes, group, w, None))
+    return _plan_cost(gpu, catalog, count, nodes, group, w, mine)
+
+
+def _plan_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cost:
     kw, how = power(gpu, count)
     why = {"power_kw_per_node": how} if how else {}
-    mine = next((f for f in w.fleet if f.gpu == gpu.id), None) if w is not None else None
     if mine is not None:
         got = fleet_cost(gpu, catalog, count, nodes, group, w, mine)
     else:
@@ -257,10 +272,41 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
     return f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})"
 
 
+_PRICED: dict[int, tuple] = {}
+
+
+def _kept(catalog, key: tuple, make):
+    """`make()` once per catalog and key: every GPU's layouts, and every workload of a sweep, rent the
+    same few instance counts (a Cost is frozen, and no reader changes its dicts)."""
+    hit = _PRICED.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        if len(_PRICED) > 16:          # catalogs made again and again (tests) must not pile up here
+            _PRICED.clear()
+        hit = _PRICED[id(catalog)] = (catalog, {})
+    got = hit[1].get(key)
+    if got is None:
+        if len(hit[1]) > 16384:        # a long sweep over many constraints: start again, never grow without bound
+            hit[1].clear()
+        got = hit[1][key] = make()
+    return got
+
+
+def _price_key(gpu, count: int, nodes: int, group: int, w) -> tuple:
+    """What of the GPU and the workload a rental's price reads: the offers' key (`offers`) and the
+    node size of a contracted cluster."""
+    c = w.constraints if w is not None else None
+    return (gpu.id, gpu.gpus_per_node, count, nodes, group,
+            None if w is None else (c.spot, c.providers, c.regions, w.training))
+
+
 def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
     """The hourly price of `count` cards from the cheapest offer usable for `w` (K13) that has that many
     instances to rent; beyond every listing's on-demand capacity, a contracted cluster at a sourced
-    rate (`contract`); or why it is unknown."""
+    rate (`contract`); or why it is unknown. Kept per catalog (`_kept`)."""
+    return _kept(catalog, _price_key(gpu, count, nodes, group, w), lambda: _price(gpu, catalog, count, nodes, group, w))
+
+
+def _price(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     usable = offers(gpu, catalog, w, nodes)
     capacity = getattr(catalog, "capacity", None) or None
     found = pick_price(usable, count, group, capacity)
