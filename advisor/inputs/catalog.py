@@ -43,6 +43,9 @@ PRECISION_PARTS = ("all", "experts", "rest")
 NATIVE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 
 
+_UNREAD = object()
+
+
 @dataclass(frozen=True)
 class GPU:
     """An accelerator of the catalog: every figure with its source and date."""
@@ -62,8 +65,17 @@ class GPU:
         return self.figures.get(name, NONE)
 
     def num(self, name: str) -> float | None:
-        v = self.fig(name).value
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        got = self._numbers.get(name, _UNREAD)
+        if got is _UNREAD:
+            v = self.fig(name).value
+            got = self._numbers[name] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        return got
+
+    @cached_property
+    def _numbers(self) -> dict:
+        # each figure read as a number once (frozen: they never change); the planner reads some
+        # figures for every layout it tries
+        return {}
 
     # figures read in the planner's loops are computed once per GPU (frozen: they never change)
     @cached_property
@@ -102,8 +114,17 @@ class Model:
         return self.figures.get(name, NONE)
 
     def num(self, name: str) -> float | None:
-        v = self.fig(name).value
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        got = self._numbers.get(name, _UNREAD)
+        if got is _UNREAD:
+            v = self.fig(name).value
+            got = self._numbers[name] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        return got
+
+    @cached_property
+    def _numbers(self) -> dict:
+        # each figure read as a number once (frozen: they never change); the planner reads some
+        # figures for every layout it tries
+        return {}
 
     @property
     def precision(self) -> dict[str, str]:

@@ -231,9 +231,9 @@ class EngineRunner:
             h = self.handles[name] = durable_rules_engine.create_ruleset(name, text)
         return h
 
-    def _assert(self, engine, handle: int, fact: dict, fired: list) -> None:
-        """Assert one fact and drain its firings on this thread."""
-        code, state = engine.assert_fact(handle, json.dumps(fact, ensure_ascii=False))
+    def _assert(self, engine, handle: int, fact: dict, fired: list, text: str | None = None) -> None:
+        """Assert one fact (`text`: its JSON, when made already) and drain its firings on this thread."""
+        code, state = engine.assert_fact(handle, text if text is not None else json.dumps(fact, ensure_ascii=False))
         if code != 0:      # 1 not handled, 2 already observed, 3 deferred: none may happen here
             raise EngineError(f"assert_fact returned {code}")
         pending = engine.start_action_for_state(handle, state)
@@ -271,6 +271,7 @@ class EngineRunner:
             sid = f"d{next(self.sids)}"
             keep = self.props.get((stratum, scope), frozenset())
             small = [{**normalise_fact(f, keep), "id": f["id"], "sid": sid, "kind": scope} for f in facts]
+            texts: dict[int, str] = {}       # each fact's JSON once, whatever number of rulesets it reaches
             try:
                 import durable_rules_engine as engine
                 for name in names:
@@ -285,7 +286,10 @@ class EngineRunner:
                     handle = self._handle(name)
                     try:
                         for f in wanted:
-                            self._assert(engine, handle, f, fired)
+                            text = texts.get(id(f))
+                            if text is None:
+                                text = texts[id(f)] = json.dumps(f, ensure_ascii=False)
+                            self._assert(engine, handle, f, fired, text)
                     finally:
                         engine.delete_state(handle, sid)
                 return sorted(set(fired))

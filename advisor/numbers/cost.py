@@ -1,4 +1,4 @@
-"""At what cost: power per node, the offers that may price a plan, the cheapest way to rent its cards,
+"""At what cost (power per node is numbers.power's): the offers that may price a plan, the cheapest way to rent its cards,
 the cost of owning them (rent versus buy), and the cost per job.
 
 Offers (`catalog/prices*.yaml`) have a kind: on-demand, spot, reserved, endpoint (managed inference),
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, several
+from advisor.numbers.power import kw_per_card, power
 from advisor.inputs.skypilot import PROVIDERS
 
-HOST_POWER_FACTOR = 1.25           # C14: 8 x 700 W cards <-> a 6-8 kW node: 7 kW / 5.6 kW (fallback only)
 HOURS_PER_MONTH = 730              # 8,760 h / 12
 INSTANCE_KINDS = ("on-demand", "reserved", "spot")
 #: where the plan is bought rather than rented; a workstation is a desk or lab machine (issue 22)
@@ -30,10 +30,6 @@ ON_PREM = ("on-prem", "air-gapped", "workstation")
 #: a machine under a desk: wall power with no cooling plant (PUE 1), no colocation, no server around
 #: the card (the card goes into a PC): the data-centre figures that do not apply there
 WORKSTATION_SITE = {"pue": 1.0, "hosting_usd_per_kw_month": 0.0, "server_overhead": 1.0}
-#: what one desk machine holds: a tower's card slots (K02) and a household circuit's continuous load
-#: (15 A x 120 V x 80%, NEC_15A; the rules workstation-four-cards and workstation-wall-circuit judge the same)
-WORKSTATION_MAX_CARDS = 4
-WORKSTATION_CIRCUIT_KW = 1.44
 
 
 def pick_price(prices: list[Price], count: int, group: int, capacity: dict | None = None):
@@ -43,21 +39,27 @@ def pick_price(prices: list[Price], count: int, group: int, capacity: dict | Non
     that many instances to rent at once (inputs.capacity.on_demand_instances). Returns
     (usd_per_hour, price, instances) or None."""
     g = max(group, 1)
+    groups = math.ceil(count / g)
+    most: dict[str, int | None] = {}          # the capacity of each provider, read once per call
 
     def instances(p: Price) -> int:
         # whole groups per instance: a 6-GPU instance holds one TP-4 replica, not one and a half
-        return math.ceil(math.ceil(count / g) / (p.gpus_per_instance // g))
+        return math.ceil(groups / (p.gpus_per_instance // g))
 
-    def available(p: Price) -> bool:
-        most = on_demand_instances(capacity, p.provider)[0] if capacity else None
-        return most is None or instances(p) <= most
+    def available(p: Price, n: int) -> bool:
+        if not capacity:
+            return True
+        if p.provider not in most:
+            most[p.provider] = on_demand_instances(capacity, p.provider)[0]
+        return most[p.provider] is None or n <= most[p.provider]
 
     for tier in PRICE_TIERS:
-        offers = [p for p in prices if p.tier == tier and p.gpus_per_instance >= group and available(p)]
+        # each offer's instance count once (the planner asks for every layout of every GPU)
+        offers = [(instances(p), p) for p in prices if p.tier == tier and p.gpus_per_instance >= group]
+        offers = [(n, p) for n, p in offers if available(p, n)]
         if offers:
-            best = min(offers, key=lambda p: (instances(p) * p.usd_per_hour, -p.gpus_per_instance,
-                                              p.kind != "on-demand", p.provider, p.instance or ""))
-            n = instances(best)
+            n, best = min(offers, key=lambda o: (o[0] * o[1].usd_per_hour, -o[1].gpus_per_instance,
+                                                 o[1].kind != "on-demand", o[1].provider, o[1].instance or ""))
             return n * best.usd_per_hour, best, n
     return None
 
@@ -82,64 +84,21 @@ class Cost:
     why: dict = field(default_factory=dict)
 
 
-def kw_per_card(gpu) -> tuple[float | None, str | None]:
-    """The wall power one card stands for: its share of the vendor's system figure (DGX/HGX: the whole
-    8-GPU box with CPUs, NICs and fans), else TDP x the seed's host factor (C14), and which it was."""
-    system = gpu.num("system_kw")
-    if system:
-        n = gpu.gpus_per_node
-        src = ", ".join(gpu.fig("system_kw").sources)
-        return system / n, f"{system:g} kW per {n}-GPU system ({src}: vendor specification)"
-    tdp = gpu.num("tdp_w")
-    if not tdp:
-        return None, None
-    return tdp * HOST_POWER_FACTOR / 1000, f"{tdp:g} W x 1.25 host factor (C14; no vendor system figure in the catalog)"
-
-
-def workstation_cards(gpu, w) -> tuple[int, str] | None:
-    """On a desk (`deployment: workstation`), the most cards of `gpu` one box and its circuit hold (the
-    workload's power_kw_per_node when given, else a household circuit), and why; None elsewhere."""
-    if w is None or w.constraints.deployment != "workstation":
-        return None
-    per, _ = kw_per_card(gpu)
-    circuit = w.constraints.power_kw_per_node or WORKSTATION_CIRCUIT_KW
-    by_power = int(circuit // per) if per else WORKSTATION_MAX_CARDS
-    n = max(1, min(WORKSTATION_MAX_CARDS, by_power))
-    # (the sources, K02, C14 and NEC_15A, go in the limit's `source`: memo texts carry no codes)
-    why = (f"a workstation holds {n} x {gpu.id} (a tower takes {WORKSTATION_MAX_CARDS} cards, its "
-           + ("power supply" if w.constraints.power_kw_per_node else "household circuit") + f" {circuit:g} kW"
-           + (f", {per:.2f} kW a card with the host" if per else "") + ")")
-    return n, why
-
-
-def power(gpu, count: int) -> tuple[float | None, str | None]:
-    """Power per node, and how it was had: the vendor's system figure for a full node, its share for a
-    part-filled one; TDP x the host factor (C14) only where no system figure exists."""
-    cards_in_node = min(count, gpu.gpus_per_node)
-    per, how = kw_per_card(gpu)
-    if per is None:
-        return None, None
-    if gpu.num("system_kw"):
-        # an HGX/DGX board is bought and fed whole: the rack position must carry the system's rating
-        # however many of its cards the plan uses
-        return per * gpu.gpus_per_node, how + (f" ({cards_in_node} of its {gpu.gpus_per_node} GPUs used)"
-                                               if cards_in_node < gpu.gpus_per_node else "")
-    return per * cards_in_node, f"{cards_in_node} x {how}"
-
-
-def nodes_per_rack(node_kw: float | None, rack_kw: float | None) -> int | None:
-    """Density: whole nodes a rack's power feeds (C14); None when either figure is unknown."""
-    if not node_kw or not rack_kw:
-        return None
-    return int(rack_kw // node_kw)
-
-
 def plan_cost(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     """The power and hourly price of `count` cards on `nodes` nodes, each replica's `group` cards in one
     instance (K13): rented from the offers usable for `w`, or on premises owned (kind 'purchase')."""
+    mine = next((f for f in w.fleet if f.gpu == gpu.id), None) if w is not None else None
+    if mine is None and not (w is not None and w.constraints.deployment in ON_PREM) \
+            and getattr(catalog, "gpus", {}).get(gpu.id) is gpu:
+        # the catalog's own GPU rented: its power and price read nothing else of the workload (`price`)
+        return _kept(catalog, ("plan",) + _price_key(gpu, count, nodes, group, w),
+                     lambda: _plan_cost(gpu, catalog, count, nodes, group, w, None))
+    return _plan_cost(gpu, catalog, count, nodes, group, w, mine)
+
+
+def _plan_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cost:
     kw, how = power(gpu, count)
     why = {"power_kw_per_node": how} if how else {}
-    mine = next((f for f in w.fleet if f.gpu == gpu.id), None) if w is not None else None
     if mine is not None:
         got = fleet_cost(gpu, catalog, count, nodes, group, w, mine)
     else:
@@ -277,10 +236,41 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
     return f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})"
 
 
+_PRICED: dict[int, tuple] = {}
+
+
+def _kept(catalog, key: tuple, make):
+    """`make()` once per catalog and key: every GPU's layouts, and every workload of a sweep, rent the
+    same few instance counts (a Cost is frozen, and no reader changes its dicts)."""
+    hit = _PRICED.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        if len(_PRICED) > 16:          # catalogs made again and again (tests) must not pile up here
+            _PRICED.clear()
+        hit = _PRICED[id(catalog)] = (catalog, {})
+    got = hit[1].get(key)
+    if got is None:
+        if len(hit[1]) > 16384:        # a long sweep over many constraints: start again, never grow without bound
+            hit[1].clear()
+        got = hit[1][key] = make()
+    return got
+
+
+def _price_key(gpu, count: int, nodes: int, group: int, w) -> tuple:
+    """What of the GPU and the workload a rental's price reads: the offers' key (`offers`) and the
+    node size of a contracted cluster."""
+    c = w.constraints if w is not None else None
+    return (gpu.id, gpu.gpus_per_node, count, nodes, group,
+            None if w is None else (c.spot, c.providers, c.regions, w.training))
+
+
 def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
     """The hourly price of `count` cards from the cheapest offer usable for `w` (K13) that has that many
     instances to rent; beyond every listing's on-demand capacity, a contracted cluster at a sourced
-    rate (`contract`); or why it is unknown."""
+    rate (`contract`); or why it is unknown. Kept per catalog (`_kept`)."""
+    return _kept(catalog, _price_key(gpu, count, nodes, group, w), lambda: _price(gpu, catalog, count, nodes, group, w))
+
+
+def _price(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     usable = offers(gpu, catalog, w, nodes)
     capacity = getattr(catalog, "capacity", None) or None
     found = pick_price(usable, count, group, capacity)

@@ -108,7 +108,7 @@ KNOWLEDGE = {
     "C05": "numbers.ledger.size_model + numbers.planner: 70B FP16 = 140 GB, two H200 (examples/llama-70b-fp16-serving.yaml, W10)",
     "C06": "numbers.ledger.training_ledger: weights, gradients, Adam 8 B + 4 B master, activations (checkpointing ~30% compute), x1.2",
     "C12": "numbers.layouts.inference_layouts/training_layouts: TP over 1, 2, 4, 8 within a node (dividing KV heads), ZeRO-0..3, replicas; numbers.planner picks by the objective (numbers.objective)",
-    "C14": "numbers.cost.power: power per node = cards x TDP x 1.25 (8 x 700 W <-> 6-8 kW)",
+    "C14": "numbers.power.power: power per node = cards x TDP x 1.25 (8 x 700 W <-> 6-8 kW)",
     "C16": "numbers.cost.job_cost and numbers.cost.per_unit (usd_per_job): hours x price x cards (+ expected rerun); ranking: training with a token budget is ranked per job",
     "T07": "numbers.cost.per_unit (usd_per_million_tokens); numbers.objective.unit_of_work: batch serving is ranked by cost per million output tokens",
     "A01": "catalog/gpus.yaml: H100 vs A100 figures (FP8, bandwidth, NVLink 4 900 GB/s)",

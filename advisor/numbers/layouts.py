@@ -11,6 +11,7 @@ one (numbers.planner does, by the workload's objective); `memory` gives what a c
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field, replace
 
 from advisor.inputs.catalog import GPU
@@ -152,10 +153,25 @@ def fixed_bytes(led: Ledger, tp: int, pp: int, attention_dp: int = 1) -> float:
             + led.bytes("activations_gb") * attention_dp / tp)
 
 
+#: per ledger (alive as long as it is): the replica split of each card size, concurrency and split
+_REPLICAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int = 1):
     """(per-card bytes of a replica's fixed part, KV bytes per card, fewest replicas, KV replication)
     for TP x PP (with `attention_dp` attention ranks in the TP group), or None when the fixed part
-    alone does not fit."""
+    alone does not fit. Kept per ledger by what else it reads (the card's memory, the concurrency):
+    the planner asks again for every pipeline depth it tries and every replica count of a layout."""
+    mine = _REPLICAS.get(led)
+    if mine is None:
+        mine = _REPLICAS[led] = {}
+    key = (gpu.memory_gb, w.concurrency, tp, pp, attention_dp)
+    if key not in mine:
+        mine[key] = _inference_replicas(w, led, gpu, tp, pp, attention_dp)
+    return mine[key]
+
+
+def _inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int):
     mem = gpu.memory_gb * GB
     rep = kv_replication(led, tp, attention_dp)
     fixed = fixed_bytes(led, tp, pp, attention_dp)

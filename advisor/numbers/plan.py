@@ -88,6 +88,21 @@ class Plan:
         return d
 
 
+def _figure(name: str, part: str) -> property:
+    def read(self):
+        value = object.__getattribute__(self, part)
+        return _default(part, name) if value is None else getattr(value, name)
+    read.__name__ = name
+    return property(read, doc=f"{name} of the plan's {part}")
+
+
+# each part's figures as properties of the plan: read as `__getattr__` reads them, without the failed
+# lookup first (the planner and the facts read thousands of figures per decision)
+for _name, _part in _owner().items():
+    if _name not in Plan.__dataclass_fields__ and not hasattr(Plan, _name):
+        setattr(Plan, _name, _figure(_name, _part))
+
+
 def _default(part: str, name: str):
     """A figure of a part the plan does not have (a GPU that holds nothing has no speed): its default."""
     from dataclasses import MISSING

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, objective, poolspeed, speed, spot, trainspeed
+from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, speed, spot, trainspeed
 from advisor.numbers.calibration import Engine, _v, engine_for
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
@@ -64,11 +64,13 @@ def _with_stage(w: Workload, stage: int) -> Workload:
 
 
 def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term,
-             priced: dict | None = None, engine: Engine | None = None) -> Plan:
+             priced: dict | None = None, engine: Engine | None = None, explain: bool = True) -> Plan:
     """One layout timed, priced and sized: a Plan (its `why` still without the planner's own lines).
     `priced`: the hourly costs this search found already, by cards, nodes and instance group (the
     layouts of one GPU that differ in TP, EP or ZeRO stage only rent the same instances); `engine`:
-    the serving engine whose batch cap and KV share time it (calibration.engine_for)."""
+    the serving engine whose batch cap and KV share time it (calibration.engine_for); `explain` false:
+    the figures the search orders plans by, without the speed's texts, the memory figures and the
+    plan's `why` (the plan kept is evaluated again with them)."""
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
     gpn = gpu.gpus_per_node
@@ -83,18 +85,21 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     if w.training:
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
-        sp = trainspeed.training_time(w, led, gpu, lay, rate, cal)
+        sp = trainspeed.training_time(w, led, gpu, lay, rate, cal, explain)
         # a spot offer's hours are the expected ones, interruptions and checkpoints included
         sp, price = spot.apply(w, led, gpu, lay.count, sp, price, getattr(catalog, "capacity", None))
     else:
         sp = (poolspeed.pools_speed(w, led, gpu, lay, rate, cal) if lay.pools
-              else speed.inference_speed(w, led, gpu, lay, rate, cal))
+              else speed.inference_speed(w, led, gpu, lay, rate, cal, explain))
     price = cost.per_unit(price, sp, w)
-    mem = layouts.memory(w, led, gpu, lay, sp.concurrency)
-    why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
-    why.update(sp.why)
-    why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
-    why.update(mem.why)
+    # what each card holds is the kept plan's to show: the search orders plans by none of it
+    mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
+    why = {}
+    if explain:
+        why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
+        why.update(sp.why)
+        why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
+        why.update(mem.why)
     ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training else {}
     return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
                 activation_checkpointing=w.activation_checkpointing if w.training else None,
@@ -168,7 +173,7 @@ def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = No
     """The `limits` entry of a GPU ceiling that kept the planner from a plan meeting the target (`box`:
     why a workstation holds no more)."""
     if box:
-        return {"limit": "workstation", "value": max_gpus, "needed_gpus": needed, "source": "numbers/cost.py workstation_cards (K02, NEC_15A, C14)",
+        return {"limit": "workstation", "value": max_gpus, "needed_gpus": needed, "source": "numbers/power.py workstation_cards (K02, NEC_15A, C14)",
                 "text": f"{box}: meeting the target needs about {needed:,}"}
     given = w.constraints.max_gpus is not None
     return {"limit": "max_gpus", "value": max_gpus, "needed_gpus": needed,
@@ -215,9 +220,8 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     sizes = cost.instance_sizes(gpu, catalog, w) or ([layouts.rack_unit(gpu)] if layouts.rack_unit(gpu) else [])
     gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in cost.offers(gpu, catalog, w)), default=None)
     unit = objective.unit_of_work(w)
-    tried: list[tuple] = []
     fewest = None
-    refused: dict = {}        # the fewest GPUs a plan meeting the target needed beyond max_gpus
+    prepared = []
     for wv, lv in variants:
         bases, wider = _bases(w, wv, lv, gpu, max_gpus, stages)
         if engine is not None and not w.training:
@@ -225,10 +229,46 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
             bases, wider = ([b for b in group if engine.runs(b.tp, b.pp, 1, b.ep, b.attention_dp)] for group in (bases, wider))
         n = layouts.min_cards(bases)
         fewest = n if fewest is None or (n is not None and n < fewest) else fewest
-        seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
-        priced: dict = {}     # one price per rental of this workload variant (evaluate)
+        prepared.append((wv, lv, bases, wider))
+    limit = None
+    if fewest and not (w.layout_given or objective.minimises_time(w)):
+        # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
+        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards
+        limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
+    targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
+    # a training job without a deadline keeps no plan beyond the limit (below) while one within it
+    # was tried: those are not evaluated at all (if none within it is found, the search runs again
+    # whole). Its search has no target to miss, so a plan it skips steers nothing else it tries.
+    skip_above = limit if limit is not None and w.training and not targeted else None
+    tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above)
+    if skip_above is not None and not tried:
+        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
+    if tried and limit is not None:
+        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
+        tried = kept or tried
+    return tried, fewest, cp, gpu_rate, unit, refused
 
-        def attempt(base, dp, wv=wv, lv=lv, seen=seen, priced=priced):
+
+def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int,
+                    engine: Engine | None, cp: str, rate: Term, unit: str, gpu_rate, skip_above: int | None):
+    """The layouts of `_search` tried, each variant's bases and wider ones (and disaggregated pools),
+    as (tried, refused); a layout of more than `skip_above` cards is not tried."""
+    tried: list[tuple] = []
+    refused: dict = {}        # the fewest GPUs a plan meeting the target needed beyond max_gpus
+    # one price per rental (evaluate): the variants differ in activation checkpointing only, which no
+    # price reads (the kinds, providers, regions, fleet and deployment are the workload's own)
+    priced: dict = {}
+    for wv, lv, bases, wider in prepared:
+        seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
+
+        def attempt(base, dp, wv=wv, lv=lv, seen=seen):
+            # a layout tried already is not built again: with_replicas keeps the base's TP, PP, EP,
+            # attention DP and pools and takes at least its replicas
+            count = base.count if dp == base.dp else base.tp * base.pp * max(dp, base.min_dp)
+            if (count, base.tp, base.pp, base.ep, base.attention_dp, base.pools) in seen:
+                return None
+            if skip_above is not None and count > skip_above:
+                return None
             lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
             sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp, lay.pools)
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
@@ -236,7 +276,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
             seen.add(sig)
             if engine is not None and not w.training and not engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp):
                 return None
-            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine)
+            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False)
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
 
@@ -266,14 +306,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
             search(wider)
         if disaggregation_tried(w, catalog):
             _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
-    if tried and fewest and not (w.layout_given or objective.minimises_time(w)):
-        # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
-        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards
-        limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
-        targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
-        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
-        tried = kept or tried
-    return tried, fewest, cp, gpu_rate, unit, refused
+    return tried, refused
 
 
 def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
@@ -382,7 +415,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     by the workload's objective kept, with why."""
     max_gpus = w.constraints.max_gpus or layouts.MAX_GPUS
     gpu = fleet.shaped(gpu, w)      # on the team's own cards: the fleet's nodes and links, not the catalog's
-    box = cost.workstation_cards(gpu, w)
+    box = power.workstation_cards(gpu, w)
     if box and box[0] < max_gpus:
         # a desk machine is one box: size within it, and when the target needs more, the closest plan
         # that fits is the answer with the limit stated (not a plan the workstation rules then exclude)
@@ -400,7 +433,9 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if not tried:
         reason = _why_none(w, led, gpu, max_gpus, engine) + (f": {box_why}" if box_why else "")
         return Plan(gpu, False, compute_precision=cp, reason=reason, ideal=ideal, why={"ideal": ideal_why})
-    _, _, p, lay, wv, _ = _choose(w, tried, unit, gpu_rate)
+    _, _, p, lay, wv, lv = _choose(w, tried, unit, gpu_rate)
+    # the search timed its layouts without their texts: the plan kept, again with them (the same figures)
+    p = evaluate(wv, lv, gpu, catalog, lay, cp, speed.achievable_tflops(catalog, gpu, cp), None, engine)
     limits = []
     if p.misses and refused.get("needed"):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said

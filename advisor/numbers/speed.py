@@ -369,20 +369,26 @@ def decode_tokens_per_s(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal
     return total / sv.step
 
 
-def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
+def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
+                    explain: bool = True) -> Speed:
     """TTFT, TPOT and throughput of the colocated layout `lay` (tp, pp, dp, count; a disaggregated one
     is numbers.poolspeed's) at the workload's concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
-    source in speed_explained."""
+    source in speed_explained (`explain` false: the figures only, for a layout the planner may not keep)."""
     cal = cal or default_calibration()
     sh = _shape_of(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
     ep, adp = lay.ep, lay.attention_dp
     sv, b, total, dispatch, why = _serve(w, led, gpu, lay, rate, cal)
+    tpot_ms = sv.tpot * 1e3
+    tokens_per_s = total / sv.tpot
+    figures = dict(concurrency=total, prefill_ms=sv.prefill * 1e3, ttft_ms=sv.ttft * 1e3, tpot_ms=tpot_ms, decode_ms_per_token=tpot_ms,
+                   tokens_per_s=tokens_per_s, tokens_per_s_per_user=1e3 / tpot_ms, tokens_per_s_per_gpu=tokens_per_s / lay.count,
+                   hours_per_million_tokens=1e6 / (tokens_per_s * 3600) if tokens_per_s else None)
+    if not explain:
+        return Speed(**figures)
     new, past = prefill_tokens(w.prompt_tokens, w.prefix_cache_hit)
     cache_words = (f" ({past:,.0f} of the {w.prompt_tokens:,} prompt tokens read from the prefix cache, prefix_cache_hit "
                    f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
-    tpot_ms = sv.tpot * 1e3
-    tokens_per_s = total / sv.tpot
     link, link_how = group_link(gpu, cal, tp)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     moe = ep > 1 and bool(sh.expert_bytes)
@@ -437,10 +443,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
                                   f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
                                   "per replica (K06, K01; factors fitted, docs/accuracy.md)")
-    return Speed(concurrency=total, prefill_ms=sv.prefill * 1e3, ttft_ms=sv.ttft * 1e3, tpot_ms=tpot_ms, decode_ms_per_token=tpot_ms,
-                 tokens_per_s=tokens_per_s, tokens_per_s_per_user=1e3 / tpot_ms, tokens_per_s_per_gpu=tokens_per_s / lay.count,
-                 hours_per_million_tokens=1e6 / (tokens_per_s * 3600) if tokens_per_s else None,
-                 speed_explained=explained, why=why)
+    return Speed(**figures, speed_explained=explained, why=why)
 
 
 # --- queueing at an arrival rate ------------------------------------------------------------------

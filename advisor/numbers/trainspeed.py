@@ -128,10 +128,13 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute)
 
 
-def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> Speed:
+def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
+                  explain: bool = True) -> Speed:
     """Expected tokens/s, MFU and hours of the layout `lay`: the step time of the calibrated model and
     the whole run's wall-clock (step time / goodput: interruptions, checkpoints, evaluation), with both
-    fits' spread as the uncertainty; without a token budget, the hours per million training tokens."""
+    fits' spread as the uncertainty; without a token budget, the hours per million training tokens.
+    `explain` false: the figures without their texts (speed_explained, why), for a layout the planner
+    may not keep."""
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
     m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp)
@@ -145,7 +148,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     good, good_how = cal.goodput(count)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
-    explained = {
+    explained = {} if not explain else {
         "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
                                     + (f", x {fp4_training_credit(gpu, cal, p):.2f} FP8 / FP4 peak: no FP4 training measurement, credited the FP8 rate"
@@ -182,7 +185,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     sigma = max(cal.train_spread, cal.train_moe_spread) if led.sized.experts else cal.train_spread
     sigma = math.sqrt(sigma ** 2 + cal.goodput_spread ** 2)
     spread = math.exp(sigma) if sigma else 1.0
-    why = {"training_hours": (f"{step_hours:,.1f} h of steps / goodput {good:.2f} = {hours:,.1f} h: "
+    why = {} if not explain else {"training_hours": (f"{step_hours:,.1f} h of steps / goodput {good:.2f} = {hours:,.1f} h: "
                               f"{w.training_tokens:.3g} tokens / ({count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
                               f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x {'frozen base + 6 x adapters' if lora else 'active'}"
                               f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
