@@ -46,20 +46,9 @@ NATIVE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8
 _UNREAD = object()
 
 
-@dataclass(frozen=True)
-class GPU:
-    """An accelerator of the catalog: every figure with its source and date."""
-
-    id: str
-    name: str
-    aliases: tuple[str, ...]
-    vendor: str
-    generation: str
-    gpu_class: str
-    status: str
-    figures: dict[str, Figure]
-    file: str
-    line: int
+class Figures:
+    """A catalog entry's figures (`figures`: name -> Figure), each read as a number once: entries are
+    frozen, and the planner reads some figures for every layout it tries."""
 
     def fig(self, name: str) -> Figure:
         return self.figures.get(name, NONE)
@@ -76,6 +65,22 @@ class GPU:
         # each figure read as a number once (frozen: they never change); the planner reads some
         # figures for every layout it tries
         return {}
+
+
+@dataclass(frozen=True)
+class GPU(Figures):
+    """An accelerator of the catalog: every figure with its source and date."""
+
+    id: str
+    name: str
+    aliases: tuple[str, ...]
+    vendor: str
+    generation: str
+    gpu_class: str
+    status: str
+    figures: dict[str, Figure]
+    file: str
+    line: int
 
     # figures read in the planner's loops are computed once per GPU (frozen: they never change)
     @cached_property
@@ -100,7 +105,7 @@ class GPU:
 
 
 @dataclass(frozen=True)
-class Model:
+class Model(Figures):
     """A model of the catalog: its architecture figures, each with its source."""
 
     id: str
@@ -109,22 +114,6 @@ class Model:
     figures: dict[str, Figure]
     file: str | None = None
     line: int | None = None
-
-    def fig(self, name: str) -> Figure:
-        return self.figures.get(name, NONE)
-
-    def num(self, name: str) -> float | None:
-        got = self._numbers.get(name, _UNREAD)
-        if got is _UNREAD:
-            v = self.fig(name).value
-            got = self._numbers[name] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-        return got
-
-    @cached_property
-    def _numbers(self) -> dict:
-        # each figure read as a number once (frozen: they never change); the planner reads some
-        # figures for every layout it tries
-        return {}
 
     @property
     def precision(self) -> dict[str, str]:

@@ -22,16 +22,23 @@ def parse_layout(raw, col: Collector, line) -> dict:
         return {}
     if any(k in POOLS for k in raw):
         return {"pools": _pools(raw, col, line)}
+    got = _counts(raw, LAYOUT_FIELDS, col, "layout", line, "unknown layout field")
+    return {"layout": tuple(got.get(k, 1) for k in LAYOUT_FIELDS)}
+
+
+def _counts(m: dict, fields, col: Collector, where: str, line, unknown: str) -> dict:
+    """A layout's or a pool's counts, each a whole number from 1 (empty: 1), the unknown keys reported."""
     got = {}
-    for k, v in raw.items():
-        if k not in LAYOUT_FIELDS:
-            col.add(f"unknown layout field{_suggest(k, LAYOUT_FIELDS)}", yamlio.line_of(raw, k, line), f"layout.{k}")
+    for k, v in m.items():
+        if k not in fields:
+            hint = " (a pool's replica count is `replicas`)" if k == "dp" and "replicas" in fields else _suggest(k, fields)
+            col.add(f"{unknown}{hint}", yamlio.line_of(m, k, line), f"{where}.{k}")
             continue
         checked = check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
-                              f"layout.{k}", yamlio.line_of(raw, k, line))
+                              f"{where}.{k}", yamlio.line_of(m, k, line))
         if checked is not None:
             got[k] = checked
-    return {"layout": tuple(got.get(k, 1) for k in LAYOUT_FIELDS)}
+    return got
 
 
 def _pools(raw: dict, col: Collector, line) -> tuple | None:
@@ -53,16 +60,7 @@ def _pools(raw: dict, col: Collector, line) -> tuple | None:
         if not isinstance(pool, dict):
             col.add("must be a mapping {tp: N, pp: N, ep: N, attention_dp: N, replicas: N}", pline, f"layout.{name}")
             continue
-        got = {}
-        for k, v in pool.items():
-            if k not in POOL_FIELDS:
-                hint = " (a pool's replica count is `replicas`)" if k == "dp" else _suggest(k, POOL_FIELDS)
-                col.add(f"unknown pool field{hint}", yamlio.line_of(pool, k, pline), f"layout.{name}.{k}")
-                continue
-            checked = check_value(Spec("int", "", min=1, max=100_000), 1 if v is None else v, col,
-                                  f"layout.{name}.{k}", yamlio.line_of(pool, k, pline))
-            if checked is not None:
-                got[k] = checked
+        got = _counts(pool, POOL_FIELDS, col, f"layout.{name}", pline, "unknown pool field")
         out.append(tuple(got.get(k, 1) for k in ("tp", "pp", "replicas", "ep", "attention_dp")))
     return tuple(out) if len(out) == 2 else None
 
