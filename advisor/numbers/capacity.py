@@ -13,8 +13,8 @@ import math
 
 from advisor.inputs.capacity import contract_rate, on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price
+from advisor.numbers.terms import HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730              # 8,760 h / 12 (as numbers/cost.py)
 
 
 def offer_dict(p: Price, n: int, count: int) -> dict:

@@ -21,9 +21,9 @@ from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, several
 from advisor.numbers.power import kw_per_card, power
+from advisor.numbers.terms import HOURS_PER_MONTH
 from advisor.inputs.skypilot import PROVIDERS
 
-HOURS_PER_MONTH = 730              # 8,760 h / 12
 INSTANCE_KINDS = ("on-demand", "reserved", "spot")
 #: where the plan is bought rather than rented; a workstation is a desk or lab machine (issue 22)
 ON_PREM = ("on-prem", "air-gapped", "workstation")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, speed, trainspeed
+from advisor.numbers import cost, trainspeed
 from advisor.numbers.ledger import LEDGER_KEYS, Ledger, inference_ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.planner import knob_variants, plan_candidate

@@ -376,7 +376,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     source in speed_explained (`explain` false: the figures only, for a layout the planner may not keep)."""
     cal = cal or default_calibration()
     sh = _shape_of(w, led)
-    tp, pp, dp = lay.tp, lay.pp, lay.dp
+    tp, pp = lay.tp, lay.pp
     ep, adp = lay.ep, lay.attention_dp
     sv, b, total, dispatch, why = _serve(w, led, gpu, lay, rate, cal)
     tpot_ms = sv.tpot * 1e3

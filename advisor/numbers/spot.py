@@ -16,9 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from advisor.numbers.terms import GB
+from advisor.numbers.terms import GB, HOURS_PER_MONTH
 
-HOURS_PER_MONTH = 730
 
 
 def interruption_rate(capacity: dict, gpu_id: str) -> tuple[float, dict]:

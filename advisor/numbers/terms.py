@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 GB = 1e9
 TFLOP = 1e12
+HOURS_PER_MONTH = 730    # 24 x 365 / 12: the month every monthly figure uses
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def write(rec: dict, catalog: Catalog, fmt: str, out: str | Path, template: str 
     """Write the memo to `out` (atomically) and, for Markdown, its charts as SVG files beside it, which
     it links; every output is checked (an input of the command is refused) before any is written.
     Returns the paths written, the memo first."""
-    from advisor.base.files import refuse_output, write_atomic
+    from advisor.base.files import refuse_output    # (write_atomic: imported below, for callers of memo too)
     paths = {}
     if fmt == "md" and writes_charts(out):
         paths = chart_paths(out)

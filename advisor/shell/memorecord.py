@@ -12,7 +12,6 @@ from advisor.numbers.objective import UNIT_LABELS
 from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd
 
 
-HOURS_PER_MONTH = 730          # 24 x 365 / 12
 
 
 SEVERITY = {"high": 0, "medium": 1, "low": 2, "info": 3}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from advisor.numbers.terms import HOURS_PER_MONTH
+
 _ID = r"[KTCAW]\d\d"
 
 
@@ -123,9 +125,6 @@ def _owned_offer(p: dict) -> str:
         how = "bought" if added.get("kind") == "purchase" else "rented"
         text += f"; {p['added_gpus']} more {how}: {offer(added)}"
     return clean(text)
-
-
-HOURS_PER_MONTH = 730          # 24 x 365 / 12 (numbers.cost uses the same month)
 
 
 def _share(x) -> float | None:
