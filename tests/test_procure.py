@@ -245,3 +245,18 @@ def test_the_fleet_month_is_its_running_cost_24x7(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "730 h: the team's cards run 24x7 at their running cost, the 32 added ones rented as long" in out
     assert "no utilisation given" not in out
+
+
+def test_a_break_even_later_than_the_write_off_says_so(tmp_path, capsys):
+    # 70B bought, busy 20% of the hours: renting those hours from AWS or GCP is cheap, so buying pays off only
+    # after the 5 years the cards are written off over (169 months); the memo must not read that as a saving
+    r = rec(tmp_path, capsys, dict(serve70(deployment="on-prem", busy_share=0.2, amortisation_years=5, gpus=["h100-sxm"],
+                                           providers=["AWS", "GCP"]), concurrency=64, context_tokens=8192))
+    t = r["recommendation"]["tco"]
+    assert t["write_off_months"] == 60
+    assert t["break_even_months"] > 60
+    assert "beyond the 5-year write-off" in r["estimate"]["candidates"][0]["why"]["rent_vs_buy"]
+    r = rec(tmp_path, capsys, dict(serve70(deployment="on-prem", busy_share=0.8, amortisation_years=5, gpus=["h100-sxm"],
+                                           providers=["AWS", "GCP"]), concurrency=64, context_tokens=8192))
+    assert r["recommendation"]["tco"]["break_even_months"] < 60
+    assert "write-off" not in r["estimate"]["candidates"][0]["why"]["rent_vs_buy"]

@@ -353,6 +353,7 @@ def tco(count: int, usd_per_gpu: float, it_kw: float, rent_usd_per_hour: float |
     return {"capex_usd": capex, "opex_usd_per_month": opex, "rent_usd_per_month": rent_month,
             "break_even_months": (capex / saving) if saving and saving > 0 else None,
             "energy_usd_per_month": energy, "hosting_usd_per_month": hosting, "maintenance_usd_per_month": maintenance,
+            "write_off_months": v["amortisation_years"] * 12,
             "owning_usd_per_hour": (capex / (v["amortisation_years"] * 12) + opex) / HOURS_PER_MONTH}
 
 
@@ -395,7 +396,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
                "usd_per_instance_hour": usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
                "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]),
                **({"basis": entry["basis"]} if entry.get("basis") else {})}
-    t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months")}
+    t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months", "write_off_months")}
     t.update({
         "capex_usd_range": [low["capex_usd"], high["capex_usd"]],
         "break_even_months_range": [low["break_even_months"], high["break_even_months"]],
@@ -476,6 +477,13 @@ def _months(x) -> str:
     return "never (renting is cheaper)" if x is None else f"{x:,.1f} months"
 
 
+def beyond_write_off(t: dict) -> str:
+    """The clause a break-even later than the hardware's write-off needs: the cards are written off before
+    buying has paid for itself."""
+    be, off = t.get("break_even_months"), t.get("write_off_months")
+    return f", beyond the {off / 12:g}-year write-off" if be and off and be > off else ""
+
+
 def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
     """One paragraph for the memo: buying against renting the same plan, with the ranges of the sources."""
     lo, hi = t["break_even_months_range"]
@@ -496,7 +504,7 @@ def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
             f"{o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']}, scaled to this plan's speed)"
             if plan else f"the same plan ({o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']})")
     return (text + f"; renting {same} "
-            f"{s['utilisation']['v']:.0%} of the time: ${t['rent_usd_per_month']:,.0f}/month; break-even: {be}{span}")
+            f"{s['utilisation']['v']:.0%} of the time: ${t['rent_usd_per_month']:,.0f}/month; break-even: {be}{beyond_write_off(t)}{span}")
 
 
 def _hours_per_unit(plan, w) -> float | None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
+from advisor.numbers.cost import beyond_write_off
 from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd
 
 
@@ -174,7 +175,7 @@ def _tco(t: dict) -> str:
         parts.append(f"renting {_usd(t['rent_usd_per_month'], 0)} per month")
     be = t.get("break_even_months")
     if be is not None:
-        parts.append(f"buying pays off after {be:,.0f} months" if be > 0 else "buying never pays off")
+        parts.append(f"buying pays off after {be:,.0f} months{beyond_write_off(t)}" if be > 0 else "buying never pays off")
     return "; ".join(parts) or "no figures"
 
 
