@@ -189,6 +189,23 @@ def test_mtp_gains_at_one_sequence_as_published_and_loses_at_saturation(catalog)
     assert mtp.prefill_ms == pytest.approx(plain.prefill_ms)
 
 
+def test_mtp_module_weights_are_in_the_ledger(catalog):
+    # DeepSeek-V3's MTP module (num_nextn_predict_layers 1): one MoE decoder layer (attention 187.1M, 256 + 1
+    # shared experts of 3 x 7168 x 2048, router 1.84M, norms 14.3k) + eh_proj 2 x 7168^2 + 3 norms + its own
+    # embedding and head 2 x 129,280 x 7168 = 13.46B; with the main model's 671.03B: 684.5B, the 685B
+    # DeepSeek's README gives for the checkpoint
+    m = catalog.models["deepseek-v3"]
+    assert m.num("mtp_params_b") == pytest.approx(13.4634, abs=1e-4)
+    assert m.num("params_b") + m.num("mtp_params_b") == pytest.approx(685, abs=0.6)
+    doc = {"mode": "inference", "model": "deepseek-v3", "concurrency": 8}
+    plain = inference_ledger(workload.parse(doc, catalog))
+    mtp = inference_ledger(workload.parse(dict(doc, speculative={"method": "mtp", "tokens": 1}), catalog))
+    # FP8 checkpoint: 1 byte per parameter
+    assert mtp.bytes("weights_gb") - plain.bytes("weights_gb") == pytest.approx(13.4634e9, rel=1e-4)
+    assert "MTP module 13.46B" in mtp.terms["weights_gb"].formula
+    assert mtp.bytes("total_gb") > plain.bytes("total_gb")
+
+
 def test_mtp_without_a_published_acceptance_is_refused_in_one_line(tmp_path, capsys):
     f = tmp_path / "w.yaml"
     f.write_text("mode: inference\nmodel: deepseek-v3\nspeculative: {method: mtp, tokens: 2}\n")

@@ -270,7 +270,7 @@ MODEL_FIGURES = ("params_b", "active_params_b", "expert_params_b", "experts", "e
                  "moe_layers",     # layers with routed experts (DeepSeek-V3: 58 of 61, first_k_dense_replace 3)
                  "layers",
                  "hidden_size", "attention_heads", "kv_heads", "head_dim", "sliding_window",
-                 "sliding_window_layers", "mla_kv_dim", "precision", "checkpoint_gb", "max_context")
+                 "sliding_window_layers", "mla_kv_dim", "mtp_params_b", "mtp_layers", "precision", "checkpoint_gb", "max_context")
 
 
 MODEL_NUMBERS = tuple(k for k in MODEL_FIGURES if k != "precision")

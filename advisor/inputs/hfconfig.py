@@ -65,7 +65,7 @@ FIELDS: dict[str, Spec | str] = {
     "intermediate_size": _int(1, 10_000_000), "moe_intermediate_size": _int(1, 10_000_000),
     "ffn_hidden_size": _int(1, 10_000_000), "shared_expert_intermediate_size": _int(0, 10_000_000),
     "n_shared_experts": _int(0, 100_000), "first_k_dense_replace": _int(0, 10_000),
-    "moe_layer_freq": _int(1, 10_000), "decoder_sparse_step": _int(1, 10_000),
+    "moe_layer_freq": _int(1, 10_000), "decoder_sparse_step": _int(1, 10_000), "num_nextn_predict_layers": _int(0, 100),
     "qk_nope_head_dim": _int(1, 100_000), "qk_rope_head_dim": _int(1, 100_000), "v_head_dim": _int(1, 100_000),
     "kv_lora_rank": _int(1, 1_000_000), "q_lora_rank": _int(1, 1_000_000),
     "max_window_layers": _int(0, 10_000), "sliding_window_pattern": _int(1, 10_000),
@@ -369,6 +369,13 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
     }
     if experts:
         out.update(experts=experts, experts_per_token=k, expert_params_b=expert_total / 1e9, moe_layers=moe_layers)
+    nextn = int(c.get("num_nextn_predict_layers") or 0)
+    if nextn and experts:
+        # DeepSeek-V3's multi-token-prediction module, loaded only to draft tokens (speculative decoding):
+        # per predicted token one MoE decoder layer, the projection of [embedding; hidden] (2H x H), two
+        # RMS norms, and the checkpoint's own copies of the embedding and output head (V x H each)
+        layer = attn + norms_per_layer + experts * per_expert + router + shared
+        out.update(mtp_layers=nextn, mtp_params_b=nextn * (layer + 2 * H * H + 3 * H + 2 * V * H) / 1e9)
     if mla:
         out["mla_kv_dim"] = mla
     if window:

@@ -42,6 +42,8 @@ MODEL_FIELDS: dict[str, Spec] = {
     "sliding_window": Spec("int", "Sliding-window size in tokens.", min=1, max=10_000_000),
     "sliding_window_layers": Spec("int", "Layers that use the sliding window.", min=0, max=10_000),
     "mla_kv_dim": Spec("int", "MLA: cached elements per token per layer.", min=1, max=1_000_000),
+    "mtp_params_b": Spec("float", "Multi-token-prediction module's parameters, billions (loaded only for speculative decoding).", min=0, max=100_000, unit="B"),
+    "mtp_layers": Spec("int", "Decoder layers of the multi-token-prediction module (tokens it predicts ahead).", min=0, max=100),
     "precision": Spec("enum", "Shipped precision of the weights.", PRECISIONS),
     "max_context": Spec("int", "Longest context the model supports.", min=1, max=100_000_000),
 }

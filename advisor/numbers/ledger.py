@@ -216,6 +216,14 @@ def inference_ledger(w: Workload) -> Ledger:
     kv = kv_shape(w.model, w.kv_precision)
     notes = []
     terms = {"weights_gb": Term(s.weights_bytes, s.weights_formula, s.sources)}
+    mtp = w.model.num("mtp_params_b")
+    if w.speculative and mtp:
+        # speculative decoding loads the model's multi-token-prediction module beside it, at the checkpoint's
+        # bytes per parameter (its one attention layer's KV cache, 1/62 of DeepSeek-V3's, is not counted)
+        bpp = s.weights_bytes / s.params
+        terms["weights_gb"] = Term(s.weights_bytes + mtp * 1e9 * bpp,
+                                   f"{s.weights_formula} + MTP module {mtp:,.2f}B x {bpp:.3g} B",
+                                   tuple(dict.fromkeys(s.sources + tuple(w.model.fig("mtp_params_b").sources))))
     if kv:
         per_seq = kv.bytes_per_sequence(w.context_tokens)
         terms["kv_cache_gb"] = Term(per_seq * w.concurrency,

@@ -101,6 +101,11 @@ def entry(mid: str, meta: dict) -> tuple[str, dict]:
         if f["moe_layers"] != f["layers"]:
             lines.append(f"    moe_layers: {{v: {f['moe_layers']}, src: [{cid}], note: \"layers with routed experts, of {f['layers']} "
                          f"(first_k_dense_replace, decoder_sparse_step or mlp_only_layers of the config)\"}}")
+        if f.get("mtp_params_b"):
+            lines.append(f"    mtp_params_b: {{v: {round(f['mtp_params_b'], 4):g}, src: [{cid}], note: \"num_nextn_predict_layers "
+                         f"{f['mtp_layers']}: one MoE decoder layer each, its projection and norms, and the checkpoint's own "
+                         "embedding and head copies; loaded only for speculative decoding\"}")
+            lines.append(f"    mtp_layers: {{v: {f['mtp_layers']}, src: [{cid}]}}")
     else:
         lines += ["    experts: {v: null, note: dense}", "    experts_per_token: {v: null, note: dense}"]
     for k in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim"):
