@@ -260,3 +260,18 @@ def test_a_break_even_later_than_the_write_off_says_so(tmp_path, capsys):
                                            providers=["AWS", "GCP"]), concurrency=64, context_tokens=8192))
     assert r["recommendation"]["tco"]["break_even_months"] < 60
     assert "write-off" not in r["estimate"]["candidates"][0]["why"]["rent_vs_buy"]
+
+
+def test_workstation_limits_are_the_planners_and_a_given_power_supply_replaces_the_circuit(tmp_path, capsys):
+    # a given layout of 6 x RTX 5090 on a desk: beyond the tower's 4 cards (numbers.power, which the planner sizes
+    # with), and 6 x 575 W x 1.25 = 4.3 kW on a 1.44 kW household circuit
+    doc = {"mode": "inference", "model": "llama-3.1-8b", "layout": {"tp": 1, "dp": 6},
+           "constraints": {"deployment": "workstation", "gpus": ["rtx-5090"]}}
+    c = cand(rec(tmp_path, capsys, doc), "rtx-5090")
+    by = {e["rule"]: e["reason"] for e in c["excluded_by"]}
+    assert "at most 4 double-width cards" in by["workstation-four-cards"]
+    assert "more than the 1.44 kW a 15 A / 120 V household circuit" in by["workstation-wall-circuit"]
+    # a workstation on a 5 kW supply is judged against the 5 kW given (node-power-over-the-room), not the circuit
+    doc["constraints"]["power_kw_per_node"] = 5
+    c = cand(rec(tmp_path, capsys, doc), "rtx-5090")
+    assert [e["rule"] for e in c["excluded_by"]] == ["workstation-four-cards"]

@@ -14,6 +14,7 @@ from advisor.numbers import api
 from advisor.numbers.spot import interval_text
 from advisor.numbers.estimate import GB, Estimate
 from advisor.numbers.objective import unit_cost, unit_of_work
+from advisor.numbers.power import WORKSTATION_CIRCUIT_KW, WORKSTATION_MAX_CARDS
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ FACTS: dict[str, Fact] = {
     "workload.power_kw_per_rack": Fact("number", "kW", "power available per rack (absent: no limit given)"),
     "workload.fleet_gpus": Fact("integer", "GPUs", "GPUs the team owns or has reserved, all kinds (absent: no fleet given)"),
     "workload.deployment": Fact("string", "", "cloud | on-prem | air-gapped | workstation"),
+    "workload.workstation_max_cards": Fact("integer", "GPUs", "on a workstation: the cards one tower takes (K02; numbers.power, which the planner sizes with)"),
+    "workload.workstation_circuit_kw": Fact("number", "kW", "on a workstation: a 15 A / 120 V household circuit's continuous load (NEC_15A; numbers.power)"),
     "workload.load": Fact("string", "", "steady | irregular"),
     "workload.budget_usd_per_hour": Fact("number", "USD/h", "most the team pays per hour (absent: no limit given)"),
     "workload.objective": Fact("string", "", "what the plan minimises: cost | time | cards"),
@@ -112,6 +115,8 @@ FACTS: dict[str, Fact] = {
     "candidate.owned_nodes": Fact("integer", "nodes", "the team's own nodes the plan uses (absent: no fleet of this GPU)"),
     "candidate.added_nodes": Fact("integer", "nodes", "rented instances (or bought servers) the plan adds beside the fleet's nodes (absent: no fleet of this GPU)"),
     "candidate.power_margin_kw": Fact("number", "kW", "available power per node minus the node's need (absent: no limit given)"),
+    "candidate.circuit_margin_kw": Fact("number", "kW", "on a workstation without a given power limit: the household circuit's continuous load (workload.workstation_circuit_kw) minus the box's need"),
+    "candidate.cards_over_workstation": Fact("integer", "GPUs", "on a workstation: cards beyond what one tower holds (workload.workstation_max_cards); 0 or less when they fit"),
     "candidate.usd_per_hour": Fact("number", "USD/h", "rental cost of the layout (absent: price unknown)"),
     "candidate.budget_margin_usd_per_hour": Fact("number", "USD/h", "budget minus cost per hour (absent: no budget or price)"),
     "candidate.usd_per_million_tokens": Fact("number", "USD", "cost per million output tokens (T07); training without training_tokens: per million training tokens"),
@@ -232,6 +237,9 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
     }
+    desk = w.constraints.deployment == "workstation"
+    if desk:
+        vals.update(workstation_max_cards=WORKSTATION_MAX_CARDS, workstation_circuit_kw=WORKSTATION_CIRCUIT_KW)
     if w.training:
         vals.update(concurrency=w.micro_batch, micro_batch=w.micro_batch, method=w.method, optimizer=w.optimizer, zero_stage=w.zero_stage,
                     activation_checkpointing=w.activation_checkpointing, training_tokens=w.training_tokens)
@@ -303,6 +311,10 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                 cvals["nodes_per_rack"] = int(w.constraints.power_kw_per_rack // c.power_kw_per_node)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:
                 cvals["power_margin_kw"] = w.constraints.power_kw_per_node - c.power_kw_per_node
+            elif desk and c.power_kw_per_node is not None:     # a given limit is judged by power_margin_kw alone
+                cvals["circuit_margin_kw"] = WORKSTATION_CIRCUIT_KW - c.power_kw_per_node
+            if desk:
+                cvals["cards_over_workstation"] = c.count - WORKSTATION_MAX_CARDS
             if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:
                 cvals["budget_margin_usd_per_hour"] = w.constraints.budget_usd_per_hour - c.usd_per_hour
         _put_all(cf, cvals)
