@@ -852,3 +852,21 @@ def test_a_markdown_memo_to_a_device_gets_no_chart_files(capsys, tmp_path, monke
     monkeypatch.chdir(tmp_path)
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", os.devnull]) == 0
     assert list(tmp_path.iterdir()) == [] and "and its charts" not in capsys.readouterr().err
+
+
+def test_the_memo_names_expert_parallel_and_attention_dp_layouts(capsys):
+    # DeepSeek-V3 FP8 for 256 users: DEP 8 on one H200 node. The record's recommendation and the memo must say
+    # so; they used to show "TP 8 x PP 1 x DP 1: each layer split over 8 cards", a layout that does not fit
+    wl = Path(__file__).parent / "data" / "slo" / "deepseek-v3-fp8-256-users.yaml"
+    assert main(["recommend", str(wl), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)["recommendation"]
+    assert (r["tp"], r["ep"], r["attention_dp"]) == (8, 8, 8)
+    assert main(["recommend", str(wl)]) == 0
+    text = capsys.readouterr().out
+    layout = re.search(r"^Layout: +(.*?)\n(?=\S)", text, re.S | re.M).group(1)
+    assert " ".join(layout.split()) == ("TP 8 x PP 1 x DP 1, EP 8, attention DP 8: attention data-parallel over 8 cards "
+                                        "(each with its own sequences and KV cache), the experts spread over 8 (expert-parallel)")
+    assert "attention data-parallel over 8 cards, experts over 8" in " ".join(text.split())     # the summary's short form
+    # an alternative shows its hourly cost once and its cost per unit of work once
+    alt = re.search(r"^- NVIDIA B200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
+    assert " ".join(alt.split()).count("per million output tokens") == 1

@@ -70,8 +70,13 @@ def _layout(c: dict, gpus_per_node: int) -> str:
     if two:
         return f"{_plan(c)}: {two}"
     parts = []
-    if c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
+    ep, adp = c.get("ep") or 1, c.get("attention_dp") or 1
+    if adp > 1:
+        parts.append(f"attention data-parallel over {adp} cards (each with its own sequences and KV cache)"
+                     + (f", the experts spread over {ep} (expert-parallel)" if ep > 1 else ""))
+    elif c["tp"] > 1:
+        parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)"
+                     + (f", the experts spread over {ep} (expert-parallel)" if ep > 1 else ""))
     if c["pp"] > 1:
         where = "across nodes" if c["tp"] * c["pp"] > gpus_per_node else "in one node"
         parts.append(f"layers in {c['pp']} pipeline stages {where}")
@@ -85,8 +90,11 @@ def _layout_short(c: dict) -> str:
     if two:
         return two
     parts = []
-    if c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards")
+    ep, adp = c.get("ep") or 1, c.get("attention_dp") or 1
+    if adp > 1:
+        parts.append(f"attention data-parallel over {adp} cards" + (f", experts over {ep}" if ep > 1 else ""))
+    elif c["tp"] > 1:
+        parts.append(f"each layer split over {c['tp']} cards" + (f", experts over {ep}" if ep > 1 else ""))
     if c["pp"] > 1:
         parts.append(f"{c['pp']} pipeline stages")
     if c["dp"] > 1:

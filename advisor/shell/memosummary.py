@@ -78,7 +78,7 @@ def _summary(x: _Record, v: dict) -> dict:
     summary["alternatives"] = [{"name": a["name"], "gpu": a["gpu"], "count": a["count"], "cost": a["cost"],
                                 "diff": a["diff_short"].split(" effective cost")[0] + (" effective" if " effective cost" in a["diff_short"] else ""),
                                 "diff_long": a["diff"], "why": a["reasons"][0] if a["reasons"] else "scored no rule",
-                                "unit_cost": a["unit_cost"], "work_cost": a["work_cost"], "speed": a["speed"],
+                                "unit_cost": a["unit_cost"], "hour_cost": a["hour_cost"], "work_cost": a["work_cost"], "speed": a["speed"],
                                 "layout": a["layout"], "plain": a["plain"], "plain_short": a["plain_short"]}
                                for a in [a for a in v["alternatives"] if not a["excluded"]][:2]]
     summary["alt_table"] = _alt_table(x, [a["gpu"] for a in summary["alternatives"]])
@@ -234,7 +234,10 @@ def _range(rg) -> str:
     if not rg:
         return ""
     lo, hi = rg
-    return f"{_usd(lo) if lo >= 0.1 else f'${lo:.3g}'}-{_usd(hi) if hi >= 0.1 else f'${hi:.3g}'}"
+
+    def one(v):     # cents only where they matter: $0.77, $3,875 (not $3,875.08)
+        return _usd(v, 0) if v >= 100 else _usd(v) if v >= 0.1 else f"${v:.3g}"
+    return f"{one(lo)}-{one(hi)}"
 
 
 def _ranking_cost(unit: str, c: dict) -> str:

@@ -212,7 +212,8 @@ def _alternatives(x: _Record) -> dict:
             # the effective cost is per unit of work (per million tokens, per job), not per hour
             diff += f" effective cost {UNIT_LABELS.get(unit, 'per unit of work')}" if use_effective else " per hour"
         prem = _premium(dc.get("premium"))
-        alts.append({"unit_cost": _ranking_cost(unit, c), "work_cost": _unit_cost(mode, c) or "-",
+        # the hour beside the unit of work: when the ranking unit is the unit of work, unit_cost repeats it
+        alts.append({"unit_cost": _ranking_cost(unit, c), "hour_cost": _ranking_cost("hour", c), "work_cost": _unit_cost(mode, c) or "-",
                      "speed": _speed_short(mode, c), "layout": f"{c['count']} x {g}, {_plan(c)}" if c["fits"] else "does not fit",
                      "plain": _plain_reason(dc, reasons, x.rule_titles, _ratio(unit, c, base), x.decided[r["gpu"]] if r else None),
                      "plain_short": _plain_reason(dc, reasons, x.rule_titles, _ratio(unit, c, base), x.decided[r["gpu"]] if r else None, short=True),

@@ -203,7 +203,8 @@ def plan(c: dict) -> str:
     two = pools(c)
     if two:
         return f"prefill {_pool_plan(two['prefill'])} + decode {_pool_plan(two['decode'])}"
-    return f"TP {c['tp']} x PP {c['pp']} x DP {c['dp']}"
+    return (f"TP {c['tp']} x PP {c['pp']} x DP {c['dp']}" + (f", EP {c['ep']}" if (c.get("ep") or 1) > 1 else "")
+            + (f", attention DP {c['attention_dp']}" if (c.get("attention_dp") or 1) > 1 else ""))
 
 
 def _pool_words(p: dict) -> str:
