@@ -90,7 +90,7 @@ def test_help_why_and_back(catalog, kb, tmp_path):
     code, shown = drive(dlg, keys)
     text = "\n".join(shown)
     assert "Tab completes catalog ids" in text                      # ? shows the help
-    assert "rule(s) use this answer" in text and "Inference of a large model belongs on H200" in text   # why
+    assert "rule(s) use this answer" in text and "Memory-heavy inference belongs on H200" in text   # why
     assert "Back to: Which model?" in text
     assert dlg.answers["model"] == "kimi-k3"                        # Enter kept the answer given before `back`
     assert dlg.current().id == "task"
@@ -279,7 +279,7 @@ def test_why_leaves_out_rules_for_another_mode(catalog, kb):
     d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
     d.submit("inference")
     text = "\n".join(d.submit("why"))          # the model question
-    assert "Inference of a large model belongs on H200" in text
+    assert "Memory-heavy inference belongs on H200" in text
     assert "LoRA on a small model" not in text and "H200 pays off for memory-heavy training" not in text
 
 

@@ -442,7 +442,7 @@ def test_why_it_lost_never_lists_a_rule_in_the_losers_favour(capsys):
     why = row.split("<td>")[-1]
     # b200 scored +10 from large-model-inference-cards too: that is not why it lost
     assert "Do not rush to a new generation (-10)" in why
-    assert "Inference of a large model belongs on H200" not in why
+    assert "Memory-heavy inference belongs on H200" not in why
 
 
 def test_citations_name_the_statement_and_its_document(capsys):

@@ -581,7 +581,7 @@ def knob_alternatives(w: Workload) -> list[tuple[str, Workload]]:
         out.append((f"micro_batch 1 instead of {w.micro_batch}, with gradient accumulation",
                     replace(w, micro_batch=1)))
     if "zero_stage" not in w.defaults:
-        out.append((f"zero_stage chosen by the planner instead of {w.zero_stage}",
+        out.append((f"zero_stage {w.zero_stage} to the stage the planner chooses",
                     replace(w, defaults=tuple(w.defaults) + ("zero_stage",))))
     if w.method == "full" and training_precision(w) in ("bf16", "fp16"):
         out.append(("precision: fp8 (on a card with native FP8)", replace(w, precision="fp8")))

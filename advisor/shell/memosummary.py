@@ -7,7 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.wording import (gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+from advisor.shell.wording import (duration as _duration, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_hours)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
@@ -170,7 +170,7 @@ def _speed_against_level(x: _Record, c: dict) -> str:
         return text
     if c.get("training_hours") is not None:
         dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
-        return f"about {_num(c['training_hours'], 0)} hours" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
+        return f"about {_duration(c['training_hours'])}" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
     return ""
 
 

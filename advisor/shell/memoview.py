@@ -98,7 +98,7 @@ def _recommendation(x: _Record) -> dict:
                                  "checkpoints and evaluation; " if c.get("step_hours") and c.get("goodput") else "(")
                               + "calibrated on published runs: docs/accuracy.md)"))
     if mode != "inference" and c.get("global_batch"):
-        facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({'as given' if inputs.get('global_batch') else 'chosen by the planner: 4 micro-batches per pipeline stage'}), "
+        facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({'as given' if inputs.get('global_batch') else 'chosen by the planner: 4 micro-batches per pipeline stage' if c.get('pp', 1) > 1 else 'chosen by the planner: 4 micro-batches of gradient accumulation'}), "
                                f"micro-batch {c.get('micro_batch')}, {c.get('micro_batches'):,} micro-batches per replica per step"
                                + (f", pipeline bubble {c['pipeline_bubble'] * 100:.1f}% ((PP - 1) / (micro-batches + PP - 1))"
                                   if c.get("pipeline_bubble") else "")))
@@ -269,7 +269,15 @@ def _workload(x: _Record) -> dict:
             s for s in (f"first token within {sl['ttft_ms']:,.0f} ms" if sl.get("ttft_ms") else "",
                         f"{sl['tpot_ms']:,.0f} ms per output token" if sl.get("tpot_ms") else "") if s)
             + f", {x.cites.prose(sl['source'])})")
-    return {"workload": workload_rows(inputs, x.catalog), "defaults": defaults}
+    rows = workload_rows(inputs, x.catalog)
+    c = x.cands.get(x.r["gpu"]) if x.r else None
+    if c and inputs.get("mode") != "inference":
+        # fields the workload left to the planner: show what the recommended plan uses, not the default
+        chosen = {"zero_stage": (f"ZeRO-{c['zero_stage']}" if c.get("zero_stage") else "none") + " (chosen by the planner)",
+                  "activation_checkpointing": ("yes" if c.get("activation_checkpointing") else "no") + " (chosen by the planner)"}
+        planned = {label(k, x.mode): chosen[k] for k in chosen if k in x.rec.get("defaults_filled", []) and c.get(k) is not None}
+        rows = [(name, planned.get(name, val)) for name, val in rows]
+    return {"workload": rows, "defaults": defaults}
 
 
 def _sources(x: _Record) -> dict:

@@ -14,6 +14,17 @@ def usd(x, nd=2) -> str:
     return "unknown" if x is None else f"${x:,.{nd}f}"
 
 
+def duration(hours: float) -> str:
+    """Hours in words a reader takes in at once: 40 minutes, 1.5 hours, 42 hours, 12 days."""
+    if hours < 1:
+        return f"{max(1, round(hours * 60)):,} minutes" if round(hours * 60) != 1 else "1 minute"
+    if hours < 10:
+        return f"{hours:.1f} hours" if round(hours, 1) != 1 else "1 hour"
+    if hours < 72:
+        return f"{hours:,.0f} hours"
+    return f"{hours:,.0f} hours ({hours / 24:,.0f} days)"
+
+
 def count(x) -> str:
     """A large count in words a budget owner reads at a glance: 60 million, 1.5 trillion."""
     if x is None:
