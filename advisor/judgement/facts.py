@@ -94,6 +94,8 @@ FACTS: dict[str, Fact] = {
     "candidate.fits": Fact("boolean", "", "a layout within the GPU limit holds the workload"),
     "candidate.count": Fact("integer", "GPUs", "cards needed"),
     "candidate.nodes": Fact("integer", "nodes", "nodes needed"),
+    "candidate.instances": Fact("integer", "instances", "instances of the offer the plan rents or buys (absent: no offer)"),
+    "candidate.crosses_instances": Fact("boolean", "", "traffic crosses the rented instances: a model copy wider than one instance, or disaggregated pools sending KV between them"),
     "candidate.tp": Fact("integer", "", "tensor-parallel degree"),
     "candidate.pp": Fact("integer", "", "pipeline-parallel degree"),
     "candidate.dp": Fact("integer", "", "data-parallel degree"),
@@ -288,6 +290,14 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              break_even_million_tokens_per_day=a.break_even_tokens_per_day / 1e6 if a.break_even_tokens_per_day else None,
                              break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
+            if c.price and c.price.get("instances") and c.price.get("gpus_per_instance"):
+                # traffic between rented instances: a model copy larger than one instance (its pipeline
+                # stages cross them), or disaggregated pools whose KV transfer crosses them; independent
+                # replicas, each inside its own instance, exchange nothing
+                per = c.price["gpus_per_instance"]
+                pooled = c.layout is not None and c.layout.pools is not None
+                cvals.update(instances=c.price["instances"],
+                             crosses_instances=c.price["instances"] > 1 and (c.tp * c.pp > per or pooled))
             if c.price and c.price.get("capacity_instances"):
                 cvals["capacity_instances"] = c.price["capacity_instances"]
             if c.price and c.price.get("listings"):

@@ -7,7 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.wording import (duration as _duration, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+from advisor.shell.wording import (duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_hours)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
@@ -49,7 +49,7 @@ def _summary(x: _Record, v: dict) -> dict:
         summary["cost"] = _summary_cost(x, c)
         summary["objective"] = _objective(r)
         summary["api"] = _api_line(x.rec.get("api_comparison"))
-        summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''} "
+        summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {_machines(r, x.catalog.gpus[r['gpu']].gpus_per_node)} "
                                f"({_layout_short(r)}).")
     else:
         summary["sentence"] = v["headline"]

@@ -16,7 +16,7 @@ from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio 
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb, tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
-from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, offer as _offer, plan as _plan,
+from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, machines as _machines, offer as _offer, plan as _plan,
                                    usd as _usd, why_lost as _why_lost)
 from advisor.shell.memorecord import (SEVERITY, _Record, generation_date, _num, _layout, _unit_cost, _cost_sentence,
                                       _money_diff, _objective, _premium, _id_order, _effect)
@@ -78,10 +78,10 @@ def _recommendation(x: _Record) -> dict:
                           for g, rules in x.rec["no_candidate"].items()]}
     c = x.cands[r["gpu"]]
     gpu = x.catalog.gpus[r["gpu"]]
-    headline = (_closest_label(x) + f"Use {r['count']} x {gpu.name} ({r['nodes']} node{'s' if r['nodes'] > 1 else ''}, "
+    headline = (_closest_label(x) + f"Use {r['count']} x {gpu.name} ({_machines(r, gpu.gpus_per_node)}, "
                 f"{_plan(r)}): {_cost_sentence(mode, c, cites)}.")
     facts = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
-             ("Cards", f"{r['count']} on {r['nodes']} node{'s' if r['nodes'] > 1 else ''}"),
+             ("Cards", f"{r['count']} on {_machines(r, gpu.gpus_per_node)}"),
              ("Layout", _layout(r, gpu.gpus_per_node)),
              *([("Engine", c["why"]["engine"])] if (c.get("why") or {}).get("engine") else []),
              ("Memory per card", f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB ({_gb(c['headroom_gb'])} free)"),

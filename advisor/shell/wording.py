@@ -14,6 +14,16 @@ def usd(x, nd=2) -> str:
     return "unknown" if x is None else f"${x:,.{nd}f}"
 
 
+def machines(r: dict, gpus_per_node: int) -> str:
+    """Where the cards sit: "2 nodes", or the rented instances when they are smaller than a node
+    ("3 x 4-GPU instances"): the plan's node count is in whole 8-GPU nodes, the offer's in what is rented."""
+    o = r.get("price") or {}
+    n, per = o.get("instances"), o.get("gpus_per_instance")
+    if o.get("kind") in ("on-demand", "spot", "reserved", "contract") and n and n > 1 and per and per < gpus_per_node:
+        return f"{n} x {per}-GPU instances"
+    return f"{r['nodes']} node{'s' if r['nodes'] > 1 else ''}"
+
+
 def duration(hours: float) -> str:
     """Hours in words a reader takes in at once: 40 minutes, 1.5 hours, 42 hours, 12 days."""
     if hours < 1:
