@@ -180,10 +180,17 @@ def test_a_fleet_of_4_gpu_nodes_keeps_tensor_parallelism_inside_one_of_them(tmp_
     assert catalog_node["count"] == 8
 
 
-def test_a_pcie_or_unstated_fleet_plans_tensor_parallelism_as_pcie(tmp_path, capsys):
+def test_a_pcie_fleet_plans_tensor_parallelism_as_pcie_and_an_unstated_sxm_one_on_its_nvlink(tmp_path, capsys):
     base = {**serve70(gpus=["h100-sxm"]), "concurrency": 32}
     nvlink = rec(tmp_path, capsys, {**base, "fleet": [{"gpu": "h100-sxm", "count": 16, "nodes": 4, "interconnect": "NVLink"}]})
-    for link in ("PCIe Gen5 switch", None):
+    # an SXM module is only built onto an NVLink board: a fleet file that names no link keeps it, with a note
+    r = rec(tmp_path, capsys, {**base, "fleet": [{"gpu": "h100-sxm", "count": 16, "nodes": 4}]})
+    h = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
+    hn = next(c for c in nvlink["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
+    assert h["tokens_per_s_per_user"] == pytest.approx(hn["tokens_per_s_per_user"])
+    rules = [x["rule"] for x in cand(r, "h100-sxm")["warnings"]]
+    assert "fleet-link-assumed" in rules and not {"risk-tensor-parallel-over-pcie", "fleet-link-not-stated"} & set(rules)
+    for link in ("PCIe Gen5 switch",):
         entry = {"gpu": "h100-sxm", "count": 16, "nodes": 4, **({"interconnect": link} if link else {})}
         r = rec(tmp_path, capsys, {**base, "fleet": [entry]})
         h = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")

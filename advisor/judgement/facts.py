@@ -82,6 +82,7 @@ FACTS: dict[str, Fact] = {
     "candidate.interconnect": Fact("string", "", "scale-up link (nvlink-4, nvlink-5, infinity-fabric ...) or 'none'"),
     "candidate.interconnect_gb_s": Fact("number", "GB/s", "scale-up bandwidth per GPU (absent: none)"),
     "candidate.form_factor": Fact("string", "", "sxm | pcie | oam | module | cloud"),
+    "candidate.fleet_link": Fact("string", "", "how the team's fleet file gave this GPU's link: pcie | unknown (planned as PCIe) | assumed (an SXM/OAM module's own link, not named); absent: no fleet entry or a named scale-up link"),
     "candidate.gpus_per_node": Fact("integer", "GPUs", "GPUs in one node"),
     "candidate.tdp_w": Fact("number", "W", "power per card (absent: unknown)"),
     "candidate.cooling": Fact("string", "", "air | liquid | air-or-liquid"),
@@ -202,7 +203,7 @@ def _gpu_facts(g: GPU) -> dict:
         "bf16_tflops": g.num("bf16_tflops"), "fp8_native": "fp8" in g.native_precisions,
         "fp4_native": "fp4" in g.native_precisions, "interconnect": g.fig("interconnect").value or "none",
         "interconnect_gb_s": gb_s if isinstance(gb_s, (int, float)) else None,
-        "form_factor": g.fig("form_factor").value, "gpus_per_node": g.gpus_per_node, "tdp_w": g.num("tdp_w"),
+        "form_factor": g.fig("form_factor").value, "fleet_link": (g.fig("interconnect").extra or {}).get("fleet"), "gpus_per_node": g.gpus_per_node, "tdp_w": g.num("tdp_w"),
         "cooling": g.fig("cooling").value, "mig_instances": g.num("mig_instances"),
         # "air (passive)" in the catalog: a data-centre card; "active workstation / passive server" has both
         "passive_cooling": "passive" in (g.fig("cooling").note or "") and "active" not in (g.fig("cooling").note or ""),

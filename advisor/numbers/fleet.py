@@ -4,9 +4,10 @@ and links, not to the catalog's idea of a server of that GPU.
 A fleet entry (`fleet: [{gpu, count, nodes, interconnect, ...}]`) says how many cards sit in each of
 its nodes and what joins them. The planner is given the GPU shaped by it (`shaped`): at most the
 fleet node's cards in a node (so no tensor-parallel group takes more cards than one fleet node holds,
-and no NVLink domain reaches across its nodes), and, when the fleet names no scale-up link (PCIe, or
+and no NVLink domain reaches across its nodes), and, when the fleet names PCIe (or, for a PCIe card,
 nothing the advisor recognises), no NVLink at all, so the speed model, the layouts and the PCIe rules
-treat the plan like any PCIe part. Every other figure (prices, power per card) stays the catalog's.
+treat the plan like any PCIe part; an SXM or OAM module whose link the fleet does not name keeps its
+board's own (no such module is built without it). Every other figure (prices, power per card) stays the catalog's.
 """
 from __future__ import annotations
 
@@ -67,7 +68,12 @@ def shaped(gpu: GPU, w) -> GPU:
         figures["nvlink_domain"] = Figure(per_node, ("fleet",), f"{where}: NVLink ends at the fleet's node")
     kind = link_kind(entry.interconnect)
     link = gpu.fig("interconnect")
-    if kind != "scale-up" and link.value:
+    module = gpu.fig("form_factor").value in ("sxm", "oam", "module")
+    if kind == "unknown" and module and link.value:
+        # an SXM or OAM module only exists on a board with its scale-up link (HGX/DGX NVLink, OAM xGMI):
+        # a fleet file that names no link gets the module's own, and a note says so (rule fleet-link-assumed)
+        figures["interconnect"] = replace(link, extra={**link.extra, "fleet": "assumed"})
+    elif kind != "scale-up" and link.value:
         said = f"interconnect: {entry.interconnect}" if entry.interconnect else "no interconnect given"
         gen = "Gen5" if (gpu.num("launch_year") or 0) >= 2022 else "Gen4"
         figures["interconnect"] = Figure(None, ("fleet",), f"PCIe {gen} x16: {where}, {said} in the fleet file, "
