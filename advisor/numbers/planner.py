@@ -96,7 +96,7 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
               else speed.inference_speed(w, led, gpu, lay, rate, cal, explain))
     load = None
     if w.requests_per_s and not w.training:
-        sp, load = at_rate(w, led, gpu, lay, rate, cal, sp, explain)
+        sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
     price = cost.per_unit(price, sp, w)
     # what each card holds is the kept plan's to show: the search orders plans by none of it
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
@@ -110,25 +110,6 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
                 activation_checkpointing=w.activation_checkpointing if w.training else None,
                 misses=misses(w, sp, load), ideal=ideal, why=why)
-
-
-def at_rate(w: Workload, led: Ledger, gpu: GPU, lay: Layout, rate: Term, cal, sp: speed.Speed,
-            explain: bool) -> tuple[speed.Speed, queueing.Load]:
-    """The plan's speed with its time to first token at the workload's arrival rate (queueing): the
-    closed-loop figure is replaced; a plan past its capacity has none (no steady state)."""
-    load = queueing.serving_at_rate(w, led, gpu, lay, rate, w.requests_per_s, cal)
-    ttft = None if load.saturated else load.ttft_ms
-    total = load.capacity_requests_per_s * lay.dp
-    if not explain:
-        return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total), load
-    text = (f"at {w.requests_per_s:g} requests/s (requests_per_s): " +
-            (f"capacity {total:,.2f} requests/s < {w.requests_per_s:g} requested: no steady state" if load.saturated
-             else f"{load.ttft_ms:,.0f} ms") + f"; {load.formula}")
-    explained = {**sp.speed_explained, "ttft_at_rate_ms": {
-        "value": ttft, "factor": {"first_token_steps": cal.first_token_steps, "utilisation": round(load.utilisation, 4),
-                                  "capacity_requests_per_s": round(total, 4), "in_flight_per_replica": load.in_flight},
-        "source": "catalog/efficiency.yaml (first_token_steps fitted by bench/fit.py on MLPerf Server logs)", "formula": text}}
-    return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, speed_explained=explained, why={**sp.why, "ttft_ms": text}), load
 
 
 def training_hours_at_peak(w: Workload, led: Ledger, count: int, rate: Term) -> float:

@@ -18,14 +18,14 @@ M/D/1 wait with the service time 1 / capacity (rho / (1 - rho): x3 from 0.85 to 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers.calibration import Calibration, default_calibration
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.poolspeed import md_c_wait
-from advisor.numbers.speed import Serving, _shape_of, max_batch, serving_times
+from advisor.numbers.speed import Serving, Speed, _shape_of, max_batch, serving_times
 from advisor.numbers.terms import Term
 
 
@@ -109,3 +109,23 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
               else f"an unbounded wait for one of {b_max:,} sequence slots (the rate is past the capacity)"))
     return Load(lam, mu, rho, lo, b_max, math.inf if saturated else ttft * 1e3, wait * 1e3, sv.tpot * 1e3,
                 sv.prefill * 1e3, sv.tpot * 1e3, saturated, how)
+
+
+def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration, sp: Speed,
+                  explain: bool) -> tuple[Speed, Load]:
+    """The plan's speed with its time to first token at the workload's arrival rate (queueing): the
+    closed-loop figure is replaced; a plan past its capacity has none (no steady state)."""
+    load = serving_at_rate(w, led, gpu, lay, rate, w.requests_per_s, cal)
+    ttft = None if load.saturated else load.ttft_ms
+    total = load.capacity_requests_per_s * lay.dp
+    if not explain:
+        return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total), load
+    text = (f"at {w.requests_per_s:g} requests/s (requests_per_s): " +
+            (f"capacity {total:,.2f} requests/s < {w.requests_per_s:g} requested: no steady state" if load.saturated
+             else f"{load.ttft_ms:,.0f} ms") + f"; {load.formula}")
+    explained = {**sp.speed_explained, "ttft_at_rate_ms": {
+        "value": ttft, "factor": {"first_token_steps": cal.first_token_steps, "utilisation": round(load.utilisation, 4),
+                                  "capacity_requests_per_s": round(total, 4), "in_flight_per_replica": load.in_flight},
+        "source": "catalog/efficiency.yaml (first_token_steps fitted by bench/fit.py on MLPerf Server logs)", "formula": text}}
+    return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, speed_explained=explained, why={**sp.why, "ttft_ms": text}), load
+
