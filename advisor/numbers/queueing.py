@@ -11,7 +11,7 @@ decode, and takes new ones in at step boundaries. So a request waits
      in flight (theory 1.5: half a step to the boundary, then the step that returns the first token),
      fitted by bench/fit.py on MLPerf Server logs (catalog/measurements.yaml class ttft_load);
 plus the request handling and its own prefill. MLPerf's logs show why the single-server M/D/1 form
-(the first version of this model) was wrong: 32 TensorRT-LLM runs at 85-97% of their Offline capacity
+(the first version of this model) was wrong: 29 TensorRT-LLM runs at 85-98% of their Offline capacity
 all give a mean TTFT of 1.55-2.5 times their mean TPOT, with no growth with the utilisation that an
 M/D/1 wait with the service time 1 / capacity (rho / (1 - rho): x3 from 0.85 to 0.95) would give.
 """
@@ -42,9 +42,8 @@ class Load:
     slots: int                       # sequences the replica holds at once (the M/D/c servers)
     ttft_ms: float                   # math.inf when saturated
     wait_ms: float                   # for a free slot (M/D/c)
-    step_ms: float                   # the decode step of the batch in flight (its TPOT)
     prefill_ms: float
-    tpot_ms: float
+    tpot_ms: float                   # of the batch in flight: the step a new request waits for and joins
     saturated: bool
     formula: str
 
@@ -107,8 +106,8 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
            f"step boundary and the step that returns the first token, fitted on MLPerf Server logs) + "
            + (f"{wait * 1e3:,.1f} ms for one of {b_max:,} sequence slots (M/D/c)" if not saturated
               else f"an unbounded wait for one of {b_max:,} sequence slots (the rate is past the capacity)"))
-    return Load(lam, mu, rho, lo, b_max, math.inf if saturated else ttft * 1e3, wait * 1e3, sv.tpot * 1e3,
-                sv.prefill * 1e3, sv.tpot * 1e3, saturated, how)
+    return Load(lam, mu, rho, lo, b_max, math.inf if saturated else ttft * 1e3, wait * 1e3, sv.prefill * 1e3,
+                sv.tpot * 1e3, saturated, how)
 
 
 def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration, sp: Speed,
