@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from advisor.inputs import catalog as catalog_mod
 from advisor.base import yamlio  # noqa: E402
 from advisor.numbers.layouts import Layout  # noqa: E402
-from advisor.numbers import speed, trainspeed  # noqa: E402
+from advisor.numbers import queueing, speed, trainspeed  # noqa: E402
 from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E402
 from advisor.inputs.workload import parse  # noqa: E402
 
@@ -109,7 +109,7 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
         cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
     if r["class"] == "ttft_load":     # at the run's offered rate, against its measured Offline capacity
-        return speed.serving_at_rate(p.w, p.led, p.gpu, Layout(tp, pp, dp, 0.0), p.rate, float(r["qps"]), cal,
+        return queueing.serving_at_rate(p.w, p.led, p.gpu, Layout(tp, pp, dp, 0.0), p.rate, float(r["qps"]), cal,
                                      capacity_requests_per_s=float(r["capacity_qps"])).ttft_ms
     # expert parallelism and attention DP inside the TP group: "DEP4" is tp 4, ep 4, attention_dp 4
     lay = Layout(tp, pp, dp, 0.0, ep=r.get("ep") or 1, attention_dp=r.get("attention_dp") or 1)

@@ -86,7 +86,27 @@ STARTS = ({**BASE, "bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0},
 
 
 def serving_records(prepared):
-    return [p for p in prepared if p.rec["class"] not in accuracy.TRAINING and p.rec["split"] == "fit"]
+    # TTFT under load is fitted on its own (fit_queueing), after the factors of the closed-loop model
+    return [p for p in prepared if p.rec["class"] not in accuracy.TRAINING + ("ttft_load",) and p.rec["split"] == "fit"]
+
+
+#: decode steps of the batch in flight before a new request's first token (queueing.serving_at_rate): at
+#: least the step that runs its prefill minus the half step to its boundary, at most a few steps
+FIRST_TOKEN_STEPS = (0.5, 4.0)
+
+
+def fit_queueing(prepared, cal):
+    """first_token_steps on the fit split of the MLPerf Server/Interactive records (class ttft_load),
+    minimising the mean absolute log ratio with every other factor held: near saturation a few percent
+    of capacity move the slot wait by a factor, and a squared loss would let those few rows set the
+    figure for all."""
+    load = [p for p in prepared if p.rec["class"] == "ttft_load" and p.rec["split"] == "fit"]
+    if not load:
+        return cal, load
+    def loss(x):
+        c = replace(cal, first_token_steps=x)
+        return statistics.fmean(abs(_log_err(p, c)) for p in load)
+    return replace(cal, first_token_steps=golden(loss, *FIRST_TOKEN_STEPS)), load
 
 
 def fit_serving(prepared, cal):
@@ -189,7 +209,7 @@ def _resid(prepared, cal) -> str:
     return f"median |error| {statistics.median(errs):.1%} over {len(errs)} fit records"
 
 
-def render(cal, serving, train, groups, moe, sharded, whole=()) -> str:
+def render(cal, serving, train, groups, moe, sharded, whole=(), load=()) -> str:
     today = date.today().isoformat()
     ids = lambda ps: ", ".join(p.rec["id"] for p in ps)  # noqa: E731
     srv_res = _resid(serving, cal)
@@ -209,8 +229,13 @@ def render(cal, serving, train, groups, moe, sharded, whole=()) -> str:
              f'  maturing_software_share: {{v: {cal.maturing_share:.3f}, src: [CALIBRATION, K12, K18], note: "bandwidth and matmul shares are scaled by this on GPUs whose software the catalog calls maturing, limited or new (B200, MI300X, Gaudi ...)"}}',
              '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM\'s documented max_num_seqs default)"}',
              '  memory_utilisation: {v: 0.9, src: [VLLM_ENGINE_ARGS], note: "share of card memory an engine gives weights + KV cache (vLLM gpu_memory_utilization default)"}',
-             f'  fitted_on: "{ids(serving)}"',
-             "training:",
+             f'  fitted_on: "{ids(serving)}"']
+    if load:
+        lines += [f'  first_token_steps: {{v: {cal.first_token_steps:.3f}, src: [CALIBRATION], fit: "{_resid(load, cal)}", '
+                  'note: "at an arrival rate (requests_per_s), decode steps of the batch in flight before a new request\'s first token: '
+                  'the wait for the step boundary and the step that runs its prefill (theory 1.5), fitted on MLPerf Inference v4.1 Server logs"}',
+                  f'  first_token_steps_fitted_on: "{ids(load)}"']
+    lines += ["training:",
              "  share_of_matmul:   # share of the achievable (MAMF) matmul rate reached by model FLOPs, per GPU generation and precision"]
     lines.append("    default: {" + ", ".join(f"{p}: {{v: {v:.3f}, src: [CALIBRATION]"
                                          + (', note: "no FP4 training record: the FP8 figure"' if p == "fp4" else "") + "}"
@@ -258,8 +283,9 @@ def main(argv=None) -> int:
         serving = serving_records(prepared)
     else:
         cal, serving = fit_serving(prepared, cal)
+    cal, load = fit_queueing(prepared, cal)
     cal, train, groups, moe, sharded, whole = fit_training(prepared, cal)
-    block = render(cal, serving, train, groups, moe, sharded, whole)
+    block = render(cal, serving, train, groups, moe, sharded, whole, load)
     print(block)
     if not args.dry_run:
         text = EFFICIENCY.read_text()

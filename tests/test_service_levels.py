@@ -1,16 +1,12 @@
 """Service levels people hold (issue 20, item 4): MLPerf's Interactive limits per model class as the
-interactive default, the figure that missed in every exclusion, the three issue-20 workloads, and the
-time to first token at an arrival rate (M/D/1 admission) against MLPerf Server logs."""
-import math
-
+interactive default, the figure that missed in every exclusion and the three issue-20 workloads (the
+time to first token at an arrival rate: tests/test_queueing.py)."""
 import pytest
 
 from advisor.inputs import workload
 from advisor.judgement import decision, knowledge
 from advisor.numbers import estimate as estimator
-from advisor.numbers import objective, speed
-from advisor.numbers.layouts import Layout
-from advisor.numbers.ledger import inference_ledger
+from advisor.numbers import objective
 
 from conftest import ROOT
 
@@ -103,26 +99,3 @@ def test_a_plan_over_both_limits_names_both_figures(catalog, kb):
     r = d.record["recommendation"]              # every GPU misses: the closest plan, labelled, with its figures
     assert r["closest"]["missed"].startswith("time to first token") and "time per output token" in r["closest"]["missed"]
 
-
-def test_admission_wait_is_the_md1_wait_at_the_engines_utilisation(catalog):
-    # Pollaczek-Khinchine, deterministic service: rho S / (2 (1 - rho))
-    assert speed.admission_wait_s(0.9, 0.1) == pytest.approx(0.45)
-    assert speed.admission_wait_s(0.0, 0.1) == 0.0 and speed.admission_wait_s(1.0, 0.1) == math.inf
-    # MLPerf v4.1 8 x MI300X llama2-70b Server: 73.5 requests/s offered, 80.15 the Offline capacity,
-    # TP1 x 8 replicas: rho = 0.917, S = 8 / 80.15 = 99.8 ms, wait = 0.917 x 99.8 / (2 x 0.083) = 552 ms
-    w = parse(catalog, model="llama-2-70b", precision="fp8", kv_precision="fp8", prompt_tokens=300, output_tokens=294,
-              context_tokens=594, concurrency=1)
-    led = inference_ledger(w)
-    gpu = catalog.gpus["mi300x"]
-    rate = speed.achievable_tflops(catalog, gpu, speed.compute_precision(w, gpu, led.sized))
-    cal = speed.calibration(catalog)
-    load = speed.serving_at_rate(w, led, gpu, Layout(1, 1, 8, 0.0), rate, 73.5, cal, capacity_requests_per_s=80.15)
-    rho = 73.5 / 80.15
-    assert load.utilisation == pytest.approx(rho)
-    assert load.wait_ms == pytest.approx(rho * (8 / 80.15) / (2 * (1 - rho)) * 1e3) and 540 < load.wait_ms < 565
-    assert not load.saturated and load.ttft_ms > load.wait_ms
-    # measured: 1,006 ms mean (1,604 ms p99); without the admission wait the model gave ~186 ms
-    assert 0.6 < load.ttft_ms / 1006.3 < 0.9
-    # past the capacity there is no steady state: the first token never comes in time
-    over = speed.serving_at_rate(w, led, gpu, Layout(1, 1, 8, 0.0), rate, 90.0, cal, capacity_requests_per_s=80.15)
-    assert over.saturated and over.ttft_ms == math.inf

@@ -50,6 +50,7 @@ FIELDS: dict[str, Spec] = {
     "prefix_cache_hit": Spec("float", "Share of prompt tokens already in a prefix cache (a shared system prompt, a repeated context), 0-1: the prefill computes only the rest (their KV still held per sequence), and an API bills them at its cached-input price.", min=0, max=1, default=0, modes=("inference",)),
     "engine": Spec("enum", "The serving engine (vLLM, SGLang, TensorRT-LLM): its batch cap, KV memory share and layouts (catalog/engines.yaml); default: the one the catalog names for each GPU and model.", ENGINES, modes=("inference",)),
     "speculative": Spec("speculative", "Speculative decoding with the model's own multi-token-prediction module, {method: mtp, tokens: N drafted per step}: faster per user at small batches, slower at saturation; only models and counts with a published acceptance (catalog/engines.yaml speculative).", modes=("inference",)),
+    "requests_per_s": Spec("float", "Requests arriving per second (a Poisson stream, as a service or MLPerf's Server scenario sees them): each plan's time to first token is the one at that rate, its wait for the engine near saturation included, and a plan whose capacity is below the rate gets more replicas or is excluded, with its capacity named; default: none (the time to first token of `concurrency` users each sending the next request when the last one ends).", min=0.001, max=1e6, unit="requests/s", modes=("inference",)),
     "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
     "global_batch": Spec("int", "Sequences per optimizer step over all data-parallel replicas (micro-batches per replica = global_batch / (micro_batch x DP): the pipeline bubble); default: the planner's choice, stated.", min=1, max=100_000_000, unit="sequences", modes=TRAIN),
@@ -147,6 +148,7 @@ class Workload:
     #: accepted length per step, its catalog source IDs); None: none
     speculative: tuple | None = None
     concurrency: int = 1           # inference: sequences at once
+    requests_per_s: float | None = None   # inference: Poisson arrival rate; None: the closed loop of `concurrency` users
     micro_batch: int = 1           # training: sequences per GPU per micro-batch
     global_batch: int | None = None  # training: sequences per optimizer step; None: the planner chooses
     concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits
@@ -194,6 +196,8 @@ class Workload:
         for k in FIELDS:
             if k in ("name", "mode", "model", "constraints", "fleet"):
                 continue
+            if k == "requests_per_s" and self.requests_per_s is None:
+                continue            # shown only when given: a closed-loop workload reads as it was written
             if self.mode in FIELDS[k].modes:
                 out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
         if self.speculative:
@@ -341,6 +345,9 @@ def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
                     yamlio.line_of(data, "concurrency"), "concurrency")
         values["micro_batch"] = values.pop("concurrency")
         notes = ("The workload's `concurrency` was read as `micro_batch` (its name in training since this release).",)
+    if values.get("concurrency_max") and values.get("requests_per_s") is not None:
+        col.add("an arrival rate applies to online serving; concurrency: max is an offline run at the largest batch (give one of them)",
+                yamlio.line_of(data, "requests_per_s"), "requests_per_s")
     if values.get("concurrency_max") and mode != "inference":
         col.add("'max' applies to inference only; training takes a micro-batch per GPU", yamlio.line_of(data, "concurrency"), "concurrency")
     if mode == "inference" and values.get("method") in ("lora", "qlora"):
@@ -354,6 +361,10 @@ def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
                     yamlio.line_of(data, "context_tokens"), "context_tokens")
     layoutinput.check_layout(values, model, data, col, mode in TRAIN)
     layoutinput.check_pools(values, model, data, col, mode in TRAIN)
+    if values.get("pools") and values.get("requests_per_s") is not None:
+        # the queueing model times one pool serving both phases (advisor/numbers/queueing.py)
+        col.add("an arrival rate is timed for a layout that serves prefill and decode together; give requests_per_s "
+                "or a disaggregated layout {prefill, decode}", yamlio.line_of(data, "requests_per_s"), "requests_per_s")
     if mode in TRAIN and values.get("global_batch") and values["global_batch"] < values.get("micro_batch", 1):
         col.add(f"{values['global_batch']} sequences per step is less than one micro-batch of {values.get('micro_batch', 1)}",
                 yamlio.line_of(data, "global_batch"), "global_batch")

@@ -45,6 +45,9 @@ class Calibration:
     # most of it), fitted on the EP/DEP serving records that run without EPLB
     ep_skew: float = 0.0
     request_ms: float = 0.0
+    # decode steps of the batch in flight before a new request's first token at an arrival rate (the wait
+    # for the step boundary and the step that runs its prefill; theory 1.5), fitted on MLPerf Server logs
+    first_token_steps: float = 1.5
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
@@ -226,6 +229,7 @@ def calibration(catalog: Catalog) -> Calibration:
         moe_half_width=_v(sv, "moe_half_width", 0.0, S),
         ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
+        first_token_steps=_v(sv, "first_token_steps", 1.5, S),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
         memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),

@@ -80,6 +80,9 @@ def shortfall(w, plan) -> float:
         return plan.training_hours / dl if dl and plan.training_hours is not None else 0.0
     ratios = [fig / target for fig, target in ((plan.ttft_ms, w.ttft_ms), (plan.tpot_ms, w.tpot_ms))
               if target and fig is not None]
+    if w.requests_per_s and plan.capacity_requests_per_s:
+        # past its capacity a plan has no first-token time: how far the rate is beyond what it holds
+        ratios.append(w.requests_per_s / plan.capacity_requests_per_s)
     return max(ratios, default=0.0)
 
 

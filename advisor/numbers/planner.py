@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, speed, spot, trainspeed
+from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, speed, spot, trainspeed
 from advisor.numbers.calibration import Engine, _v, engine_for
 from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import Ledger, training_ledger, training_precision
@@ -32,8 +32,9 @@ def knob_variants(w: Workload, led: Ledger) -> list[tuple[Workload, Ledger]]:
     return out
 
 
-def misses(w: Workload, sp: speed.Speed) -> str | None:
-    """The stated deadline or service level a plan of this speed misses, with the figure that missed."""
+def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> str | None:
+    """The stated deadline or service level a plan of this speed misses, with the figure that missed
+    (`load`: the plan at the workload's arrival rate, whose capacity may be below it)."""
     if w.training:
         dl = w.constraints.deadline_hours
         if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
@@ -42,6 +43,8 @@ def misses(w: Workload, sp: speed.Speed) -> str | None:
     whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
     # every figure that misses is named, so a plan over both limits is not read as missing one
     missed = []
+    if load is not None and load.saturated:
+        missed.append(f"capacity {sp.capacity_requests_per_s:,.2f} requests/s < {w.requests_per_s:g} requested")
     if w.ttft_ms and sp.ttft_ms is not None and sp.ttft_ms > w.ttft_ms * (1 + 1e-9):
         missed.append(f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:,.0f} ms target")
     if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
@@ -91,6 +94,9 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     else:
         sp = (poolspeed.pools_speed(w, led, gpu, lay, rate, cal) if lay.pools
               else speed.inference_speed(w, led, gpu, lay, rate, cal, explain))
+    load = None
+    if w.requests_per_s and not w.training:
+        sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
     price = cost.per_unit(price, sp, w)
     # what each card holds is the kept plan's to show: the search orders plans by none of it
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
@@ -103,7 +109,7 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training else {}
     return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
                 activation_checkpointing=w.activation_checkpointing if w.training else None,
-                misses=misses(w, sp), ideal=ideal, why=why)
+                misses=misses(w, sp, load), ideal=ideal, why=why)
 
 
 def training_hours_at_peak(w: Workload, led: Ledger, count: int, rate: Term) -> float:
@@ -159,9 +165,14 @@ def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: 
         need = math.ceil(cards / m - 1e-9)
         out = [need + extra for extra in range(4)]
     else:
+        # with an arrival rate, up to the replicas that would each hold one sequence of the
+        # rate x output x TPOT in flight (Little's law at this plan's TPOT: more than enough)
+        bound = w.concurrency
+        if w.requests_per_s and p.tpot_ms:
+            bound = max(bound, math.ceil(w.requests_per_s * w.output_tokens * p.tpot_ms / 1e3))
         out, d = [], lay.dp
-        while d < w.concurrency:
-            d = min(w.concurrency, d * 2)
+        while d < bound:
+            d = min(bound, d * 2)
             out.append(d)
     over = [d * m for d in out if d * m > max_gpus]
     if over and refused is not None:
@@ -325,7 +336,9 @@ def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
     """The planner searches disaggregated prefill/decode pools when the prompts are long or the time
     per output token held (stated or the interactive default) is tight (disaggregation_settings), for
     a stated number of users above one (one user has no one else's prefill to wait behind)."""
-    if w.training or w.layout_given or w.concurrency_max or w.concurrency < 2:
+    # an arrival rate is timed for one pool serving both phases (queueing); disaggregated pools size
+    # their prefill pool by the closed loop of `concurrency` users
+    if w.training or w.layout_given or w.concurrency_max or w.concurrency < 2 or w.requests_per_s:
         return False
     prompt, tpot, _ = disaggregation_settings(catalog)
     return w.prompt_tokens >= prompt or (w.tpot_ms is not None and w.tpot_ms <= tpot)

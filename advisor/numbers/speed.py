@@ -77,6 +77,9 @@ class Speed:
     concurrency: int | None = None             # sequences served at once (resolved when `max`)
     prefill_ms: float | None = None
     ttft_ms: float | None = None
+    # at the workload's arrival rate (requests_per_s): the requests per second the plan's replicas hold
+    # (queueing.serving_at_rate); kept out of the record's flat figures (speed_explained has it)
+    capacity_requests_per_s: float | None = field(default=None, metadata={"record": False})
     tpot_ms: float | None = None
     decode_ms_per_token: float | None = None
     tokens_per_s: float | None = None
@@ -444,78 +447,6 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                                   f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
                                   "per replica (K06, K01; factors fitted, docs/accuracy.md)")
     return Speed(**figures, speed_explained=explained, why=why)
-
-
-# --- queueing at an arrival rate ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Load:
-    """One replica's serving under Poisson arrivals: the engine's utilisation, the sequences in flight
-    (Little's law), the admission wait, and the TTFT a request sees (ms); `saturated` when the offered
-    rate reaches the replica's capacity (no steady state: the queue grows without bound)."""
-
-    requests_per_s: float            # offered to this replica
-    capacity_requests_per_s: float   # at the largest batch it holds (max_batch)
-    utilisation: float
-    in_flight: int
-    ttft_ms: float                   # math.inf when saturated
-    wait_ms: float
-    tpot_ms: float
-    saturated: bool
-    formula: str
-
-
-def admission_wait_s(utilisation: float, service_s: float) -> float:
-    """Mean wait in an M/D/1 queue (Pollaczek-Khinchine with a deterministic service time): rho x S /
-    (2 (1 - rho)); infinite at rho >= 1."""
-    if utilisation >= 1:
-        return math.inf
-    return utilisation * service_s / (2 * (1 - utilisation)) if utilisation > 0 else 0.0
-
-
-def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, requests_per_s: float,
-                    cal: Calibration | None = None, capacity_requests_per_s: float | None = None) -> Load:
-    """TTFT of the layout `lay` when requests arrive at `requests_per_s` (Poisson, spread evenly over
-    its DP replicas), as MLPerf's Server scenario offers them. The engine is one server per replica
-    whose capacity is its throughput at the largest batch it holds (or `capacity_requests_per_s`, a
-    measured figure, when given); a request waits for admission as in an M/D/1 queue at that
-    utilisation with the service time 1 / capacity, then sees the TTFT of a batch of the sequences
-    in flight at that rate (Little's law: rate x output tokens x TPOT, solved for the batch)."""
-    cal = cal or default_calibration()
-    sh = _shape_of(w, led)
-    tp, pp, dp = lay.tp, lay.pp, lay.dp
-    adp, ep = lay.attention_dp, lay.ep
-    rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
-    read_rep = rep
-    if not cal.grouped_kv_reads and led.kv and w.model.num("attention_heads"):
-        read_rep = max(rep, w.model.num("attention_heads") / led.kv.kv_heads)
-    kv_seq = led.kv.bytes_per_sequence if led.kv else None
-    prompt, output = w.prompt_tokens, w.output_tokens
-
-    def at(b: int) -> Serving:
-        return serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, prompt, output, read_rep, ep=ep, attention_dp=adp)
-
-    b_max, _ = max_batch(w, led, gpu, cal, tp, pp, prompt, output, rep, adp)
-    lam = requests_per_s / dp
-    mu = capacity_requests_per_s / dp if capacity_requests_per_s else at(b_max).tokens_per_s / output
-    rho = lam / mu if mu > 0 else math.inf
-    # the batch b that holds lam x (TTFT + output x TPOT at b) sequences: the least b at or above it
-    lo, hi = 1, b_max
-    while lo < hi:
-        mid = (lo + hi) // 2
-        sv = at(mid)
-        if lam * (sv.ttft + output * sv.tpot) <= mid:
-            hi = mid
-        else:
-            lo = mid + 1
-    sv = at(lo)
-    wait = admission_wait_s(rho, 1 / mu) if mu > 0 else math.inf
-    saturated = rho >= 1
-    how = (f"{requests_per_s:g} requests/s over {dp} replica(s): utilisation {rho:.2f} of "
-           f"{mu:,.2f} requests/s per replica ({'measured' if capacity_requests_per_s else f'throughput at batch {b_max:,}'}); "
-           f"{lo:,} sequences in flight (Little's law); TTFT at that batch + M/D/1 admission wait rho / (2 mu (1 - rho))")
-    return Load(requests_per_s / dp, mu, rho, lo, math.inf if saturated else (sv.ttft + wait) * 1e3,
-                wait * 1e3, sv.tpot * 1e3, saturated, how)
 
 
 # --- training --------------------------------------------------------------------------------------

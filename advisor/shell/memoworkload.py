@@ -16,6 +16,7 @@ FIELD_LABELS = {
     "activation_checkpointing": "Recompute activations (activation checkpointing)",
     "context_tokens": "Tokens per sequence (context length)", "prompt_tokens": "Prompt tokens per request",
     "output_tokens": "Generated tokens per request", "concurrency": "Sequences at once (concurrent users or batch size)",
+    "requests_per_s": "Requests arriving per second (the time to first token is taken at this rate)",
     "micro_batch": "Micro-batch per GPU",
     "training_tokens": "Tokens in the whole job", "latency": "Interactive users or batch processing",
     "task": "Kind of job", "utilisation": "Share of the month in use",
@@ -32,7 +33,7 @@ MODEL_LABELS = {"params_b": "parameters", "active_params_b": "active parameters"
                 "kv_heads": "KV heads", "head_dim": "head size", "mla_kv_dim": "MLA cache width",
                 "max_context": "longest context"}
 FIELD_UNITS = {"context_tokens": "tokens", "prompt_tokens": "tokens", "output_tokens": "tokens",
-               "training_tokens": "tokens", "power_kw_per_node": "kW", "deadline_hours": "hours"}
+               "training_tokens": "tokens", "requests_per_s": "requests/s", "power_kw_per_node": "kW", "deadline_hours": "hours"}
 
 
 def label(k: str, mode: str) -> str:
