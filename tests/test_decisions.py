@@ -208,10 +208,10 @@ def test_explain_why_not_and_drift(tmp_path, capsys):
     # a user rule changes the knowledge base: explain warns and shows what would change
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "x.yaml").write_text(
-        "- id: no-rtx-5090\n  title: t\n  source: [ours]\n  when: {candidate.gpu: rtx-5090}\n  then: {exclude: {reason: no}}\n")
+        "- id: no-h100-sxm\n  title: t\n  source: [ours]\n  when: {candidate.gpu: h100-sxm}\n  then: {exclude: {reason: no}}\n")
     assert main(["explain", str(rec_path), "--rules", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
-    assert "rules changed" in out and "gpu: rtx-5090 -> " in out
+    assert "rules changed" in out and "gpu: h100-sxm -> " in out
 
 
 def test_explain_why_not_an_excluded_gpu(tmp_path, capsys):
@@ -233,11 +233,11 @@ def test_explain_rejects_what_is_not_a_record(tmp_path, capsys):
 
 def test_rules_from_environment_path(tmp_path, capsys, monkeypatch):
     (tmp_path / "x.yaml").write_text(
-        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: rtx-5090}\n  then: {exclude: {reason: ours}}\n")
+        "- id: env-rule\n  title: t\n  source: [ours]\n  when: {candidate.gpu: h100-sxm}\n  then: {exclude: {reason: ours}}\n")
     monkeypatch.setenv("GPU_ADVISOR_RULES", str(tmp_path))
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)
-    assert rec["recommendation"]["gpu"] != "rtx-5090" and rec["decisive_rule"]["id"] == "env-rule"
+    assert rec["recommendation"]["gpu"] != "h100-sxm" and rec["decisive_rule"]["id"] == "env-rule"
 
 
 def test_an_unpriced_gpu_never_wins_for_lack_of_a_price(tmp_path, capsys):

@@ -195,7 +195,7 @@ def test_replay_shows_the_difference_when_the_decision_changed(tmp_path, capsys)
     f = tmp_path / "t.yaml"
     f.write_text(yaml.safe_dump(t))
     assert main(["replay", str(f)]) == 1
-    assert "decision gpu: transcript 'h200-sxm', now 'rtx-5090'" in capsys.readouterr().out
+    assert "decision gpu: transcript 'h200-sxm', now 'h100-sxm'" in capsys.readouterr().out
 
 
 def test_replay_shows_the_difference_when_the_questions_changed(tmp_path, capsys):
@@ -248,7 +248,7 @@ def test_real_terminal_under_tmux(tmp_path):
         wait_for("Write the memo to?")
         send("Enter")
         wait_for("Wrote the memo to")
-        assert "Recommendation: 4 x NVIDIA GeForce RTX 5090 32GB" in screen()
+        assert "Recommendation: 2 x NVIDIA H100 SXM 80GB" in screen()
         assert (tmp_path / "gpt-oss-120b-inference-memo.md").read_text().startswith("# GPU recommendation")
     finally:
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

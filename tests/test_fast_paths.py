@@ -146,7 +146,7 @@ def test_engine_runs_without_durables_python_host():
     out = json.loads(subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout)
     assert out["host"] is False and out["threads"] == 1 and out["fallbacks"] == 0
     assert 0 < out["compiled"] < out["shards"]
-    assert out["gpu"] == "rtx-5090"
+    assert out["gpu"] == "h100-sxm"
 
 
 def test_compiled_catalog_is_read_back_unchanged(tmp_path, monkeypatch):
@@ -187,7 +187,7 @@ def test_the_command_ends_fast_but_with_all_its_output_and_the_right_code(tmp_pa
     """One-shot commands skip the interpreter's teardown; their output must still be whole and the
     exit code the command's own."""
     ok = _command("recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json")
-    assert ok.returncode == 0 and json.loads(ok.stdout)["recommendation"]["gpu"] == "rtx-5090"
+    assert ok.returncode == 0 and json.loads(ok.stdout)["recommendation"]["gpu"] == "h100-sxm"
     memo = _command("recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md")
     assert memo.returncode == 0 and memo.stdout.startswith("# GPU recommendation") and memo.stdout.endswith("\n")
     bad = _command("recommend", str(tmp_path / "missing.yaml"))
@@ -247,7 +247,7 @@ def test_fast_exit_steps_aside_for_coverage_and_profilers(watched):
             f"sys.argv = ['gpu-advisor', 'recommend', {str(EXAMPLES / 'chat-assistant.yaml')!r}, '--format', 'summary']\n"
             "from advisor.shell.cli import entry\nentry()\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.startswith("Recommendation: 4 x NVIDIA GeForce RTX 5090")
+    assert out.returncode == 0 and out.stdout.startswith("Recommendation: 2 x NVIDIA H100 SXM 80GB")
     assert ("teardown ran" in out.stdout) == watched
 
 

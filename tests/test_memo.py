@@ -240,10 +240,10 @@ def test_text_memo_fits_80_columns_and_answers_the_budget_owner(capsys):
     text = memo(capsys, "chat-assistant", "text")
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "\033[" not in text                                     # no colour when not a terminal
-    assert "Use 4 x NVIDIA GeForce RTX 5090 32GB" in text           # what to buy, how many
-    assert "$1.84 per hour" in text and "2026-11-30" in text            # what it costs, and the price's date
-    assert "Runner-up: NVIDIA H100 SXM 80GB" in text and "ALTERNATIVES CONSIDERED" in text   # why not the obvious alternative
-    assert "Power: about 2.9 kW per node" in text and "Cooling:" in text     # what must be true in the data centre
+    assert "Use 2 x NVIDIA H100 SXM 80GB" in text                   # what to buy, how many
+    assert "$2.58 per hour" in text and "2026-11-30" in text            # what it costs, and the price's date
+    assert "Runner-up: NVIDIA H200 SXM 141GB" in text and "ALTERNATIVES CONSIDERED" in text   # why not the obvious alternative
+    assert "Power: about 10.2 kW per node" in text and "Cooling:" in text    # what must be true in the data centre
     assert "rules sha256:" in text
 
 
@@ -281,8 +281,8 @@ def test_user_template(capsys, tmp_path):
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
     per_million = json.loads(capsys.readouterr().out)["recommendation"]["usd_per_million_tokens"]
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--template", str(t)]) == 0
-    assert capsys.readouterr().out == ("Buy: Use 4 x NVIDIA GeForce RTX 5090 32GB (1 node, TP 4 x PP 1 x DP 1): $1.84 per hour "
-                                       "(SimplePod, gpu_4x_rtx5090_128 (1 x 4-GPU instance), 1 region, on-demand, "
+    assert capsys.readouterr().out == ("Buy: Use 2 x NVIDIA H100 SXM 80GB (1 node, TP 2 x PP 1 x DP 1): $2.58 per hour "
+                                       "(Hyperbolic, 2x-H100-56-541 (1 x 2-GPU instance), 1 region, on-demand, "
                                        f"quoted 2026-11-30), ${per_million:.2f} per million output tokens.\nDecided by "
                                        "ranking-cost-per-unit-of-work (Compare cost per million tokens, not per card; "
                                        "Compare cost per finished job)\n")
@@ -420,20 +420,20 @@ def test_text_memo_opens_with_a_summary_of_at_most_30_lines(capsys, name):
 def test_summary_gives_cost_per_hour_month_and_unit_of_work(capsys):
     text = memo(capsys, "chat-assistant", "text")
     summary = text.split("RECOMMENDATION IN DETAIL")[0]
-    assert "Per hour:         $1.84 ($1,343 a month, 730 h: 24x7, no utilisation given)" in summary     # 1.84 x 730
+    assert "Per hour:         $2.58 ($1,883 a month, 730 h: 24x7, no utilisation given)" in summary     # 2.58 x 730
     # the speed model's figure, as the record has it (a refit of catalog/efficiency.yaml moves it)
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
     per_million = json.loads(capsys.readouterr().out)["recommendation"]["usd_per_million_tokens"]
     assert f"Per unit of work: ${per_million:.2f} per million output tokens" in summary
-    assert "Offer:            SimplePod, gpu_4x_rtx5090_128 (1 x 4-GPU instance), 1" in summary
+    assert "Offer:            Hyperbolic, 2x-H100-56-541 (1 x 2-GPU instance), 1 region," in summary
     # the runners-up with both costs and the speed per user, in columns under their units
     assert "Runners-up              per hour     per M output tokens   tokens/s per user" in summary
-    assert re.search(r"\n  2 x h100-sxm +\$2\.58 +\$0\.18 +63\n", summary)
     assert re.search(r"\n  1 x h200-sxm +\$2\.45 +\$0\.22 +49\n", summary)
-    # ranked per million output tokens (issue 20), no runner-up is cheaper per token than the winner
+    # 4 x RTX 5090 is cheaper per token, but not after the rules' premiums (GeForce TP 4 over PCIe, no P2P)
+    assert re.search(r"\n  4 x rtx-5090 +\$1\.84 +\$0\.16 +50\n", summary)
     assert "cheaper per token only by being faster" not in summary
     body = text.split("RECOMMENDATION IN DETAIL")[1]
-    assert "Unpriced: no known price for 1 x b300 (would win under $2.20 per" in body
+    assert "Unpriced: no known price for 1 x b300 (would win under $2.31 per" in body
 
 
 def test_why_it_lost_never_lists_a_rule_in_the_losers_favour(capsys):
@@ -481,7 +481,7 @@ def test_view_renders_the_planner_and_price_fields_when_present(catalog):
     r = rec["recommendation"]
     r["objective"] = "cost_per_million_tokens"
     r["tco"] = {"capex_usd": 40000, "opex_usd_per_month": 500, "rent_usd_per_month": 3650, "break_even_months": 12.7}
-    g = r["gpu"]                       # the winner (rtx-5090 since issue 20's interactive limits)
+    g = r["gpu"]                       # the winner (h100-sxm since GeForce collectives go through host memory)
     for c in rec["candidates"]:
         c["effective_cost"] = {g: 5.0, "b200": 6.5}.get(c["gpu"])
         c["premium"] = {"b200": 0.15}.get(c["gpu"], 0.0)
@@ -494,7 +494,7 @@ def test_view_renders_the_planner_and_price_fields_when_present(catalog):
     v = memo_mod.view(rec, catalog)
     s = v["summary"]
     assert s["objective"] == "Chosen for the lowest cost per million tokens."
-    assert ("Offer", "SimplePod, p5en.48xlarge (1 x 4-GPU instance), us-east-1, on demand, quoted 2026-11-30") in s["cost"]
+    assert ("Offer", "Hyperbolic, p5en.48xlarge (1 x 2-GPU instance), us-east-1, on demand, quoted 2026-11-30") in s["cost"]
     assert ("Buy or rent", "buying costs $40,000 up front; $500 per month to run; renting $3,650 per month; "
                            "buying pays off after 13 months") in s["cost"]
     b200 = next(a for a in v["alternatives"] if a["gpu"] == "b200")
@@ -530,7 +530,7 @@ def test_utilisation_sets_the_monthly_cost(catalog):
     rec = copy.deepcopy(_record(catalog))
     rec["inputs"]["utilisation"] = 0.5
     cost = dict(memo_mod.view(rec, catalog)["summary"]["cost"])
-    assert cost["Per hour"] == "$1.84 ($672 a month, 365 h: 50% utilisation)"     # $1.84 x 365
+    assert cost["Per hour"] == "$2.58 ($942 a month, 365 h: 50% utilisation)"     # $2.58 x 365
 
 
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
@@ -646,12 +646,20 @@ def test_summary_reasons_run_forward(capsys, name):
     assert f"It beats {rec['candidates'][[c['gpu'] for c in rec['candidates']].index(ru)]['count']} x {ru}" in why
 
 
-def test_tensor_parallelism_over_pcie_is_flagged_where_it_applies(capsys):
-    rec = _json(capsys, "chat-assistant")                   # 4 x RTX 5090, TP 4 over PCIe
+def test_tensor_parallelism_over_pcie_is_flagged_where_it_applies(capsys, tmp_path):
+    # chat-assistant held to RTX 5090s: 4 x RTX 5090, TP 4 over PCIe
+    f = tmp_path / "chat-on-5090.yaml"
+    f.write_text((EXAMPLES / "chat-assistant.yaml").read_text() + "constraints:\n  gpus: [rtx-5090]\n")
+    assert main(["recommend", str(f), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert (rec["recommendation"]["gpu"], rec["recommendation"]["tp"]) == ("rtx-5090", 4)
     w = [x for x in rec["warnings"] if x["rule"] == "risk-tensor-parallel-over-pcie"]
     assert len(w) == 1 and w[0]["severity"] == "high" and w[0]["mitigation"]
-    head = memo(capsys, "chat-assistant", "text").split("RECOMMENDATION IN DETAIL")[0]
+    assert main(["recommend", str(f), "--format", "text"]) == 0
+    head = capsys.readouterr().out.split("RECOMMENDATION IN DETAIL")[0]
     assert "Risk: [high] rtx-5090 splits every layer over 4 cards through PCIe" in head
+    # 2 x H100 SXM, the unconstrained answer, serve over NVLink: not flagged
+    assert not [x for x in _json(capsys, "chat-assistant")["warnings"] if x["rule"] == "risk-tensor-parallel-over-pcie"]
     # 4 x H100 SXM serve over NVLink: not flagged
     rec = _json(capsys, "llama-70b-128-users")
     assert not [x for x in rec["warnings"] if x["rule"] == "risk-tensor-parallel-over-pcie"]
@@ -671,9 +679,9 @@ def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
     text = svg.group(0) if hasattr(svg, "group") else next(s for s in svg if "whiskers" in s)
     # serving is ranked per million output tokens: the chart's unit, with the model's band as whiskers
     assert "USD per million output tokens; whiskers: the speed model&#39;s error (14.3%); winner in bold" in text
-    assert ">$0.00<" in text and ">$0.60<" in text and ">$0.12</text>" in text
+    assert ">$0.00<" in text and ">$0.60<" in text and ">$0.18</text>" in text
     # the winner, and it alone, in bold
-    assert re.findall(r'<text class="gpu-label"[^>]*font-weight="bold">([^<]*)<', text) == ["4 x rtx-5090"]
+    assert re.findall(r'<text class="gpu-label"[^>]*font-weight="bold">([^<]*)<', text) == ["2 x h100-sxm"]
 
 
 def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(capsys):
@@ -713,19 +721,20 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     rec = _json(capsys, "chat-assistant")
     alts = {a["gpu"]: a for a in rec["alternatives"]}
     assert rec["recommendation"]["gpu"] not in alts and len(alts) == len(rec["candidates"]) - 1
-    a = alts["h100-sxm"]
-    assert a["rank"] == 2 and a["count"] == 2 and a["layout"] == {"tp": 2, "pp": 1, "dp": 1, "ep": 1, "attention_dp": 1}
-    assert a["usd_per_hour"] == 2.58 and a["ranking_cost"] == {"unit": "million_tokens", "usd": 0.1773}
-    assert a["work_cost"] == {"unit": "per million output tokens", "usd": 0.1773}
-    assert a["tokens_per_s_per_user"] == 63.1585 and a["training_hours"] is None
+    a = alts["h200-sxm"]
+    assert a["rank"] == 2 and a["count"] == 1 and a["layout"] == {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "attention_dp": 1}
+    assert a["usd_per_hour"] == 2.45 and a["ranking_cost"] == {"unit": "million_tokens", "usd": 0.2189}
+    assert a["work_cost"] == {"unit": "per million output tokens", "usd": 0.2189}
+    assert a["tokens_per_s_per_user"] == 48.5812 and a["training_hours"] is None
     # the memo's plain words, from the same function
-    # h100-sxm's -10% against the winner's -50%: the rules favour it (1.5 / 1.1 = 36%), the price decided;
+    # h200-sxm's +10% against the winner's -10%: the rules favour it (1.1 x 1.1 = 21%), the price decided;
     # the same figure as the decisive rule's sentence, never "dearer still"
-    assert a["reason"] == "it costs 43% more, the rules in its favour are worth 36%, less than that"
-    assert "it costs 43% more, the rules in its favour are worth 36%, less than that" in memo(capsys, "chat-assistant", "md")
-    assert "h100-sxm costs 43% more and the rules in its favour are worth 36%, less than that" in rec["decisive_rule"]["because"]
-    # a premium equal to the winner's weighs nothing either way (8 x RTX 4090 at -50%, as the winner)
-    assert alts["rtx-4090"]["premium"] == -0.5 and alts["rtx-4090"]["reason"] == "it costs 28% more"
+    assert a["reason"] == "it costs 23% more, the rules in its favour are worth 21%, less than that"
+    assert "it costs 23% more, the rules in its favour are worth 21%, less than that" in memo(capsys, "chat-assistant", "md")
+    assert "h200-sxm costs 23% more and the rules in its favour are worth 21%, less than that" in rec["decisive_rule"]["because"]
+    # cheaper per token, but the rules' penalties decide: 4 x RTX 5090 at -50% against the winner's -10% (1.5 / 1.1 = 36%)
+    assert alts["rtx-5090"]["premium"] == -0.5 and alts["rtx-5090"]["reason"].startswith(
+        "it costs 11% less, but the rules count it 36% dearer (")
     # its penalties beyond the winner's: l40s at -40% against mi300x at -10% (1.4 / 1.1 = 27%)
     onprem = {a["gpu"]: a for a in _json(capsys, "on-prem-70b-serving")["alternatives"]}
     assert onprem["l40s"]["reason"].startswith("it costs 242% more, the rules count it 27% dearer still (")
@@ -818,9 +827,9 @@ def test_markdown_memo_writes_its_charts_beside_it_and_links_them(capsys, tmp_pa
     alt = {i.attrs["src"]: i.content for i in images}
     # the alt text carries the chart's figures: the winner's cost per million output tokens (the ranking's
     # unit for serving), its speed
-    assert alt["memo.cost.svg"].startswith("Cost per million output tokens by candidate: 4 x rtx-5090 $0.12 (chosen); "
-                                           "2 x h100-sxm $0.18")
-    assert "4 x rtx-5090: $0.12, 64 tokens/s (chosen)" in alt["memo.tradeoff.svg"]
+    assert alt["memo.cost.svg"].startswith("Cost per million output tokens by candidate: 2 x h100-sxm $0.18 (chosen); "
+                                           "1 x h200-sxm $0.22")
+    assert "2 x h100-sxm: $0.18, 63 tokens/s (chosen)" in alt["memo.tradeoff.svg"]
     html = memo(capsys, "chat-assistant", "html")
     import xml.etree.ElementTree as ET
     ns = "{http://www.w3.org/2000/svg}"
@@ -833,7 +842,7 @@ def test_markdown_memo_writes_its_charts_beside_it_and_links_them(capsys, tmp_pa
     cost = ET.fromstring((tmp_path / "memo.cost.svg").read_text().encode())
     texts = [t.text for t in cost.iter(ns + "text")]
     assert "USD per million output tokens; whiskers: the speed model's error (14.3%); winner in bold" in texts
-    assert "$0.00" in texts and "$0.12" in texts
+    assert "$0.00" in texts and "$0.18" in texts
     # on stdout there is no folder for chart files: no image links
     assert "![" not in memo(capsys, "chat-assistant", "md")
 

@@ -80,8 +80,8 @@ def test_ask_writes_the_small_record_and_explain_reads_it(tmp_path, monkeypatch,
     assert "its charts beside it: gpt-oss-120b-inference-memo.cost.svg" in out
     assert main(["explain", str(path), "--why-not", "rtx-pro-6000"]) == 0
     text = capsys.readouterr().out
-    assert "Recommended: 4 x rtx-5090 (1 node(s), TP 4 x PP 1 x DP 1)" in text
-    assert ("Why not rtx-pro-6000:\n  ranked 5 with score -20; the recommendation scored -50\n"
+    assert "Recommended: 2 x h100-sxm (1 node(s), TP 2 x PP 1 x DP 1)" in text
+    assert ("Why not rtx-pro-6000:\n  ranked 4 with score -20; the recommendation scored -10\n"
             "    no-scale-up-link-for-sharding: -10\n    fewer-cards-for-serving: -10") in text
     # TP 2 now (the higher throughput per card-hour under the per-token ranking), no longer one copy per card
     assert "figures: 2 cards, 49.3 GB per card, $1.98/h" in text

@@ -130,7 +130,7 @@ HARMLESS = [
     ("{{ summary.cost | length }} {{ summary.keys() | list | length > 3 }} {{ headline.upper()[:3] }}", "3 True USE"),      # per hour carries the month (issue 23)
     ("{{ '{:>6}'.format(title[:4]) }}|{{ '%s!' % mode }}", "  chat|inference!"),
     ("{% for g in alternatives | groupby('excluded') %}{{ g.grouper }}:{{ g.list | length }} {% endfor %}", "False:"),
-    ("{{ alternatives | map(attribute='gpu') | first }}", "h100-sxm"),
+    ("{{ alternatives | map(attribute='gpu') | first }}", "h200-sxm"),
 ]
 
 
@@ -157,7 +157,7 @@ def test_a_user_template_is_never_cached(capsys, tmp_path, cache):
     t.write_text("{{ headline }}")
     before = _digest(cache)
     assert main(["recommend", WORKLOAD, "--template", str(t)]) == 0
-    assert capsys.readouterr().out.startswith("Use 4 x NVIDIA GeForce RTX 5090")
+    assert capsys.readouterr().out.startswith("Use 2 x NVIDIA H100 SXM 80GB")
     assert _digest(cache) == before
 
 

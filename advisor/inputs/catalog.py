@@ -96,6 +96,12 @@ class GPU(Figures):
         return int(self.num("gpus_per_node") or 1)
 
     @cached_property
+    def p2p(self) -> bool:
+        """One card can write another's memory directly (NVLink, xGMI or PCIe peer-to-peer); false where
+        the catalog says the driver gives none (GeForce), and NCCL stages every transfer in host memory."""
+        return self.fig("p2p").value is not False
+
+    @cached_property
     def native_precisions(self) -> tuple[str, ...]:
         return tuple(self.fig("native_precisions").value or ())
 
@@ -204,7 +210,8 @@ GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8
                "native_precisions", "interconnect", "form_factor", "gpus_per_node", "tdp_w", "cooling",
                "mig_instances", "us_export_controlled", "software",
                "system_kw",       # power of the vendor's gpus_per_node-GPU system at the wall (issue 22)
-               "nvlink_domain")   # GPUs one NVLink domain spans (8 for HGX, 72 for NVL72)
+               "nvlink_domain",   # GPUs one NVLink domain spans (8 for HGX, 72 for NVL72)
+               "p2p")             # false: no peer-to-peer between the cards (GeForce), collectives go through host memory
 
 
 def _entries(items, kind: str, col: Collector, seen: dict):
@@ -256,6 +263,9 @@ def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
                                                                           for x in native)):
             col.add(f"must be a list of precisions from {', '.join(NATIVE_PRECISIONS)} (got {str(native)[:60]!r})",
                     yamlio.line_of(e, "native_precisions", line), f"{gid}.native_precisions")
+        p2p = figs.get("p2p", NONE).value
+        if p2p is not None and not isinstance(p2p, bool):
+            col.add(f"must be true or false (got {str(p2p)[:40]!r})", yamlio.line_of(e, "p2p", line), f"{gid}.p2p")
         cooling = figs.get("cooling", NONE).value
         if cooling is not None:
             check_enum(col, cooling, COOLING, f"{gid}.cooling", yamlio.line_of(e, "cooling", line))

@@ -48,6 +48,12 @@ class Calibration:
     # decode steps of the batch in flight before a new request's first token at an arrival rate (the wait
     # for the step boundary and the step that runs its prefill; theory 1.5), fitted on MLPerf Server logs
     first_token_steps: float = 1.5
+    # collectives between cards without peer-to-peer (GeForce), staged in host memory by NCCL's SHM
+    # transport (efficiency.yaml host_staged): NCCL's own latency model, a base plus one hop per ring
+    # step (NCCL_TUNING), with the hop taken from a measured host-staged exchange; sourced, not fitted,
+    # as no fitted record runs tensor parallelism on such cards. 0: the fitted allreduce_us applies
+    host_base_us: float = 0.0
+    host_exchange_us: float = 0.0
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
@@ -98,6 +104,19 @@ class Calibration:
             gb_s, how = comm.link_gb_s(gpu, self.pcie)
             got = self._links[key] = (gb_s * 1e9 * self.link_share, f"{how} x {self.link_share:g} achieved")
         return got
+
+    def host_staged(self, gpu: GPU) -> bool:
+        """Collectives between these cards go through host memory (no peer-to-peer, GeForce)."""
+        return not gpu.p2p and self.host_exchange_us > 0
+
+    def collective_latency_us(self, gpu: GPU, n: int) -> float:
+        """Floor of one collective over n cards inside a node: the fitted figure over NVLink, xGMI or
+        PCIe P2P; without peer-to-peer NCCL's ring model, base + 2 (n - 1) host-staged hops (one hop for
+        a pipeline stage's send, n = 1), each hop the measured exchange less the base."""
+        if not self.host_staged(gpu):
+            return self.allreduce_us
+        hop = max(self.host_exchange_us - self.host_base_us, 0.0)
+        return self.host_base_us + max(2 * (n - 1), 1) * hop
 
     def goodput(self, count: int) -> tuple[float, str]:
         """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had."""
@@ -230,6 +249,8 @@ def calibration(catalog: Catalog) -> Calibration:
         ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
         first_token_steps=_v(sv, "first_token_steps", 1.5, S),
+        host_base_us=_v(eff.get("host_staged") or {}, "base_latency_us", 0.0, "host_staged."),
+        host_exchange_us=_v(eff.get("host_staged") or {}, "exchange_us", 0.0, "host_staged."),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
         memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),

@@ -4,6 +4,11 @@ Ring algorithms (the NCCL/RCCL default for large messages): an all-reduce over n
 2 (n - 1) / n of the message through each GPU's link, an all-to-all (n - 1) / n of it. Each
 collective also pays a fixed latency (the floor that dominates small decode-step messages),
 a fitted factor in catalog/efficiency.yaml (serving.allreduce_latency_us).
+
+Cards without peer-to-peer (GeForce: gpus.yaml `p2p: false`) cannot write each other's memory, so
+NCCL stages every transfer in host memory (its SHM transport, NCCL_ENV_SHM): each byte crosses PCIe
+twice, device -> host and host -> device (half the link's bandwidth, link_gb_s), and each collective
+pays NCCL's ring latency over host-staged hops instead (efficiency.yaml host_staged, Calibration.collective_latency_us).
 """
 from __future__ import annotations
 
@@ -84,4 +89,7 @@ def link_gb_s(gpu, pcie: dict) -> tuple[float, str]:
         return float(gb_s), f"{kind} {gb_s:g} GB/s unidirectional"
     note = (f.note or "") + " " + str(gpu.fig("form_factor").note or "")
     gen = "gen5" if "Gen5" in note or "gen5" in note else ("gen3" if "Gen3" in note else "gen4")
+    if not gpu.p2p:
+        return pcie[gen] / 2, (f"PCIe {gen} x16 {pcie[gen]:g} GB/s / 2: no peer-to-peer, every transfer goes device -> host "
+                               "memory -> device, two PCIe copies (NCCL SHM)")
     return pcie[gen], f"PCIe {gen} x16 {pcie[gen]:g} GB/s (no scale-up link)"

@@ -533,9 +533,8 @@ def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: 
                           + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
                           + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
                           + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
-    plural = "s" if tried != 1 else ""
-    why["layout"] = (f"{'the layout given in the workload' if w.layout_given else f'{objective.describe(w, unit)} of {tried} layout{plural} tried'}: "
-                     f"TP {lay.tp} inside a node (K14, C12)" + ((f", PP {lay.pp} across nodes" if lay.nodes(p.gpu) > 1 else f", PP {lay.pp} inside the rack's NVLink domain") if lay.pp > 1 else "")
+    why["layout"] = (("the layout given in the workload" if w.layout_given else f"{objective.describe(w, unit)} of {tried} layout{'s' if tried != 1 else ''} tried")
+                     + f": TP {lay.tp} inside a node (K14, C12)" + ((f", PP {lay.pp} across nodes" if lay.nodes(p.gpu) > 1 else f", PP {lay.pp} inside the rack's NVLink domain") if lay.pp > 1 else "")
                      + (f", experts over EP {lay.ep} (dispatch and combine all-to-all)" if lay.ep > 1 else "")
                      + (f", attention as {lay.attention_dp} data-parallel ranks of TP {lay.attention_tp} (the KV cache split, not copied)"
                         if lay.attention_dp > 1 else "")

@@ -230,6 +230,17 @@ def group_link(gpu: GPU, cal: Calibration, tp: int) -> tuple[float, str]:
     return cal.link_bytes_s(gpu)
 
 
+def host_staged(gpu: GPU, cal: Calibration, tp: int) -> bool:
+    """The TP group's collectives are staged in host memory: cards without peer-to-peer inside a node."""
+    return tp <= comm.nvlink_domain(gpu) and cal.host_staged(gpu)
+
+
+def group_latency_s(gpu: GPU, cal: Calibration, tp: int) -> float:
+    """Floor of one collective of a TP group (and of a pipeline stage's send): host-staged between
+    cards without peer-to-peer inside a node (Calibration.collective_latency_us), the fitted one otherwise."""
+    return (cal.collective_latency_us(gpu, tp) if host_staged(gpu, cal, tp) else cal.allreduce_us) * 1e-6
+
+
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
                   batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
                   cached: float = 0.0, spec: tuple[int, float] | None = None, dispatch_bytes: float = ACT_BYTES) -> Serving:
@@ -242,7 +253,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
     R = rate_tflops * TFLOP * cal.compute_share * mat
     link, _ = group_link(gpu, cal, tp)
-    alpha = cal.allreduce_us * 1e-6
+    alpha = group_latency_s(gpu, cal, tp)
     L = sh.layers or 0
     over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
     d = sh.attn_dim or 0.0
@@ -394,12 +405,17 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                    f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
     link, link_how = group_link(gpu, cal, tp)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
+    # cards without peer-to-peer: the floor is the measured host-staged one, not the fitted one
+    staged = host_staged(gpu, cal, tp)
+    floor_us = cal.collective_latency_us(gpu, tp) if staged else cal.allreduce_us
+    floor = ({"host_staged_latency_us": round(floor_us, 4), "host_base_us": cal.host_base_us, "host_exchange_us": cal.host_exchange_us}
+             if staged else {"allreduce_latency_us": cal.allreduce_us})
     moe = ep > 1 and bool(sh.expert_bytes)
     groups = (f" (attention: {adp} data-parallel ranks of TP {tp // adp}, each its own sequences and KV cache)" if adp > 1 else "") + \
              (f" (experts over EP {ep}: in {sh.moe_layers or sh.layers} MoE layers of {sh.layers}, a dispatch ({dispatch:g} B per value: "
               f"{'FP8 with a float32 scale per 128, DeepEP' if dispatch < 2 else 'BF16'}) and a combine (2 B, BF16) all-to-all of each card's "
               f"tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden, "
-              f"x (EP - 1) / EP off the card, each with the {cal.allreduce_us:g} us floor; the busiest EP rank's expert load "
+              f"x (EP - 1) / EP off the card, each with the {floor_us:g} us floor; the busiest EP rank's expert load "
               f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep, cal.ep_skew):.3f}: balls-into-bins and the fitted routing skew {cal.ep_skew:g})" if moe else "")
     explained = {
         "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
@@ -408,8 +424,11 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
         "step_compute_ms": {"value": sv.step_cmp * 1e3, "factor": {"compute_share": cal.compute_share}, "source": src,
                             "formula": f"{b} x (2 x active + attention 4 x layers x context x heads x dim) FLOPs / "
                                        f"(TP {tp} x PP {pp} x {rate.formula} x {cal.compute_share:g}) (K04)"},
-        "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {"allreduce_latency_us": cal.allreduce_us, "link": link_how},
-                            "source": src, "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({cal.allreduce_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)" + groups},
+        "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {**floor, "link": link_how},
+                            "source": "catalog/efficiency.yaml host_staged (NCCL_TUNING, TINYGRAD_P2P_ISSUE17; link: NCCL_ENV_SHM)" if staged else src,
+                            "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({floor_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"
+                                       + (f"; no peer-to-peer: staged in host memory, {cal.host_base_us:g} us + 2 x ({tp} - 1) hops x "
+                                          f"{cal.host_exchange_us - cal.host_base_us:g} us, each byte over PCIe twice" if staged else "") + groups},
         "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / (pp * adp)) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
