@@ -30,6 +30,9 @@ def build(d, suggestions: list[dict]) -> dict:
                                  "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
                                  "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
                                  "ranked_on": d.ranked.basis if d.ranked else None}
+        if est.workload.training and c.layout is not None and c.layout.ep > 1:
+            # training's expert parallelism (drawn from TP x DP): part of the plan a reader must see
+            rec["recommendation"]["ep"] = c.layout.ep
         if c.layout is not None and c.layout.pools:
             # a disaggregated plan: its flat tp/pp/dp are the decode pool's; the two pools say the rest
             rec["recommendation"]["layout"] = c.layout.as_dict()

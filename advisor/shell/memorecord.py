@@ -63,6 +63,13 @@ def _num(x, nd=1) -> str:
     return "-" if x is None else f"{x:,.{nd}f}"
 
 
+def _training_ep(c: dict) -> int:
+    """A training plan's expert-parallel ranks (a training candidate has a ZeRO stage; the record's
+    recommendation carries `ep` for training only), else 1: serving's EP is worded with its pools."""
+    training = c.get("zero_stage") is not None or ("ep" in c and "attention_dp" not in c)
+    return (c.get("ep") or 1) if training else 1
+
+
 def _layout(c: dict, gpus_per_node: int) -> str:
     """The layout in words: where tensor-parallel groups, pipeline stages and replicas sit."""
     two = _pools_layout(c)
@@ -71,12 +78,17 @@ def _layout(c: dict, gpus_per_node: int) -> str:
     parts = []
     if c["tp"] > 1:
         parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
+    # training's expert parallelism is drawn from the data-parallel ranks: a stage spans TP x EP cards
+    ep = _training_ep(c)
     if c["pp"] > 1:
-        where = "across nodes" if c["tp"] * c["pp"] > gpus_per_node else "in one node"
+        where = "across nodes" if c["tp"] * max(ep, 1) * c["pp"] > gpus_per_node else "in one node"
         parts.append(f"layers in {c['pp']} pipeline stages {where}")
+    if ep > 1:
+        parts.append(f"experts spread over {ep} cards (expert-parallel, an all-to-all per MoE layer"
+                     + (", inside a node)" if c["tp"] * ep <= gpus_per_node else ", across nodes)"))
     if c["dp"] > 1:
         parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
-    return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
+    return f"{_plan(c)}" + (f", EP {ep}" if ep > 1 else "") + ": " + ("; ".join(parts) if parts else "the whole model on one card")
 
 
 def _layout_short(c: dict) -> str:
@@ -88,6 +100,8 @@ def _layout_short(c: dict) -> str:
         parts.append(f"each layer split over {c['tp']} cards")
     if c["pp"] > 1:
         parts.append(f"{c['pp']} pipeline stages")
+    if _training_ep(c) > 1:
+        parts.append(f"experts over {c['ep']} cards")
     if c["dp"] > 1:
         parts.append(f"{c['dp']} replicas")
     return ", ".join(parts) or "the whole model on one card"
