@@ -49,6 +49,8 @@ SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
 
 #: bounds of the training fit's expert half width: none (0) to the widest expert of the catalog's MoE models
 MOE_HALF_WIDTH = (0.0, 4096.0)
+#: and of its tokens per expert per micro-batch (a grouped GEMM of a few thousand rows is near its peak)
+MOE_HALF_TOKENS = (0.0, 8192.0)
 
 
 def _log_err(p, cal) -> float:
@@ -167,13 +169,18 @@ def fit_training(prepared, cal):
         # are fitted on the MoE records: the expert width at half efficiency (golden-section search) and,
         # for each width, moe_share as the geometric mean of measured / tool (the rest of what MoE costs)
         def with_share(c):
-            return replace(c, train_moe_share=math.exp(statistics.fmean(-_log_err(p, c) for p in moe)))
+            # a share, at most 1: what the computed terms leave unexplained never makes MoE faster than dense
+            return replace(c, train_moe_share=min(1.0, math.exp(statistics.fmean(-_log_err(p, c) for p in moe))))
 
-        def moe_loss(half):
-            c = with_share(replace(cal, train_moe_half_width=half))
+        def moe_loss(c):
+            c = with_share(c)
             return statistics.fmean(_log_err(p, c) ** 2 for p in moe)
 
-        cal = with_share(replace(cal, train_moe_half_width=golden(moe_loss, *MOE_HALF_WIDTH)))
+        c = replace(cal, train_moe_half_width=0.0, train_moe_half_tokens=0.0)
+        for _ in range(4):      # coordinate descent from none of either, a few sweeps
+            c = replace(c, train_moe_half_tokens=golden(lambda x: moe_loss(replace(c, train_moe_half_tokens=x)), *MOE_HALF_TOKENS))
+            c = replace(c, train_moe_half_width=golden(lambda x: moe_loss(replace(c, train_moe_half_width=x)), *MOE_HALF_WIDTH))
+        cal = with_share(c)
     dense_errs = [_log_err(p, cal) for p in dense]
     moe_errs = [_log_err(p, cal) for p in moe]
     # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
@@ -242,6 +249,9 @@ def render(cal, serving, train, groups, moe, sharded, whole=()) -> str:
     lines.append(f'  moe_share: {{v: {cal.train_moe_share:.3f}, src: [CALIBRATION], fit: "{_resid(moe, cal) if moe else "no MoE record"}", '
                  'note: "MoE training reaches this share of a dense model beyond the computed MoE terms (the all-to-all, the busiest EP rank, '
                  'the grouped matmuls at moe_half_width): router, permutation and expert-load kernels"}')
+    lines.append(f'  moe_half_tokens: {{v: {cal.train_moe_half_tokens:.0f}, src: [CALIBRATION], '
+                 'note: "tokens per expert per micro-batch (EP ranks x tokens per rank x top-k / experts) at which the grouped '
+                 'expert matmuls of a training step run at half efficiency: small micro-batches feed each expert few rows"}')
     lines.append(f'  moe_half_width: {{v: {cal.train_moe_half_width:.0f}, src: [CALIBRATION], '
                  'note: "expert intermediate size per card at which the grouped expert matmuls of a training step run at half efficiency '
                  '(an expert split over TP without EP is TP times narrower)"}')

@@ -106,8 +106,11 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
         return None
     share = sh.expert_flops / (sh.expert_flops + sh.dense_flops)
     width = sh.expert_width / (tp if ep <= 1 else 1)
-    eff = _moe_eff(width, cal.train_moe_half_width) if width else 1.0
     tokens_gpu = mbs * seq / tp
+    # tokens each expert's matmul gets per micro-batch: the EP group's tokens x top-k over the experts
+    # (without EP a card holds a slice of every expert and sees the whole micro-batch)
+    per_expert = (ep * tokens_gpu if ep > 1 else mbs * seq) * sh.k / sh.experts
+    eff = (_moe_eff(width, cal.train_moe_half_width) if width else 1.0) * _moe_eff(per_expert, cal.train_moe_half_tokens)
     imb = expert_imbalance(tokens_gpu * ep, sh.k, ep)
     layers = (sh.moe_layers or sh.layers or 0) / pp
     passes = ALLTOALL_PASSES + (1 if w.activation_checkpointing else 0)
