@@ -740,13 +740,13 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
 
 
 def test_long_runs_and_many_instances_on_demand_are_risks_with_what_to_do(capsys):
-    rec = _json(capsys, "7b-pretraining-deadline")         # 80 x H100 on 10 on-demand instances, 41.6 h
+    rec = _json(capsys, "7b-pretraining-deadline")         # 80 x H100 on 10 on-demand instances, 46.9 h
     w = {x["rule"]: x for x in rec["warnings"]}
     cap, run = w["risk-capacity-or-contract"], w["risk-long-training-run"]
     assert cap["severity"] == "medium" and "10 whole instances (80 cards" in cap["text"]
     assert "reservation or contract for 10 instances" in cap["mitigation"]
     # 16,384 x 54 x 24 / 419 = 50,677 GPU-hours per unexpected interruption (LLAMA3_RELIABILITY)
-    assert run["severity"] == "low" and "about 41.6 hours on 80 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
+    assert run["severity"] == "low" and "about 46.9 hours on 80 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
     assert run["mitigation"].startswith("Checkpoint every few hours")
     md = memo(capsys, "7b-pretraining-deadline", "md")
     assert "What to do: Checkpoint every few hours" in md and "LLAMA3_RELIABILITY" in md

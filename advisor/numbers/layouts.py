@@ -280,15 +280,15 @@ EP_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
 
 def training_ep_options(w: Workload, gpu: GPU, tp: int) -> tuple[list[int], list[int]]:
     """(EP sizes inside the NVLink domain, EP sizes beyond it) for training a MoE model at TP `tp`:
-    sizes dividing its experts; the EP group's TP x EP ranks inside the domain keep the all-to-all on
-    NVLink (the first choice), the wider ones are tried only when none of those holds the model
+    sizes dividing its experts; an EP group inside the domain (one card per rank) keeps the all-to-all
+    on NVLink (the first choice), the wider ones are tried only when none of those holds the model
     (DeepSeek-V3 trained with EP 64 over 8 nodes). A dense model has EP 1 only."""
     n, k = w.model.num("experts"), w.model.num("experts_per_token")
     if not (n and k and n > k):
         return [1], []
     domain = comm.nvlink_domain(gpu)
     sizes = [e for e in EP_SIZES if e <= n and int(n) % e == 0]
-    return [1] + [e for e in sizes if tp * e <= domain], [e for e in sizes if tp * e > domain]
+    return [1] + [e for e in sizes if e <= domain], [e for e in sizes if e > domain]
 
 
 def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES) -> list[Layout]:
@@ -314,8 +314,9 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
             for group in (inside, across):
                 found = False
                 for ep in group:
-                    # a pipeline stage is a node's worth of model-parallel cards: TP, or TP x EP with experts
-                    width = tp if ep == 1 else min(tp * ep, widest)
+                    # a pipeline stage is a node's worth of model-parallel cards: TP, or with experts the
+                    # wider of TP and the EP group
+                    width = tp if ep == 1 else min(max(tp, ep), widest)
                     for pp in _pp_options(width, widest, layers, lambda p, ep=ep: dp_for(p, ep) is not None):
                         dp = dp_for(pp, ep)
                         out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep))

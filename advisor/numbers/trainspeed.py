@@ -96,7 +96,8 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     """The MoE terms of a training layout, None for a dense model: each MoE layer's dispatch and combine
     all-to-all of each GPU's tokens (mbs x seq / TP with sequence parallelism) x top-k hidden vectors over
     the EP ranks, forward and backward (numbers.comm.moe_layer_alltoall_s: FP8 dispatch with FP8 expert
-    matmuls, BF16 combine), over NVLink while TP x EP stays inside the NVLink domain, else the network;
+    matmuls, BF16 combine), over NVLink while the EP group (one card per rank, consecutive cards as
+    Megatron-Core places them) stays inside the NVLink domain, else the network;
     the busiest EP rank's load (balls into bins over the EP group's tokens: training routers are trained to
     balance, by auxiliary loss or DeepSeek-V3's bias, so serving's fitted routing skew is not applied); and
     the grouped expert matmuls' efficiency at the width of each card's slice of an expert (an expert split
@@ -114,10 +115,10 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     imb = expert_imbalance(tokens_gpu * ep, sh.k, ep)
     layers = (sh.moe_layers or sh.layers or 0) / pp
     passes = ALLTOALL_PASSES + (1 if w.activation_checkpointing else 0)
-    if tp * ep <= comm.nvlink_domain(gpu):
+    if ep <= comm.nvlink_domain(gpu):
         link, where = cal.link_bytes_s(gpu)
     else:
-        link, where = cal.scale_out_gb_s * 1e9, f"{cal.scale_out_gb_s:g} GB/s per GPU over the network (TP {tp} x EP {ep} spans nodes)"
+        link, where = cal.scale_out_gb_s * 1e9, f"{cal.scale_out_gb_s:g} GB/s per GPU over the network (EP {ep} spans nodes)"
     d = comm.dispatch_bytes(precision)
     per_layer = (comm.moe_alltoall_bytes(tokens_gpu, sh.k, sh.hidden, ep, d)
                  + comm.moe_alltoall_bytes(tokens_gpu, sh.k, sh.hidden, ep, comm.COMBINE_BYTES))

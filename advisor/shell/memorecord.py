@@ -78,14 +78,14 @@ def _layout(c: dict, gpus_per_node: int) -> str:
     parts = []
     if c["tp"] > 1:
         parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
-    # training's expert parallelism is drawn from the data-parallel ranks: a stage spans TP x EP cards
+    # training's expert parallelism is drawn from the TP x DP ranks: a stage spans the wider of TP and EP
     ep = _training_ep(c)
     if c["pp"] > 1:
-        where = "across nodes" if c["tp"] * max(ep, 1) * c["pp"] > gpus_per_node else "in one node"
+        where = "across nodes" if max(c["tp"], ep) * c["pp"] > gpus_per_node else "in one node"
         parts.append(f"layers in {c['pp']} pipeline stages {where}")
     if ep > 1:
         parts.append(f"experts spread over {ep} cards (expert-parallel, an all-to-all per MoE layer"
-                     + (", inside a node)" if c["tp"] * ep <= gpus_per_node else ", across nodes)"))
+                     + (", inside a node)" if ep <= gpus_per_node else ", across nodes)"))
     if c["dp"] > 1:
         parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
     return f"{_plan(c)}" + (f", EP {ep}" if ep > 1 else "") + ": " + ("; ".join(parts) if parts else "the whole model on one card")
