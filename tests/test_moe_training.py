@@ -106,3 +106,12 @@ def test_moe_training_layouts_keep_ep_inside_the_node_when_that_holds_the_model(
     found = layouts.training_layouts(w, training_ledger(w), catalog.gpus["h100-sxm"], 1024)
     assert {lay.ep for lay in found} - {1} and max(lay.ep for lay in found) <= 8
     assert all((lay.tp * lay.dp) % lay.ep == 0 for lay in found)
+
+
+def test_qlora_on_a_moe_model_never_gets_expert_parallelism(catalog):
+    """bitsandbytes' 4-bit layers have no expert-parallel kernels either: one card or FSDP-QLoRA."""
+    from advisor.numbers import estimate as estimator
+    w = workload.parse({"mode": "fine-tuning", "method": "qlora", "model": "mixtral-8x7b", "context_tokens": 4096,
+                        "training_tokens": 1e8}, catalog, "w")
+    fits = [c for c in estimator.estimate(w, catalog).candidates if c.fits]
+    assert fits and all(c.layout.ep == 1 and c.tp == 1 and c.pp == 1 for c in fits)

@@ -193,9 +193,9 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
     if w.training:
         found = layouts.training_layouts(wv, lv, gpu, max_gpus, stages)
         if w.method == "qlora":
-            # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: one card, or
-            # FSDP-QLoRA sharding the quantized base over data-parallel ranks (QLORA_FSDP)
-            found = [b for b in found if b.tp == 1 and b.pp == 1]
+            # bitsandbytes' 4-bit layers have no tensor-, pipeline- or expert-parallel kernels: one card,
+            # or FSDP-QLoRA sharding the quantized base over data-parallel ranks (QLORA_FSDP)
+            found = [b for b in found if b.tp == 1 and b.pp == 1 and b.ep == 1]
         return found, []
     bases = layouts.inference_layouts(wv, lv, gpu, max_gpus)
     wider: list = []
