@@ -97,11 +97,12 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     all-to-all of each GPU's tokens (mbs x seq / TP with sequence parallelism) x top-k hidden vectors over
     the EP ranks, forward and backward (numbers.comm.moe_layer_alltoall_s: FP8 dispatch with FP8 expert
     matmuls, BF16 combine), over NVLink while the EP group (one card per rank, consecutive cards as
-    Megatron-Core places them) stays inside the NVLink domain, else the network;
+    Megatron-Core places them) stays inside the NVLink domain, else its remote share over the network;
     the busiest EP rank's load (balls into bins over the EP group's tokens: training routers are trained to
     balance, by auxiliary loss or DeepSeek-V3's bias, so serving's fitted routing skew is not applied); and
-    the grouped expert matmuls' efficiency at the width of each card's slice of an expert (an expert split
-    over TP without EP is TP times narrower: numbers.speed's expert-width efficiency with the training fit's half width)."""
+    the grouped expert matmuls' efficiency by the tokens each expert gets per micro-batch and the width of
+    each card's slice of an expert (an expert split over TP without EP is TP times narrower), with the
+    training fit's half points (moe_half_tokens, moe_half_width)."""
     sh = shape(w, led)
     if not (sh.expert_flops and sh.experts and sh.k and sh.hidden):
         return None
@@ -115,14 +116,23 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     imb = expert_imbalance(tokens_gpu * ep, sh.k, ep)
     layers = (sh.moe_layers or sh.layers or 0) / pp
     passes = ALLTOALL_PASSES + (1 if w.activation_checkpointing else 0)
-    if ep <= comm.nvlink_domain(gpu):
-        link, where = cal.link_bytes_s(gpu)
-    else:
-        link, where = cal.scale_out_gb_s * 1e9, f"{cal.scale_out_gb_s:g} GB/s per GPU over the network (EP {ep} spans nodes)"
+    domain = comm.nvlink_domain(gpu)
+    nvlink, where = cal.link_bytes_s(gpu)
+    latency = cal.allreduce_us * 1e-6
     d = comm.dispatch_bytes(precision)
     per_layer = (comm.moe_alltoall_bytes(tokens_gpu, sh.k, sh.hidden, ep, d)
                  + comm.moe_alltoall_bytes(tokens_gpu, sh.k, sh.hidden, ep, comm.COMBINE_BYTES))
-    secs = comm.moe_layer_alltoall_s(tokens_gpu, sh.k, sh.hidden, ep, link, cal.allreduce_us * 1e-6, d)
+    if ep <= domain:
+        secs = comm.moe_layer_alltoall_s(tokens_gpu, sh.k, sh.hidden, ep, nvlink, latency, d)
+    else:
+        # an EP group over several NVLink domains: the peers on the card's own domain over NVLink, the
+        # rest over the network, both at once (DeepEP: NVLink inside a node, RDMA between nodes)
+        net = cal.scale_out_gb_s * 1e9
+        local, remote = (domain - 1) / ep, (ep - domain) / ep
+        sent = tokens_gpu * sh.k * sh.hidden * (d + comm.COMBINE_BYTES)
+        secs = 2 * latency + sent * max(local / nvlink, remote / net)
+        where = (f"the network at {cal.scale_out_gb_s:g} GB/s per GPU for {remote:.0%} of it (EP {ep} spans "
+                 f"{math.ceil(ep / domain)} NVLink domains of {domain}), {where} for the rest")
     return MoETerms(share, eff, imb, passes * layers * per_layer, passes * layers * secs, where)
 
 
@@ -244,7 +254,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                     "source": src,
                     "formula": (f"experts {tr.moe.expert_flops_share:.0%} of the parameter FLOPs at x {tr.moe.imbalance:.3f} busiest-rank load "
                                 f"(balls into bins over EP {lay.ep}; trained routers balance) / {tr.moe.matmul_efficiency:.2f} grouped-matmul "
-                                f"efficiency (expert width per card / (width + {cal.train_moe_half_width:g})); "
+                                f"efficiency (tokens per expert / (tokens + {cal.train_moe_half_tokens:g}) x expert width per card / (width + {cal.train_moe_half_width:g})); "
                                 + (f"all-to-all per micro-batch: {tr.moe.alltoall_bytes / 1e6:,.1f} MB per GPU (tokens x top-k x hidden x "
                                    f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
                                    if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}}
