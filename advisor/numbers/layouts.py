@@ -317,8 +317,11 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
                     # a pipeline stage is a node's worth of model-parallel cards: TP, or with experts the
                     # wider of TP and the EP group
                     width = tp if ep == 1 else min(max(tp, ep), widest)
-                    for pp in _pp_options(width, widest, layers, lambda p, ep=ep: dp_for(p, ep) is not None):
+                    stages = _pp_options(width, widest, layers, lambda p, ep=ep: dp_for(p, ep) is not None)
+                    for pp in (_even_stages(stages, layers) if ep > 1 else stages):
                         dp = dp_for(pp, ep)
+                        if dp is None:
+                            continue
                         out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep))
                         found = True
                     if found and group is across:
@@ -326,6 +329,16 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
                 if found:
                     break
     return out
+
+
+def _even_stages(stages: list[int], layers: int) -> list[int]:
+    """Pipeline depths tried for an expert-parallel training layout: the fewest that hold it, the fewest
+    that split the layers evenly, and twice that (NeMo's MoE recipes take PP 4 where 2 would hold
+    gpt-oss-120b: deeper stages leave the memory that spares recomputing activations)."""
+    if not stages or stages[0] <= 1:
+        return stages
+    even = next((p for p in range(stages[0], layers + 1) if layers % p == 0), stages[0])
+    return sorted({stages[0], even} | ({2 * even} if layers % (2 * even) == 0 else set()))
 
 
 def split_width(tp: int, ep: int = 1, attention_dp: int = 1) -> int:
