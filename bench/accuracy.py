@@ -95,7 +95,8 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
         m = max(1, round(gbs / (dp * mbs))) if gbs else None
         cp = speed.compute_precision(p.w, p.gpu, p.led.sized)
         tr = trainspeed.training_rate(p.w, p.led, p.gpu, cal, p.rate, tp, pp, dp, seq=r["seq"], micro_batch=mbs, microbatches=m,
-                                 virtual_stages=r.get("virtual_stages") or 1, precision=cp)
+                                 virtual_stages=r.get("virtual_stages") or 1, precision=cp, ep=r.get("ep") or 1,
+                                 alltoall_overlapped=bool(r.get("alltoall_overlapped")))
         return tr.tokens_per_s_per_gpu
     if r.get("max_batch"):      # the engine's own cap where the source sets it
         cal = replace(cal, engine_max_batch=int(r["max_batch"]))
@@ -193,6 +194,15 @@ def moe_summary(table: list[dict]) -> list[dict]:
     return out
 
 
+def training_summary(table: list[dict]) -> list[dict]:
+    """Training tokens/s per GPU per model class (dense, MoE: issue 21's MoE target, median <= 25% out of the fit)."""
+    out = []
+    for name, keep in MODEL_CLASSES[:2]:
+        for s in summary([r for r in table if r["class"] == "training" and keep(r)], ("training",)):
+            out.append({**s, "class": name})
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", help="also write the tables as Markdown to this file")
@@ -220,6 +230,12 @@ def main(argv=None) -> int:
     for s in moe:
         lines.append(f"{s['class']:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
                      f"{s['worst_ratio']:>12.2f} {s['within_1_5x']:>12.0%}")
+    lines.append("")
+    lines.append(f"{'training tokens/s by model':<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 1.5x':>12}")
+    trained = training_summary(table)
+    for s in trained:
+        lines.append(f"{s['class']:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
+                     f"{s['worst_ratio']:>12.2f} {s['within_1_5x']:>12.0%}")
     pairs = {}
     for r in table:
         if r["class"] == "ratio":
@@ -237,6 +253,9 @@ def main(argv=None) -> int:
                       f"{s['within_2x']:.0%} | {s['within_1_5x']:.0%} |")
         md += ["", "| serving throughput by model | split | n | median abs. error | worst ratio | within 1.5x |", "|---|---|---|---|---|---|"]
         for s in moe:
+            md.append(f"| {s['class']} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_1_5x']:.0%} |")
+        md += ["", "| training tokens/s by model | split | n | median abs. error | worst ratio | within 1.5x |", "|---|---|---|---|---|---|"]
+        for s in trained:
             md.append(f"| {s['class']} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_1_5x']:.0%} |")
         md += ["", "| GPU pair | split | median abs. error | n |", "|---|---|---|---|"]
         for (pair, split), errs in sorted(pairs.items()):

@@ -9,7 +9,7 @@ share a maturing software stack reaches), fitted together by minimising the squa
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
-ZeRO-3 factor (learnt where both FSDP and other runs were measured), then one MoE factor. Whole runs:
+ZeRO-3 factor (learnt where both FSDP and other runs were measured), then two MoE factors beside the computed MoE terms (expert half width and moe_share). Whole runs:
 goodput_base, the geometric mean of step GPU-hours x the sourced interruption term / published
 GPU-hours over the fitted `whole_run` records (capped at 1). `--training-only` keeps the serving
 factors of the file and refits the training ones. The factors, the records they were fitted on and
@@ -45,6 +45,12 @@ SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
     # the busiest EP rank's extra share of the mean expert load (0: the balls-into-bins floor alone; 1: twice the mean)
     "ep_skew": (0.0, 1.0),
 }
+
+
+#: bounds of the training fit's expert half width: none (0) to the widest expert of the catalog's MoE models
+MOE_HALF_WIDTH = (0.0, 4096.0)
+#: and of its tokens per expert per micro-batch (a grouped GEMM of a few thousand rows is near its peak)
+MOE_HALF_TOKENS = (0.0, 8192.0)
 
 
 def _log_err(p, cal) -> float:
@@ -177,10 +183,24 @@ def fit_training(prepared, cal):
         if measured:
             default[pr] = min(measured)
     default["fp4"] = default["fp8"]    # no FP4 training record: FP4 training takes the FP8 share (said in the YAML)
-    cal = replace(cal, train_share=share, train_default=default, train_moe_share=1.0)
+    cal = replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_moe_half_width=0.0)
     if len(moe) >= 2:
-        gm = math.exp(statistics.fmean(-_log_err(p, cal) for p in moe))
-        cal = replace(cal, train_moe_share=gm)
+        # the MoE mechanism (all-to-all, busiest EP rank, grouped-matmul width) is computed; two factors
+        # are fitted on the MoE records: the expert width at half efficiency (golden-section search) and,
+        # for each width, moe_share as the geometric mean of measured / tool (the rest of what MoE costs)
+        def with_share(c):
+            # a share, at most 1: what the computed terms leave unexplained never makes MoE faster than dense
+            return replace(c, train_moe_share=min(1.0, math.exp(statistics.fmean(-_log_err(p, c) for p in moe))))
+
+        def moe_loss(c):
+            c = with_share(c)
+            return statistics.fmean(_log_err(p, c) ** 2 for p in moe)
+
+        c = replace(cal, train_moe_half_width=0.0, train_moe_half_tokens=0.0)
+        for _ in range(4):      # coordinate descent from none of either, a few sweeps
+            c = replace(c, train_moe_half_tokens=golden(lambda x: moe_loss(replace(c, train_moe_half_tokens=x)), *MOE_HALF_TOKENS))
+            c = replace(c, train_moe_half_width=golden(lambda x: moe_loss(replace(c, train_moe_half_width=x)), *MOE_HALF_WIDTH))
+        cal = with_share(c)
     dense_errs = [_log_err(p, cal) for p in dense]
     moe_errs = [_log_err(p, cal) for p in moe]
     # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
@@ -252,7 +272,14 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=()) -> str:
                  'note: "runs that shard weights with ZeRO-3/FSDP reach this share of ZeRO-0/1 runs of the same GPU and precision: '
                  'weight gathers every micro-batch are not all hidden, and the FSDP stacks of the records fuse fewer kernels than Megatron"}')
     lines.append(f'  moe_share: {{v: {cal.train_moe_share:.3f}, src: [CALIBRATION], fit: "{_resid(moe, cal) if moe else "no MoE record"}", '
-                 'note: "MoE training reaches this share of a dense model (all-to-all, routing imbalance, small expert matmuls)"}')
+                 'note: "MoE training reaches this share of a dense model beyond the computed MoE terms (the all-to-all, the busiest EP rank, '
+                 'the grouped matmuls at moe_half_width): router, permutation and expert-load kernels"}')
+    lines.append(f'  moe_half_tokens: {{v: {cal.train_moe_half_tokens:.0f}, src: [CALIBRATION], '
+                 'note: "tokens per expert per micro-batch (EP ranks x tokens per rank x top-k / experts) at which the grouped '
+                 'expert matmuls of a training step run at half efficiency: small micro-batches feed each expert few rows"}')
+    lines.append(f'  moe_half_width: {{v: {cal.train_moe_half_width:.0f}, src: [CALIBRATION], '
+                 'note: "expert intermediate size per card at which the grouped expert matmuls of a training step run at half efficiency '
+                 '(an expert split over TP without EP is TP times narrower)"}')
     lines.append(f'  residual_spread: {{v: {cal.train_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / measured) over the '
                  'fitted dense training records: training hours are stated as x exp(-+ this)"}')
     lines.append(f'  moe_residual_spread: {{v: {cal.train_moe_spread:.3f}, src: [CALIBRATION], note: "root mean square of ln(tool / measured) over the '

@@ -115,7 +115,13 @@ def check_layout(values: dict, model, data, col: Collector, training: bool) -> N
     line = yamlio.line_of(data, "layout")
     raw = data.get("layout") if isinstance(data.get("layout"), dict) else data
     for name, n in (("ep", ep), ("attention_dp", adp)):
-        if n > 1 and tp % n:
+        if training and name == "ep":
+            # training draws its expert-parallel ranks from TP x DP (Megatron-Core), not from TP alone
+            if n > 1 and (tp * dp) % n:
+                col.add(f"ep {n} must divide tp x dp = {tp * dp:,}: its ranks are drawn from the tensor- and data-parallel cards"
+                        + (f" (ep {n} is more than those {tp * dp:,} GPUs)" if n > tp * dp else ""),
+                        yamlio.line_of(raw, name, line), f"layout.{name}")
+        elif n > 1 and tp % n:
             col.add(f"{name} {n} must divide tp {tp}: its ranks split the TP group's cards",
                     yamlio.line_of(raw, name, line), f"layout.{name}")
     experts = model.num("experts") if isinstance(model, Model) else None
@@ -124,8 +130,9 @@ def check_layout(values: dict, model, data, col: Collector, training: bool) -> N
                 yamlio.line_of(raw, "ep", line), "layout.ep")
     elif ep > 1 and experts and experts % ep:
         col.add(f"ep {ep} does not divide {model.id}'s {experts:.0f} experts", yamlio.line_of(raw, "ep", line), "layout.ep")
-    if (ep > 1 or adp > 1) and training:
-        col.add("ep and attention_dp are serving layouts; training takes tp, pp and dp", line, "layout")
+    if adp > 1 and training:
+        col.add("attention_dp is a serving layout; training takes tp, pp, dp and (for a MoE model) ep",
+                yamlio.line_of(raw, "attention_dp", line), "layout.attention_dp")
     cons = values.get("constraints")
     cap = cons.max_gpus if cons is not None else None
     if cap and tp * pp * dp > cap:

@@ -67,6 +67,10 @@ class Calibration:
     goodput_base: float = 1.0
     goodput_spread: float = 0.0       # standard deviation of ln(tool / published) over the fitted whole runs
     interruptions_per_gpu_hour: float = 0.0
+    # MoE training (issue 21): the expert intermediate size (of each card's slice) at which the grouped
+    # expert matmuls of a training step run at half efficiency, fitted with moe_share on the MoE records
+    train_moe_half_width: float = 0.0
+    train_moe_half_tokens: float = 0.0    # tokens per expert per micro-batch at which they run at half efficiency
     hours_lost_per_interruption: float = 0.0
     # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
     kv_share_by_tp: dict = field(default_factory=dict)
@@ -262,6 +266,8 @@ def calibration(catalog: Catalog) -> Calibration:
         train_fsdp_only=frozenset(g for g, fam in fams.items() if isinstance(fam, dict) and fam.get("measured_on") == "zero3"),
         train_default={k: v for k, v in default.items() if v} or {"bf16": 0.5, "fp8": 0.4, "fp4": 0.4},
         train_moe_share=_v(tr, "moe_share", 1.0, T),
+        train_moe_half_width=_v(tr, "moe_half_width", 0.0, T),
+        train_moe_half_tokens=_v(tr, "moe_half_tokens", 0.0, T),
         train_zero3_share=_v(tr, "zero3_share", 1.0, T),
         train_spread=_v(tr, "residual_spread", 0.0, T),
         train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),

@@ -45,7 +45,8 @@ class Layout:
     experts on `ep` ranks (each expert split over tp / ep cards) and attention runs as `attention_dp`
     data-parallel ranks of tp / attention_dp cards, each with its own sequences and KV cache (SGLang
     `--enable-dp-attention --dp N`, TensorRT-LLM `enable_attention_dp`: "DEP8" is tp 8, ep 8,
-    attention_dp 8)."""
+    attention_dp 8). Training reads `ep` as Megatron-Core does: expert-parallel ranks drawn from the
+    stage's TP x DP cards (ep divides tp x dp), each holding whole experts (numbers.layouts.expert_split)."""
 
     tp: int
     pp: int
@@ -227,50 +228,117 @@ def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list
 
 def with_replicas(w: Workload, led: Ledger, gpu: GPU, base: Layout, dp: int) -> Layout:
     """The same TP x PP (and EP, attention DP) with `dp` replicas (at least the base's): memory per
-    card recomputed."""
+    card recomputed. Training with EP: `dp` is rounded up until the EP ranks divide TP x DP."""
     dp = max(dp, base.min_dp)
     if w.training:
-        per_card = training_per_card(led, base.tp * base.pp, dp, base.zero_stage or 0)
+        dp = ep_dp(base.tp, dp, base.ep)
+        per_card = training_per_card(led, base.tp, base.pp, dp, base.zero_stage or 0, base.ep)
     else:
         fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base.tp, base.pp, base.attention_dp)
         per_card = fixed + kv_card / min(dp, w.concurrency)
     return replace(base, dp=dp, per_card_bytes=per_card)
 
 
+def ep_dp(tp: int, dp: int, ep: int) -> int:
+    """The fewest data-parallel replicas, at least `dp`, whose TP x DP ranks the `ep` expert-parallel
+    ranks divide (Megatron-Core draws the EP group from the data-parallel x tensor ranks)."""
+    if ep <= 1:
+        return dp
+    step = ep // math.gcd(tp, ep)
+    return math.ceil(dp / step) * step
+
+
+def expert_split(tp: int, ep: int) -> int:
+    """Cards one pipeline stage spreads each routed expert's states over: TP without expert
+    parallelism; with it, the EP ranks, each holding whole experts (expert tensor parallelism 1, as
+    NeMo's MoE recipes set it: expert_tensor_parallel_size 1)."""
+    return tp if ep <= 1 else ep
+
+
 def _training_split(led: Ledger, z: int):
+    """(ZeRO-sharded bytes, unsharded dense bytes, unsharded expert bytes) of one replica's states."""
     W, G, O, A = (led.bytes(k) for k in ("weights_gb", "gradients_gb", "optimizer_gb", "activations_gb"))
-    sharded = (W if z >= 3 else 0) + (G if z >= 2 else 0) + (O if z >= 1 else 0)
-    return sharded, W + G + O + A - sharded
+    eW, eG, eO = led.training_expert_bytes()
+    keep_w, keep_g, keep_o = z < 3, z < 2, z < 1
+    sharded = (W if not keep_w else 0) + (G if not keep_g else 0) + (O if not keep_o else 0)
+    expert = (eW if keep_w else 0) + (eG if keep_g else 0) + (eO if keep_o else 0)
+    return sharded, W + G + O + A - sharded - expert, expert
 
 
-def training_per_card(led: Ledger, m: int, dp: int, z: int) -> float:
-    """Bytes per card (with the x1.2 safety of C06): the unsharded part split over TP x PP (`m`), the
-    ZeRO-sharded part over all cards."""
-    sharded, unsharded = _training_split(led, z)
-    return (unsharded / m + sharded / (m * dp)) * TRAINING_SAFETY
+def training_per_card(led: Ledger, tp: int, pp: int, dp: int, z: int, ep: int = 1) -> float:
+    """Bytes per card (with the x1.2 safety of C06): the unsharded dense part split over TP x PP, the
+    unsharded expert part over PP x the expert split (TP, or EP with expert parallelism), the
+    ZeRO-sharded part over all cards (the experts' shards over their expert-data-parallel ranks:
+    TP x DP / EP of them, the same cards in all)."""
+    sharded, dense, expert = _training_split(led, z)
+    return (dense / (tp * pp) + expert / (pp * expert_split(tp, ep)) + sharded / (tp * pp * dp)) * TRAINING_SAFETY
+
+
+#: expert-parallel sizes tried for training (Megatron-Core, NeMo and torchtitan recipes use powers of 2)
+EP_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def training_ep_options(w: Workload, gpu: GPU, tp: int) -> tuple[list[int], list[int]]:
+    """(EP sizes inside the NVLink domain, EP sizes beyond it) for training a MoE model at TP `tp`:
+    sizes dividing its experts; an EP group inside the domain (one card per rank) keeps the all-to-all
+    on NVLink (the first choice), the wider ones are tried only when none of those holds the model
+    (DeepSeek-V3 trained with EP 64 over 8 nodes). A dense model has EP 1 only."""
+    n, k = w.model.num("experts"), w.model.num("experts_per_token")
+    if not (n and k and n > k):
+        return [1], []
+    domain = comm.nvlink_domain(gpu)
+    sizes = [e for e in EP_SIZES if e <= n and int(n) % e == 0]
+    return [1] + [e for e in sizes if e <= domain], [e for e in sizes if e > domain]
 
 
 def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES) -> list[Layout]:
-    """Every ZeRO stage x (TP, PP) that holds the job, with the fewest replicas its shards need."""
+    """Every ZeRO stage x (TP, PP, EP) that holds the job, with the fewest replicas its shards need;
+    for a MoE model every EP size inside the NVLink domain, and wider ones when none of those fits."""
     mem = gpu.memory_gb * GB / TRAINING_SAFETY
     layers = int(w.model.num("layers") or 64)
     kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
+    widest = tensor_split_max(gpu)
     out = []
     for z in stages:
-        sharded, unsharded = _training_split(led, z)
+        sharded, dense, expert = _training_split(led, z)
         for tp in _tp_options(gpu, int(kv_heads) if kv_heads else None):
-            def dp_for(pp, tp=tp):
+            def dp_for(pp, ep, tp=tp):
                 m = tp * pp
-                room = mem - unsharded / m
+                room = mem - dense / m - expert / (pp * expert_split(tp, ep))
                 if room <= 0:
                     return None
                 dp = 1 if sharded / m <= room else math.ceil(sharded / m / room - 1e-9)
+                dp = ep_dp(tp, dp, ep)
                 return dp if m * dp <= max_gpus else None
-            for pp in _pp_options(tp, tensor_split_max(gpu), layers, lambda p: dp_for(p) is not None):
-                dp = dp_for(pp)
-                m = tp * pp
-                out.append(Layout(tp, pp, dp, training_per_card(led, m, dp, z), 1.0, z, dp))
+            inside, across = training_ep_options(w, gpu, tp)
+            for group in (inside, across):
+                found = False
+                for ep in group:
+                    # a pipeline stage is a node's worth of model-parallel cards: TP, or with experts the
+                    # wider of TP and the EP group
+                    width = tp if ep == 1 else min(max(tp, ep), widest)
+                    stages = _pp_options(width, widest, layers, lambda p, ep=ep: dp_for(p, ep) is not None)
+                    for pp in (_even_stages(stages, layers) if ep > 1 else stages):
+                        dp = dp_for(pp, ep)
+                        if dp is None:
+                            continue
+                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep))
+                        found = True
+                    if found and group is across:
+                        break       # the narrowest cross-node EP that holds the model
+                if found:
+                    break
     return out
+
+
+def _even_stages(stages: list[int], layers: int) -> list[int]:
+    """Pipeline depths tried for an expert-parallel training layout: the fewest that hold it, the fewest
+    that split the layers evenly, and twice that (NeMo's MoE recipes take PP 4 where 2 would hold
+    gpt-oss-120b: deeper stages leave the memory that spares recomputing activations)."""
+    if not stages or stages[0] <= 1:
+        return stages
+    even = next((p for p in range(stages[0], layers + 1) if layers % p == 0), stages[0])
+    return sorted({stages[0], even} | ({2 * even} if layers % (2 * even) == 0 else set()))
 
 
 def split_width(tp: int, ep: int = 1, attention_dp: int = 1) -> int:
@@ -281,17 +349,20 @@ def split_width(tp: int, ep: int = 1, attention_dp: int = 1) -> int:
 
 def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layout | None:
     """The workload's own `layout: {tp, pp, dp, ep, attention_dp}` on this GPU, or None when it does
-    not hold the job (for training, with the lowest ZeRO stage that makes it fit). A tensor split
-    wider than a node is no layout at all: it stays inside one node's links (K14)."""
+    not hold the job (for training, with the lowest ZeRO stage that makes it fit; `ep` there is the
+    expert-parallel ranks drawn from TP x DP). A tensor split wider than a node is no layout at all: it
+    stays inside one node's links (K14)."""
     tp, pp, dp, ep, adp = w.layout
-    if split_width(tp, ep, adp) > gpu.gpus_per_node:
-        return None
     if w.training:
+        if tp > gpu.gpus_per_node:
+            return None
         mem = gpu.memory_gb * GB
         for z in stages:
-            per_card = training_per_card(led, tp * pp, dp, z)
+            per_card = training_per_card(led, tp, pp, dp, z, ep)
             if per_card <= mem:
-                return Layout(tp, pp, dp, per_card, 1.0, z, dp)
+                return Layout(tp, pp, dp, per_card, 1.0, z, dp, ep)
+        return None
+    if split_width(tp, ep, adp) > gpu.gpus_per_node:
         return None
     r = inference_replicas(w, led, gpu, tp, pp, adp)
     if r is None:

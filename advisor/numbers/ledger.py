@@ -202,6 +202,19 @@ class Ledger:
         exp = sum(pt.params * pt.bpp for pt in self.sized.parts if pt.name == "experts")
         return exp / raw if raw else 0.0
 
+    def training_expert_bytes(self) -> tuple[float, float, float]:
+        """(weights, gradients, optimizer states) bytes of the routed experts in a training ledger: what
+        expert parallelism shards over its ranks (Megatron-Core, DeepSpeed-MoE: each EP rank keeps the
+        states of its own experts only). LoRA/QLoRA trains adapters on attention only (q, k, v, o), so
+        its experts are frozen weights with no gradients or optimizer states."""
+        e = self.expert_share
+        if not e:
+            return 0.0, 0.0, 0.0
+        adapters = 2 * self.adapter_params      # 16-bit adapters sit in weights_gb beside the base
+        if self.adapter_params:
+            return e * (self.bytes("weights_gb") - adapters), 0.0, 0.0
+        return e * self.bytes("weights_gb"), e * self.bytes("gradients_gb"), e * self.bytes("optimizer_gb")
+
     def weight_copies(self, attention_dp: int) -> float:
         """How many times one TP group holds the model's weights with `attention_dp` attention ranks:
         the experts once, the rest (attention, dense layers, embeddings) once per attention rank."""

@@ -204,9 +204,9 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
     if w.training:
         found = layouts.training_layouts(wv, lv, gpu, max_gpus, stages)
         if w.method == "qlora":
-            # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: one card, or
-            # FSDP-QLoRA sharding the quantized base over data-parallel ranks (QLORA_FSDP)
-            found = [b for b in found if b.tp == 1 and b.pp == 1]
+            # bitsandbytes' 4-bit layers have no tensor-, pipeline- or expert-parallel kernels: one card,
+            # or FSDP-QLoRA sharding the quantized base over data-parallel ranks (QLORA_FSDP)
+            found = [b for b in found if b.tp == 1 and b.pp == 1 and b.ep == 1]
         return found, []
     bases = layouts.inference_layouts(wv, lv, gpu, max_gpus)
     wider: list = []
@@ -529,6 +529,8 @@ def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: 
         return _explain_pools(w, p, lay, unit, tried)
     why = {}
     why["per_card_gb"] = (f"ledger split over TP {lay.tp} x PP {lay.pp}" + (f" with KV heads replicated x{lay.rep:g}" if lay.rep > 1 else "")
+                          + (f", the experts' weights, gradients and optimizer states over PP {lay.pp} x EP {lay.ep} (whole experts per rank)"
+                             if w.training and lay.ep > 1 else "")
                           + (f", non-expert weights on each of {lay.attention_dp} attention ranks" if lay.attention_dp > 1 else "")
                           + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
                           + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")

@@ -13,8 +13,10 @@ from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration, default_calibration
+from advisor.numbers.layouts import expert_split
 from advisor.numbers.ledger import Ledger
-from advisor.numbers.speed import ACT_BYTES, CHECKPOINTING_COMPUTE, FP4_NAMES, Speed, compute_precision
+from advisor.numbers.speed import (ACT_BYTES, CHECKPOINTING_COMPUTE, FP4_NAMES, Speed, compute_precision, _moe_eff,
+                                   expert_imbalance, shape)
 from advisor.numbers.terms import TFLOP, Term
 
 
@@ -69,6 +71,69 @@ class Training:
     bubble: float
     comm_s: float
     compute_s: float
+    moe: MoETerms | None = None
+
+
+@dataclass(frozen=True)
+class MoETerms:
+    """The MoE terms of one training step (per micro-batch of one pipeline stage)."""
+
+    expert_flops_share: float     # of the parameter FLOPs, in routed experts
+    matmul_efficiency: float      # grouped expert matmuls: the width of each card's expert slice
+    imbalance: float              # busiest EP rank's expert load over the mean
+    alltoall_bytes: float         # bytes each GPU sends per micro-batch (dispatch + combine, forward + backward)
+    alltoall_s: float             # seconds of it per micro-batch, on the critical path
+    link: str                     # where the all-to-all runs
+
+
+#: all-to-all passes per MoE layer and micro-batch: forward, and the backward's gradient dispatch and
+#: combine (the transposed all-to-alls); full recomputation runs the forward's once more
+ALLTOALL_PASSES = 2
+
+
+def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp: int, ep: int, seq: int, mbs: int,
+              precision: str) -> MoETerms | None:
+    """The MoE terms of a training layout, None for a dense model: each MoE layer's dispatch and combine
+    all-to-all of each GPU's tokens (mbs x seq / TP with sequence parallelism) x top-k hidden vectors over
+    the EP ranks, forward and backward (numbers.comm.moe_layer_alltoall_s: FP8 dispatch with FP8 expert
+    matmuls, BF16 combine), over NVLink while the EP group (one card per rank, consecutive cards as
+    Megatron-Core places them) stays inside the NVLink domain, else its remote share over the network;
+    the busiest EP rank's load (balls into bins over the EP group's tokens: training routers are trained to
+    balance, by auxiliary loss or DeepSeek-V3's bias, so serving's fitted routing skew is not applied); and
+    the grouped expert matmuls' efficiency by the tokens each expert gets per micro-batch and the width of
+    each card's slice of an expert (an expert split over TP without EP is TP times narrower), with the
+    training fit's half points (moe_half_tokens, moe_half_width)."""
+    sh = shape(w, led)
+    if not (sh.expert_flops and sh.experts and sh.k and sh.hidden):
+        return None
+    share = sh.expert_flops / (sh.expert_flops + sh.dense_flops)
+    width = sh.expert_width / (tp if ep <= 1 else 1)
+    tokens_gpu = mbs * seq / tp
+    # tokens each expert's matmul gets per micro-batch: the EP group's tokens x top-k over the experts
+    # (without EP a card holds a slice of every expert and sees the whole micro-batch)
+    per_expert = (ep * tokens_gpu if ep > 1 else mbs * seq) * sh.k / sh.experts
+    eff = (_moe_eff(width, cal.train_moe_half_width) if width else 1.0) * _moe_eff(per_expert, cal.train_moe_half_tokens)
+    imb = expert_imbalance(tokens_gpu * ep, sh.k, ep)
+    layers = (sh.moe_layers or sh.layers or 0) / pp
+    passes = ALLTOALL_PASSES + (1 if w.activation_checkpointing else 0)
+    domain = comm.nvlink_domain(gpu)
+    nvlink, where = cal.link_bytes_s(gpu)
+    latency = cal.allreduce_us * 1e-6
+    d = comm.dispatch_bytes(precision)
+    per_layer = (comm.moe_alltoall_bytes(tokens_gpu, sh.k, sh.hidden, ep, d)
+                 + comm.moe_alltoall_bytes(tokens_gpu, sh.k, sh.hidden, ep, comm.COMBINE_BYTES))
+    if ep <= domain:
+        secs = comm.moe_layer_alltoall_s(tokens_gpu, sh.k, sh.hidden, ep, nvlink, latency, d)
+    else:
+        # an EP group over several NVLink domains: the peers on the card's own domain over NVLink, the
+        # rest over the network, both at once (DeepEP: NVLink inside a node, RDMA between nodes)
+        net = cal.scale_out_gb_s * 1e9
+        local, remote = (domain - 1) / ep, (ep - domain) / ep
+        sent = tokens_gpu * sh.k * sh.hidden * (d + comm.COMBINE_BYTES)
+        secs = 2 * latency + sent * max(local / nvlink, remote / net)
+        where = (f"the network at {cal.scale_out_gb_s:g} GB/s per GPU for {remote:.0%} of it (EP {ep} spans "
+                 f"{math.ceil(ep / domain)} NVLink domains of {domain}), {where} for the rest")
+    return MoETerms(share, eff, imb, passes * layers * per_layer, passes * layers * secs, where)
 
 
 def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
@@ -83,9 +148,13 @@ def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
 
 def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, dp: int,
                   seq: int | None = None, micro_batch: int | None = None, microbatches: int | None = None,
-                  virtual_stages: int = 1, precision: str | None = None) -> Training:
+                  virtual_stages: int = 1, precision: str | None = None, ep: int = 1, alltoall_overlapped: bool = False) -> Training:
     """Tokens per second per GPU of one training layout: model FLOPs at the fitted share of the
-    achievable matmul rate, pipeline bubbles, and data-parallel gradient traffic overlapped with compute."""
+    achievable matmul rate, pipeline bubbles, and data-parallel gradient traffic overlapped with compute;
+    a MoE model's experts at their grouped-matmul efficiency and the busiest EP rank's load, its
+    all-to-all dispatch and combine on the critical path (`moe_terms`), or with `alltoall_overlapped`
+    hidden behind compute where it is shorter (DeepSeek-V3's DualPipe: a measurement says so; a plan
+    assumes Megatron-Core's default, not overlapped)."""
     seq = seq or w.context_tokens
     mbs = micro_batch or w.micro_batch
     p = precision or compute_precision(w, gpu, led.sized)
@@ -96,6 +165,10 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only:
         share *= cal.train_zero3_share
     flops, _ = train_flops_per_token(w, led)
+    moe = moe_terms(w, led, gpu, cal, tp, pp, ep, seq, mbs, p)
+    if moe:
+        # the experts' FLOPs take the busiest rank's time at their matmul efficiency
+        flops *= 1 - moe.expert_flops_share + moe.expert_flops_share * moe.imbalance / moe.matmul_efficiency
     flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
     R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
     m = microbatches or micro_batches(w, pp, dp, mbs)[0]
@@ -111,21 +184,27 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
             tp_link, _ = cal.link_bytes_s(gpu)
             per_mb = 4 * (L / pp) * comm.allreduce_s(mbs * seq * hid * ACT_BYTES, tp, tp_link, cal.allreduce_us * 1e-6)
             compute += m * per_mb * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1)
-    # data-parallel gradient traffic: all-reduce of the 16-bit gradients (ZeRO-3/FSDP: gathers too)
+    if moe:
+        compute = max(compute, m * moe.alltoall_s) if alltoall_overlapped else compute + m * moe.alltoall_s
+    # data-parallel gradient traffic: all-reduce of the 16-bit gradients (ZeRO-3/FSDP: gathers too); the
+    # experts' over their expert-data-parallel ranks (TP x DP / EP of them), each holding its EP share
     trainable = led.bytes("gradients_gb") / 2 * ACT_BYTES if led.bytes("gradients_gb") else led.sized.params * ACT_BYTES
-    per_gpu = trainable / (tp * pp)
+    _, exp_grads, _ = led.training_expert_bytes()
+    exp_trainable = trainable * exp_grads / led.bytes("gradients_gb") if exp_grads else 0.0
     if tp * pp * dp <= gpu.gpus_per_node:
         link, _ = cal.link_bytes_s(gpu)
     else:
         link = cal.scale_out_gb_s * 1e9
     passes = 1.5 * m if w.zero_stage >= 3 else 1     # FSDP gathers weights for every micro-batch
-    comm_s = passes * comm.allreduce_bytes(per_gpu, dp) / link
+    split = expert_split(tp, ep)
+    comm_s = passes * (comm.allreduce_bytes((trainable - exp_trainable) / (tp * pp), dp)
+                       + comm.allreduce_bytes(exp_trainable / (pp * split), tp * dp // split)) / link
     step = max(compute, comm_s) / (1 - bubble)
     tps = tokens_step / step / (tp * pp)
     # MFU against the peak of the precision the matmuls run at (an FP4 run is not measured against BF16)
     model_flops = model_flops_per_token(w, led)[0] + attention_train_flops(w, seq)
     spec = gpu.tflops(p) or gpu.tflops("bf16")
-    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute)
+    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute, moe)
 
 
 def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
@@ -138,7 +217,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
     m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp)
-    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp)
+    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
     flops_token, per_param = train_flops_per_token(w, led)
@@ -168,6 +247,18 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         "mfu": {"value": tr.mfu, "factor": {}, "source": "formula",
                 "formula": (f"tokens/s per GPU x ({'4 x frozen base + 6 x adapters' if lora else '6 x active parameters'} + attention) "
                             f"FLOPs / {gpu.tflops(p) or gpu.tflops('bf16'):g} TFLOPS {p if gpu.tflops(p) else 'bf16'} peak (the precision the matmuls run at)")},
+        **({"moe": {"value": tr.moe.alltoall_s, "factor": {"ep": lay.ep, "alltoall_bytes_per_micro_batch": tr.moe.alltoall_bytes,
+                                                         "expert_flops_share": tr.moe.expert_flops_share,
+                                                         "expert_matmul_efficiency": tr.moe.matmul_efficiency,
+                                                         "expert_imbalance": tr.moe.imbalance, "link": tr.moe.link},
+                    "source": src,
+                    "formula": (f"experts {tr.moe.expert_flops_share:.0%} of the parameter FLOPs at x {tr.moe.imbalance:.3f} busiest-rank load "
+                                f"(balls into bins over EP {lay.ep}; trained routers balance) / {tr.moe.matmul_efficiency:.2f} grouped-matmul "
+                                f"efficiency (tokens per expert / (tokens + {cal.train_moe_half_tokens:g}) x expert width per card / (width + {cal.train_moe_half_width:g})); "
+                                + (f"all-to-all per micro-batch: {tr.moe.alltoall_bytes / 1e6:,.1f} MB per GPU (tokens x top-k x hidden x "
+                                   f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
+                                   if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}}
+           if tr.moe and explain else {}),
         "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base,
                                               "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
                                               "hours_lost_per_interruption": cal.hours_lost_per_interruption},

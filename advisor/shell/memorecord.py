@@ -65,7 +65,9 @@ def _num(x, nd=1) -> str:
 
 
 def _layout(c: dict, gpus_per_node: int) -> str:
-    """The layout in words: where tensor-parallel groups, pipeline stages and replicas sit."""
+    """The layout in words: where tensor-parallel groups, attention ranks, expert-parallel ranks,
+    pipeline stages and replicas sit (training's EP is drawn from the TP x DP ranks, serving's from the
+    TP group)."""
     two = _pools_layout(c)
     if two:
         return f"{_plan(c)}: {two}"
@@ -75,11 +77,13 @@ def _layout(c: dict, gpus_per_node: int) -> str:
         parts.append(f"attention data-parallel over {adp} cards (each with its own sequences and KV cache)"
                      + (f", the experts spread over {ep} (expert-parallel)" if ep > 1 else ""))
     elif c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)"
-                     + (f", the experts spread over {ep} (expert-parallel)" if ep > 1 else ""))
+        parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
     if c["pp"] > 1:
-        where = "across nodes" if c["tp"] * c["pp"] > gpus_per_node else "in one node"
+        where = "across nodes" if max(c["tp"], ep) * c["pp"] > gpus_per_node else "in one node"
         parts.append(f"layers in {c['pp']} pipeline stages {where}")
+    if ep > 1 and adp == 1:
+        parts.append(f"experts spread over {ep} cards (expert-parallel, an all-to-all per MoE layer"
+                     + (", inside a node)" if ep <= gpus_per_node else ", across nodes)"))
     if c["dp"] > 1:
         parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
     return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
@@ -94,9 +98,11 @@ def _layout_short(c: dict) -> str:
     if adp > 1:
         parts.append(f"attention data-parallel over {adp} cards" + (f", experts over {ep}" if ep > 1 else ""))
     elif c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards" + (f", experts over {ep}" if ep > 1 else ""))
+        parts.append(f"each layer split over {c['tp']} cards")
     if c["pp"] > 1:
         parts.append(f"{c['pp']} pipeline stages")
+    if ep > 1 and adp == 1:
+        parts.append(f"experts over {ep} cards")
     if c["dp"] > 1:
         parts.append(f"{c['dp']} replicas")
     return ", ".join(parts) or "the whole model on one card"
