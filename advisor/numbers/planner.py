@@ -462,6 +462,9 @@ def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants
     cost = f", ${p.usd_per_job:,.0f} per job" if p.usd_per_job is not None else ""
     if (p.price or {}).get("kind") == "contract":
         cost += " as contracted capacity (beyond any listing's on-demand capacity)"
+    elif (p.price or {}).get("kind") == "reserved" and p.price.get("term_days"):
+        cost += (f" as a {p.price['term_days']}-day reservation of {p.price['instances']:,} instances "
+                 "(beyond any listing's on-demand capacity)")
     return {"bound_hours": hours, "count": p.count, "training_hours": p.training_hours, "usd_per_job": p.usd_per_job,
             "layout": p.layout.as_dict(),
             "text": (f"{p.count:,} x {gpu.id} ({describe_layout((p.tp, p.pp, p.dp, p.ep, p.attention_dp))}) "
