@@ -112,3 +112,10 @@ def test_a_bad_reserved_tier_is_refused_in_one_line(capsys, tmp_path, monkeypatc
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "capacity.yaml:" in lines[0] and "reserved.h100-sxm" in lines[0], err
     assert "Traceback" not in err
+
+
+def test_a_reserved_listing_of_a_price_file_is_priced_as_listed_not_as_a_block():
+    from advisor.numbers.capacity import reserve_for_job
+    # a `kind: reserved` row of prices.yaml (or --prices) is an hourly listing: no term to fit
+    listing = {"kind": "reserved", "provider": "Lambda", "instances": 2, "gpus_per_instance": 8, "idle_gpus": 0}
+    assert reserve_for_job(listing, 500.0, 16) is None

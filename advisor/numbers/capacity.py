@@ -179,7 +179,7 @@ def reserve_for_job(offer: dict, hours: float, count: int):
     the contract, or a str (why the price is unknown) when only reservations were sourced and none
     is long enough."""
     kind = offer.get("kind")
-    if kind == "reserved":
+    if kind == "reserved" and "term_days_on_sale" in offer:    # a tier of capacity.yaml, not a reserved listing of prices.yaml
         tiers = [offer]
     elif kind == "contract":
         tiers = offer.get("reserved_tiers") or []
