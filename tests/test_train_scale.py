@@ -48,10 +48,11 @@ def test_an_8b_job_on_15t_tokens_without_a_deadline_warns_with_the_plan_that_mee
     assert c.training_hours > 30 * 24
     b = c.within_bound
     assert b["training_hours"] <= 30 * 24 and b["count"] > c.count
-    # about the same GPU-hours on more cards; its cost per job differs by the rate: 560-odd H100 are more
-    # than any listing rents on demand, so that plan is a contracted cluster's (catalog/capacity.yaml)
+    # about the same GPU-hours on more cards; its cost per job differs by the rate: 880 H100 are more than
+    # any listing rents on demand, and a 30-day job fits a Capacity Block (sold by the week beyond two
+    # weeks: 35 days) for less than a 12-month contract commits (catalog/capacity.yaml reserved)
     assert b["count"] * b["training_hours"] == pytest.approx(c.count * c.training_hours, rel=0.05)
-    assert "as contracted capacity" in b["text"]
+    assert f"as a 35-day reservation of {b['count'] // 8:,} instances" in b["text"]
     warn = [x for x in d.candidate_warnings[d.winner] if x["rule"] == "long-training-job"]
     assert warn and f"{b['count']:,} x {d.winner}" in warn[0]["text"]
     assert f"finishes in {b['training_hours']:,.0f} h" in warn[0]["text"]

@@ -32,7 +32,7 @@ def _figure(col: Collector, fig, line, field: str, share: bool = False) -> dict 
 
 def load_capacity(path: Path, gpus: dict) -> dict:
     """{on_demand: {default_instances: figure, providers: {name: {instances, src, date}}},
-    contract: {gpu id: {usd_per_gpu_hour, term_months, provider, src, date, range}},
+    contract: {gpu id: {usd_per_gpu_hour, term_months, provider, src, date, range}}, reserved: {gpu id: [tier]},
     spot: {interruption_share_per_month: {gpu id | default: figure}, restart_minutes: figure,
     checkpoint_gb_s_per_gpu: figure}}; one problem per bad field, with its line."""
     col = Collector(str(path))
@@ -75,6 +75,7 @@ def load_capacity(path: Path, gpus: dict) -> dict:
             continue
         out["contract"][e["gpu"]] = {"usd_per_gpu_hour": fig["v"], "range": fig["range"], "term_months": term,
                                      "provider": str(e["provider"]), "src": fig["src"], "date": fig["date"]}
+    out["reserved"] = _reserved(col, data, gpus)
     spot = data.get("spot") or {}
     sline = yamlio.line_of(data, "spot", 1)
     shares = spot.get("interruption_share_per_month") or {}
@@ -95,6 +96,43 @@ def load_capacity(path: Path, gpus: dict) -> dict:
             out["spot"][k] = fig
     col.raise_if_any()
     return out
+
+
+def _reserved(col: Collector, data: dict, gpus: dict) -> dict:
+    """{gpu id: [tier]}: capacity booked ahead at a published rate, each with its instance, rate, the
+    most instances sold at once and the lengths on sale (days)."""
+    rows = data.get("reserved") or []
+    out: dict = {}
+    if not isinstance(rows, list):
+        col.add("must be a list of reserved tiers", yamlio.line_of(data, "reserved", 1), "reserved")
+        return out
+    for i, e in enumerate(rows):
+        at = yamlio.line_of(rows, i, 1)
+        if not isinstance(e, dict) or e.get("gpu") not in gpus:
+            col.add(f"needs a known gpu id (got {e.get('gpu') if isinstance(e, dict) else e!r})", at, "reserved.gpu")
+            continue
+        fig = _figure(col, {"v": e.get("usd_per_instance_hour"), "src": e.get("src"), "date": e.get("date")},
+                      at, f"reserved.{e['gpu']}.usd_per_instance_hour")
+        days = e.get("term_days") if isinstance(e.get("term_days"), dict) else {}
+        whole = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1  # noqa: E731
+        if fig is None:
+            continue
+        if not (e.get("provider") and whole(e.get("gpus_per_instance")) and whole(e.get("max_instances"))
+                and all(whole(days.get(k)) for k in ("min", "max", "daily_up_to", "step_beyond"))
+                and days["min"] <= days["max"]):
+            col.add("needs provider, gpus_per_instance and max_instances (whole numbers >= 1) and "
+                    "term_days {min, max, daily_up_to, step_beyond} (whole days, min <= max)", at, f"reserved.{e['gpu']}")
+            continue
+        out.setdefault(e["gpu"], []).append(
+            {"provider": str(e["provider"]), "instance": str(e.get("instance") or ""), "gpus_per_instance": e["gpus_per_instance"],
+             "usd_per_instance_hour": fig["v"], "max_instances": e["max_instances"], "term_days": dict(days),
+             "src": fig["src"], "date": fig["date"]})
+    return out
+
+
+def reserved_tiers(capacity: dict, gpu_id: str) -> list[dict]:
+    """The sourced reserved tiers of this GPU (none: no reservation is published for it)."""
+    return ((capacity or {}).get("reserved") or {}).get(gpu_id, [])
 
 
 def on_demand_instances(capacity: dict, provider: str) -> tuple[int | None, str | None]:

@@ -11,7 +11,7 @@ from advisor.judgement.engine import runner
 from advisor.base.errors import InputError, Problem
 from advisor.judgement import ranking, record
 from advisor.numbers import estimate as estimator
-from advisor.numbers import planner
+from advisor.numbers import knobs, planner
 from advisor.numbers.estimate import Estimate
 from advisor.numbers.objective import UNIT_LABELS, closeness, shortfall, unit_cost, unit_of_work
 from advisor.numbers.plan import Plan
@@ -386,7 +386,7 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
         return []
     unit = d.ranked.unit
     out = []
-    for change, w2 in planner.knob_alternatives(d.estimate.workload):
+    for change, w2 in knobs.knob_alternatives(d.estimate.workload):
         alt = decide(estimator.estimate(w2, catalog), d.kb, catalog)
         if not alt.winner or not alt.ranked or alt.ranked.basis != "cost" or alt.ranked.unit != unit:
             continue

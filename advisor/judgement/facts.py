@@ -139,6 +139,9 @@ FACTS: dict[str, Fact] = {
     "candidate.contract_term_usd": Fact("number", "USD", "the whole term's commitment: cluster price per hour x the term's hours"),
     "candidate.contract_job_percent": Fact("number", "%", "training on a contract: the job's hours / the term's hours x 100 (the rest of the term is committed but unused by this job)"),
     "candidate.contract_source": Fact("string", "", "where the contract rate comes from, with its date"),
+    "candidate.reservation_days": Fact("integer", "days", "a plan beyond on-demand capacity booked ahead (price_kind reserved): the days of the shortest reservation on sale that covers the job"),
+    "candidate.reservation_usd_per_gpu_hour": Fact("number", "USD/GPU-h", "the reservation's published rate"),
+    "candidate.reservation_source": Fact("string", "", "who sells the reservation and the date of its rate"),
     "candidate.spot_checkpoint_minutes": Fact("number", "min", "spot training: the checkpoint interval that minimises expected time, sqrt(2 x checkpoint time x MTBF) (Young)"),
     "candidate.spot_checkpoint_every": Fact("string", "", "spot training: spot_checkpoint_minutes in words (minutes below 2 h, else hours)"),
     "candidate.spot_checkpoint_seconds": Fact("number", "s", "spot training: time to write one checkpoint (model state / storage bandwidth)"),
@@ -309,6 +312,11 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              contract_usd_per_gpu_hour=c.price["usd_per_gpu_hour"], contract_term_months=c.price["term_months"],
                              contract_term_usd=c.price["term_usd"], contract_source=f"{c.price['provider']}, {c.price['date']}",
                              contract_job_percent=(100 * c.price["job_share_of_term"]) if c.price.get("job_share_of_term") is not None else None)
+            if c.price and c.price.get("kind") == "reserved" and c.price.get("on_demand_offer"):
+                # booked ahead beyond on-demand capacity (numbers/capacity.py reserve_for_job)
+                cvals.update(instances_needed=c.price["on_demand_offer"]["instances_needed"],
+                             reservation_days=c.price.get("term_days"), reservation_usd_per_gpu_hour=c.price["usd_per_gpu_hour"],
+                             reservation_source=f"{c.price['provider']} {c.price['instance'] or ''}, {c.price['date']}".replace(" ,", ","))
             spot_term = (c.price or {}).get("spot")
             if spot_term:
                 cvals.update(spot_checkpoint_minutes=spot_term["checkpoint_interval_hours"] * 60,

@@ -122,13 +122,17 @@ class Calibration:
         hop = max(self.host_exchange_us - self.host_base_us, 0.0)
         return self.host_base_us + max(2 * (n - 1), 1) * hop
 
-    def goodput(self, count: int) -> tuple[float, str]:
-        """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had."""
+    def goodput(self, count: int, pretraining: bool = True) -> tuple[float, str]:
+        """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had. The base
+        is fitted on whole pre-training runs (weeks to months: evaluation, data stalls, restarts, loss
+        spikes); a fine-tuning job of hours is charged its interruptions only (a stated choice)."""
         lost = self.interruptions_per_gpu_hour * count * self.hours_lost_per_interruption
-        g = self.goodput_base / (1 + lost)
+        base = self.goodput_base if pretraining else 1.0
+        g = base / (1 + lost)
         between = f"{1 / self.interruptions_per_gpu_hour:,.0f}" if self.interruptions_per_gpu_hour else "no"
-        return g, (f"goodput {g:.3f} = {self.goodput_base:.3f} fitted on published whole-run GPU-hours (checkpoints, "
-                   f"evaluation, stalls) / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
+        fitted = (f"{base:.3f} fitted on published whole pre-training runs' GPU-hours (checkpoints, evaluation, stalls)"
+                  if pretraining else "1 (a fine-tuning job: the whole-run goodput fitted on pre-training runs is not applied)")
+        return g, (f"goodput {g:.3f} = {fitted} / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
                    f"{between} GPU-hours between interruptions)")
 
     def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:

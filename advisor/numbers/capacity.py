@@ -4,14 +4,15 @@ A listing rents at most its on-demand capacity at once (inputs.capacity.on_deman
 figure in catalog/capacity.yaml, else the sourced default). numbers/cost.py prices a plan from one
 listing within that; beyond it, serving replicas are spread over several listings (`pick_several`,
 `several`: they are independent), and a training cluster, which is one machine room, is contracted
-(`contract`: whole nodes at a sourced rate for a term, or unknown). The offer records (`offer_dict`)
-are the decision record's `price`.
+(`contract`: whole nodes at a sourced rate for a term, or unknown), unless a published reservation
+(capacity booked ahead for days or weeks: `reserve_for_job`) holds the cluster for the job's length
+for less than the contract commits. The offer records (`offer_dict`) are the decision record's `price`.
 """
 from __future__ import annotations
 
 import math
 
-from advisor.inputs.capacity import contract_rate, on_demand_instances
+from advisor.inputs.capacity import contract_rate, on_demand_instances, reserved_tiers
 from advisor.inputs.prices import PRICE_TIERS, Price
 from advisor.numbers.terms import HOURS_PER_MONTH
 
@@ -96,6 +97,15 @@ def contract(gpu, capacity: dict, count: int, group: int, beyond: tuple) -> tupl
     over = (f"{count:,} GPUs need {n:,} x {p.gpus_per_instance}-GPU instances at once, more than any listing has "
             f"on demand (at most {most:,} instances of one listing, catalog/capacity.yaml)")
     rate = contract_rate(capacity, gpu.id)
+    tiers = _tiers_that_hold(capacity, gpu.id, count)
+    if rate is None and tiers:
+        # no contract rate, but a reservation is sold that holds the cluster: priced as it, its term
+        # checked against the job's hours once they are known (reserve_for_job, via cost.per_unit)
+        t = tiers[0]
+        n = math.ceil(count / t["gpus_per_instance"])
+        offer = _reserved_offer(t, n, count, None, most, src, {"provider": p.provider, "instance": p.instance,
+                                                               "instances_needed": beyond[2], "usd_per_instance_hour": p.usd_per_hour})
+        return offer["usd_per_instance_hour"] * n, offer, {"usd_per_hour": _reserved_usd_text(offer), "capacity": over + "; priced as a reservation"}
     if rate is None:
         return None, (f"{over}; no sourced contract rate for {gpu.id} (catalog/capacity.yaml): a cluster "
                       "this size is contracted, ask providers for a quote"), {"capacity": over}
@@ -112,9 +122,110 @@ def contract(gpu, capacity: dict, count: int, group: int, beyond: tuple) -> tupl
              "term_months": rate["term_months"], "term_hours": term_h, "term_usd": usd * term_h,
              "capacity_instances": most, "capacity_source": src,
              "on_demand_offer": {"provider": p.provider, "instance": p.instance, "instances_needed": n,
-                                 "usd_per_instance_hour": p.usd_per_hour}}
+                                 "usd_per_instance_hour": p.usd_per_hour},
+             # the published reservations that hold this cluster: per_unit takes one when its term covers the job
+             "reserved_tiers": tiers}
     why = {"usd_per_hour": (f"{billed:,} GPUs ({nodes:,} x {gpn}-GPU nodes) x ${rate['usd_per_gpu_hour']:g}/GPU-h contracted for "
                             f"{rate['term_months']} months ({rate['provider']}, {rate['date']}: {rate['src']})"
                             + (f"; {billed - count} of its GPUs idle" if billed > count else "")),
            "capacity": over + "; priced as a contracted cluster"}
     return usd, offer, why
+
+
+def _tiers_that_hold(capacity: dict, gpu_id: str, count: int) -> list[dict]:
+    """The reserved tiers of this GPU that sell enough instances at once for `count` cards, cheapest
+    per GPU-hour first."""
+    fit = [t for t in reserved_tiers(capacity, gpu_id) if math.ceil(count / t["gpus_per_instance"]) <= t["max_instances"]]
+    return sorted(fit, key=lambda t: (t["usd_per_instance_hour"] / t["gpus_per_instance"], t["provider"]))
+
+
+def billed_days(tier: dict, hours: float) -> int | None:
+    """The shortest reservation on sale that covers `hours` (whole days up to daily_up_to, whole weeks
+    beyond), or None when the job is longer than the longest one."""
+    d = tier["term_days"]
+    days = max(d["min"], math.ceil(hours / 24 - 1e-9))
+    if days > d["daily_up_to"]:
+        days = math.ceil(days / d["step_beyond"]) * d["step_beyond"]
+    return days if days <= d["max"] else None
+
+
+def _reserved_offer(t: dict, n: int, count: int, days: int | None, most, src, on_demand: dict) -> dict:
+    """The record's `price` for `n` instances of a reserved tier (with its billed days once known)."""
+    gpi = t["gpus_per_instance"]
+    offer = {"provider": t["provider"], "instance": t["instance"] or None, "region": None, "kind": "reserved",
+             "date": t["date"], "commit": None, "source": t["src"], "tier": "quote", "instances": n,
+             "gpus_per_instance": gpi, "usd_per_instance_hour": t["usd_per_instance_hour"],
+             "usd_per_instance_hour_median": None, "idle_gpus": n * gpi - count,
+             "usd_per_gpu_hour": t["usd_per_instance_hour"] / gpi, "max_instances": t["max_instances"],
+             "term_days_on_sale": dict(t["term_days"]), "capacity_instances": most, "capacity_source": src,
+             "on_demand_offer": on_demand}
+    if days is not None:
+        offer.update(term_days=days, term_hours=days * 24, term_usd=t["usd_per_instance_hour"] * n * days * 24)
+    return offer
+
+
+def _reserved_usd_text(offer: dict) -> str:
+    return (f"{offer['instances']:,} x {offer['gpus_per_instance']}-GPU {offer['instance'] or 'instance'} x "
+            f"${offer['usd_per_instance_hour']:g}/h reserved (${offer['usd_per_gpu_hour']:.3g}/GPU-h, {offer['provider']}, "
+            f"{offer['date']}: {offer['source']})" + (f"; {offer['idle_gpus']} of its GPUs idle" if offer["idle_gpus"] else ""))
+
+
+def reserve_for_job(offer: dict, hours: float, count: int):
+    """A plan beyond on-demand capacity, once its hours are known: the cheapest commitment whose term
+    covers the job. A published reservation (kind 'reserved') that holds the cluster for the job's
+    length wins over the contract when the block costs less than the contract's whole term (a
+    two-week job books two weeks, not twelve months); the block is paid whole, so the job is charged
+    its billed days. Returns (usd_per_hour, usd_per_job, offer, why) for a reservation, None to keep
+    the contract, or a str (why the price is unknown) when only reservations were sourced and none
+    is long enough."""
+    kind = offer.get("kind")
+    if kind == "reserved" and "term_days_on_sale" in offer:    # a tier of capacity.yaml, not a reserved listing of prices.yaml
+        tiers = [offer]
+    elif kind == "contract":
+        tiers = offer.get("reserved_tiers") or []
+    else:
+        return None
+    best = None
+    for t in tiers:
+        rate = t["usd_per_instance_hour"]
+        days = billed_days({"term_days": t.get("term_days_on_sale") or t["term_days"]}, hours)
+        if days is None:
+            continue
+        n = math.ceil(count / t["gpus_per_instance"])
+        block = rate * n * days * 24
+        if best is None or block < best[0]:
+            best = (block, t, n, days)
+    if best is None:
+        if kind == "reserved":
+            d = offer["term_days_on_sale"]
+            return (f"{hours:,.0f} h is longer than the longest reservation on sale ({d['max']} days, {offer['provider']}, "
+                    f"{offer['date']}) and no contract rate is sourced for this GPU (catalog/capacity.yaml): ask providers for a quote")
+        return None
+    block, t, n, days = best
+    if kind == "contract" and block >= offer["term_usd"]:
+        return None
+    od = offer["on_demand_offer"]
+    if kind == "contract":
+        tier = {"provider": t["provider"], "instance": t["instance"], "gpus_per_instance": t["gpus_per_instance"],
+                "usd_per_instance_hour": t["usd_per_instance_hour"], "max_instances": t["max_instances"],
+                "term_days": t["term_days"], "src": t["src"], "date": t["date"]}
+    else:
+        tier = {"provider": t["provider"], "instance": t["instance"], "gpus_per_instance": t["gpus_per_instance"],
+                "usd_per_instance_hour": t["usd_per_instance_hour"], "max_instances": t["max_instances"],
+                "term_days": t["term_days_on_sale"], "src": t["source"], "date": t["date"]}
+    new = _reserved_offer(tier, n, count, days, offer.get("capacity_instances"), offer.get("capacity_source"), od)
+    new["job_share_of_term"] = hours / (days * 24)
+    if kind == "contract":
+        new["contract_alternative"] = {"provider": offer["provider"], "usd_per_gpu_hour": offer["usd_per_gpu_hour"],
+                                       "term_months": offer["term_months"], "term_usd": offer["term_usd"]}
+    usd = t["usd_per_instance_hour"] * n
+    why = {"usd_per_hour": _reserved_usd_text(new),
+           "capacity": (f"{count:,} GPUs need {od['instances_needed']:,} instances at once, more than any listing has on demand "
+                        f"(at most {offer.get('capacity_instances') or 0:,} of one listing, catalog/capacity.yaml); a "
+                        f"{days}-day reservation of {n:,} instances holds them for the job"
+                        + (f" for ${block:,.0f}, less than the {offer['term_months']}-month contract's ${offer['term_usd']:,.0f}"
+                           if kind == "contract" else "")),
+           "usd_per_job": (f"{days} days reserved x 24 h x ${usd:,.2f}/h = ${block:,.0f}, paid whole: the job's "
+                           f"{hours:,.1f} h use {hours / (days * 24):.0%} of it")}
+    return usd, block, new, why
+

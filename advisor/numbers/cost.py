@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price
-from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, several
+from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, reserve_for_job, several
 from advisor.numbers.power import kw_per_card, power
 from advisor.numbers.terms import HOURS_PER_MONTH
 from advisor.inputs.skypilot import PROVIDERS
@@ -129,6 +129,15 @@ def per_unit(c: Cost, speed, w) -> Cost:
                                  if busy > HOURS_PER_MONTH else f" (busy {busy / HOURS_PER_MONTH:.0%} of the month)"))
         return replace(c, usd_per_job=max(month / jobs, speed.training_hours * c.usd_per_hour), why=why)
     if speed.training_hours is not None:
+        # beyond on-demand capacity the job's length picks the commitment: a reservation whose term
+        # covers it when that costs less than the contract's term (numbers/capacity.py reserve_for_job)
+        booked = reserve_for_job(c.price, speed.training_hours, c.price.get("instances", 0) * c.price.get("gpus_per_instance", 0)
+                                 - (c.price.get("idle_gpus") or 0)) if c.price else None
+        if isinstance(booked, str):
+            return replace(c, usd_per_hour=None, price=None, price_unknown=booked)
+        if booked is not None:
+            usd, block, offer, booked_why = booked
+            return replace(c, usd_per_hour=usd, usd_per_job=block, price=offer, why={**why, **booked_why})
         why["usd_per_job"] = f"{speed.training_hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
         offer = c.price
         if offer and offer.get("kind") == "contract":

@@ -12,7 +12,7 @@ from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, speed, spot, trainspeed
 from advisor.numbers.calibration import Engine, _v, engine_for
 from advisor.numbers.layouts import Layout
-from advisor.numbers.ledger import Ledger, training_ledger, training_precision
+from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
 from advisor.inputs.workload import Workload
@@ -161,7 +161,7 @@ def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: 
         if cal is not None and p.step_hours and p.goodput:
             # the goodput falls as the cluster grows (more interruptions per hour): solve for it
             for _ in range(4):
-                cards = p.count * p.step_hours / w.constraints.deadline_hours / cal.goodput(max(1, round(cards)))[0]
+                cards = p.count * p.step_hours / w.constraints.deadline_hours / cal.goodput(max(1, round(cards)), w.mode == "training")[0]
         need = math.ceil(cards / m - 1e-9)
         out = [need + extra for extra in range(4)]
     else:
@@ -475,6 +475,9 @@ def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants
     cost = f", ${p.usd_per_job:,.0f} per job" if p.usd_per_job is not None else ""
     if (p.price or {}).get("kind") == "contract":
         cost += " as contracted capacity (beyond any listing's on-demand capacity)"
+    elif (p.price or {}).get("kind") == "reserved" and p.price.get("term_days"):
+        cost += (f" as a {p.price['term_days']}-day reservation of {p.price['instances']:,} instances "
+                 "(beyond any listing's on-demand capacity)")
     return {"bound_hours": hours, "count": p.count, "training_hours": p.training_hours, "usd_per_job": p.usd_per_job,
             "layout": p.layout.as_dict(),
             "text": (f"{p.count:,} x {gpu.id} ({describe_layout((p.tp, p.pp, p.dp, p.ep, p.attention_dp))}) "
@@ -580,23 +583,3 @@ def _explain_pools(w: Workload, p: Plan, lay: Layout, unit: str, tried: int) -> 
     if p.misses:
         why["misses"] = f"no layout meets the target: the best misses it ({p.misses})"
     return why
-
-
-def knob_alternatives(w: Workload) -> list[tuple[str, Workload]]:
-    """The settings the user fixed that an expert would try turning, each with the workload turned:
-    activation checkpointing off (C06), a micro-batch above 1 (C06, C13), 16-bit training on a card
-    with native FP8 (T02, K10), a fixed ZeRO stage (the planner chooses one)."""
-    if not w.training:
-        return []
-    out = []
-    if "activation_checkpointing" not in w.defaults and not w.activation_checkpointing:
-        out.append(("activation_checkpointing: true", replace(w, activation_checkpointing=True)))
-    if "micro_batch" not in w.defaults and w.micro_batch > 1:
-        out.append((f"micro_batch 1 instead of {w.micro_batch}, with gradient accumulation",
-                    replace(w, micro_batch=1)))
-    if "zero_stage" not in w.defaults:
-        out.append((f"zero_stage {w.zero_stage} to the stage the planner chooses",
-                    replace(w, defaults=tuple(w.defaults) + ("zero_stage",))))
-    if w.method == "full" and training_precision(w) in ("bf16", "fp16"):
-        out.append(("precision: fp8 (on a card with native FP8)", replace(w, precision="fp8")))
-    return out

@@ -224,7 +224,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
     p = "fp4" if cp in FP4_NAMES else cp
     _, share_how = cal.train_share_for(gpu, p)
-    good, good_how = cal.goodput(count)
+    good, good_how = cal.goodput(count, pretraining=w.mode == "training")
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
     explained = {} if not explain else {

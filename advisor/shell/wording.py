@@ -124,6 +124,11 @@ def offer(p: dict) -> str:
     if p.get("kind") == "contract":
         # no listing rents this many instances on demand (numbers/cost.py contract): say so where the price is
         parts.append("contracted capacity: beyond any listing's on-demand capacity")
+    elif p.get("kind") == "reserved" and p.get("on_demand_offer"):
+        # beyond on-demand capacity, booked ahead (numbers/capacity.py reserve_for_job): the reservation to make
+        days = f" for {p['term_days']} days" if p.get("term_days") else ""
+        parts.append(f"needs a reservation of {count:,} instances{days} at ${p['usd_per_gpu_hour']:.2f}/GPU-h "
+                     "(beyond any listing's on-demand capacity)")
     elif p.get("kind"):
         parts.append(str(p["kind"]).replace("_", " "))
     date = p.get("date")

@@ -1,0 +1,29 @@
+"""The settings a user fixed that an expert would try turning (the decision's suggestions, issue 7):
+each a workload turned one way, for the planner to plan again. Split from numbers.planner, which plans
+whatever workload it is given."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.inputs.workload import Workload
+from advisor.numbers.ledger import training_precision
+
+
+def knob_alternatives(w: Workload) -> list[tuple[str, Workload]]:
+    """The settings the user fixed that an expert would try turning, each with the workload turned:
+    activation checkpointing off (C06), a micro-batch above 1 (C06, C13), 16-bit training on a card
+    with native FP8 (T02, K10), a fixed ZeRO stage (the planner chooses one)."""
+    if not w.training:
+        return []
+    out = []
+    if "activation_checkpointing" not in w.defaults and not w.activation_checkpointing:
+        out.append(("activation_checkpointing: true", replace(w, activation_checkpointing=True)))
+    if "micro_batch" not in w.defaults and w.micro_batch > 1:
+        out.append((f"micro_batch 1 instead of {w.micro_batch}, with gradient accumulation",
+                    replace(w, micro_batch=1)))
+    if "zero_stage" not in w.defaults:
+        out.append((f"zero_stage {w.zero_stage} to the stage the planner chooses",
+                    replace(w, defaults=tuple(w.defaults) + ("zero_stage",))))
+    if w.method == "full" and training_precision(w) in ("bf16", "fp16"):
+        out.append(("precision: fp8 (on a card with native FP8)", replace(w, precision="fp8")))
+    return out
