@@ -45,6 +45,15 @@ class Calibration:
     # most of it), fitted on the EP/DEP serving records that run without EPLB
     ep_skew: float = 0.0
     request_ms: float = 0.0
+    # experts stored in a format the GPU has no matmul units for (MXFP4 on Hopper or Ampere, FP8 on
+    # Ampere) run as mixed-input kernels that dequantise each weight tile in the main loop (TensorRT-LLM's
+    # W4A16_MXFP4 on Hopper, TRTLLM_GPTOSS_BLOG): their weight reads and matmuls reach this share of what
+    # a native kernel reaches (1: no penalty), fitted on the serving records of such plans
+    mixed_input_share: float = 1.0
+    # the engine holds a sliding-window layer's KV for the window only (vLLM's and SGLang's sliding-window
+    # pools); false: every layer's KV at the full sequence length, the window applied in attention only
+    # (TensorRT-LLM without max_attention_window set, as trtllm-bench runs gpt-oss: measurements.yaml)
+    kv_window_memory: bool = True
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
@@ -226,6 +235,7 @@ def calibration(catalog: Catalog) -> Calibration:
         moe_half_width=_v(sv, "moe_half_width", 0.0, S),
         ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
+        mixed_input_share=_v(sv, "mixed_input_share", 1.0, S),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
         memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),
