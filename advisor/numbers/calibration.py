@@ -54,6 +54,10 @@ class Calibration:
     # pools); false: every layer's KV at the full sequence length, the window applied in attention only
     # (TensorRT-LLM without max_attention_window set, as trtllm-bench runs gpt-oss: measurements.yaml)
     kv_window_memory: bool = True
+    # prompt tokens one prefill forward pass takes in a running batch: TensorRT-LLM's max_num_tokens,
+    # "8192 is default value in BuildConfig" (NVIDIA/TensorRT-LLM tests/integration/defs/stress_test/
+    # stress_test.py); short prompts are prefilled many to a pass and share its collectives' latency
+    prefill_chunk_tokens: int = 8192
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False

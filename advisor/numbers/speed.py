@@ -314,8 +314,16 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
     prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / (tp * mix)) / bw) + pf_comm + over
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
-    # DP its collectives run beside the other ranks' prompts (each card sends its own tokens)
-    pf_batched = f_pf / (tp * pp * R) + pf_comm / (pp * adp)
+    # DP its collectives run beside the other ranks' prompts (each card sends its own tokens); the engine
+    # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
+    # is paid once per chunk, not once per prompt (its bytes still grow with every prompt's tokens)
+    if tp > 1 and batch > 1:
+        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, tp, att, ep if moe else 1, link, alpha, dispatch_bytes)
+        sharing = min(max(cal.prefill_chunk_tokens / new, 1.0), batch)
+        pf_comm_b = pf_comm - pf_floor + pf_floor / sharing
+    else:
+        pf_comm_b = pf_comm
+    pf_batched = f_pf / (tp * pp * R) + pf_comm_b / (pp * adp)
 
     interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
     tpot = step / accepted + interference
