@@ -106,6 +106,8 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
         cal = replace(cal, grouped_kv_reads=False)
     if r.get("eplb"):      # the engine rebalanced its experts (EPLB, redundant experts): no routing skew left
         cal = replace(cal, ep_skew=0.0)
+    if r.get("kv_window") == "full":     # the engine held every layer's KV at full length (measurements.yaml header)
+        cal = replace(cal, kv_window_memory=False)
     if r.get("front_end") == "offline":                   # timed inside the engine: no request handling
         cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))

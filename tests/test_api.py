@@ -164,6 +164,6 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
     assert "An API costs $0.10 per million tokens (wandb, 2026-12-01)" in line
-    # 2 x H100 SXM at $2.58/h ($61.92 a day / $0.10 per million = 619 million a day) serve 698 million
-    # (about 4,040 output tokens/s x 86,400 s, with as many prompt tokens: $61.92 / 698 million = $0.089)
-    assert "; this plan $0.089 at 698 million a day: self-hosting is cheaper above 619 million a day" in line
+    # 2 x H100 SXM at $2.58/h ($61.92 a day / $0.10 per million = 619 million a day) serve 687 million
+    # (about 3,975 output tokens/s x 86,400 s, with as many prompt tokens: $61.92 / 687 million = $0.090)
+    assert "; this plan $0.090 at 687 million a day: self-hosting is cheaper above 619 million a day" in line

@@ -54,6 +54,19 @@ class Calibration:
     # as no fitted record runs tensor parallelism on such cards. 0: the fitted allreduce_us applies
     host_base_us: float = 0.0
     host_exchange_us: float = 0.0
+    # experts stored in a format the GPU has no matmul units for (MXFP4 on Hopper or Ampere, FP8 on
+    # Ampere) run as mixed-input kernels that dequantise each weight tile in the main loop (TensorRT-LLM's
+    # W4A16_MXFP4 on Hopper, TRTLLM_GPTOSS_BLOG): their weight reads and matmuls reach this share of what
+    # a native kernel reaches (1: no penalty), fitted on the serving records of such plans
+    mixed_input_share: float = 1.0
+    # the engine holds a sliding-window layer's KV for the window only (vLLM's and SGLang's sliding-window
+    # pools); false: every layer's KV at the full sequence length, the window applied in attention only
+    # (TensorRT-LLM without max_attention_window set, as trtllm-bench runs gpt-oss: measurements.yaml)
+    kv_window_memory: bool = True
+    # prompt tokens one prefill forward pass takes in a running batch: TensorRT-LLM's max_num_tokens,
+    # "8192 is default value in BuildConfig" (NVIDIA/TensorRT-LLM tests/integration/defs/stress_test/
+    # stress_test.py); short prompts are prefilled many to a pass and share its collectives' latency
+    prefill_chunk_tokens: int = 8192
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
@@ -259,6 +272,7 @@ def calibration(catalog: Catalog) -> Calibration:
         first_token_steps=_v(sv, "first_token_steps", 1.5, S),
         host_base_us=_v(eff.get("host_staged") or {}, "base_latency_us", 0.0, "host_staged."),
         host_exchange_us=_v(eff.get("host_staged") or {}, "exchange_us", 0.0, "host_staged."),
+        mixed_input_share=_v(sv, "mixed_input_share", 1.0, S),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
         memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),

@@ -30,6 +30,11 @@ def compute_precision(w: Workload, gpu: GPU, sized: Sized) -> str:
     """The precision matmuls run in: native low precision where the GPU has it, else bf16 (K10)."""
     want = training_precision(w) if w.training else sized.parts[0].precision
     native = gpu.native_precisions
+    if want == "mxfp4" and not w.training and "fp4" in native:
+        # MXFP4 checkpoints (gpt-oss) are served as W4A8: MXFP8 activations against the MXFP4 weights
+        # (TensorRT-LLM's default W4A8_MXFP4_MXFP8 on Blackwell, TRTLLM_GPTOSS_BLOG): the mixed FP8 x FP4
+        # MMA runs at the FP8 rate, not the FP4 one
+        want = "fp8"
     if want == "fp8" and "fp8" in native and gpu.tflops("fp8"):
         return "fp8"
     if want in FP4_NAMES and "fp4" in native and gpu.tflops("fp4"):
@@ -117,6 +122,7 @@ class Shape:
     attn_dim: float | None      # query heads x head size
     expert_width: float = 0.0   # an expert's intermediate size (its matmuls' narrow dimension)
     moe_layers: int | None = None   # layers with routed experts (DeepSeek-V3: 58 of 61); None: all of them
+    expert_precision: str | None = None   # the experts' stored format (gpt-oss: mxfp4)
 
 
 _LAST_SHAPE: list = [None, None]     # (ledger, its Shape): the planner times every layout of one ledger
@@ -135,10 +141,12 @@ def shape(w: Workload, led: Ledger) -> Shape:
     raw = sum(pt.params * pt.bpp for pt in s.parts)
     scale = s.weights_bytes / raw if raw else 1.0      # a shipped checkpoint's own size (Kimi K3)
     dense_b = exp_b = dense_f = exp_f = 0.0
+    exp_prec = None
     for pt in s.parts:
         if pt.name == "experts" and s.experts and s.experts_per_token:
             exp_b += pt.params * pt.bpp * scale
             exp_f += 2 * pt.active_params
+            exp_prec = pt.precision
         else:
             dense_b += pt.active_params * pt.bpp * scale
             dense_f += 2 * pt.active_params
@@ -149,7 +157,17 @@ def shape(w: Workload, led: Ledger) -> Shape:
     width = (exp_f / 2 / s.experts_per_token / moe_layers / 3 / hidden
              if exp_f and s.experts_per_token and moe_layers and hidden else 0.0)
     return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
-                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None)
+                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None, exp_prec)
+
+
+def mixed_input(precision: str | None, gpu: GPU) -> bool:
+    """Weights stored in `precision` run as mixed-input matmuls on `gpu` (dequantised to 16 bits in the
+    kernel's main loop): it has no matmul units for that format (MXFP4 on Hopper or Ampere, FP8 on Ampere)."""
+    if precision in FP4_NAMES:
+        return not ("fp4" in gpu.native_precisions and gpu.tflops("fp4"))
+    if precision == "fp8":
+        return not ("fp8" in gpu.native_precisions and gpu.tflops("fp8"))
+    return False
 
 
 def experts_touched(n: int, k: int, tokens: float) -> float:
@@ -270,13 +288,16 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     attn_f = 4 * L * ctx * d
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
     wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
+    # mixed-input experts (dequantised in the kernel) read their weights and multiply at a share of a native kernel
+    mix = cal.mixed_input_share if sh.expert_bytes and mixed_input(sh.expert_precision, gpu) else 1.0
+    wide *= mix
 
     def decode_step(q: int):
         """(step, memory, compute, collectives) of a step that runs q tokens of every sequence (1, or
         1 + the drafted tokens a speculative step verifies: the KV is read once for all q)."""
         exp_bytes, tpe = _touched_bytes(sh, mb * q)
         # every attention rank reads the non-expert weights whole over its own cards
-        t_mem = (sh.dense_bytes * adp + exp_bytes + kv_read) / (tp * bw)
+        t_mem = (sh.dense_bytes * adp + exp_bytes / mix + kv_read) / (tp * bw)
         imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
         flops = (b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb) * q
         t_cmp = flops / (tp * pp * R)
@@ -305,10 +326,18 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     f_pf = f_dense + f_exp
     pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
     pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
-    prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / tp) / bw) + pf_comm + over
+    prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / (tp * mix)) / bw) + pf_comm + over
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
-    # DP its collectives run beside the other ranks' prompts (each card sends its own tokens)
-    pf_batched = f_pf / (tp * pp * R) + pf_comm / (pp * adp)
+    # DP its collectives run beside the other ranks' prompts (each card sends its own tokens); the engine
+    # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
+    # is paid once per chunk, not once per prompt (its bytes still grow with every prompt's tokens)
+    if tp > 1 and batch > 1:
+        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, tp, att, ep if moe else 1, link, alpha, dispatch_bytes)
+        sharing = min(max(cal.prefill_chunk_tokens / new, 1.0), batch)
+        pf_comm_b = pf_comm - pf_floor + pf_floor / sharing
+    else:
+        pf_comm_b = pf_comm
+    pf_batched = f_pf / (tp * pp * R) + pf_comm_b / (pp * adp)
 
     interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
     tpot = step / accepted + interference
@@ -337,6 +366,8 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     budget = ((tp * pp * gpu.memory_gb * GB - fixed) * share if cal.kv_share_of_free
               else tp * pp * gpu.memory_gb * GB * share - fixed)
     per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
+    if led.kv and not cal.kv_window_memory:      # windowed layers held at full length too
+        per_seq = (led.kv.full_bytes_per_token + led.kv.window_bytes_per_token) * (prompt + output) * kv_rep
     if per_seq <= 0 or led.kv_fallback:
         return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV size unknown)"
     fit = max(1, int(budget // per_seq)) if budget > 0 else 1

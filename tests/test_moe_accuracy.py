@@ -1,0 +1,67 @@
+"""MoE serving accuracy (issue 20): what Hopper runs for an MXFP4 checkpoint, a KV manager that holds
+sliding-window layers at full length, and prefill collectives shared by the prompts of one pass,
+worked by hand."""
+from dataclasses import replace
+
+import pytest
+
+from advisor.inputs import workload
+from advisor.numbers import speed
+from advisor.numbers.ledger import inference_ledger
+
+
+def _gpt_oss(catalog, **kw):
+    doc = {"mode": "inference", "model": "gpt-oss-120b", "prompt_tokens": 1024, "output_tokens": 8192, "concurrency": 1}
+    w = workload.parse({**doc, **kw}, catalog)
+    return w, inference_ledger(w)
+
+
+def test_mxfp4_experts_are_mixed_input_on_hopper_and_ampere_and_w4a8_on_blackwell(catalog):
+    w, led = _gpt_oss(catalog)
+    g = catalog.gpus
+    assert speed.mixed_input("mxfp4", g["h100-sxm"]) and speed.mixed_input("mxfp4", g["a100-80gb-sxm"])
+    assert not speed.mixed_input("mxfp4", g["b200"]) and not speed.mixed_input("bf16", g["h100-sxm"])
+    assert speed.mixed_input("fp8", g["a100-80gb-sxm"]) and not speed.mixed_input("fp8", g["h100-sxm"])
+    # TensorRT-LLM: W4A16 on Hopper (BF16 matmuls), W4A8_MXFP4_MXFP8 on Blackwell (the FP8 rate, not FP4)
+    assert speed.compute_precision(w, g["h100-sxm"], led.sized) == "bf16"
+    assert speed.compute_precision(w, g["b200"], led.sized) == "fp8"
+    assert speed.shape(w, led).expert_precision == "mxfp4"
+
+
+def test_a_mixed_input_kernel_reads_the_experts_at_its_share_of_the_bandwidth(catalog):
+    w, led = _gpt_oss(catalog)
+    sh, h100 = speed.shape(w, led), catalog.gpus["h100-sxm"]
+    cal = replace(speed.calibration(catalog), layer_us=0.0, seq_us=0.0)
+    kv = led.kv.bytes_per_sequence
+    t = {s: speed.serving_times(sh, kv, h100, replace(cal, mixed_input_share=s), 989.0, 1, 1, 1, 1024, 8192).step_mem
+         for s in (1.0, 0.5)}
+    # one sequence touches 4 of the 128 experts in each layer: 1/32 of the 61 GB of MXFP4 experts, read
+    # twice as slowly at a share of 0.5
+    touched = sh.expert_bytes * speed.experts_touched(128, 4, 1) / 128
+    assert touched == pytest.approx(sh.expert_bytes / 32)
+    bw = h100.bandwidth_tb_s * 1e12 * cal.bw_share * cal.maturity(h100)
+    assert t[0.5] - t[1.0] == pytest.approx(touched / bw)
+
+
+def test_an_engine_without_window_memory_holds_every_layer_at_full_length(catalog):
+    w, led = _gpt_oss(catalog, kv_precision="bf16")
+    h200 = catalog.gpus["h200-sxm"]
+    cal = speed.calibration(catalog)
+    # 8 KV heads x 64 x K and V x 2 B = 2,048 B per layer and token; 18 global + 18 windowed (128) layers
+    windowed = speed.max_batch(w, led, h200, cal, 1, 1, 1024, 8192, 1.0)[1]
+    full = speed.max_batch(w, led, h200, replace(cal, kv_window_memory=False), 1, 1, 1024, 8192, 1.0)[1]
+    assert "344.5 MB KV per 9,216-token sequence" in windowed        # 18 x 2,048 x 9,216 + 18 x 2,048 x 128
+    assert "679.5 MB KV per 9,216-token sequence" in full            # 36 x 2,048 x 9,216
+
+
+def test_short_prompts_share_the_all_reduce_floor_of_one_prefill_pass(catalog):
+    w = workload.parse({"mode": "inference", "model": "llama-3.1-70b", "concurrency": 64}, catalog)
+    led = inference_ledger(w)
+    sh, h100 = speed.shape(w, led), catalog.gpus["h100-sxm"]
+    cal = speed.calibration(catalog)
+    kv = led.kv.bytes_per_sequence
+    i = {a: speed.serving_times(sh, kv, h100, replace(cal, allreduce_us=a), 989.0, 8, 1, 4096, 128, 128).interference
+         for a in (0.0, 10.0)}
+    # 80 layers x 2 all-reduces x 10 us per prompt, shared by the 8,192 / 128 = 64 prompts of one pass,
+    # 4,096 prompts spread over their 128 output steps: 4,096 x 1.6 ms / 64 / 128 = 0.8 ms a step (51.2 ms unshared)
+    assert (i[10.0] - i[0.0]) * 1e3 == pytest.approx(0.8)
