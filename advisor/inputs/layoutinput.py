@@ -142,3 +142,18 @@ def check_layout(values: dict, model, data, col: Collector, training: bool) -> N
     if layers and pp > layers:
         col.add(f"{pp:,} pipeline stages, but {model.id} has {layers:.0f} layers (a stage holds at least one)",
                 yamlio.line_of(data.get("layout") if isinstance(data.get("layout"), dict) else data, "pp", line), "layout.pp")
+    # tensor parallelism splits attention by heads (vLLM, SGLang and TensorRT-LLM refuse anything else):
+    # the attention group's cards divide the query heads, and hold whole KV heads or copies of one
+    heads = model.num("attention_heads") if isinstance(model, Model) else None
+    kv = model.num("kv_heads") if isinstance(model, Model) and not model.num("mla_kv_dim") else None
+    t_att = tp // adp if adp > 1 and not tp % adp else tp
+    if t_att > 1 and heads and heads % t_att:
+        col.add(f"tp {t_att} does not divide {model.id}'s {heads:.0f} attention heads (tensor parallelism splits attention by head)",
+                yamlio.line_of(raw, "tp", line), "layout.tp")
+    elif t_att > 1 and kv and kv % t_att and t_att % kv:
+        col.add(f"tp {t_att} neither divides {model.id}'s {kv:.0f} key/value heads nor is a multiple of them (each card holds "
+                "whole KV heads, or a copy of one)", yamlio.line_of(raw, "tp", line), "layout.tp")
+    gb, mbs = values.get("global_batch"), values.get("micro_batch", 1)
+    if training and gb and dp * mbs > gb:
+        col.add(f"{dp:,} data-parallel replicas x micro_batch {mbs} need {dp * mbs:,} sequences a step, more than global_batch {gb:,}",
+                yamlio.line_of(raw, "dp", line), "layout.dp")

@@ -27,6 +27,9 @@ LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per out
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
 TRAIN = ("training", "fine-tuning")
+#: the longest stretch of a model's trained context the advisor accepts: YaRN's x4 (Qwen's documented
+#: 32,768 -> 131,072); beyond the trained length a note says the model needs the scaling
+ROPE_SCALING_MAX = 4
 DEPLOYMENTS = ("cloud", "on-prem", "air-gapped", "workstation")
 FLEET_FIELDS = {"gpu": "GPU id or alias", "count": "GPUs owned or reserved", "nodes": "nodes they sit in",
                 "location": "where they are", "interconnect": "links between them (e.g. NVLink + InfiniBand)",
@@ -355,10 +358,20 @@ def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
                 yamlio.line_of(data, "method"), "method")
     model = values.get("model")
     if "context_tokens" in values and isinstance(model, Model):
-        limit = model.num("max_context")
-        if limit and values["context_tokens"] > limit * 8:
-            col.add(f"{values['context_tokens']} tokens is far beyond {model.id}'s {limit:.0f}-token context",
-                    yamlio.line_of(data, "context_tokens"), "context_tokens")
+        limit, ctx = model.num("max_context"), values["context_tokens"]
+        if limit and ctx > limit * ROPE_SCALING_MAX:
+            col.add(f"{ctx:,} tokens is beyond {model.id}'s {limit:,.0f}-token context, even at the x{ROPE_SCALING_MAX} "
+                    "RoPE scaling (YaRN) models are extended with", yamlio.line_of(data, "context_tokens"), "context_tokens")
+        elif limit and ctx > limit:
+            notes += (f"context_tokens {ctx:,} is beyond {model.id}'s {limit:,.0f}-token context: the model needs RoPE "
+                      "scaling (e.g. YaRN) to run at that length, and the figures assume it does.",)
+    if mode == "inference" and "context_tokens" in data:
+        ctx, p, o = values.get("context_tokens"), values.get("prompt_tokens"), values.get("output_tokens")
+        if "prompt_tokens" in data and ctx and p and p > ctx:
+            col.add(f"{p:,} prompt tokens do not fit the {ctx:,}-token context_tokens", yamlio.line_of(data, "prompt_tokens"), "prompt_tokens")
+        elif "prompt_tokens" in data and "output_tokens" in data and ctx and p and o and p + o > ctx:
+            col.add(f"prompt {p:,} + output {o:,} tokens exceed the {ctx:,}-token context_tokens",
+                    yamlio.line_of(data, "output_tokens"), "output_tokens")
     layoutinput.check_layout(values, model, data, col, mode in TRAIN)
     layoutinput.check_pools(values, model, data, col, mode in TRAIN)
     if values.get("pools") and values.get("requests_per_s") is not None:

@@ -12,6 +12,7 @@ from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, speed, spot, trainspeed
 from advisor.numbers.calibration import Engine, _v, engine_for
 from advisor.numbers.layouts import Layout
+from advisor.numbers.limits import batch_limit, max_gpus_limit, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
@@ -145,6 +146,10 @@ def _dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus:
     cap = max_gpus // m
     if not w.training:
         cap = min(cap, max(base.min_dp, w.concurrency))
+    rc = replica_cap(w)
+    if rc is not None and base.min_dp > rc:
+        return []                    # the batch cannot give each replica the memory's fewest a micro-batch
+    cap = min(cap, rc) if rc is not None else cap
     return sorted(d for d in out if d <= cap) or [base.min_dp]
 
 
@@ -164,6 +169,12 @@ def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: 
                 cards = p.count * p.step_hours / w.constraints.deadline_hours / cal.goodput(max(1, round(cards)), w.mode == "training")[0]
         need = math.ceil(cards / m - 1e-9)
         out = [need + extra for extra in range(4)]
+        rc = replica_cap(w)
+        if rc is not None and need > rc:
+            # the stated global batch feeds at most rc replicas: the closest plan takes them all
+            out = [rc]
+            if refused is not None:
+                refused["batch"] = max(refused.get("batch", 0), need)
     else:
         # with an arrival rate, up to the replicas that would each hold one sequence of the
         # rate x output x TPOT in flight (Little's law at this plan's TPOT: more than enough)
@@ -177,20 +188,8 @@ def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: 
     over = [d * m for d in out if d * m > max_gpus]
     if over and refused is not None:
         refused["needed"] = min(refused.get("needed", math.inf), min(over))
-    return [d for d in out if d * m <= max_gpus]
-
-
-def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = None) -> dict:
-    """The `limits` entry of a GPU ceiling that kept the planner from a plan meeting the target (`box`:
-    why a workstation holds no more)."""
-    if box:
-        return {"limit": "workstation", "value": max_gpus, "needed_gpus": needed, "source": "numbers/power.py workstation_cards (K02, NEC_15A, C14)",
-                "text": f"{box}: meeting the target needs about {needed:,}"}
-    given = w.constraints.max_gpus is not None
-    return {"limit": "max_gpus", "value": max_gpus, "needed_gpus": needed,
-            "source": "constraints.max_gpus in the workload" if given else "the planner's ceiling (numbers/layouts.py MAX_GPUS)",
-            "text": (f"max_gpus {max_gpus:,} ({'the workload' if given else 'the planner default'}) binds: "
-                     f"meeting the target needs about {needed:,} GPUs")}
+    rc = replica_cap(w)
+    return [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
 
 
 def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stages) -> tuple[list, list]:
@@ -453,6 +452,9 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if p.misses and refused.get("needed"):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
         limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"]), box_why))
+        p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
+    if p.misses and refused.get("batch"):
+        limits.append(batch_limit(w, int(refused["batch"])))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
     if engine is not None:

@@ -1,0 +1,58 @@
+"""Workloads a practitioner would see as contradictory are refused with one line naming the field (a
+reviewer's cases): a prompt longer than the context, a context far past the model's, a tensor-parallel
+width the attention heads cannot split into, more replicas than the stated global batch feeds; and the
+planner never plans more replicas than the global batch feeds (the limit it ran into is stated)."""
+import json
+
+import yaml
+
+from advisor.shell.cli import main
+from conftest import refuse
+
+
+def _file(tmp_path, doc):
+    p = tmp_path / "w.yaml"
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(p)
+
+
+def test_a_prompt_longer_than_the_context_is_refused(tmp_path, capsys):
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 8192, "prompt_tokens": 9000})
+    refuse(capsys, ["recommend", f], "prompt_tokens: 9,000 prompt tokens do not fit the 8,192-token context_tokens")
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 8192, "prompt_tokens": 8000,
+                         "output_tokens": 1000})
+    refuse(capsys, ["recommend", f], "output_tokens: prompt 8,000 + output 1,000 tokens exceed the 8,192-token context_tokens")
+
+
+def test_a_context_past_the_models_is_noted_up_to_rope_scaling_and_refused_beyond(tmp_path, capsys):
+    # Llama 3.1 8B: 131,072 tokens; x4 (YaRN) is the most accepted
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 1_000_000})
+    refuse(capsys, ["recommend", f], "context_tokens: 1,000,000 tokens is beyond llama-3.1-8b's 131,072-token context")
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 262_144})
+    assert main(["recommend", f]) == 0
+    assert "needs RoPE scaling (e.g. YaRN)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_tensor_parallelism_must_split_the_attention_heads(tmp_path, capsys):
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "layout": {"tp": 3}})
+    refuse(capsys, ["recommend", f], "layout.tp: tp 3 does not divide llama-3.1-8b's 32 attention heads")
+    # 8 KV heads: TP 16 copies each KV head on two cards (allowed); 64 heads of Llama 70B over TP 16 split evenly
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-70b", "layout": {"tp": 16}})
+    assert main(["estimate", f, "--format", "json"]) == 0
+    capsys.readouterr()
+
+
+def test_replicas_beyond_the_global_batch_are_refused_and_never_planned(tmp_path, capsys):
+    doc = {"mode": "training", "model": "llama-3.1-8b", "context_tokens": 8192, "micro_batch": 2, "global_batch": 64,
+           "training_tokens": 2e11, "layout": {"tp": 1, "pp": 1, "dp": 64}}
+    refuse(capsys, ["recommend", _file(tmp_path, doc)],
+           "layout.dp: 64 data-parallel replicas x micro_batch 2 need 128 sequences a step, more than global_batch 64")
+    # without a layout, a deadline that would want hundreds of replicas gets at most 64 / 2 = 32 of them,
+    # and the record says the batch is what bound it
+    del doc["layout"]
+    doc["constraints"] = {"deadline_hours": 24, "gpus": ["h100-sxm"]}
+    assert main(["recommend", _file(tmp_path, doc), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    c = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
+    assert c["layout"]["dp"] * doc["micro_batch"] <= doc["global_batch"]
+    assert any(x["limit"] == "global_batch" and x["value"] == 64 for x in (c.get("limits") or []))
