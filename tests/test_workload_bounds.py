@@ -56,3 +56,14 @@ def test_replicas_beyond_the_global_batch_are_refused_and_never_planned(tmp_path
     c = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "h100-sxm")
     assert c["layout"]["dp"] * doc["micro_batch"] <= doc["global_batch"]
     assert any(x["limit"] == "global_batch" and x["value"] == 64 for x in (c.get("limits") or []))
+
+
+def test_with_a_budget_an_unpriced_plan_is_not_recommended_as_within_it(tmp_path, capsys):
+    # 70B at $0.50/h: every priced plan is over it; a B300 with no known price used to win as "meeting" it
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-70b", "constraints": {"budget_usd_per_hour": 0.5}})
+    assert main(["recommend", f, "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["recommendation"] is None
+    b300 = next(c for c in r["candidates"] if c["gpu"] == "b300")
+    assert [e["rule"] for e in b300["excluded_by"]] == ["budget-unverifiable"]
+    assert "has no known price, so the budget of $0.50/h cannot be checked" in b300["excluded_by"][0]["reason"]
