@@ -187,22 +187,11 @@ def summary(table: list[dict], classes=None) -> list[dict]:
     return out
 
 
-def moe_summary(table: list[dict]) -> list[dict]:
-    """Serving throughput per model class (dense, MoE, the MoE rows served with expert parallelism)."""
-    out = []
-    for name, keep in MODEL_CLASSES:
-        for s in summary([r for r in table if r["class"] == "throughput" and keep(r)], ("throughput",)):
-            out.append({**s, "class": name})
-    return out
-
-
-def training_summary(table: list[dict]) -> list[dict]:
-    """Training tokens/s per GPU per model class (dense, MoE: issue 21's MoE target, median <= 25% out of the fit)."""
-    out = []
-    for name, keep in MODEL_CLASSES[:2]:
-        for s in summary([r for r in table if r["class"] == "training" and keep(r)], ("training",)):
-            out.append({**s, "class": name})
-    return out
+def by_model(table: list[dict], cls: str, classes=MODEL_CLASSES) -> list[dict]:
+    """One class of records per model class: serving throughput (dense, MoE, the MoE rows served with
+    expert parallelism) or training tokens/s per GPU (dense, MoE: issue 21's MoE target, <= 25% out of the fit)."""
+    return [{**s, "class": name} for name, keep in classes
+            for s in summary([r for r in table if r["class"] == cls and keep(r)], (cls,))]
 
 
 def main(argv=None) -> int:
@@ -226,18 +215,13 @@ def main(argv=None) -> int:
     for s in summ:
         lines.append(f"{TITLES[s['class']]:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
                      f"{s['worst_ratio']:>12.2f} {s['within_2x']:>10.0%} {s['within_1_5x']:>12.0%}")
-    lines.append("")
-    lines.append(f"{'serving throughput by model':<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 1.5x':>12}")
-    moe = moe_summary(table)
-    for s in moe:
-        lines.append(f"{s['class']:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
-                     f"{s['worst_ratio']:>12.2f} {s['within_1_5x']:>12.0%}")
-    lines.append("")
-    lines.append(f"{'training tokens/s by model':<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 1.5x':>12}")
-    trained = training_summary(table)
-    for s in trained:
-        lines.append(f"{s['class']:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
-                     f"{s['worst_ratio']:>12.2f} {s['within_1_5x']:>12.0%}")
+    moe, trained = by_model(table, "throughput"), by_model(table, "training", MODEL_CLASSES[:2])
+    for title, part in (("serving throughput by model", moe), ("training tokens/s by model", trained)):
+        lines.append("")
+        lines.append(f"{title:<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 1.5x':>12}")
+        for s in part:
+            lines.append(f"{s['class']:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
+                         f"{s['worst_ratio']:>12.2f} {s['within_1_5x']:>12.0%}")
     pairs = {}
     for r in table:
         if r["class"] == "ratio":
