@@ -485,10 +485,10 @@ def test_result_shows_speed_per_user_and_first_token_wrapped_at_word_boundaries(
     assert rec["service_level"]["tpot_ms"] == 50.0 and rec["service_level"]["stated"] is True
     line = (f"  each user: {c['tokens_per_s_per_user']:,.0f} tokens/s, first token in {c['ttft_ms'] / 1000:,.2g} s "
             "(the service level asks 20 tokens/s and 1 s)")
-    # ranked per million output tokens: 2 x RTX PRO 6000 ($0.756) against 4 x H100 SXM ($0.826: 9% more, the
-    # rules in its favour worth 9%, less than that; a knife edge, inside the model's error), inside the 20
-    # tokens/s and 1 s asked
-    assert line in shown and line == "  each user: 23 tokens/s, first token in 0.28 s (the service level asks 20 tokens/s and 1 s)"
+    # ranked per million output tokens: 70B FP8 (70 GB) with the KV of 32 requests of 2,000 tokens fits one
+    # H200, inside the 20 tokens/s and 1 s asked
+    assert rec["recommendation"]["gpu"] == "h200-sxm" and rec["recommendation"]["count"] == 1
+    assert line in shown and line == "  each user: 30 tokens/s, first token in 0.23 s (the service level asks 20 tokens/s and 1 s)"
     assert all(len(s) <= 120 for s in shown)
     # no word is cut: every wrapped line ends on a whole word of the unwrapped summary
     from advisor.shell.report import summary_text

@@ -210,15 +210,15 @@ def test_a_pcie_fleet_plans_tensor_parallelism_as_pcie_and_an_unstated_sxm_one_o
 
 
 def test_the_fabric_warning_counts_owned_nodes_apart_from_rented_ones(capsys):
-    # the fleet example serves with whole TP-8 replicas: 2 on the team's nodes, 4 rented; no replica spans
+    # the fleet example serves with whole TP-8 replicas: 2 on the team's nodes, 2 rented; no replica spans
     # the two sites, so neither the cross-site exclusion nor the rented-instances fabric warning applies
     assert main(["recommend", "examples/fleet-h100.yaml", "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)
     rules = {w["rule"] for w in r["warnings"]}
     assert {"model-split-across-rented-instances", "model-split-between-fleet-and-rented"}.isdisjoint(rules)
     win = r["recommendation"]
-    assert (win["gpu"], win["tp"], win["pp"], win["dp"]) == ("h100-sxm", 8, 1, 6)
-    assert win["price"]["owned_gpus"] == 16 and win["price"]["added_gpus"] == 32 and win["price"]["added_nodes"] == 4
+    assert (win["gpu"], win["tp"], win["pp"], win["dp"]) == ("h100-sxm", 8, 1, 4)
+    assert win["price"]["owned_gpus"] == 16 and win["price"]["added_gpus"] == 16 and win["price"]["added_nodes"] == 2
 
 
 # --- the summary's month says what was given and what it implies ---
@@ -255,7 +255,7 @@ def test_the_month_says_what_the_workload_gave(tmp_path, capsys):
 def test_the_fleet_month_is_its_running_cost_24x7(capsys):
     assert main(["recommend", "examples/fleet-h100.yaml"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "730 h: the team's cards run 24x7 at their running cost, the 32 added ones rented as long" in out
+    assert "730 h: the team's cards run 24x7 at their running cost, the 16 added ones rented as long" in out
     assert "no utilisation given" not in out
 
 
@@ -290,14 +290,14 @@ def test_workstation_limits_are_the_planners_and_a_given_power_supply_replaces_t
 
 
 def test_replicas_each_inside_one_rented_instance_are_not_warned_about_the_network(tmp_path, capsys):
-    # Llama 3.1 70B FP8 for 256 users at 50 ms: 12 x H100 as 3 replicas of TP 4, rented as 3 x 4-GPU instances.
+    # Llama 3.1 70B FP8 for 256 users at 50 ms: 10 x H100 as 5 replicas of TP 2, rented as 5 x 2-GPU instances.
     # The replicas exchange nothing, so the fabric between instances is no risk; the memo names the instances
     doc = {"mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192, "prompt_tokens": 2000,
            "output_tokens": 500, "concurrency": 256, "latency": {"ttft_ms": 2000, "tpot_ms": 50}, "constraints": {"gpus": ["h100-sxm"]}}
     r = rec(tmp_path, capsys, doc)
     p = r["recommendation"]["price"]
-    assert (r["recommendation"]["tp"] * r["recommendation"]["pp"], p["instances"], p["gpus_per_instance"]) == (4, 3, 4)
+    assert (r["recommendation"]["tp"] * r["recommendation"]["pp"], p["instances"], p["gpus_per_instance"]) == (2, 5, 2)
     assert "risk-fabric-between-instances" not in [w["rule"] for w in cand(r, "h100-sxm")["warnings"]]
     p = tmp_path / "w.yaml"
     assert main(["recommend", str(p)]) == 0
-    assert "Use 12 x NVIDIA H100 SXM 80GB on 3 x 4-GPU instances" in capsys.readouterr().out
+    assert "Use 10 x NVIDIA H100 SXM 80GB on 5 x 2-GPU instances" in capsys.readouterr().out

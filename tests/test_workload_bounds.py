@@ -67,3 +67,17 @@ def test_with_a_budget_an_unpriced_plan_is_not_recommended_as_within_it(tmp_path
     b300 = next(c for c in r["candidates"] if c["gpu"] == "b300")
     assert [e["rule"] for e in b300["excluded_by"]] == ["budget-unverifiable"]
     assert "has no known price, so the budget of $0.50/h cannot be checked" in b300["excluded_by"][0]["reason"]
+
+
+def test_the_kv_cache_is_sized_by_the_requests_when_they_are_stated(tmp_path, capsys):
+    # Llama 3.1 70B, 128 users of 2,000 + 500 tokens on an 8,192-token context: paged-KV engines hold each
+    # request's own 2,500 tokens (80 layers x 8 KV heads x 128 x 2 x 2 B = 327,680 B a token), not 8,192
+    doc = {"mode": "inference", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 8192,
+           "prompt_tokens": 2000, "output_tokens": 500, "concurrency": 128}
+    assert main(["estimate", _file(tmp_path, doc), "--format", "json"]) == 0
+    led = json.loads(capsys.readouterr().out)["ledger"]
+    assert led["kv_cache_gb"] == round(128 * 2500 * 327_680 / 1e9, 4)
+    # without stated requests, each sequence is sized at the context
+    del doc["prompt_tokens"], doc["output_tokens"]
+    assert main(["estimate", _file(tmp_path, doc), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ledger"]["kv_cache_gb"] == round(128 * 8192 * 327_680 / 1e9, 4)

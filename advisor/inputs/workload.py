@@ -181,6 +181,17 @@ class Workload:
         return self.mode in TRAIN
 
     @property
+    def kv_tokens(self) -> int:
+        """Tokens of KV cache one sequence holds when the memory is sized: serving with the requests
+        stated, their own length (prompt + output), up to context_tokens (paged-KV engines, vLLM, SGLang
+        and TensorRT-LLM, hold a sequence's KV for the tokens it has; context_tokens is then the longest
+        request a replica must still admit); otherwise context_tokens."""
+        stated = not {"prompt_tokens", "output_tokens"} <= set(self.defaults)
+        if self.training or not stated:
+            return self.context_tokens
+        return min(self.context_tokens, self.prompt_tokens + self.output_tokens)
+
+    @property
     def layout_given(self) -> bool:
         """The workload fixes its layout (colocated or disaggregated): the planner evaluates it as given."""
         return self.layout is not None or self.pools is not None

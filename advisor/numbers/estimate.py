@@ -77,7 +77,7 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
             + (" (LoRA: no weight gradients for the frozen base)" if per_param == 4 else ""), ("K08", "C06"))
     kv_per_token = None
     if led.kv:
-        kv_per_token = led.kv.bytes_per_sequence(w.context_tokens) / w.context_tokens
+        kv_per_token = led.kv.bytes_per_sequence(w.kv_tokens) / w.kv_tokens
     variants = knob_variants(w, led)
     cands = [plan_candidate(w, led, g, catalog, variants) for g in candidate_gpus(w, catalog, only)]
     if w.constraints.deployment in cost.ON_PREM:

@@ -475,7 +475,7 @@ def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | Non
         fixed = ((led.bytes("weights_gb") + led.bytes("overhead_gb")) * led.weight_copies(lay.attention_dp)
                  + led.bytes("activations_gb") * lay.pp * lay.attention_dp)
         free = lay.count * gpu.memory_gb * GB - fixed * lay.dp
-        per_seq = led.kv.bytes_per_sequence(w.context_tokens) * rep
+        per_seq = led.kv.bytes_per_sequence(w.kv_tokens) * rep
         max_conc = max(0.0, math.floor(free / per_seq)) if per_seq else None
         longest = led.kv.max_tokens(free / max(sequences or 0, 1) / rep)
         limit = w.model.num("max_context")

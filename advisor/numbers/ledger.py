@@ -238,9 +238,10 @@ def inference_ledger(w: Workload) -> Ledger:
                                    f"{s.weights_formula} + MTP module {mtp:,.2f}B x {bpp:.3g} B",
                                    tuple(dict.fromkeys(s.sources + tuple(w.model.fig("mtp_params_b").sources))))
     if kv:
-        per_seq = kv.bytes_per_sequence(w.context_tokens)
-        terms["kv_cache_gb"] = Term(per_seq * w.concurrency,
-                                    f"{per_seq / 1e6:,.1f} MB per {w.context_tokens:,}-token sequence "
+        per_seq = kv.bytes_per_sequence(w.kv_tokens)
+        what = (f"{w.kv_tokens:,}-token request (prompt {w.prompt_tokens:,} + output {w.output_tokens:,}; "
+                f"context up to {w.context_tokens:,})" if w.kv_tokens < w.context_tokens else f"{w.kv_tokens:,}-token sequence")
+        terms["kv_cache_gb"] = Term(per_seq * w.concurrency, f"{per_seq / 1e6:,.1f} MB per {what} "
                                     f"[{kv.formula}] x {w.concurrency} sequences", ("K05", "C02"))
     else:
         terms["kv_cache_gb"] = Term(KV_FALLBACK_SHARE * s.weights_bytes,
