@@ -17,7 +17,7 @@ def batch_limit(w: Workload, needed: int) -> dict:
     """The `limits` entry of a global batch too small for the replicas a deadline needs."""
     return {"limit": "global_batch", "value": w.global_batch, "needed_replicas": needed, "source": "global_batch in the workload",
             "text": (f"global_batch {w.global_batch:,} / micro_batch {w.micro_batch} feeds at most {replica_cap(w):,} "
-                     f"data-parallel replicas; meeting the deadline needs about {needed:,} of this layout")}
+                     f"data-parallel replicas; meeting the deadline needs about {needed:,} replicas of this layout")}
 
 
 def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = None) -> dict:
