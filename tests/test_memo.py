@@ -879,3 +879,15 @@ def test_the_memo_names_expert_parallel_and_attention_dp_layouts(capsys):
     # an alternative shows its hourly cost once and its cost per unit of work once
     alt = re.search(r"^- NVIDIA B200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
     assert " ".join(alt.split()).count("per million output tokens") == 1
+
+
+def test_a_training_plan_on_a_family_without_a_training_record_is_not_called_calibrated(tmp_path, capsys):
+    # Gaudi 3 has no published training run in catalog/measurements.yaml: its share of the matmul rate is the
+    # lowest measured on another family, and the memo must not call its hours calibrated
+    f = tmp_path / "g.yaml"
+    f.write_text("mode: training\nmodel: llama-3.1-8b\nprecision: bf16\ntraining_tokens: 1e10\nconstraints: {gpus: [gaudi-3]}\n")
+    assert main(["recommend", str(f)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "not calibrated on gaudi-3 training: no published training run of its family" in text
+    assert main(["recommend", str(EXAMPLES / "7b-pretraining-deadline.yaml")]) == 0
+    assert "not calibrated on" not in capsys.readouterr().out

@@ -96,7 +96,7 @@ def _recommendation(x: _Record) -> dict:
                               f"{_count(inputs.get('training_tokens', 0))} tokens at {_num((c.get('mfu') or 0) * 100, 0)}% MFU "
                               + (f"(the whole run: {_num(c['step_hours'])} h of steps / {c['goodput']:.2f} goodput for interruptions, "
                                  "checkpoints and evaluation; " if c.get("step_hours") and c.get("goodput") else "(")
-                              + "calibrated on published runs: docs/accuracy.md)"))
+                              + _calibrated(c) + ")"))
     if mode != "inference" and c.get("global_batch"):
         facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({'as given' if inputs.get('global_batch') else 'chosen by the planner: 4 micro-batches per pipeline stage' if c.get('pp', 1) > 1 else 'chosen by the planner: 4 micro-batches of gradient accumulation'}), "
                                f"micro-batch {c.get('micro_batch')}, {c.get('micro_batches'):,} micro-batches per replica per step"
@@ -257,6 +257,16 @@ def _risks(x: _Record) -> dict:
         sw = gpu.fig("software")
         pre.append(f"Software: {sw.value} ({sw.extra.get('maturity', 'unknown')} stack; {cites.prose(sw.cite())}).")
     return {"risks": sorted(risks, key=lambda k: (k["kind"] != "warn", SEVERITY.get(k["severity"], 9))), "prerequisites": pre}
+
+
+def _calibrated(c: dict) -> str:
+    """Whether a training plan's speed rests on measurements of its own GPU family: the share of the
+    matmul rate is fitted per family, and a family without a training record borrows the lowest."""
+    share = ((c.get("speed_explained") or {}).get("matmul_share") or {}).get("formula") or ""
+    if "training measurement" in share and "the lowest share measured" in share:
+        return (f"not calibrated on {c['gpu']} training: no published training run of its family, so the lowest "
+                "share measured on another family is used (docs/accuracy.md)")
+    return "calibrated on published runs: docs/accuracy.md"
 
 
 def _workload(x: _Record) -> dict:
