@@ -81,3 +81,21 @@ def test_the_kv_cache_is_sized_by_the_requests_when_they_are_stated(tmp_path, ca
     del doc["prompt_tokens"], doc["output_tokens"]
     assert main(["estimate", _file(tmp_path, doc), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["ledger"]["kv_cache_gb"] == round(128 * 8192 * 327_680 / 1e9, 4)
+
+
+def test_a_replica_sized_by_the_requests_must_still_admit_one_full_context_request(tmp_path, capsys):
+    # Llama 3.1 8B FP8 on one L40S for 160 requests of 1,000 + 200 tokens with a 131,072-token context: the KV
+    # of the 160 fits (25.2 GB, 35.9 GB a card), but one request of the full context (131,072 x 131,072 B =
+    # 17.2 GB of KV) does not fit beside the other 159
+    doc = {"mode": "inference", "model": "llama-3.1-8b", "precision": "fp8", "context_tokens": 131_072, "prompt_tokens": 1000,
+           "output_tokens": 200, "concurrency": 160, "layout": {"tp": 1}, "constraints": {"gpus": ["l40s"]}}
+    assert main(["recommend", _file(tmp_path, doc), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    est = next(c for c in r["estimate"]["candidates"] if c["gpu"] == "l40s")
+    assert est["long_request_fits"] is False
+    warn = next(w for w in next(c for c in r["candidates"] if c["gpu"] == "l40s")["warnings"] if w["rule"] == "long-request-beside-the-others")
+    assert "sized for requests of 1,200 tokens" in warn["text"] and "131,072-token context" in warn["text"]
+    # the same requests on an 8,192-token context: it fits
+    doc["context_tokens"] = 8192
+    assert main(["estimate", _file(tmp_path, doc), "--format", "json"]) == 0
+    assert next(c for c in json.loads(capsys.readouterr().out)["candidates"] if c["gpu"] == "l40s")["long_request_fits"] is True

@@ -59,6 +59,7 @@ FACTS: dict[str, Fact] = {
     "workload.power_kw_per_rack": Fact("number", "kW", "power available per rack (absent: no limit given)"),
     "workload.fleet_gpus": Fact("integer", "GPUs", "GPUs the team owns or has reserved, all kinds (absent: no fleet given)"),
     "workload.deployment": Fact("string", "", "cloud | on-prem | air-gapped | workstation"),
+    "workload.kv_tokens": Fact("integer", "tokens", "tokens of KV cache one sequence is sized at: the stated prompt + output, up to context_tokens"),
     "workload.workstation_max_cards": Fact("integer", "GPUs", "on a workstation: the cards one tower takes (K02; numbers.power, which the planner sizes with)"),
     "workload.workstation_circuit_kw": Fact("number", "kW", "on a workstation: a 15 A / 120 V household circuit's continuous load (NEC_15A; numbers.power)"),
     "workload.load": Fact("string", "", "steady | irregular"),
@@ -118,6 +119,7 @@ FACTS: dict[str, Fact] = {
     "candidate.owned_nodes": Fact("integer", "nodes", "the team's own nodes the plan uses (absent: no fleet of this GPU)"),
     "candidate.added_nodes": Fact("integer", "nodes", "rented instances (or bought servers) the plan adds beside the fleet's nodes (absent: no fleet of this GPU)"),
     "candidate.power_margin_kw": Fact("number", "kW", "available power per node minus the node's need (absent: no limit given)"),
+    "candidate.long_request_fits": Fact("boolean", "", "with the KV cache sized by the stated requests: one request of the full context_tokens fits a replica beside its other sequences (absent: sized at the context)"),
     "candidate.circuit_margin_kw": Fact("number", "kW", "on a workstation without a given power limit: the household circuit's continuous load (workload.workstation_circuit_kw) minus the box's need"),
     "candidate.cards_over_workstation": Fact("integer", "GPUs", "on a workstation: cards beyond what one tower holds (workload.workstation_max_cards); 0 or less when they fit"),
     "candidate.usd_per_hour": Fact("number", "USD/h", "rental cost of the layout (absent: price unknown)"),
@@ -250,7 +252,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         vals.update(concurrency=w.micro_batch, micro_batch=w.micro_batch, method=w.method, optimizer=w.optimizer, zero_stage=w.zero_stage,
                     activation_checkpointing=w.activation_checkpointing, training_tokens=w.training_tokens)
     else:
-        vals.update(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens)
+        vals.update(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens, kv_tokens=w.kv_tokens)
     compared = api.compare_all(est.candidates, w, catalog) if catalog is not None else {}
     first = next(iter(compared.values()), None)
     if first is not None:
@@ -294,6 +296,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              break_even_million_tokens_per_day=a.break_even_tokens_per_day / 1e6 if a.break_even_tokens_per_day else None,
                              break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
+            cvals["long_request_fits"] = c.long_request_fits
             if c.price and c.price.get("instances") and c.price.get("gpus_per_instance"):
                 # traffic between rented instances: a model copy larger than one instance (its pipeline
                 # stages cross them), or disaggregated pools whose KV transfer crosses them; independent

@@ -445,6 +445,9 @@ class Memory:
     kv_headroom_gb: float | None = None
     max_concurrency: float | None = None
     max_context_tokens: float | None = None
+    # with the KV sized by the stated requests (Workload.kv_tokens): whether one request of the full
+    # context_tokens still fits a replica beside its other sequences (None: sized at the context)
+    long_request_fits: bool | None = None
     why: dict = field(default_factory=dict)
 
 
@@ -480,4 +483,9 @@ def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | Non
         longest = led.kv.max_tokens(free / max(sequences or 0, 1) / rep)
         limit = w.model.num("max_context")
         max_ctx = min(longest, limit) if limit else (None if math.isinf(longest) else math.floor(longest))
-    return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, why)
+        if w.kv_tokens < w.context_tokens:
+            # the replica's room less its other sequences at their own length must hold one at the context
+            others = max(math.ceil((sequences or w.concurrency) / lay.dp) - 1, 0) * per_seq
+            long_fits = led.kv.bytes_per_sequence(w.context_tokens) * rep <= free / lay.dp - others
+            return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, long_fits, why)
+    return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, None, why)
