@@ -1,10 +1,13 @@
 """Training at cluster scale (issue 21): no hidden limits, figures a user would check on
 workloads sized like published runs (Llama 3.1 405B: 15.6T tokens; Llama 3.1 8B: 15T tokens)."""
+import json
+
 import pytest
 
 from advisor.inputs import workload
 from advisor.judgement import decision, knowledge
 from advisor.numbers import estimate as estimator
+from advisor.shell.cli import main
 
 H100_CLASS = ("h100-sxm", "h200-sxm", "h100-pcie")
 
@@ -69,3 +72,17 @@ def test_cost_objective_takes_the_fastest_plan_within_5_percent_of_the_cheapest(
 def test_a_job_with_a_deadline_or_within_30_days_gets_no_long_job_plan(catalog, kb):
     d = decide(catalog, kb, LLAMA_405B)
     assert d.estimate.candidate("h100-sxm").within_bound is None
+
+
+def test_a_pipeline_runs_the_interleaved_schedule_when_the_layers_split_evenly(capsys):
+    # gpt-oss-120b training: PP 6 over 36 layers, 6 a stage, so 2 model chunks per card (Megatron's
+    # interleaved schedule); 24 micro-batches (4 per stage): bubble (6 - 1) / (24 x 2 + 6 - 1) = 9.4%
+    from advisor.numbers.layouts import interleaved_stages
+    assert interleaved_stages(36, 6) == 2 and interleaved_stages(126, 3) == 2 and interleaved_stages(80, 4) == 4
+    assert interleaved_stages(36, 1) == 1 and interleaved_stages(35, 5) == 1
+    assert main(["recommend", "examples/gpt-oss-120b-training.yaml", "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    c = next(c for c in r["estimate"]["candidates"] if c["gpu"] == r["recommendation"]["gpu"])
+    assert (c["layout"]["pp"], c["micro_batches"], c["virtual_stages"]) == (6, 24, 2)
+    assert c["pipeline_bubble"] == pytest.approx(5 / (24 * 2 + 5), abs=1e-4)
+    assert r["recommendation"]["virtual_stages"] == 2

@@ -31,6 +31,8 @@ def build(d, suggestions: list[dict]) -> dict:
                                  "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
                                  "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
                                  "ranked_on": d.ranked.basis if d.ranked else None}
+        if c.virtual_stages and c.virtual_stages > 1:
+            rec["recommendation"]["virtual_stages"] = c.virtual_stages      # the interleaved pipeline that ran
         if c.layout is not None and c.layout.pools:
             # a disaggregated plan: its flat tp/pp/dp are the decode pool's; the two pools say the rest
             rec["recommendation"]["layout"] = c.layout.as_dict()

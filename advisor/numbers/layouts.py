@@ -60,6 +60,8 @@ class Layout:
     # disaggregated serving: the prefill and decode pools (this layout's own tp..attention_dp are the
     # decode pool's, which sets the time per output token); None: prefill and decode share replicas
     pools: Pools | None = field(default=None, metadata=INTERNAL)
+    # training with pipeline stages: model chunks per card of Megatron's interleaved schedule (1: none)
+    interleave: int = field(default=1, metadata=INTERNAL)
 
     @property
     def attention_tp(self) -> int:
@@ -322,13 +324,23 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
                         dp = dp_for(pp, ep)
                         if dp is None:
                             continue
-                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep))
+                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep,
+                                          interleave=interleaved_stages(layers, pp)))
                         found = True
                     if found and group is across:
                         break       # the narrowest cross-node EP that holds the model
                 if found:
                     break
     return out
+
+
+def interleaved_stages(layers: int, pp: int) -> int:
+    """Model chunks per card a pipeline of `pp` stages is run with: Megatron-LM's interleaved schedule
+    (--num-layers-per-virtual-pipeline-stage), which cuts the bubble v-fold, as Llama 3's and NeMo's large
+    runs use; the most of 4, 2 that split each stage's layers evenly (1: no pipeline, or no even split)."""
+    if pp <= 1:
+        return 1
+    return next((v for v in (4, 2) if layers % (pp * v) == 0), 1)
 
 
 def _even_stages(stages: list[int], layers: int) -> list[int]:

@@ -100,6 +100,7 @@ class Speed:
     micro_batch: int | None = None             # sequences per GPU per micro-batch
     micro_batches: int | None = None           # per replica per step: global_batch / (micro_batch x DP)
     pipeline_bubble: float | None = None       # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1)
+    virtual_stages: int | None = None          # v: model chunks per card of the interleaved schedule that ran
     hours_per_million_tokens: float | None = None  # hours per million tokens (trained or generated)
     speed_explained: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)

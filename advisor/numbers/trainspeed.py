@@ -217,7 +217,10 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
     m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp)
-    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep)
+    # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
+    # requires micro-batches divisible by PP with virtual stages)
+    v = lay.interleave if lay.pp > 1 and m % lay.pp == 0 else 1
+    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep, virtual_stages=v)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
     flops_token, per_param = train_flops_per_token(w, led)
@@ -236,7 +239,9 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                                     + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
                                        else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
         "pipeline_bubble": {"value": tr.bubble, "factor": {"micro_batches": m, "global_batch": gbs}, "source": "formula",
-                            "formula": (f"(PP {lay.pp} - 1) / ({m:,} micro-batches + PP {lay.pp} - 1) of each step idle; {batch_how}"
+                            "formula": (f"(PP {lay.pp} - 1) / ({m:,} micro-batches"
+                                        + (f" x {v} interleaved stages per card" if v > 1 else "")
+                                        + f" + PP {lay.pp} - 1) of each step idle; {batch_how}"
                                         if lay.pp > 1 else f"no pipeline; {batch_how}")},
         "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if count <= gpu.gpus_per_node
                                                          else f"{cal.scale_out_gb_s:g} GB/s per GPU between nodes"},
@@ -266,7 +271,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                     "formula": good_how},
     }
     step_tps = tokens_per_s
-    batch = {"global_batch": gbs, "micro_batch": w.micro_batch, "micro_batches": m, "pipeline_bubble": tr.bubble, "goodput": good}
+    batch = {"global_batch": gbs, "micro_batch": w.micro_batch, "micro_batches": m, "pipeline_bubble": tr.bubble, "goodput": good,
+             "virtual_stages": v if lay.pp > 1 else None}
     if not w.training_tokens:
         # the same plan on one million tokens: what the job costs per million, whatever its size
         return Speed(training_tokens_per_s=step_tps, mfu=tr.mfu, hours_per_million_tokens=1e6 / step_tps / 3600 / good,

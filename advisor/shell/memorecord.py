@@ -80,7 +80,8 @@ def _layout(c: dict, gpus_per_node: int) -> str:
         parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
     if c["pp"] > 1:
         where = "across nodes" if max(c["tp"], ep) * c["pp"] > gpus_per_node else "in one node"
-        parts.append(f"layers in {c['pp']} pipeline stages {where}")
+        v = c.get("virtual_stages") or 1
+        parts.append(f"layers in {c['pp']} pipeline stages {where}" + (f", interleaved ({v} model chunks per card)" if v > 1 else ""))
     if ep > 1 and adp == 1:
         parts.append(f"experts spread over {ep} cards (expert-parallel, an all-to-all per MoE layer"
                      + (", inside a node)" if ep <= gpus_per_node else ", across nodes)"))

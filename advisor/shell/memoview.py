@@ -100,7 +100,8 @@ def _recommendation(x: _Record) -> dict:
     if mode != "inference" and c.get("global_batch"):
         facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({'as given' if inputs.get('global_batch') else 'chosen by the planner: 4 micro-batches per pipeline stage' if c.get('pp', 1) > 1 else 'chosen by the planner: 4 micro-batches of gradient accumulation'}), "
                                f"micro-batch {c.get('micro_batch')}, {c.get('micro_batches'):,} micro-batches per replica per step"
-                               + (f", pipeline bubble {c['pipeline_bubble'] * 100:.1f}% ((PP - 1) / (micro-batches + PP - 1))"
+                               + (f", pipeline bubble {c['pipeline_bubble'] * 100:.1f}% ((PP - 1) / (micro-batches"
+                                  + (f" x {c['virtual_stages']} interleaved chunks" if (c.get("virtual_stages") or 1) > 1 else "") + " + PP - 1))"
                                   if c.get("pipeline_bubble") else "")))
     if c.get("power_kw_per_node") is not None:
         facts.append(("Power", f"about {_num(c['power_kw_per_node'])} kW per node ({cites.prose(c['why'].get('power_kw_per_node', ''))})"))
