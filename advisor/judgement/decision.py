@@ -396,7 +396,7 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
         c = alt.estimate.candidate(alt.winner)
         saving = 1 - o.cost / now.cost
         out.append({"change": change,
-                    "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp,
+                    "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "attention_dp": c.attention_dp,
                              "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
                              "usd_per_hour": rounded(c.usd_per_hour), "unit_cost": rounded(o.cost), "unit": unit,
                              "unit_label": UNIT_LABELS[unit],
