@@ -9,6 +9,7 @@ os.environ["GPU_ADVISOR_CACHE"] = tempfile.mkdtemp(prefix="gpu-advisor-test-cach
 
 from advisor.inputs import catalog as catalog_mod
 from advisor.inputs import workload
+from advisor.judgement import decision, knowledge
 from advisor.numbers import estimate as estimator
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,6 +19,17 @@ EXAMPLES = ROOT / "examples"
 @pytest.fixture(scope="session")
 def catalog():
     return catalog_mod.default()
+
+
+@pytest.fixture(scope="module")
+def kb():
+    return knowledge.load()
+
+
+def decide(catalog, kb, data):
+    """The decision on a workload given as a mapping (named "w" in its errors)."""
+    w = workload.parse(data, catalog, "w")
+    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
 
 
 @pytest.fixture(scope="session")

@@ -1,13 +1,12 @@
 """Self-host or pay per token (issue 24), on the dated LiteLLM cut tests/data/litellm-prices-2026-12-01.json
 (14 entries of BerriAI/litellm v1.110.2's price table, retrieved 2026-12-01)."""
 import dataclasses
-import json
 
 import pytest
 
 from advisor.inputs import apiprices, workload
 from advisor.inputs.catalog import load_api_prices
-from advisor.judgement import decision, knowledge
+from advisor.judgement import decision
 from advisor.numbers import api
 from advisor.numbers import estimate as estimator
 from advisor.shell.cli import main
@@ -15,11 +14,6 @@ from advisor.shell.cli import main
 from conftest import EXAMPLES, ROOT
 
 SNAPSHOT = ROOT / "tests" / "data" / "litellm-prices-2026-12-01.json"
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
 
 
 @pytest.fixture(scope="module")

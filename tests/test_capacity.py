@@ -3,28 +3,22 @@ on-demand capacity is priced as contracted capacity from a sourced rate (or unkn
 on demand, and a spot plan's hours include interruptions with Young's checkpoint interval."""
 import math
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+import conftest
 from advisor.inputs import catalog as catalog_mod
 from advisor.inputs import workload
-from advisor.judgement import decision, knowledge
+from advisor.judgement import decision
 from advisor.numbers import estimate as estimator
 from advisor.shell.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
-
-
 def decide(catalog, kb, data):
-    w = workload.parse({"precision": "bf16", **data}, catalog, "w")
-    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    return conftest.decide(catalog, kb, {"precision": "bf16", **data})
 
 
 LLAMA_405B = {"mode": "training", "model": "llama-3.1-405b", "context_tokens": 8192, "training_tokens": 15.6e12,
@@ -141,6 +135,7 @@ def test_on_demand_plans_have_no_spot_term(catalog, kb):
     (lambda t: t.replace("    v: 64\n", "    v: -3\n", 1), "on_demand.default_instances: must be {v: a positive number"),
     (lambda t: t.replace("usd_per_gpu_hour: 2.35", "usd_per_gpu_hour: cheap", 1), "contract.h100-sxm.usd_per_gpu_hour"),
     (lambda t: t.replace("h100-sxm: {v: 0.175", "h100-sxm: {v: 1.75", 1), "spot.interruption_share_per_month.h100-sxm: must be {v: SHARE"),
+    (lambda t: t.replace("    max_instances: 256\n", "    max_instances: 0\n", 1), "reserved.h100-sxm"),      # the reserved tier
 ])
 def test_a_bad_capacity_file_is_refused_in_one_line(capsys, tmp_path, monkeypatch, edit, expected):
     d = tmp_path / "catalog"

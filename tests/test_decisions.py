@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from advisor.judgement import decision, knowledge, ranking
+from advisor.judgement import decision, ranking
 from advisor.inputs import workload
 from advisor.numbers import estimate as estimator
 from advisor.shell.cli import main
@@ -11,11 +11,6 @@ from advisor.shell.cli import main
 from conftest import EXAMPLES, ROOT
 
 DATA = ROOT / "tests" / "data"
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
 
 
 def decide(catalog, kb, name=None, prices=None, **data):

@@ -16,7 +16,6 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from advisor.shell import dialogue
-from advisor.judgement import knowledge
 from advisor.judgement.advise import Setup
 from advisor.inputs import workload
 from advisor.shell.cli import main
@@ -24,11 +23,6 @@ from advisor.shell.cli import main
 from conftest import ROOT
 
 TRANSCRIPTS = sorted((ROOT / "transcripts").glob("*.yaml"))
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
 
 
 def drive(dlg, keys: str, *later: str):

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from advisor.judgement import decision, knowledge
+from advisor.judgement import decision
 from advisor.inputs import workload
 from advisor.numbers import estimate as estimator, layouts, objective
 from advisor.shell.cli import main
@@ -14,11 +14,6 @@ from conftest import EXAMPLES, ROOT
 
 DATA = ROOT / "tests" / "data"
 WORKLOADS = sorted(p.stem for p in EXAMPLES.glob("*.yaml") if p.stem != "grid")
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
 
 
 def decide(catalog, kb, name, prices=None, **overrides):

@@ -2,7 +2,6 @@
 apply (endpoints serve on one node only; spot only when allowed), provider and region filters, and the
 shipped table's coverage."""
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.base.errors import InputError
 from advisor.inputs import workload
-from advisor.judgement import decision, knowledge
+from advisor.judgement import decision
 from advisor.numbers import estimate as estimator
 from advisor.numbers import poolspeed, queueing, speed
 from advisor.numbers.calibration import engine_for
@@ -16,11 +16,6 @@ from advisor.numbers.layouts import Layout
 from advisor.numbers.ledger import inference_ledger
 
 from conftest import refuse
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
 
 
 def parse(catalog, **doc):

@@ -2,7 +2,7 @@
 with a break-even price, ranking on preferences when nothing has a price."""
 import pytest
 
-from advisor.judgement import decision, knowledge, ranking
+from advisor.judgement import decision, ranking
 from advisor.inputs import workload
 from advisor.numbers import estimate as estimator, objective
 from advisor.judgement.ranking import Option
@@ -68,11 +68,6 @@ def test_objectives_time_and_cards():
     assert ranking.rank([fast, cheap], "job", "cost").winner == "cheap"
     assert ranking.rank([fast, cheap], "job", "time").winner == "fast"
     assert ranking.rank([fast, cheap], "job", "cards").winner == "cheap"
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
 
 
 def _decide(catalog, kb, name, prices=None, **over):

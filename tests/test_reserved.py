@@ -3,34 +3,16 @@ booked as the cheapest sourced commitment whose term covers the job. A two-week 
 reservation (AWS EC2 Capacity Blocks) holds is priced and labelled `reserved` for the days it books,
 not as a 12-month contract; a cluster larger than any reservation sold stays a contract; a job longer
 than every reservation on a GPU without a contract rate is price unknown, not guessed."""
-import shutil
-from pathlib import Path
-
 import pytest
 
-from advisor.inputs import catalog as catalog_mod
-from advisor.inputs import workload
-from advisor.judgement import decision, knowledge
-from advisor.numbers import estimate as estimator
 from advisor.numbers.capacity import billed_days
 from advisor.shell.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import decide
 
 # 600B tokens of a 70B model in two weeks on H100: more instances than one listing rents on demand
 # (64), fewer than the 256 Capacity Blocks sell one customer at once
 TWO_WEEKS_70B = {"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 4096,
                  "micro_batch": 1, "training_tokens": 600e9, "constraints": {"deadline_hours": 336, "gpus": ["h100-sxm"]}}
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
-
-
-def decide(catalog, kb, data):
-    w = workload.parse(data, catalog, "w")
-    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
 
 
 def test_a_two_week_job_beyond_on_demand_capacity_books_a_two_week_capacity_block(catalog, kb):
@@ -95,23 +77,6 @@ def test_without_a_contract_rate_a_reservation_prices_the_cluster_while_its_term
 def test_a_block_is_sold_by_the_day_up_to_two_weeks_then_by_the_week_up_to_182_days(hours, days):
     tier = {"term_days": {"min": 1, "max": 182, "daily_up_to": 14, "step_beyond": 7}}
     assert billed_days(tier, hours) == days
-
-
-def test_a_bad_reserved_tier_is_refused_in_one_line(capsys, tmp_path, monkeypatch):
-    d = tmp_path / "catalog"
-    shutil.copytree(ROOT / "catalog", d)
-    f = d / "capacity.yaml"
-    f.write_text(f.read_text().replace("    max_instances: 256\n", "    max_instances: 0\n", 1))
-    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
-    catalog_mod._CACHE.clear()
-    try:
-        code = main(["prices", "list"])
-    finally:
-        catalog_mod._CACHE.clear()
-    out, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert code == 2 and len(lines) == 1 and "capacity.yaml:" in lines[0] and "reserved.h100-sxm" in lines[0], err
-    assert "Traceback" not in err
 
 
 def test_a_reserved_listing_of_a_price_file_is_priced_as_listed_not_as_a_block():

@@ -4,18 +4,13 @@ time to first token at an arrival rate: tests/test_queueing.py)."""
 import pytest
 
 from advisor.inputs import workload
-from advisor.judgement import decision, knowledge
+from advisor.judgement import decision
 from advisor.numbers import estimate as estimator
 from advisor.numbers import objective
 
 from conftest import ROOT
 
 SLO = ROOT / "tests" / "data" / "slo"
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
 
 
 def parse(catalog, **doc):

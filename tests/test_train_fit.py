@@ -6,19 +6,8 @@ import pytest
 
 from advisor.base import errors
 from advisor.inputs import workload
-from advisor.judgement import decision, knowledge
-from advisor.numbers import estimate as estimator
 from advisor.numbers import speed
-
-
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
-
-
-def decide(catalog, kb, data):
-    w = workload.parse(data, catalog, "w")
-    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+from conftest import decide
 
 
 QLORA_70B = {"mode": "fine-tuning", "model": "llama-3.1-70b", "method": "qlora", "context_tokens": 4096,

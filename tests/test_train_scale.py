@@ -4,22 +4,14 @@ import json
 
 import pytest
 
-from advisor.inputs import workload
-from advisor.judgement import decision, knowledge
-from advisor.numbers import estimate as estimator
+import conftest
 from advisor.shell.cli import main
 
 H100_CLASS = ("h100-sxm", "h200-sxm", "h100-pcie")
 
 
-@pytest.fixture(scope="module")
-def kb():
-    return knowledge.load()
-
-
 def decide(catalog, kb, data):
-    w = workload.parse({"mode": "training", "precision": "bf16", "context_tokens": 8192, **data}, catalog, "w")
-    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    return conftest.decide(catalog, kb, {"mode": "training", "precision": "bf16", "context_tokens": 8192, **data})
 
 
 LLAMA_405B = {"model": "llama-3.1-405b", "training_tokens": 15.6e12, "constraints": {"deadline_hours": 90 * 24}}
