@@ -170,6 +170,12 @@ def _reserved_usd_text(offer: dict) -> str:
             f"{offer['date']}: {offer['source']})" + (f"; {offer['idle_gpus']} of its GPUs idle" if offer["idle_gpus"] else ""))
 
 
+def _tier_of(offer: dict) -> dict:
+    """The capacity.yaml tier a reserved offer record was made from (the record renames two keys)."""
+    keep = ("provider", "instance", "gpus_per_instance", "usd_per_instance_hour", "max_instances", "date")
+    return {**{k: offer[k] for k in keep}, "term_days": offer["term_days_on_sale"], "src": offer["source"]}
+
+
 def reserve_for_job(offer: dict, hours: float, count: int):
     """A plan beyond on-demand capacity, once its hours are known: the cheapest commitment whose term
     covers the job. A published reservation (kind 'reserved') that holds the cluster for the job's
@@ -180,40 +186,31 @@ def reserve_for_job(offer: dict, hours: float, count: int):
     is long enough."""
     kind = offer.get("kind")
     if kind == "reserved" and "term_days_on_sale" in offer:    # a tier of capacity.yaml, not a reserved listing of prices.yaml
-        tiers = [offer]
+        tiers = [_tier_of(offer)]
     elif kind == "contract":
         tiers = offer.get("reserved_tiers") or []
     else:
         return None
     best = None
     for t in tiers:
-        rate = t["usd_per_instance_hour"]
-        days = billed_days({"term_days": t.get("term_days_on_sale") or t["term_days"]}, hours)
+        days = billed_days(t, hours)
         if days is None:
             continue
         n = math.ceil(count / t["gpus_per_instance"])
-        block = rate * n * days * 24
+        block = t["usd_per_instance_hour"] * n * days * 24
         if best is None or block < best[0]:
             best = (block, t, n, days)
     if best is None:
         if kind == "reserved":
-            d = offer["term_days_on_sale"]
-            return (f"{hours:,.0f} h is longer than the longest reservation on sale ({d['max']} days, {offer['provider']}, "
-                    f"{offer['date']}) and no contract rate is sourced for this GPU (catalog/capacity.yaml): ask providers for a quote")
+            return (f"{hours:,.0f} h is longer than the longest reservation on sale ({tiers[0]['term_days']['max']} days, "
+                    f"{offer['provider']}, {offer['date']}) and no contract rate is sourced for this GPU (catalog/capacity.yaml): "
+                    "ask providers for a quote")
         return None
     block, t, n, days = best
     if kind == "contract" and block >= offer["term_usd"]:
         return None
     od = offer["on_demand_offer"]
-    if kind == "contract":
-        tier = {"provider": t["provider"], "instance": t["instance"], "gpus_per_instance": t["gpus_per_instance"],
-                "usd_per_instance_hour": t["usd_per_instance_hour"], "max_instances": t["max_instances"],
-                "term_days": t["term_days"], "src": t["src"], "date": t["date"]}
-    else:
-        tier = {"provider": t["provider"], "instance": t["instance"], "gpus_per_instance": t["gpus_per_instance"],
-                "usd_per_instance_hour": t["usd_per_instance_hour"], "max_instances": t["max_instances"],
-                "term_days": t["term_days_on_sale"], "src": t["source"], "date": t["date"]}
-    new = _reserved_offer(tier, n, count, days, offer.get("capacity_instances"), offer.get("capacity_source"), od)
+    new = _reserved_offer(t, n, count, days, offer.get("capacity_instances"), offer.get("capacity_source"), od)
     new["job_share_of_term"] = hours / (days * 24)
     if kind == "contract":
         new["contract_alternative"] = {"provider": offer["provider"], "usd_per_gpu_hour": offer["usd_per_gpu_hour"],
