@@ -12,7 +12,7 @@ from advisor.inputs.workload import Workload
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration
 from advisor.numbers.ledger import Ledger
-from advisor.numbers.speed import Serving, Shape, Speed, _shape_of, compute_precision, serving_times
+from advisor.numbers.speed import Serving, Speed, replica_times
 from advisor.numbers.terms import Term, _gb
 
 # the queue's utilisation is capped (as in serving_times) so that the M/D/c wait stays finite; an
@@ -83,33 +83,24 @@ def prefill_replicas_needed(w: Workload, led: Ledger, gpu: GPU, rate: Term, cal:
                             utilisation: float) -> int:
     """The fewest prefill replicas that keep the pool at most `utilisation` busy at the arrival rate
     the decode pool's speed implies (the prefill pool sized for its own work)."""
-    sh = _shape_of(w, led)
-    pf = _pool_times(sh, led, gpu, cal, rate, prefill, 1, w)
-    dc = _pool_times(sh, led, gpu, cal, rate, decode, math.ceil(w.concurrency / decode.dp), w)
+    pf = _pool_times(led, gpu, cal, rate, prefill, 1, w)
+    dc = _pool_times(led, gpu, cal, rate, decode, math.ceil(w.concurrency / decode.dp), w)
     lam = arrival_rate(w.concurrency, cal.request_ms * 1e-3 + pf.prefill, w.output_tokens, dc.step)
     return max(1, math.ceil(lam * pf.prefill / (prefill_servers(prefill) * utilisation) - 1e-9))
 
 
-def _pool_times(sh: Shape, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, pool, batch: int, w: Workload) -> Serving:
-    read_rep = pool.rep
-    if not cal.grouped_kv_reads and led.kv and w.model.num("attention_heads"):
-        read_rep = max(read_rep, w.model.num("attention_heads") / led.kv.kv_heads)
-    kv_seq = led.kv.bytes_per_sequence if led.kv else None
-    return serving_times(sh, kv_seq, gpu, cal, rate.value, pool.tp, pool.pp, batch, w.prompt_tokens, w.output_tokens,
-                         read_rep, ep=pool.ep, attention_dp=pool.attention_dp, cached=w.prefix_cache_hit,
-                         spec=(w.speculative[1], w.speculative[2]) if w.speculative else None,
-                         dispatch_bytes=comm.dispatch_bytes(compute_precision(w, gpu, led.sized)))
+def _pool_times(led: Ledger, gpu: GPU, cal: Calibration, rate: Term, pool, batch: int, w: Workload) -> Serving:
+    return replica_times(w, led, gpu, cal, rate, pool.tp, pool.pp, pool.rep, pool.ep, pool.attention_dp)[0](batch)
 
 
 def pools_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration) -> Speed:
     """A disaggregated plan's speed: TPOT from the decode pool's step (its batches hold no prefill),
     TTFT from the prefill pool (request handling, the M/D/c wait at the arrival rate, the prefill of
     one prompt) plus the KV transfer; throughput from the decode pool."""
-    sh = _shape_of(w, led)
     pfl, dcl = lay.pools.prefill, lay.pools.decode
     b = math.ceil(w.concurrency / dcl.dp)
-    dc = _pool_times(sh, led, gpu, cal, rate, dcl, b, w)
-    pf = _pool_times(sh, led, gpu, cal, rate, pfl, 1, w)
+    dc = _pool_times(led, gpu, cal, rate, dcl, b, w)
+    pf = _pool_times(led, gpu, cal, rate, pfl, 1, w)
     kv = kv_transfer(led, gpu, cal, pfl, dcl, w.prompt_tokens)
     tpot = dc.step
     lam = arrival_rate(w.concurrency, cal.request_ms * 1e-3 + pf.prefill + kv.seconds, w.output_tokens, tpot)

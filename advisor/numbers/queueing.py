@@ -25,7 +25,7 @@ from advisor.inputs.workload import Workload
 from advisor.numbers.calibration import Calibration, default_calibration
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.poolspeed import md_c_wait
-from advisor.numbers.speed import Serving, Speed, _shape_of, max_batch, serving_times
+from advisor.numbers.speed import Serving, Speed, max_batch, replica_times
 from advisor.numbers.terms import Term
 
 
@@ -63,20 +63,12 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     `capacity_requests_per_s` over all replicas, a measured figure, when given); the batch in flight
     is the least that holds rate x (TTFT + output x TPOT) sequences (Little's law)."""
     cal = cal or default_calibration()
-    sh = _shape_of(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
-    adp, ep = lay.attention_dp, lay.ep
+    adp = lay.attention_dp
     rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
-    read_rep = rep
-    if not cal.grouped_kv_reads and led.kv and w.model.num("attention_heads"):
-        read_rep = max(rep, w.model.num("attention_heads") / led.kv.kv_heads)
-    kv_seq = led.kv.bytes_per_sequence if led.kv else None
     prompt, output = w.prompt_tokens, w.output_tokens
     steps = cal.first_token_steps
-
-    def at(b: int) -> Serving:
-        return serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, prompt, output, read_rep, ep=ep, attention_dp=adp,
-                             cached=w.prefix_cache_hit)
+    at = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)[0]     # as the plan's own serving is timed
 
     def first_token(sv: Serving) -> float:
         return cal.request_ms * 1e-3 + sv.prefill + steps * sv.tpot

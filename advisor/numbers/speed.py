@@ -379,20 +379,34 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
+def replica_times(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, rep: float,
+                  ep: int = 1, attention_dp: int = 1):
+    """(batch -> Serving of one replica, dispatch bytes per value) with the workload's own settings:
+    the KV read once per KV head (or once per query head on an engine without grouped reads), the
+    MoE dispatch precision, the prefix cache, speculative decoding. The one place the plan's
+    serving, its disaggregated pools and its queue at an arrival rate are timed from."""
+    sh = _shape_of(w, led)
+    read_rep = rep
+    if not cal.grouped_kv_reads and led.kv and w.model.num("attention_heads"):
+        read_rep = max(rep, w.model.num("attention_heads") / led.kv.kv_heads)   # every query head reads its KV head
+    kv_seq = led.kv.bytes_per_sequence if led.kv else None
+    dispatch = comm.dispatch_bytes(compute_precision(w, gpu, led.sized))
+    spec = (w.speculative[1], w.speculative[2]) if w.speculative else None
+
+    def at(b: int) -> Serving:
+        return serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
+                             ep=ep, attention_dp=attention_dp, dispatch_bytes=dispatch, cached=w.prefix_cache_hit, spec=spec)
+    return at, dispatch
+
+
 def _serve(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration):
     """(Serving pieces, sequences per replica, sequences in all, dispatch bytes per value, why) of `lay`
     at the workload's concurrency (or the largest batch that fits, for `concurrency: max`)."""
-    m = w.model
-    sh = _shape_of(w, led)
     tp, pp, dp = lay.tp, lay.pp, lay.dp
     adp = lay.attention_dp
     # the KV heads are split over one attention rank's cards (MLA's single latent head is copied
     # onto each of them); attention DP ranks each keep their own sequences' cache
     rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
-    kv_seq = led.kv.bytes_per_sequence if led.kv else None
-    read_rep = rep
-    if not cal.grouped_kv_reads and led.kv and m.num("attention_heads"):
-        read_rep = max(rep, m.num("attention_heads") / led.kv.kv_heads)   # every query head reads its KV head
     why = {}
     if w.concurrency_max:
         b, how = max_batch(w, led, gpu, cal, tp, pp, w.prompt_tokens, w.output_tokens, rep, adp)
@@ -401,11 +415,8 @@ def _serve(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration
     else:
         total = w.concurrency
         b = math.ceil(total / dp)
-    dispatch = comm.dispatch_bytes(compute_precision(w, gpu, led.sized))
-    sv = serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                       ep=lay.ep, attention_dp=adp, dispatch_bytes=dispatch, cached=w.prefix_cache_hit,
-                       spec=(w.speculative[1], w.speculative[2]) if w.speculative else None)
-    return sv, b, total, dispatch, why
+    at, dispatch = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)
+    return at(b), b, total, dispatch, why
 
 
 def decode_tokens_per_s(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None) -> float:
