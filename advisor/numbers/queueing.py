@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers.calibration import Calibration, default_calibration
+from advisor.numbers.layouts import kv_replication
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.poolspeed import md_c_wait
 from advisor.numbers.speed import Serving, Speed, max_batch, replica_times
@@ -65,7 +66,7 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     cal = cal or default_calibration()
     tp, pp, dp = lay.tp, lay.pp, lay.dp
     adp = lay.attention_dp
-    rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
+    rep = kv_replication(led, tp, adp)
     prompt, output = w.prompt_tokens, w.output_tokens
     steps = cal.first_token_steps
     at = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)[0]     # as the plan's own serving is timed

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration, calibration, default_calibration  # noqa: F401  (speed.calibration)
+from advisor.numbers.layouts import kv_replication
 from advisor.numbers.ledger import Ledger, Sized, training_precision
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
 from advisor.inputs.workload import Workload
@@ -406,7 +407,7 @@ def _serve(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration
     adp = lay.attention_dp
     # the KV heads are split over one attention rank's cards (MLA's single latent head is copied
     # onto each of them); attention DP ranks each keep their own sequences' cache
-    rep = max(1.0, tp / adp / led.kv.kv_heads) if led.kv else 1.0
+    rep = kv_replication(led, tp, adp)
     why = {}
     if w.concurrency_max:
         b, how = max_batch(w, led, gpu, cal, tp, pp, w.prompt_tokens, w.output_tokens, rep, adp)
