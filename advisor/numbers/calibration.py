@@ -148,10 +148,13 @@ class Calibration:
         return g, (f"goodput {g:.3f} = {fitted} / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
                    f"{between} GPU-hours between interruptions)")
 
+    def fitted_for(self, gpu: GPU, precision: str) -> bool:
+        """Whether training records of this GPU family at this precision set its share (else it borrows)."""
+        return precision in (self.train_share.get(gpu.generation) or {})
+
     def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:
-        fam = self.train_share.get(gpu.generation) or {}
-        if precision in fam:
-            return fam[precision], f"fitted for {gpu.generation} {precision}"
+        if self.fitted_for(gpu, precision):
+            return self.train_share[gpu.generation][precision], f"fitted for {gpu.generation} {precision}"
         p = precision if precision in self.train_default else "bf16"
         return self.train_default[p], (f"the lowest share measured on a GPU family in {p}: no {gpu.generation} "
                                        f"{precision} training measurement")

@@ -140,7 +140,7 @@ def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
     """FP4 training without a fitted FP4 share on this GPU family is credited the FP8 rate, not FP4's
     (published low-precision training gains are tens of percent over BF16, not the 2x of the FP4 peak,
     and no FP4 training run is in catalog/measurements.yaml): the FP8 / FP4 spec ratio, else 1."""
-    if precision != "fp4" or "fp4" in (cal.train_share.get(gpu.generation) or {}):
+    if precision != "fp4" or cal.fitted_for(gpu, "fp4"):
         return 1.0
     f8, f4 = gpu.tflops("fp8"), gpu.tflops("fp4")
     return f8 / f4 if f8 and f4 else 1.0
@@ -231,7 +231,10 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
     explained = {} if not explain else {
-        "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share}, "source": src,
+        "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share,
+                                                       # false: no training record of this GPU family and precision
+                                                       "fitted_for_family": cal.fitted_for(gpu, p)},
+                         "source": src,
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
                                     + (f", x {fp4_training_credit(gpu, cal, p):.2f} FP8 / FP4 peak: no FP4 training measurement, credited the FP8 rate"
                                        if fp4_training_credit(gpu, cal, p) != 1.0 else "")

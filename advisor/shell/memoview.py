@@ -263,8 +263,8 @@ def _risks(x: _Record) -> dict:
 def _calibrated(c: dict) -> str:
     """Whether a training plan's speed rests on measurements of its own GPU family: the share of the
     matmul rate is fitted per family, and a family without a training record borrows the lowest."""
-    share = ((c.get("speed_explained") or {}).get("matmul_share") or {}).get("formula") or ""
-    if "training measurement" in share and "the lowest share measured" in share:
+    share = ((c.get("speed_explained") or {}).get("matmul_share") or {}).get("factor") or {}
+    if share.get("fitted_for_family") is False:
         return (f"not calibrated on {c['gpu']} training: no published training run of its family, so the lowest "
                 "share measured on another family is used (docs/accuracy.md)")
     return "calibrated on published runs: docs/accuracy.md"
