@@ -451,7 +451,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     # cards without peer-to-peer: the floor is the measured host-staged one, not the fitted one
     staged = host_staged(gpu, cal, tp)
-    floor_us = cal.collective_latency_us(gpu, tp) if staged else cal.allreduce_us
+    floor_us = group_latency_s(gpu, cal, tp) * 1e6
     floor = ({"host_staged_latency_us": round(floor_us, 4), "host_base_us": cal.host_base_us, "host_exchange_us": cal.host_exchange_us}
              if staged else {"allreduce_latency_us": cal.allreduce_us})
     moe = ep > 1 and bool(sh.expert_bytes)
