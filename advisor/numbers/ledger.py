@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from advisor.inputs.catalog import Model
 from advisor.numbers.terms import GB, Term, _gb
@@ -194,10 +195,11 @@ class Ledger:
         t = self.terms.get(key)
         return t.value if t and t.value else 0.0
 
-    @property
+    @cached_property
     def expert_share(self) -> float:
         """Share of the weights in routed experts: they are sharded over every card of a TP group,
-        whether each expert is split (TP) or the set of them is (EP)."""
+        whether each expert is split (TP) or the set of them is (EP). Read for every layout the planner
+        times, and fixed by the (frozen) sized model: computed once per ledger."""
         raw = sum(pt.params * pt.bpp for pt in self.sized.parts)
         exp = sum(pt.params * pt.bpp for pt in self.sized.parts if pt.name == "experts")
         return exp / raw if raw else 0.0
