@@ -78,3 +78,35 @@ def test_a_pipeline_runs_the_interleaved_schedule_when_the_layers_split_evenly(c
     assert (c["layout"]["pp"], c["micro_batches"], c["virtual_stages"]) == (6, 24, 2)
     assert c["pipeline_bubble"] == pytest.approx(5 / (24 * 2 + 5), abs=1e-4)
     assert r["recommendation"]["virtual_stages"] == 2
+
+
+def test_the_workload_states_the_interleaved_schedule(catalog, kb):
+    # gpt-oss-120b on a given TP 1 x PP 6 x DP 8 (36 layers, 6 a stage), 24 micro-batches per replica
+    # (global_batch 192 / (1 x 8)): runs as given, no interleaving unless stated; virtual_stages 3 cuts
+    # the bubble to (6 - 1) / (24 x 3 + 6 - 1) = 6.5% from (6 - 1) / (24 + 6 - 1) = 17.2%
+    base = {"model": "gpt-oss-120b", "context_tokens": 4096, "training_tokens": 1e9, "global_batch": 192,
+            "layout": {"tp": 1, "pp": 6, "dp": 8}, "constraints": {"gpus": ["h100-sxm"]}}
+    plain = decide(catalog, kb, base).estimate.candidate("h100-sxm")
+    three = decide(catalog, kb, {**base, "virtual_stages": 3}).estimate.candidate("h100-sxm")
+    assert (plain.virtual_stages, three.virtual_stages) == (1, 3)
+    assert plain.pipeline_bubble == pytest.approx(5 / 29, abs=1e-4)
+    assert three.pipeline_bubble == pytest.approx(5 / 77, abs=1e-4)
+    assert three.step_hours < plain.step_hours
+    # searched plans take the stated chunks where the layers split evenly into PP x v
+    from advisor.numbers.layouts import interleaved_stages
+    assert interleaved_stages(36, 6, 3) == 3 and interleaved_stages(36, 4, 3) == 3 and interleaved_stages(32, 4, 3) == 1
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"layout": {"tp": 1, "pp": 1, "dp": 8}, "virtual_stages": 2}, "virtual_stages: virtual_stages 2 interleaves pipeline stages, and the layout has none (pp 1)"),
+    ({"layout": {"tp": 1, "pp": 4, "dp": 2}, "virtual_stages": 3}, "virtual_stages: llama-3.1-8b's 32 layers do not split into 4 stages x 3 chunks"),
+    ({"layout": {"tp": 1, "pp": 4, "dp": 2}, "virtual_stages": 2, "global_batch": 20},
+     "virtual_stages: global_batch 20 / (micro_batch 1 x DP 2) = 10 micro-batches, not a multiple of PP 4"),
+])
+def test_an_interleaved_schedule_that_cannot_run_is_refused_naming_the_field(tmp_path, capsys, extra, message):
+    import yaml
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump({"name": "x", "mode": "training", "model": "llama-3.1-8b", "training_tokens": 1e9, **extra}))
+    assert main(["recommend", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1

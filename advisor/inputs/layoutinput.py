@@ -157,3 +157,23 @@ def check_layout(values: dict, model, data, col: Collector, training: bool) -> N
     if training and gb and dp * mbs > gb:
         col.add(f"{dp:,} data-parallel replicas x micro_batch {mbs} need {dp * mbs:,} sequences a step, more than global_batch {gb:,}",
                 yamlio.line_of(raw, "dp", line), "layout.dp")
+
+
+def check_virtual_stages(values: dict, model, data, col: Collector, training: bool) -> None:
+    """An interleaved pipeline the workload states: with its own layout, Megatron-LM's conditions for
+    the schedule (each stage's layers split into v equal chunks; the micro-batches fill the stages in whole
+    rounds), so the layout runs exactly as given."""
+    v, lay = values.get("virtual_stages"), values.get("layout")
+    if not training or not v or v == 1 or not lay:
+        return
+    line = yamlio.line_of(data, "virtual_stages")
+    pp, dp = lay[1], lay[2]
+    layers = model.num("layers") if isinstance(model, Model) else None
+    if pp == 1:
+        col.add(f"virtual_stages {v} interleaves pipeline stages, and the layout has none (pp 1)", line, "virtual_stages")
+    elif layers and layers % (pp * v):
+        col.add(f"{model.id}'s {layers:.0f} layers do not split into {pp} stages x {v} chunks", line, "virtual_stages")
+    gb, mbs = values.get("global_batch"), values.get("micro_batch", 1)
+    if pp > 1 and gb and round(gb / (mbs * dp)) % pp:
+        col.add(f"global_batch {gb:,} / (micro_batch {mbs} x DP {dp}) = {round(gb / (mbs * dp)):,} micro-batches, not a multiple of "
+                f"PP {pp}: the interleaved schedule runs whole rounds of the stages", line, "virtual_stages")

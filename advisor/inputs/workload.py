@@ -57,6 +57,7 @@ FIELDS: dict[str, Spec] = {
     "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
     "global_batch": Spec("int", "Sequences per optimizer step over all data-parallel replicas (micro-batches per replica = global_batch / (micro_batch x DP): the pipeline bubble); default: the planner's choice, stated.", min=1, max=100_000_000, unit="sequences", modes=TRAIN),
+    "virtual_stages": Spec("int", "Model chunks per card of the interleaved pipeline schedule (Megatron-LM's virtual pipeline stages: the bubble falls v-fold, each micro-batch crosses the stages v times); with a given layout it runs as given (default 1: no interleaving), and a searched plan takes it where the layers split evenly into PP x it (default: the planner's choice, 4 or 2 where they do, stated).", min=1, max=64, unit="chunks per card", modes=TRAIN),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
@@ -154,6 +155,7 @@ class Workload:
     requests_per_s: float | None = None   # inference: Poisson arrival rate; None: the closed loop of `concurrency` users
     micro_batch: int = 1           # training: sequences per GPU per micro-batch
     global_batch: int | None = None  # training: sequences per optimizer step; None: the planner chooses
+    virtual_stages: int | None = None  # training: interleaved pipeline chunks per card; None: 1 with a given layout, else the planner's choice
     concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits
     training_tokens: float | None = None
     latency: str = "interactive"
@@ -392,6 +394,7 @@ def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
     if mode in TRAIN and values.get("global_batch") and values["global_batch"] < values.get("micro_batch", 1):
         col.add(f"{values['global_batch']} sequences per step is less than one micro-batch of {values.get('micro_batch', 1)}",
                 yamlio.line_of(data, "global_batch"), "global_batch")
+    layoutinput.check_virtual_stages(values, model, data, col, mode in TRAIN)
     if values.get("method") == "qlora" and values.get("layout") and (values["layout"][0] > 1 or values["layout"][1] > 1):
         # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: QLoRA runs on one card
         # or as FSDP-QLoRA over data-parallel ranks (QLORA_FSDP)

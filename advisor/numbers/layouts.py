@@ -325,7 +325,7 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
                         if dp is None:
                             continue
                         out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep,
-                                          interleave=interleaved_stages(layers, pp)))
+                                          interleave=interleaved_stages(layers, pp, w.virtual_stages)))
                         found = True
                     if found and group is across:
                         break       # the narrowest cross-node EP that holds the model
@@ -334,13 +334,14 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
     return out
 
 
-def interleaved_stages(layers: int, pp: int) -> int:
+def interleaved_stages(layers: int, pp: int, given: int | None = None) -> int:
     """Model chunks per card a pipeline of `pp` stages is run with: Megatron-LM's interleaved schedule
     (--num-layers-per-virtual-pipeline-stage), which cuts the bubble v-fold, as Llama 3's and NeMo's large
-    runs use; the most of 4, 2 that split each stage's layers evenly (1: no pipeline, or no even split)."""
+    runs use; the workload's `virtual_stages` where it splits each stage's layers evenly, else the most of
+    4, 2 that do when it states none (1: no pipeline, or no even split)."""
     if pp <= 1:
         return 1
-    return next((v for v in (4, 2) if layers % (pp * v) == 0), 1)
+    return next((v for v in ((given,) if given else (4, 2)) if layers % (pp * v) == 0), 1)
 
 
 def _even_stages(stages: list[int], layers: int) -> list[int]:
@@ -372,7 +373,7 @@ def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layo
         for z in stages:
             per_card = training_per_card(led, tp, pp, dp, z, ep)
             if per_card <= mem:
-                return Layout(tp, pp, dp, per_card, 1.0, z, dp, ep)
+                return Layout(tp, pp, dp, per_card, 1.0, z, dp, ep, interleave=w.virtual_stages or 1)
         return None
     if split_width(tp, ep, adp) > gpu.gpus_per_node:
         return None
