@@ -110,3 +110,30 @@ def test_an_interleaved_schedule_that_cannot_run_is_refused_naming_the_field(tmp
     assert main(["recommend", str(f)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+LLAMA_405B_BATCH = {"model": "llama-3.1-405b", "training_tokens": 15e12, "global_batch": 2048,
+                    "constraints": {"deadline_hours": 90 * 24}}
+
+
+def test_when_every_plan_misses_the_deadline_the_nearest_is_shown_not_the_cheapest(catalog, kb):
+    # Llama 3.1 405B on 15T tokens, Meta's 2,048 x 8,192-token batch, 90 days, H100 only: no plan meets
+    # it (the batch feeds at most 2,048 replicas, each of more replicas gets fewer micro-batches: a wider
+    # bubble); the plan shown is the nearest one (tens of thousands of GPUs, under 3,000 h), where it
+    # was the cheapest per job of the misses (440 GPUs for 80,734 h)
+    d = decide(catalog, kb, {**LLAMA_405B_BATCH, "constraints": {"deadline_hours": 90 * 24, "gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.misses and c.count >= 16_384 and c.training_hours < 3_000
+    assert 2048 % c.layout.dp == 0
+
+
+def test_the_planner_splits_a_stated_global_batch_evenly_over_its_replicas(catalog, kb):
+    # Megatron-LM asserts global_batch % (micro_batch x DP) == 0: the 405B plan on B300 that meets 90
+    # days takes 1,024 replicas (2 micro-batches each), not 1,019 (2,048 / 1,019 rounded)
+    d = decide(catalog, kb, {**LLAMA_405B_BATCH, "constraints": {"deadline_hours": 90 * 24, "gpus": ["b300"]}})
+    c = d.estimate.candidate("b300")
+    assert not c.misses and c.layout.dp == 1024 and c.micro_batches == 2 and c.global_batch == 2048
+    from advisor.inputs import workload
+    from advisor.numbers.limits import batch_replicas
+    w = workload.parse({"mode": "training", "model": "llama-3.1-8b", "training_tokens": 1e9, "global_batch": 96, "micro_batch": 2}, catalog, "w")
+    assert [batch_replicas(w, d) for d in (1, 5, 7, 13, 48, 49)] == [1, 6, 8, 16, 48, None]

@@ -99,7 +99,7 @@ KNOWLEDGE = {
     "K06": "numbers.speed.inference_speed / ideal_figures: decode time = bytes read per token / bandwidth, max'd with compute",
     "K07": "numbers.speed.inference_speed: prefill is compute-bound (FLOPs / rate), decode bandwidth-bound",
     "K08": "numbers.trainspeed.train_flops_per_token: 6 x active; numbers.ledger.training_ledger: the 18 B/param accounting shown as the alternative",
-    "K13": "numbers.cost.pick_price + numbers.planner._dp_options: whole instances, a replica (training: a node) inside one; rented GPUs become replicas, idle ones are explained",
+    "K13": "numbers.cost.pick_price + numbers.replicas.dp_options: whole instances, a replica (training: a node) inside one; rented GPUs become replicas, idle ones are explained",
     "K16": "numbers.ledger.inference_ledger: weights (2X GB bf16, /2 8-bit, /4 4-bit), +20% overhead, +KV; ideal time = weights / bandwidth",
     "K17": "catalog/prices.yaml: A100 80 GB $2.5/h, H200 $5/h, 8x H200 $40/h (HF Inference Endpoints, Sept 2026)",
     "K19": "numbers.speed.ideal_figures: weights / VRAM and active weights / bandwidth",

@@ -13,6 +13,17 @@ def replica_cap(w: Workload) -> int | None:
     return w.global_batch // w.micro_batch if w.training and w.global_batch else None
 
 
+def batch_replicas(w: Workload, d: int) -> int | None:
+    """The fewest data-parallel replicas, at least `d`, that a stated global batch splits into whole
+    micro-batches: global_batch / micro_batch must be a multiple of them (Megatron-LM's
+    num_microbatches_calculator asserts global_batch % (micro_batch x DP) == 0, MEGATRON_MICROBATCHES);
+    None past the cap; `d` itself when no batch is stated."""
+    rc = replica_cap(w)
+    if rc is None:
+        return d
+    return next((k for k in range(max(1, d), rc + 1) if rc % k == 0), None)
+
+
 def batch_limit(w: Workload, needed: int) -> dict:
     """The `limits` entry of a global batch too small for the replicas a deadline needs."""
     return {"limit": "global_batch", "value": w.global_batch, "needed_replicas": needed, "source": "global_batch in the workload",

@@ -148,7 +148,9 @@ def fastest_within_tolerance(w, ordered: list, unit: str, rate: float | None):
     TIME_TOLERANCE over the cheapest per job, the fastest (then the first by plan_key)."""
     if not (minimises_cost(w) and w.training and unit == "job"):
         return ordered[0]
-    pool = [t for t in ordered if not t[2].misses] or ordered
+    pool = [t for t in ordered if not t[2].misses]
+    if not pool:
+        return ordered[0]       # every plan misses: the nearest the target (plan_key), not the cheapest
     priced = [(money(t[2], unit, rate)[0], t) for t in pool]
     priced = [(c, t) for c, t in priced if c is not None and t[2].training_hours is not None]
     if not priced:

@@ -9,16 +9,16 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, speed, spot, trainspeed
+from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Engine, _v, engine_for
 from advisor.numbers.layouts import Layout
-from advisor.numbers.limits import batch_limit, max_gpus_limit, replica_cap
+from advisor.numbers.limits import batch_limit, max_gpus_limit
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
+from advisor.numbers.replicas import MAX_CARD_FACTOR
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
 from advisor.inputs.workload import Workload
 
-MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline or service level needs more
 SUGGEST_SAVING = 0.25    # a fixed knob is named when the plan is at least 25% dearer than with it turned (decision._suggestions)
 _UNIT_WHY = ("usd_per_million_tokens", "usd_per_job")     # cost terms that follow the speed they come from
 
@@ -120,78 +120,6 @@ def training_hours_at_peak(w: Workload, led: Ledger, count: int, rate: Term) -> 
     return (w.training_tokens or 1e6) * flops_token / (count * rate.value * TFLOP) / 3600
 
 
-def _deadline_cards(tried) -> int:
-    """Twice the fewest cards of the plans that meet the deadline or service level (all when none does)."""
-    ok = [t[2].count for t in tried if not t[2].misses]
-    return min(ok) * MAX_CARD_FACTOR if ok else max(t[2].count for t in tried)
-
-
-def _dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: int) -> list[int]:
-    """Replica counts worth trying for a base layout: the fewest memory allows, enough to fill the
-    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows."""
-    m = base.tp * base.pp
-    out = {base.min_dp}
-    gpn = gpu.gpus_per_node
-    group = min(base.count, gpn) if w.training else min(m, gpn)
-    usable = [s for s in sizes if s >= group]
-    if not usable and w.training and base.count > gpn:
-        usable = [gpn]               # no instance prices it: a job beyond one node still takes whole nodes (K14)
-    for s in usable:
-        if m > s and m % s:          # a replica spanning instances uses whole ones only
-            continue
-        rented = math.ceil(base.count / s) * s
-        out.add(max(base.min_dp, rented // m))
-    if objective.minimises_time(w) and w.constraints.max_gpus:
-        out.add(max(base.min_dp, w.constraints.max_gpus // m))
-    cap = max_gpus // m
-    if not w.training:
-        cap = min(cap, max(base.min_dp, w.concurrency))
-    rc = replica_cap(w)
-    if rc is not None and base.min_dp > rc:
-        return []                    # the batch cannot give each replica the memory's fewest a micro-batch
-    cap = min(cap, rc) if rc is not None else cap
-    return sorted(d for d in out if d <= cap) or [base.min_dp]
-
-
-def _target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: dict | None = None, cal=None) -> list[int]:
-    """Replica counts to try when a plan misses a stated target: for a deadline, the count that
-    finishes in time by compute (and a few more, for a speed model that does not scale linearly);
-    for a service level, doublings up to one replica per sequence (each serving fewer users, T06).
-    A count beyond `max_gpus` is not tried: the fewest GPUs it would need goes into `refused`."""
-    m = lay.tp * lay.pp
-    if w.training:
-        if not p.training_hours:
-            return []
-        cards = p.count * p.training_hours / w.constraints.deadline_hours
-        if cal is not None and p.step_hours and p.goodput:
-            # the goodput falls as the cluster grows (more interruptions per hour): solve for it
-            for _ in range(4):
-                cards = p.count * p.step_hours / w.constraints.deadline_hours / cal.goodput(max(1, round(cards)), w.mode == "training")[0]
-        need = math.ceil(cards / m - 1e-9)
-        out = [need + extra for extra in range(4)]
-        rc = replica_cap(w)
-        if rc is not None and need > rc:
-            # the stated global batch feeds at most rc replicas: the closest plan takes them all
-            out = [rc]
-            if refused is not None:
-                refused["batch"] = max(refused.get("batch", 0), need)
-    else:
-        # with an arrival rate, up to the replicas that would each hold one sequence of the
-        # rate x output x TPOT in flight (Little's law at this plan's TPOT: more than enough)
-        bound = w.concurrency
-        if w.requests_per_s and p.tpot_ms:
-            bound = max(bound, math.ceil(w.requests_per_s * w.output_tokens * p.tpot_ms / 1e3))
-        out, d = [], lay.dp
-        while d < bound:
-            d = min(bound, d * 2)
-            out.append(d)
-    over = [d * m for d in out if d * m > max_gpus]
-    if over and refused is not None:
-        refused["needed"] = min(refused.get("needed", math.inf), min(over))
-    rc = replica_cap(w)
-    return [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
-
-
 def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stages) -> tuple[list, list]:
     """The base layouts to search first, and wider ones to try only when those miss the target."""
     if w.pools:
@@ -254,7 +182,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     if skip_above is not None and not tried:
         tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
     if tried and limit is not None:
-        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
+        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= replicas.deadline_cards(tried))]
         tried = kept or tried
     return tried, fewest, cp, gpu_rate, unit, refused
 
@@ -292,18 +220,26 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
 
         def search(bases, wv=wv, attempt=attempt):
             for base in bases:
-                for dp in ([base.dp] if w.layout_given else _dp_options(wv, gpu, base, sizes, max_gpus)):
+                for dp in ([base.dp] if w.layout_given else replicas.dp_options(wv, gpu, base, sizes, max_gpus)):
                     got = attempt(base, dp)
                     if not got or not got[0].misses or w.layout_given:
                         continue
                     # a deadline or service level sets the replicas; then fill the instances they take
-                    for d2 in _target_replicas(w, got[1], got[0], max_gpus, refused, speed.calibration(catalog)):
-                        more = attempt(base, d2)
-                        if more and not more[0].misses:
-                            for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
-                                if d3 > d2:
-                                    attempt(base, d3)
+                    near = got
+                    for _ in range(replicas.TARGET_ROUNDS):
+                        more = None
+                        for d2 in replicas.target_replicas(w, near[1], near[0], max_gpus, refused, speed.calibration(catalog)):
+                            more = attempt(base, d2)
+                            if more and not more[0].misses:
+                                for d3 in replicas.dp_options(wv, gpu, more[1], sizes, max_gpus):
+                                    if d3 > d2:
+                                        attempt(base, d3)
+                                break
+                        if not (w.training and more and more[0].misses and more[1].dp > near[1].dp):
                             break
+                        # a stated global batch gives each of more replicas fewer micro-batches (a wider
+                        # bubble): the count sized by compute still misses, so size again from it
+                        near = more
 
         start = len(tried)
         search(bases)

@@ -1,0 +1,99 @@
+"""How many data-parallel replicas the planner tries for a base layout (split from numbers.planner): the
+fewest the memory allows and enough to fill the instances rented (K13), the count a deadline or service
+level needs, and for a training job with a stated global batch only counts that split it evenly.
+"""
+from __future__ import annotations
+
+import math
+
+from advisor.inputs.catalog import GPU
+from advisor.inputs.workload import Workload
+from advisor.numbers import objective
+from advisor.numbers.layouts import Layout
+from advisor.numbers.limits import batch_replicas, replica_cap
+from advisor.numbers.plan import Plan
+
+MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline or service level needs more
+
+
+def deadline_cards(tried) -> int:
+    """Twice the fewest cards of the plans that meet the deadline or service level (all when none does)."""
+    ok = [t[2].count for t in tried if not t[2].misses]
+    return min(ok) * MAX_CARD_FACTOR if ok else max(t[2].count for t in tried)
+
+
+def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: int) -> list[int]:
+    """Replica counts worth trying for a base layout: the fewest memory allows, enough to fill the
+    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows."""
+    m = base.tp * base.pp
+    out = {base.min_dp}
+    gpn = gpu.gpus_per_node
+    group = min(base.count, gpn) if w.training else min(m, gpn)
+    usable = [s for s in sizes if s >= group]
+    if not usable and w.training and base.count > gpn:
+        usable = [gpn]               # no instance prices it: a job beyond one node still takes whole nodes (K14)
+    for s in usable:
+        if m > s and m % s:          # a replica spanning instances uses whole ones only
+            continue
+        rented = math.ceil(base.count / s) * s
+        out.add(max(base.min_dp, rented // m))
+    if objective.minimises_time(w) and w.constraints.max_gpus:
+        out.add(max(base.min_dp, w.constraints.max_gpus // m))
+    cap = max_gpus // m
+    if not w.training:
+        cap = min(cap, max(base.min_dp, w.concurrency))
+    rc = replica_cap(w)
+    if rc is not None and base.min_dp > rc:
+        return []                    # the batch cannot give each replica the memory's fewest a micro-batch
+    cap = min(cap, rc) if rc is not None else cap
+    if rc is not None:
+        # the planner's own replica counts split the stated batch evenly (a given layout is as given)
+        out = {b for b in (batch_replicas(w, d) for d in out) if b is not None}
+    return sorted(d for d in out if d <= cap) or [base.min_dp]
+
+
+#: rounds of sizing a training plan's replicas for its deadline from the last plan tried (the time does
+#: not fall in proportion to the replicas when a stated global batch spreads over more of them)
+TARGET_ROUNDS = 3
+
+
+def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: dict | None = None, cal=None) -> list[int]:
+    """Replica counts to try when a plan misses a stated target: for a deadline, the count that
+    finishes in time by compute (and a few more, for a speed model that does not scale linearly);
+    for a service level, doublings up to one replica per sequence (each serving fewer users, T06).
+    A count beyond `max_gpus` is not tried: the fewest GPUs it would need goes into `refused`."""
+    m = lay.tp * lay.pp
+    if w.training:
+        if not p.training_hours:
+            return []
+        cards = p.count * p.training_hours / w.constraints.deadline_hours
+        if cal is not None and p.step_hours and p.goodput:
+            # the goodput falls as the cluster grows (more interruptions per hour): solve for it
+            for _ in range(4):
+                cards = p.count * p.step_hours / w.constraints.deadline_hours / cal.goodput(max(1, round(cards)), w.mode == "training")[0]
+        need = math.ceil(cards / m - 1e-9)
+        out = [need + extra for extra in range(4)]
+        rc = replica_cap(w)
+        if rc is not None and need <= rc:
+            # counts that split the stated batch evenly: the first at or past the need, and the next
+            out = sorted({b for b in (batch_replicas(w, d) for d in (need, batch_replicas(w, need) + 1)) if b is not None})
+        if rc is not None and need > rc:
+            # the stated global batch feeds at most rc replicas: the closest plan takes them all
+            out = [rc]
+            if refused is not None:
+                refused["batch"] = max(refused.get("batch", 0), need)
+    else:
+        # with an arrival rate, up to the replicas that would each hold one sequence of the
+        # rate x output x TPOT in flight (Little's law at this plan's TPOT: more than enough)
+        bound = w.concurrency
+        if w.requests_per_s and p.tpot_ms:
+            bound = max(bound, math.ceil(w.requests_per_s * w.output_tokens * p.tpot_ms / 1e3))
+        out, d = [], lay.dp
+        while d < bound:
+            d = min(bound, d * 2)
+            out.append(d)
+    over = [d * m for d in out if d * m > max_gpus]
+    if over and refused is not None:
+        refused["needed"] = min(refused.get("needed", math.inf), min(over))
+    rc = replica_cap(w)
+    return [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
