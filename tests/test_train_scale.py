@@ -66,12 +66,22 @@ def test_a_job_with_a_deadline_or_within_30_days_gets_no_long_job_plan(catalog, 
     assert d.estimate.candidate("h100-sxm").within_bound is None
 
 
-def test_a_pipeline_runs_the_interleaved_schedule_when_the_layers_split_evenly(capsys):
+def test_a_pipeline_runs_the_interleaved_schedule_with_the_shortest_step(capsys):
     # gpt-oss-120b training: PP 6 over 36 layers, 6 a stage, so 2 model chunks per card (Megatron's
     # interleaved schedule); 24 micro-batches (4 per stage): bubble (6 - 1) / (24 x 2 + 6 - 1) = 9.4%
-    from advisor.numbers.layouts import interleaved_stages
-    assert interleaved_stages(36, 6) == 2 and interleaved_stages(126, 3) == 2 and interleaved_stages(80, 4) == 4
-    assert interleaved_stages(36, 1) == 1 and interleaved_stages(35, 5) == 1
+    from advisor.numbers.trainspeed import schedule, stage_imbalance
+    assert schedule(36, 6, 24) == 2 and schedule(80, 4, 16) == 4
+    # 405B on PP 3 (12 micro-batches): 4 chunks, 128 units in 12, the fullest stage x 1.031, bubble 2 / 50:
+    # 1.031 x 50 / 48 = 1.074, against 26 / 24 = 1.083 with 2 even chunks
+    assert schedule(126, 3, 12) == 4
+    assert schedule(36, 1, 4) == 1 and schedule(36, 6, 5) == 1       # 5 micro-batches: no whole rounds of 6 stages
+    # Llama 3 405B's pipeline: 126 layers over 16 stages, 4 chunks a card, the fullest stage 8 layers of
+    # a mean 7.875 (x 1.016): (16 x 4 + 15) / (16 x 4) x 1.016 = 1.254, against 1.49 with 2 chunks
+    assert stage_imbalance(126, 16, 4) == 1.0 and schedule(126, 16, 16) == 4
+    # the split that balances best: L + 2 units (embedding and loss as a layer each) or L layers;
+    # DeepSeek-V3's 61 layers over 16 x 2 chunks: 63 units into 32, the fullest 2 of a mean 1.97
+    assert stage_imbalance(61, 16, 2) == pytest.approx(64 / 63) and stage_imbalance(80, 8, 5) == 1.0
+    assert stage_imbalance(126, 5, 2) == pytest.approx(130 / 128)
     assert main(["recommend", "examples/gpt-oss-120b-training.yaml", "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)
     c = next(c for c in r["estimate"]["candidates"] if c["gpu"] == r["recommendation"]["gpu"])
@@ -94,12 +104,12 @@ def test_the_workload_states_the_interleaved_schedule(catalog, kb):
     assert three.step_hours < plain.step_hours
     # searched plans take the stated chunks where the layers split evenly into PP x v
     from advisor.numbers.layouts import interleaved_stages
-    assert interleaved_stages(36, 6, 3) == 3 and interleaved_stages(36, 4, 3) == 3 and interleaved_stages(32, 4, 3) == 1
+    assert interleaved_stages(36, 6, 3) == 3 and interleaved_stages(32, 4, 3) == 3 and interleaved_stages(8, 4, 3) == 1
 
 
 @pytest.mark.parametrize("extra, message", [
     ({"layout": {"tp": 1, "pp": 1, "dp": 8}, "virtual_stages": 2}, "virtual_stages: virtual_stages 2 interleaves pipeline stages, and the layout has none (pp 1)"),
-    ({"layout": {"tp": 1, "pp": 4, "dp": 2}, "virtual_stages": 3}, "virtual_stages: llama-3.1-8b's 32 layers do not split into 4 stages x 3 chunks"),
+    ({"layout": {"tp": 1, "pp": 16, "dp": 2}, "virtual_stages": 4}, "virtual_stages: llama-3.1-8b's 32 layers are fewer than 16 stages x 4 chunks (a chunk holds at least one layer)"),
     ({"layout": {"tp": 1, "pp": 4, "dp": 2}, "virtual_stages": 2, "global_batch": 20},
      "virtual_stages: global_batch 20 / (micro_batch 1 x DP 2) = 10 micro-batches, not a multiple of PP 4"),
 ])
@@ -137,3 +147,20 @@ def test_the_planner_splits_a_stated_global_batch_evenly_over_its_replicas(catal
     from advisor.numbers.limits import batch_replicas
     w = workload.parse({"mode": "training", "model": "llama-3.1-8b", "training_tokens": 1e9, "global_batch": 96, "micro_batch": 2}, catalog, "w")
     assert [batch_replicas(w, d) for d in (1, 5, 7, 13, 48, 49)] == [1, 6, 8, 16, 48, None]
+
+
+def test_of_plans_as_cheap_and_as_fast_the_cheapest_wins():
+    # objective: cost for a training job: within 5% of the cheapest per job, the fastest; but of those
+    # within 5% of the fastest's hours, the cheapest (Llama 3.1 405B in 90 days: 21,040 H100 for
+    # 2,157 h at $106.7M was chosen over 20,352 for 2,158 h at $103.2M)
+    from types import SimpleNamespace as NS
+    from advisor.numbers import objective
+    w = NS(objective="cost", training=True)
+
+    def plan(usd, hours):
+        return (None, None, NS(usd_per_job=usd, training_hours=hours, misses=None, count=1))
+
+    a, b, c = plan(103.2, 2158.4), plan(106.7, 2157.3), plan(104.0, 1800.0)
+    assert objective.fastest_within_tolerance(w, [a, b], "job", None) is a
+    assert objective.fastest_within_tolerance(w, [a, b, c], "job", None) is c       # 17% faster for 0.8% more
+    assert objective.fastest_within_tolerance(w, [plan(100, 500), plan(150, 100)], "job", None)[2].usd_per_job == 100

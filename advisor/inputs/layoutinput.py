@@ -161,8 +161,9 @@ def check_layout(values: dict, model, data, col: Collector, training: bool) -> N
 
 def check_virtual_stages(values: dict, model, data, col: Collector, training: bool) -> None:
     """An interleaved pipeline the workload states: with its own layout, Megatron-LM's conditions for
-    the schedule (each stage's layers split into v equal chunks; the micro-batches fill the stages in whole
-    rounds), so the layout runs exactly as given."""
+    the schedule (each of PP x v chunks holds a layer; the micro-batches fill the stages in whole rounds),
+    so the layout runs exactly as given (layers that do not split evenly leave the fullest stage a layer
+    more: trainspeed.stage_imbalance)."""
     v, lay = values.get("virtual_stages"), values.get("layout")
     if not training or not v or v == 1 or not lay:
         return
@@ -171,8 +172,9 @@ def check_virtual_stages(values: dict, model, data, col: Collector, training: bo
     layers = model.num("layers") if isinstance(model, Model) else None
     if pp == 1:
         col.add(f"virtual_stages {v} interleaves pipeline stages, and the layout has none (pp 1)", line, "virtual_stages")
-    elif layers and layers % (pp * v):
-        col.add(f"{model.id}'s {layers:.0f} layers do not split into {pp} stages x {v} chunks", line, "virtual_stages")
+    elif layers and pp * v > layers:
+        col.add(f"{model.id}'s {layers:.0f} layers are fewer than {pp} stages x {v} chunks (a chunk holds at least one layer)",
+                line, "virtual_stages")
     gb, mbs = values.get("global_batch"), values.get("micro_batch", 1)
     if pp > 1 and gb and round(gb / (mbs * dp)) % pp:
         col.add(f"global_batch {gb:,} / (micro_batch {mbs} x DP {dp}) = {round(gb / (mbs * dp)):,} micro-batches, not a multiple of "

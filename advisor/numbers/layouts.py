@@ -60,8 +60,9 @@ class Layout:
     # disaggregated serving: the prefill and decode pools (this layout's own tp..attention_dp are the
     # decode pool's, which sets the time per output token); None: prefill and decode share replicas
     pools: Pools | None = field(default=None, metadata=INTERNAL)
-    # training with pipeline stages: model chunks per card of Megatron's interleaved schedule (1: none)
-    interleave: int = field(default=1, metadata=INTERNAL)
+    # training with pipeline stages: model chunks per card of Megatron's interleaved schedule (1: none;
+    # None: the planner's choice once the micro-batches are known, trainspeed.schedule)
+    interleave: int | None = field(default=1, metadata=INTERNAL)
 
     @property
     def attention_tp(self) -> int:
@@ -334,14 +335,17 @@ def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=Z
     return out
 
 
-def interleaved_stages(layers: int, pp: int, given: int | None = None) -> int:
-    """Model chunks per card a pipeline of `pp` stages is run with: Megatron-LM's interleaved schedule
-    (--num-layers-per-virtual-pipeline-stage), which cuts the bubble v-fold, as Llama 3's and NeMo's large
-    runs use; the workload's `virtual_stages` where it splits each stage's layers evenly, else the most of
-    4, 2 that do when it states none (1: no pipeline, or no even split)."""
+def interleaved_stages(layers: int, pp: int, given: int | None = None) -> int | None:
+    """Model chunks per card a searched pipeline of `pp` stages is run with: Megatron-LM's interleaved
+    schedule (--num-layers-per-virtual-pipeline-stage), which cuts the bubble v-fold, as Llama 3's and
+    NeMo's large runs use: the workload's `virtual_stages` where each chunk keeps a layer; None when it
+    states none (the planner's choice once the micro-batches are known: trainspeed.schedule); 1 without a
+    pipeline."""
     if pp <= 1:
         return 1
-    return next((v for v in ((given,) if given else (4, 2)) if layers % (pp * v) == 0), 1)
+    if given:
+        return given if pp * given <= layers else 1
+    return None
 
 
 def _even_stages(stages: list[int], layers: int) -> list[int]:

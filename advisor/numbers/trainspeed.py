@@ -146,6 +146,33 @@ def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
     return f8 / f4 if f8 and f4 else 1.0
 
 
+#: interleaved chunks per card the planner weighs (Megatron-LM's virtual pipeline stages; NeMo's large
+#: recipes and Llama 3 405B run 2-8)
+SCHEDULE_CHUNKS = (4, 2)
+
+
+def stage_imbalance(layers: int, pp: int, v: int = 1) -> float:
+    """How much longer the fullest pipeline stage runs than the mean, the split chosen to balance best:
+    the L layers over PP x v chunks, or L + 2 units when the input embedding and the output layer with
+    its loss are counted as a layer each (Megatron-Core's account_for_embedding_in_pipeline_split and
+    account_for_loss_in_pipeline_split; Llama 3 405B's 126 layers on 16 stages, the first and last one
+    layer short). When neither splits evenly the fullest stage paces the pipeline: ceil(n / (PP x v)) x
+    PP x v / n, the lesser of n = L and n = L + 2 (1 for an even split)."""
+    if pp <= 1 or not layers or pp * v > layers:
+        return 1.0
+    return min(math.ceil(n / (pp * v)) * pp * v / n for n in (layers, layers + 2))
+
+
+def schedule(layers: int, pp: int, m: int) -> int:
+    """The chunks per card the planner runs a pipeline of `pp` stages and `m` micro-batches with: of 1
+    and SCHEDULE_CHUNKS that fill whole rounds (m divisible by PP), the one with the shortest step,
+    stage imbalance x (m v + PP - 1) / (m v) (the first of equals: fewer chunks, fewer transfers)."""
+    if pp <= 1 or not layers:
+        return 1
+    options = [1] + [v for v in sorted(SCHEDULE_CHUNKS) if pp * v <= layers and m % pp == 0]
+    return min(options, key=lambda v: round(stage_imbalance(layers, pp, v) * (m * v + pp - 1) / (m * v), 9))
+
+
 def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, dp: int,
                   seq: int | None = None, micro_batch: int | None = None, microbatches: int | None = None,
                   virtual_stages: int = 1, precision: str | None = None, ep: int = 1, alltoall_overlapped: bool = False) -> Training:
@@ -175,7 +202,8 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
     bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
-    compute = tokens_step * flops / (tp * pp * R)
+    # the fullest stage paces the pipeline (layers that do not split evenly into PP x v chunks)
+    compute = tokens_step * flops / (tp * pp * R) * stage_imbalance(int(w.model.num("layers") or 0), pp, virtual_stages)
     if tp > 1:
         # tensor parallelism: two all-reduces of the micro-batch's activations per layer forward and two
         # backward, on the critical path (K14), over the card's own link (NVLink, or PCIe without it)
@@ -217,9 +245,12 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
     m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp)
+    layers = int(w.model.num("layers") or 0)
+    v = lay.interleave if lay.interleave is not None else schedule(layers, lay.pp, m)
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
     # requires micro-batches divisible by PP with virtual stages)
-    v = lay.interleave if lay.pp > 1 and m % lay.pp == 0 else 1
+    v = v if lay.pp > 1 and m % lay.pp == 0 else 1
+    imb = stage_imbalance(layers, lay.pp, v)
     tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep, virtual_stages=v)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
@@ -245,6 +276,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                             "formula": (f"(PP {lay.pp} - 1) / ({m:,} micro-batches"
                                         + (f" x {v} interleaved stages per card" if v > 1 else "")
                                         + f" + PP {lay.pp} - 1) of each step idle; {batch_how}"
+                                        + (f"; the fullest stage runs {imb:.3f}x the mean (the layers do not split evenly into "
+                                           f"{lay.pp} x {v} chunks)" if imb > 1 else "")
                                         if lay.pp > 1 else f"no pipeline; {batch_how}")},
         "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if count <= gpu.gpus_per_node
                                                          else f"{cal.scale_out_gb_s:g} GB/s per GPU between nodes"},
