@@ -87,7 +87,9 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
     if r["class"] == "whole_run":
         tps = evaluate(replace(p, rec={**r, "class": "training"}), cal)
         step = r["tokens"] / tps / 3600
-        return step if step_only else step / cal.goodput(r["count"])[0]
+        # one optimizer step: the global batch's tokens over the run's GPUs at the step rate
+        step_s = r["global_batch"] * r["seq"] / r["count"] / tps
+        return step if step_only else step / cal.goodput(r["count"], step_s=step_s)[0]
     if r["class"] == "training":
         dp = r.get("dp") or max(1, r["count"] // (tp * pp))
         gbs = r.get("global_batch")
