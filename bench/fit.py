@@ -234,6 +234,10 @@ def fit_goodput(prepared, cal):
         resid = [math.log(accuracy.evaluate(p, c) / p.rec["measured"]) for p in whole]
         return (statistics.pstdev(resid) if len(resid) > 1 else 0.0), c
 
+    # steps shorter than the fitted runs' shortest are charged as it (the overhead is not extrapolated)
+    shortest = min(accuracy.whole_run_step_s(p.rec, accuracy.evaluate(replace(p, rec={**p.rec, "class": "training"}), cal))
+                   for p in whole)
+    cal = replace(cal, step_overhead_min_step_s=shortest)
     spread, cal = min((at(t0) for t0 in STEP_OVERHEAD_GRID), key=lambda got: got[0])
     return replace(cal, goodput_spread=spread), whole
 
@@ -306,6 +310,9 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=()) -> str:
         lines.append(f'  step_overhead_s: {{v: {cal.step_overhead_s:.2f}, src: [CALIBRATION], note: "wall-clock per optimizer step of a whole '
                      'pre-training run beyond the step model (gradient norm and optimizer update, data loading, logging): goodput x step / '
                      '(step + this); fitted with goodput_base, it weighs on the short steps of small models on fast cards"}')
+        lines.append(f'  step_overhead_min_step_s: {{v: {cal.step_overhead_min_step_s:.3f}, src: [CALIBRATION], note: "the shortest optimizer step '
+                     'of the fitted whole runs: a shorter step is charged the overhead as this one (not extrapolated), so the overhead '
+                     'does not rank cards outside the steps it was fitted on"}')
         lines.append(f'  goodput_spread: {{v: {cal.goodput_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / published) '
                      'over the fitted whole runs: added in quadrature to the step spread in the stated range of training_hours"}')
         lines.append(f'  goodput_fitted_on: "{ids(whole)}"')

@@ -81,11 +81,14 @@ def test_the_per_step_overhead_weighs_on_short_steps_of_pre_training_only(catalo
     cal = speed.calibration(catalog)
     t0 = cal.step_overhead_s
     # SmolLM2 1.7B's steps on 256 H100 (0.16 s) lose about half their time; a 20 s step of a large model ~1%
-    short, _ = cal.goodput(256, step_s=0.16)
+    short, _ = cal.goodput(256, step_s=0.16)        # above the fitted floor (0.157 s)
     long, how = cal.goodput(256, step_s=20.0)
     assert short == pytest.approx(cal.goodput(256)[0] * 0.16 / (0.16 + t0))
     assert long == pytest.approx(cal.goodput(256)[0] * 20 / (20 + t0)) and short < long < cal.goodput(256)[0]
     assert f"{t0:.2f} s fitted per-step overhead" in how
+    # a step shorter than the fit's shortest (SmolLM2's) is charged as that one: not extrapolated
+    floor = cal.step_overhead_min_step_s
+    assert 0.1 < floor < 0.2 and cal.goodput(8, step_s=0.005)[0] == pytest.approx(cal.goodput(8, step_s=floor)[0])
     # a fine-tuning job is charged its interruptions only: no whole-run base, no per-step overhead
     assert cal.goodput(8, pretraining=False, step_s=0.16)[0] == pytest.approx(cal.goodput(8, pretraining=False)[0])
     assert cal.interruptions_per_gpu_hour == pytest.approx(466 / (54 * 24 * 16384), rel=0.01)

@@ -90,6 +90,9 @@ class Calibration:
     # steps of small models on fast cards (SmolLM2 1.7B's 0.16 s steps on H100), fitted by bench/fit.py on
     # the whole runs with goodput_base; benchmark step rates (class training) do not pay it
     step_overhead_s: float = 0.0
+    # the shortest step of the whole runs it was fitted on: a shorter step (a small model on the planner's
+    # few micro-batches) is charged as this one, so the overhead does not rank cards outside its fit
+    step_overhead_min_step_s: float = 0.0
     # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
     kv_share_by_tp: dict = field(default_factory=dict)
     _links: dict = field(default_factory=dict)
@@ -148,6 +151,7 @@ class Calibration:
         choice)."""
         lost = self.interruptions_per_gpu_hour * count * self.hours_lost_per_interruption
         base = self.goodput_base if pretraining else 1.0
+        step_s = max(step_s, self.step_overhead_min_step_s) if step_s else step_s
         per_step = step_s / (step_s + self.step_overhead_s) if pretraining and step_s and self.step_overhead_s else 1.0
         g = base * per_step / (1 + lost)
         between = f"{1 / self.interruptions_per_gpu_hour:,.0f}" if self.interruptions_per_gpu_hour else "no"
@@ -305,6 +309,7 @@ def calibration(catalog: Catalog) -> Calibration:
         goodput_base=_v(tr, "goodput_base", 1.0, T),
         goodput_spread=_v(tr, "goodput_spread", 0.0, T),
         step_overhead_s=_v(tr, "step_overhead_s", 0.0, T),
+        step_overhead_min_step_s=_v(tr, "step_overhead_min_step_s", 0.0, T),
         interruptions_per_gpu_hour=_v(eff.get("whole_run") or {}, "interruptions_per_gpu_hour", 0.0, "whole_run."),
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
