@@ -79,6 +79,11 @@ def prepare(records: list[dict], models: dict, cat) -> list[Prepared]:
     return out
 
 
+def whole_run_step_s(r: dict, tokens_per_s_per_gpu: float) -> float:
+    """One optimizer step of a whole run: the global batch's tokens over the run's GPUs at the step rate."""
+    return r["global_batch"] * r["seq"] / r["count"] / tokens_per_s_per_gpu
+
+
 def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
     """The tool's figure for a record, in the record's unit (a whole run's GPU-hours: its step time
     over the goodput, or with `step_only` the step time alone)."""
@@ -87,7 +92,7 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
     if r["class"] == "whole_run":
         tps = evaluate(replace(p, rec={**r, "class": "training"}), cal)
         step = r["tokens"] / tps / 3600
-        return step if step_only else step / cal.goodput(r["count"])[0]
+        return step if step_only else step / cal.goodput(r["count"], step_s=whole_run_step_s(r, tps))[0]
     if r["class"] == "training":
         dp = r.get("dp") or max(1, r["count"] // (tp * pp))
         gbs = r.get("global_batch")

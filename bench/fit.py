@@ -11,7 +11,8 @@ achievable matmul rate per GPU generation and precision (a group of its own only
 fitted records; a generation without one takes the lowest measured share) fitted together with one
 ZeRO-3 factor (learnt where both FSDP and other runs were measured), then two MoE factors beside the computed MoE terms (expert half width and moe_share). Whole runs:
 goodput_base, the geometric mean of step GPU-hours x the sourced interruption term / published
-GPU-hours over the fitted `whole_run` records (capped at 1). `--training-only` keeps the serving
+GPU-hours over the fitted `whole_run` records (capped at 1), with the per-step overhead (step_overhead_s,
+searched on a 10 ms grid) that leaves the smallest spread of their log ratios. `--training-only` keeps the serving
 factors of the file and refits the training ones. The factors, the records they were fitted on and
 the fit's residuals are written between the markers of catalog/efficiency.yaml; `--dry-run` prints
 them only. Check-split records never enter the fit: bench/accuracy.py reports both splits.
@@ -212,18 +213,33 @@ def fit_training(prepared, cal):
     return cal, train, groups, moe, sharded, whole
 
 
+#: per-step overheads tried (seconds, every 10 ms): from none to ten times the shortest fitted step
+STEP_OVERHEAD_GRID = [i / 100 for i in range(0, 201)]
+
+
 def fit_goodput(prepared, cal):
-    """goodput_base: the geometric mean over the fitted whole runs of step GPU-hours x the sourced
-    interruption term / published GPU-hours, capped at 1 (no run advances faster than its steps); its
-    spread, the standard deviation of the log ratios left."""
+    """goodput_base and step_overhead_s on the fitted whole runs: for each per-step overhead of the grid,
+    the base is the geometric mean of step GPU-hours x the sourced interruption term x the overhead's
+    share / published GPU-hours, capped at 1 (no run advances faster than its steps); the overhead kept
+    is the one that leaves the smallest spread of log ratios (none when it does not narrow it), and the
+    spread is the standard deviation of the log ratios left."""
     whole = [p for p in prepared if p.rec["class"] == "whole_run" and p.rec["split"] == "fit"]
     if not whole:
         return cal, whole
-    logs = [math.log(accuracy.evaluate(p, replace(cal, goodput_base=1.0)) / p.rec["measured"]) for p in whole]
-    base = min(1.0, math.exp(statistics.fmean(logs)))
-    cal = replace(cal, goodput_base=base)
-    resid = [math.log(accuracy.evaluate(p, cal) / p.rec["measured"]) for p in whole]
-    return replace(cal, goodput_spread=statistics.pstdev(resid) if len(resid) > 1 else 0.0), whole
+
+    def at(t0: float):
+        c = replace(cal, goodput_base=1.0, step_overhead_s=t0)
+        logs = [math.log(accuracy.evaluate(p, c) / p.rec["measured"]) for p in whole]
+        c = replace(c, goodput_base=min(1.0, math.exp(statistics.fmean(logs))))
+        resid = [math.log(accuracy.evaluate(p, c) / p.rec["measured"]) for p in whole]
+        return (statistics.pstdev(resid) if len(resid) > 1 else 0.0), c
+
+    # steps shorter than the fitted runs' shortest are charged as it (the overhead is not extrapolated)
+    shortest = min(accuracy.whole_run_step_s(p.rec, accuracy.evaluate(replace(p, rec={**p.rec, "class": "training"}), cal))
+                   for p in whole)
+    cal = replace(cal, step_overhead_min_step_s=shortest)
+    spread, cal = min((at(t0) for t0 in STEP_OVERHEAD_GRID), key=lambda got: got[0])
+    return replace(cal, goodput_spread=spread), whole
 
 
 def _resid(prepared, cal) -> str:
@@ -291,6 +307,12 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=()) -> str:
         lines.append(f'  goodput_base: {{v: {cal.goodput_base:.3f}, src: [CALIBRATION], fit: "{_resid(whole, cal)}", '
                      'note: "share of a whole run\'s wall-clock that advances training before interruptions (checkpoints, evaluation, '
                      'data stalls, and what the step model misses on whole runs): training_hours = step hours / goodput"}')
+        lines.append(f'  step_overhead_s: {{v: {cal.step_overhead_s:.2f}, src: [CALIBRATION], note: "wall-clock per optimizer step of a whole '
+                     'pre-training run beyond the step model (gradient norm and optimizer update, data loading, logging): goodput x step / '
+                     '(step + this); fitted with goodput_base, it weighs on the short steps of small models on fast cards"}')
+        lines.append(f'  step_overhead_min_step_s: {{v: {cal.step_overhead_min_step_s:.3f}, src: [CALIBRATION], note: "the shortest optimizer step '
+                     'of the fitted whole runs: a shorter step is charged the overhead as this one (not extrapolated), so the overhead '
+                     'does not rank cards outside the steps it was fitted on"}')
         lines.append(f'  goodput_spread: {{v: {cal.goodput_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / published) '
                      'over the fitted whole runs: added in quadrature to the step spread in the stated range of training_hours"}')
         lines.append(f'  goodput_fitted_on: "{ids(whole)}"')

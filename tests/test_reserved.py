@@ -48,7 +48,7 @@ def test_the_memo_names_the_reservation_to_make(capsys, tmp_path):
                  "micro_batch: 1\ntraining_tokens: 600e9\nconstraints: {deadline_hours: 336, gpus: [h100-sxm]}\n")
     assert main(["recommend", str(f)]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "needs a reservation of 89 instances for 14 days at $4.92/GPU-h" in text
+    assert "needs a reservation of 80 instances for 14 days at $4.92/GPU-h" in text
     assert "Amazon EC2 Capacity Blocks for ML Pricing" in text           # the source beside the figure
 
 
@@ -66,8 +66,8 @@ def test_without_a_contract_rate_a_reservation_prices_the_cluster_while_its_term
     p = d.record["recommendation"]["price"]
     assert p["kind"] == "reserved" and p["instance"] == "p4d.24xlarge" and p["usd_per_gpu_hour"] == pytest.approx(1.844, abs=1e-3)
     assert p["term_days"] == 14 and "contract_alternative" not in p
-    # 5T tokens on the same GPUs: longer than the longest block (182 days), no contract rate: unknown
-    long = {**short, "training_tokens": 5e12, "constraints": {"deadline_hours": 8000, "gpus": ["a100-40gb-sxm"]}}
+    # 6T tokens on the same GPUs: longer than the longest block (182 days), no contract rate: unknown
+    long = {**short, "training_tokens": 6e12, "constraints": {"deadline_hours": 8000, "gpus": ["a100-40gb-sxm"]}}
     c = decide(catalog, kb, long).estimate.candidate("a100-40gb-sxm")
     assert c.usd_per_hour is None
     assert "longer than the longest reservation on sale (182 days" in c.price_unknown

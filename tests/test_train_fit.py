@@ -37,7 +37,11 @@ def test_training_hours_are_the_whole_run_and_state_the_goodput(catalog, kb):
                              "training_tokens": 1e12})
     c = d.estimate.candidate(d.winner)
     cal = speed.calibration(catalog)
-    g, how = cal.goodput(c.count)
+    # one optimizer step of a replica: its micro-batches' tokens at the plan's step rate
+    step_s = c.micro_batches * c.micro_batch * 8192 / (c.training_tokens_per_s / c.count * c.tp * c.pp)
+    assert c.speed_explained["goodput"]["factor"]["step_s"] == pytest.approx(step_s)
+    g, how = cal.goodput(c.count, step_s=step_s)
+    assert g < cal.goodput(c.count)[0]                  # the step pays the fitted per-step overhead
     assert c.training_hours > c.step_hours and c.training_hours == pytest.approx(c.step_hours / g)
     assert c.goodput == pytest.approx(g) and f"goodput {g:.2f}" in c.why["training_hours"]
     assert "GPU-hours between interruptions" in c.speed_explained["goodput"]["formula"]
@@ -69,5 +73,23 @@ def test_global_batch_below_one_micro_batch_is_refused(catalog):
 def test_the_goodput_was_fitted_on_whole_runs_and_is_below_1(catalog):
     cal = speed.calibration(catalog)
     assert 0.5 < cal.goodput_base <= 1 and cal.goodput_spread > 0
+    # the per-step overhead fitted beside it (bench/fit.py, docs/accuracy.md): a fraction of a second
+    assert 0 < cal.step_overhead_s < 1
+
+
+def test_the_per_step_overhead_weighs_on_short_steps_of_pre_training_only(catalog):
+    cal = speed.calibration(catalog)
+    t0 = cal.step_overhead_s
+    # SmolLM2 1.7B's steps on 256 H100 (0.16 s) lose about half their time; a 20 s step of a large model ~1%
+    short, _ = cal.goodput(256, step_s=0.16)        # above the fitted floor (0.157 s)
+    long, how = cal.goodput(256, step_s=20.0)
+    assert short == pytest.approx(cal.goodput(256)[0] * 0.16 / (0.16 + t0))
+    assert long == pytest.approx(cal.goodput(256)[0] * 20 / (20 + t0)) and short < long < cal.goodput(256)[0]
+    assert f"{t0:.2f} s fitted per-step overhead" in how
+    # a step shorter than the fit's shortest (SmolLM2's) is charged as that one: not extrapolated
+    floor = cal.step_overhead_min_step_s
+    assert 0.1 < floor < 0.2 and cal.goodput(8, step_s=0.005)[0] == pytest.approx(cal.goodput(8, step_s=floor)[0])
+    # a fine-tuning job is charged its interruptions only: no whole-run base, no per-step overhead
+    assert cal.goodput(8, pretraining=False, step_s=0.16)[0] == pytest.approx(cal.goodput(8, pretraining=False)[0])
     assert cal.interruptions_per_gpu_hour == pytest.approx(466 / (54 * 24 * 16384), rel=0.01)
     assert math.isclose(cal.hours_lost_per_interruption, 0.1 * 54 * 24 / 466, rel_tol=0.01)

@@ -85,6 +85,14 @@ class Calibration:
     train_moe_half_width: float = 0.0
     train_moe_half_tokens: float = 0.0    # tokens per expert per micro-batch at which they run at half efficiency
     hours_lost_per_interruption: float = 0.0
+    # a whole pre-training run's wall-clock per optimizer step beyond the step model's time (the gradient
+    # norm and optimizer update, data loading, logging and metrics of each step): it weighs on the short
+    # steps of small models on fast cards (SmolLM2 1.7B's 0.16 s steps on H100), fitted by bench/fit.py on
+    # the whole runs with goodput_base; benchmark step rates (class training) do not pay it
+    step_overhead_s: float = 0.0
+    # the shortest step of the whole runs it was fitted on: a shorter step (a small model on the planner's
+    # few micro-batches) is charged as this one, so the overhead does not rank cards outside its fit
+    step_overhead_min_step_s: float = 0.0
     # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
     kv_share_by_tp: dict = field(default_factory=dict)
     _links: dict = field(default_factory=dict)
@@ -135,17 +143,23 @@ class Calibration:
         hop = max(self.host_exchange_us - self.host_base_us, 0.0)
         return self.host_base_us + max(2 * (n - 1), 1) * hop
 
-    def goodput(self, count: int, pretraining: bool = True) -> tuple[float, str]:
+    def goodput(self, count: int, pretraining: bool = True, step_s: float | None = None) -> tuple[float, str]:
         """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had. The base
         is fitted on whole pre-training runs (weeks to months: evaluation, data stalls, restarts, loss
-        spikes); a fine-tuning job of hours is charged its interruptions only (a stated choice)."""
+        spikes) with the fitted per-step overhead, which a step of `step_s` seconds (the step model's time
+        of one optimizer step) pays; a fine-tuning job of hours is charged its interruptions only (a stated
+        choice)."""
         lost = self.interruptions_per_gpu_hour * count * self.hours_lost_per_interruption
         base = self.goodput_base if pretraining else 1.0
-        g = base / (1 + lost)
+        step_s = max(step_s, self.step_overhead_min_step_s) if step_s else step_s
+        per_step = step_s / (step_s + self.step_overhead_s) if pretraining and step_s and self.step_overhead_s else 1.0
+        g = base * per_step / (1 + lost)
         between = f"{1 / self.interruptions_per_gpu_hour:,.0f}" if self.interruptions_per_gpu_hour else "no"
         fitted = (f"{base:.3f} fitted on published whole pre-training runs' GPU-hours (checkpoints, evaluation, stalls)"
                   if pretraining else "1 (a fine-tuning job: the whole-run goodput fitted on pre-training runs is not applied)")
-        return g, (f"goodput {g:.3f} = {fitted} / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
+        steps = (f" x {step_s:,.2f} s step / ({step_s:,.2f} + {self.step_overhead_s:.2f} s fitted per-step overhead)"
+                 if per_step != 1.0 else "")
+        return g, (f"goodput {g:.3f} = {fitted}{steps} / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
                    f"{between} GPU-hours between interruptions)")
 
     def fitted_for(self, gpu: GPU, precision: str) -> bool:
@@ -294,6 +308,8 @@ def calibration(catalog: Catalog) -> Calibration:
         train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),
         goodput_base=_v(tr, "goodput_base", 1.0, T),
         goodput_spread=_v(tr, "goodput_spread", 0.0, T),
+        step_overhead_s=_v(tr, "step_overhead_s", 0.0, T),
+        step_overhead_min_step_s=_v(tr, "step_overhead_min_step_s", 0.0, T),
         interruptions_per_gpu_hour=_v(eff.get("whole_run") or {}, "interruptions_per_gpu_hour", 0.0, "whole_run."),
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},

@@ -258,7 +258,11 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
     p = "fp4" if cp in FP4_NAMES else cp
     _, share_how = cal.train_share_for(gpu, p)
-    good, good_how = cal.goodput(count, pretraining=w.mode == "training")
+    # one optimizer step of a replica: its micro-batches' tokens at the step rate (the per-step overhead's
+    # base); charged to language models only, the kind of run it was fitted on (an image model's steps
+    # have data loading of another kind: a stated choice)
+    step_s = m * w.micro_batch * w.context_tokens / (tr.tokens_per_s_per_gpu * lay.tp * lay.pp)
+    good, good_how = cal.goodput(count, pretraining=w.mode == "training", step_s=step_s if w.task == "llm" else None)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
     explained = {} if not explain else {
@@ -300,10 +304,11 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                                    f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
                                    if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}}
            if tr.moe and explain else {}),
-        "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base,
+        "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
+                                              "step_overhead_s": cal.step_overhead_s,
                                               "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
                                               "hours_lost_per_interruption": cal.hours_lost_per_interruption},
-                    "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base fitted by bench/fit.py)",
+                    "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base and step_overhead_s fitted by bench/fit.py)",
                     "formula": good_how},
     }
     step_tps = tokens_per_s
