@@ -193,3 +193,18 @@ def test_the_memo_says_which_rate_it_used(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "Requests arriving per second (the time to first token is taken at this rate) | 20 requests/s" in text
     assert "at 20 requests/s (requests_per_s)" in text
+
+
+def test_an_engines_prefill_schedule_is_checked_where_it_is_written(tmp_path):
+    import shutil
+    from advisor.inputs import catalog as catalog_mod
+    from advisor.inputs.catalog import CATALOG_DIR
+    d = tmp_path / "catalog"
+    shutil.copytree(CATALOG_DIR, d)
+    f = d / "engines.yaml"
+    text = f.read_text()
+    line = text[:text.index("prefill: {v: mixed, src: [TRTLLM_IFB]")].count("\n") + 1
+    f.write_text(text.replace("prefill: {v: mixed, src: [TRTLLM_IFB]", "prefill: {v: chunked, src: [TRTLLM_IFB]"))
+    with pytest.raises(InputError) as e:
+        catalog_mod.load(d)
+    assert f"engines.yaml:{line}: engines.trtllm.prefill: prefill must be {{v: mixed | separate" in str(e.value)
