@@ -5,8 +5,11 @@ A continuously batching engine (TensorRT-LLM's in-flight batching, vLLM, SGLang)
 that takes one request at a time: it holds up to `max_batch` sequences, each for its whole prefill and
 decode, and takes new ones in at step boundaries. So a request waits
   1. for a free sequence slot: an M/D/c queue whose c servers are the slots and whose service time is a
-     request's time in the engine (c / capacity, Little's law at capacity): next to nothing until the
-     engine is close to full, then the 1 / (1 - rho) growth near saturation;
+     request's time in the engine (TTFT + output x TPOT of the batch in flight, so the slots' mean
+     occupancy is that batch, Little's law): next to nothing while the batch is well below the slots,
+     then the 1 / (1 - rho) growth as it reaches them near saturation (the second version held a slot
+     c / capacity, as if every slot were busy: 600-930 ms waits at 97-99% of capacity that MLPerf's
+     logs do not show);
   2. for its first token, as the engine schedules prefills (catalog/engines.yaml `prefill`):
      - mixed (TensorRT-LLM's in-flight batching, vLLM's chunked prefill): the prompt runs inside the
        next decode step and its first token comes with that step: `first_token_steps` steps of the
@@ -46,7 +49,7 @@ class Load:
     rate reaches the replica's capacity (no steady state: the queue grows without bound)."""
 
     requests_per_s: float            # offered to this replica
-    capacity_requests_per_s: float   # at the largest batch it holds (max_batch), or as measured
+    capacity_requests_per_s: float   # at the largest batch it holds (or the slots' turnover there, if less)
     utilisation: float
     in_flight: int
     slots: int                       # sequences the replica holds at once (the M/D/c servers)
