@@ -114,6 +114,26 @@ def test_vllm_before_chunked_prefill_prefills_the_harness_group_apart(catalog):
     assert 0.9 < load.ttft_ms / 1038.4 < 1.4
 
 
+def test_without_a_harness_the_prompts_of_one_decode_step_are_prefilled_together(catalog):
+    # an engine with prefill-only steps (vLLM before chunked prefill) at 10 requests/s: the prompts that
+    # arrive during one decode step (rate x step, beside the request's own) wait for its end and are
+    # prefilled together, in a step the decodes wait for
+    w = parse(catalog, model="llama-3.1-8b", prompt_tokens=1000, output_tokens=200, concurrency=8)
+    cal = replace(speed.calibration(catalog), engine_max_batch=256, prefill_in_step=False)
+    led, gpu, rate, at, b_max = pieces(catalog, w, "h100-sxm", 1, cal)
+    load = queueing.serving_at_rate(w, led, gpu, Layout(1, 1, 1, 0.0), rate, 10.0, cal)
+    sv = at(load.in_flight)
+    prompts = 1 + 10.0 * sv.step
+    group = sv.prefill + (prompts - 1) * sv.interference * 200 / sv.batch
+    assert queueing.group_prefill_s(sv, 200, prompts) == pytest.approx(group)
+    first = cal.request_ms / 1e3 + sv.step / 2 + group
+    assert load.ttft_ms == pytest.approx((first + load.wait_ms / 1e3) * 1e3)
+    assert f"a prefill-only step over {prompts:,.1f} prompts" in load.formula and "harness" not in load.formula
+    # the same engine mixing the prompt into the step instead: no prefill of its own, the fitted steps
+    mixed = queueing.serving_at_rate(w, led, gpu, Layout(1, 1, 1, 0.0), rate, 10.0, replace(cal, prefill_in_step=True))
+    assert mixed.ttft_ms == pytest.approx(cal.request_ms + cal.first_token_steps * mixed.tpot_ms + mixed.wait_ms)
+
+
 def test_a_plans_ttft_at_the_workloads_rate_by_hand(catalog):
     # Llama 3.1 8B on one H100 at 20 requests/s (1,000 prompt, 200 output tokens)
     w = parse(catalog, model="llama-3.1-8b", prompt_tokens=1000, output_tokens=200, concurrency=8, requests_per_s=20,
