@@ -113,12 +113,16 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
         cal = replace(cal, ep_skew=0.0)
     if r.get("kv_window") == "full":     # the engine held every layer's KV at full length (measurements.yaml header)
         cal = replace(cal, kv_window_memory=False)
+    if r.get("prefill") == "separate":     # the engine ran waiting prompts in prefill-only steps (engines.yaml prefill)
+        cal = replace(cal, prefill_in_step=False)
     if r.get("front_end") == "offline":                   # timed inside the engine: no request handling
         cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
     if r["class"] == "ttft_load":     # at the run's offered rate, against its measured Offline capacity
+        hb = r.get("harness_batch")      # a harness that batched requests before the engine (measurements.yaml header)
         return queueing.serving_at_rate(p.w, p.led, p.gpu, Layout(tp, pp, dp, 0.0), p.rate, float(r["qps"]), cal,
-                                     capacity_requests_per_s=float(r["capacity_qps"])).ttft_ms
+                                     capacity_requests_per_s=float(r["capacity_qps"]),
+                                     harness=(float(hb["window_s"]), int(hb["max"])) if hb else None).ttft_ms
     # expert parallelism and attention DP inside the TP group: "DEP4" is tp 4, ep 4, attention_dp 4
     lay = Layout(tp, pp, dp, 0.0, ep=r.get("ep") or 1, attention_dp=r.get("attention_dp") or 1)
     if r.get("phase") == "decode":       # a disaggregated decode pool: its prompts were prefilled elsewhere

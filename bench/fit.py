@@ -109,7 +109,9 @@ def fit_queueing(prepared, cal):
     minimising the mean absolute log ratio with every other factor held: near saturation a few percent
     of capacity move the slot wait by a factor, and a squared loss would let those few rows set the
     figure for all."""
-    load = [p for p in prepared if p.rec["class"] == "ttft_load" and p.rec["split"] == "fit"]
+    # the steps apply to an engine that runs a new prompt inside a decode step (queueing.serving_at_rate);
+    # the records of an engine with prefill-only steps have no such factor
+    load = [p for p in prepared if p.rec["class"] == "ttft_load" and p.rec["split"] == "fit" and p.rec.get("prefill") != "separate"]
     if not load:
         return cal, load
     def loss(x):

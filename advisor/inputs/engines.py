@@ -64,6 +64,12 @@ def load_engines(path: Path, sources: dict, software: tuple[str, ...]) -> dict:
             col.add(f"layouts must be {{v: [tp, ...], src: [...]}} of {', '.join(ENGINE_LAYOUTS)}",
                     yamlio.line_of(e, "layouts", line), f"engines.{eid}.layouts")
         cited(lay, yamlio.line_of(e, "layouts", line), f"engines.{eid}.layouts")
+        pf = e.get("prefill")      # optional: how a new prompt's prefill is scheduled (numbers.queueing)
+        if pf is not None:
+            if not isinstance(pf, dict) or pf.get("v") not in ("mixed", "separate"):
+                col.add("prefill must be {v: mixed | separate, src: [...]}", yamlio.line_of(e, "prefill", line), f"engines.{eid}.prefill")
+            else:
+                cited(pf, yamlio.line_of(e, "prefill", line), f"engines.{eid}.prefill")
         ro = e.get("runs_on")
         if not isinstance(ro, dict) or not isinstance(ro.get("software"), list) or not set(ro["software"]) <= set(software):
             col.add(f"runs_on must be {{software: [...], src: [...]}} of {', '.join(software)}",

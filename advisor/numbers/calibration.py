@@ -48,6 +48,11 @@ class Calibration:
     # decode steps of the batch in flight before a new request's first token at an arrival rate (the wait
     # for the step boundary and the step that runs its prefill; theory 1.5), fitted on MLPerf Server logs
     first_token_steps: float = 1.5
+    # the engine runs a new request's prefill inside a decode step (TensorRT-LLM's in-flight batching,
+    # vLLM's chunked prefill): its first token comes with that step. False for an engine that runs
+    # waiting prompts in a prefill-only step of their own, stalling the decodes (vLLM before chunked
+    # prefill was its default: catalog/engines.yaml prefill)
+    prefill_in_step: bool = True
     # collectives between cards without peer-to-peer (GeForce), staged in host memory by NCCL's SHM
     # transport (efficiency.yaml host_staged): NCCL's own latency model, a base plus one hop per ring
     # step (NCCL_TUNING), with the hop taken from a measured host-staged exchange; sourced, not fitted,
@@ -113,7 +118,7 @@ class Calibration:
         if got is None:
             got = self._engines[key] = replace(self, engine_max_batch=engine.max_batch, memory_utilisation=engine.kv_share,
                                                kv_share_of_free=engine.kv_of_free, kv_share_by_tp=dict(engine.kv_by_tp),
-                                               _engines={})
+                                               prefill_in_step=engine.prefill_in_step, _engines={})
         return got
 
     def maturity(self, gpu: GPU) -> float:
@@ -188,6 +193,7 @@ class Engine:
     why: str                     # why this engine: the workload named it, or the default rule's reason
     refs: tuple = ()             # source IDs of the choice and of its figures
     max_batch_how: str = ""
+    prefill_in_step: bool = True  # engines.yaml prefill: mixed (in the decode step) or separate
 
     def runs(self, tp: int, pp: int, dp: int, ep: int = 1, attention_dp: int = 1) -> bool:
         """The engine runs this layout: every parallel dimension it uses is one the engine has."""
@@ -237,10 +243,13 @@ def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> 
     if big and (gpu.memory_gb or 0) >= big["min_memory_gb"] and gpu.id not in (big.get("except") or ()):
         cap, how = int(big["v"]), f"{e['name']} default batch cap {int(big['v']):,} on a card of {big['min_memory_gb']:g} GB or more"
     kv = e["kv_share"]
+    pf = e.get("prefill") or {}
+    # the prefill schedule's sources stay out of the plan's refs: only a TTFT at an arrival rate reads it
     refs = refs + tuple(mb.get("src") or ()) + tuple(kv.get("src") or ()) + tuple((e.get("layouts") or {}).get("src") or ())
     return Engine(eid, e["name"], cap, float(kv["v"]), kv.get("of") == "free",
                   tuple(sorted((int(k), float(v)) for k, v in (kv.get("by_tp") or {}).items())),
-                  frozenset((e.get("layouts") or {}).get("v") or ("tp",)), why, tuple(dict.fromkeys(refs)), how), None
+                  frozenset((e.get("layouts") or {}).get("v") or ("tp",)), why, tuple(dict.fromkeys(refs)), how,
+                  pf.get("v", "mixed") == "mixed"), None
 
 
 _CAL: dict[int, tuple[object, Calibration]] = {}

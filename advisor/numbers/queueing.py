@@ -5,15 +5,27 @@ A continuously batching engine (TensorRT-LLM's in-flight batching, vLLM, SGLang)
 that takes one request at a time: it holds up to `max_batch` sequences, each for its whole prefill and
 decode, and takes new ones in at step boundaries. So a request waits
   1. for a free sequence slot: an M/D/c queue whose c servers are the slots and whose service time is a
-     request's time in the engine (c / capacity, Little's law at capacity): next to nothing until the
-     engine is close to full, then the 1 / (1 - rho) growth near saturation;
-  2. for the step boundary and the step that runs its prefill: `first_token_steps` steps of the batch
-     in flight (theory 1.5: half a step to the boundary, then the step that returns the first token),
-     fitted by bench/fit.py on MLPerf Server logs (catalog/measurements.yaml class ttft_load);
-plus the request handling and its own prefill. MLPerf's logs show why the single-server M/D/1 form
-(the first version of this model) was wrong: 29 TensorRT-LLM runs at 85-98% of their Offline capacity
-all give a mean TTFT of 1.55-2.5 times their mean TPOT, with no growth with the utilisation that an
-M/D/1 wait with the service time 1 / capacity (rho / (1 - rho): x3 from 0.85 to 0.95) would give.
+     request's time in the engine (TTFT + output x TPOT of the batch in flight, so the slots' mean
+     occupancy is that batch, Little's law): next to nothing while the batch is well below the slots,
+     then the 1 / (1 - rho) growth as it reaches them near saturation (the second version held a slot
+     c / capacity, as if every slot were busy: 600-930 ms waits at 97-99% of capacity that MLPerf's
+     logs do not show);
+  2. for its first token, as the engine schedules prefills (catalog/engines.yaml `prefill`):
+     - mixed (TensorRT-LLM's in-flight batching, vLLM's chunked prefill): the prompt runs inside the
+       next decode step and its first token comes with that step: `first_token_steps` steps of the
+       batch in flight (theory 1.5: half a step to the boundary, then the step), fitted by bench/fit.py
+       on MLPerf Server logs (catalog/measurements.yaml class ttft_load). The prompt's own prefill is
+       not added: the batch's TPOT already carries every prompt's prefill share (speed.serving_times
+       `interference`), so adding it again counted it twice;
+     - separate (vLLM before chunked prefill was its default): the prompts waiting at a step boundary
+       run together in a prefill-only step that the decodes wait for, so the first token comes after
+       half a decode step (the residual of the one running) and the prefill of the whole group, the
+       prompts that arrived in one step (or, behind a harness that batches requests, its group);
+plus the request handling. MLPerf's logs show why the single-server M/D/1 form (the first version of
+this model) was wrong: 29 TensorRT-LLM runs at 85-98% of their Offline capacity all give a mean TTFT of
+1.55-2.5 times their mean TPOT, with no growth with the utilisation that an M/D/1 wait with the service
+time 1 / capacity (rho / (1 - rho): x3 from 0.85 to 0.95) would give; and AMD's vLLM 0.4 runs give a
+mean TTFT of 7-8 times their TPOT, the group prefill of their harness's 0.3 s batches.
 """
 from __future__ import annotations
 
@@ -37,7 +49,7 @@ class Load:
     rate reaches the replica's capacity (no steady state: the queue grows without bound)."""
 
     requests_per_s: float            # offered to this replica
-    capacity_requests_per_s: float   # at the largest batch it holds (max_batch), or as measured
+    capacity_requests_per_s: float   # at the largest batch it holds (or the slots' turnover there, if less)
     utilisation: float
     in_flight: int
     slots: int                       # sequences the replica holds at once (the M/D/c servers)
@@ -49,55 +61,116 @@ class Load:
     formula: str
 
 
-def slot_wait_s(arrivals_per_s: float, capacity_per_s: float, slots: int) -> float:
-    """Mean wait for one of `slots` sequence slots when each request holds one for slots / capacity
-    seconds (M/D/c); infinite at or past the capacity."""
-    if arrivals_per_s >= capacity_per_s:
+def slot_wait_s(arrivals_per_s: float, held_s: float, slots: int) -> float:
+    """Mean wait for one of `slots` sequence slots when each request holds one for `held_s` seconds (its
+    time in the engine: M/D/c, the slots' mean occupancy arrivals x held = the batch in flight by Little's
+    law); infinite when the arrivals would keep more than every slot busy."""
+    if arrivals_per_s * held_s >= slots:
         return math.inf
-    return md_c_wait(arrivals_per_s, slots / capacity_per_s, slots)
+    return md_c_wait(arrivals_per_s, held_s, slots)
+
+
+def harness_group(requests_per_s: float, window_s: float, max_requests: int) -> tuple[float, float]:
+    """(prompts per group, mean seconds a request waits to be sent) of a harness that collects requests
+    for `window_s` or until it has `max_requests`, then sends them together to one replica (AMD's MLPerf
+    vLLM harness: batcher_threshold 0.3 s, gpu_batch_size 96): Poisson arrivals fall evenly over the
+    window, so the mean wait is half of it."""
+    window = min(window_s, max_requests / requests_per_s)
+    return requests_per_s * window, window / 2
+
+
+def group_prefill_s(sv: Serving, output: int, prompts: float) -> float:
+    """Seconds of a prefill-only step over `prompts` prompts: the first prompt as it runs alone (the
+    weights read once) and each further one at its share of the batch's prefill compute (the per-prompt
+    figure speed.serving_times spreads over a sequence's steps as `interference` = batch x it / output)."""
+    per_prompt = sv.interference * output / sv.batch
+    return sv.prefill + max(prompts - 1, 0.0) * per_prompt
+
+
+def scaled(sv: Serving, k: float) -> Serving:
+    """The same replica's times k times longer (its throughput 1 / k)."""
+    return replace(sv, ttft=sv.ttft * k, prefill=sv.prefill * k, tpot=sv.tpot * k, step=sv.step * k, step_mem=sv.step_mem * k,
+                   step_cmp=sv.step_cmp * k, step_comm=sv.step_comm * k, interference=sv.interference * k,
+                   tokens_per_s=sv.tokens_per_s / k)
 
 
 def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, requests_per_s: float,
-                    cal: Calibration | None = None, capacity_requests_per_s: float | None = None) -> Load:
+                    cal: Calibration | None = None, capacity_requests_per_s: float | None = None,
+                    harness: tuple[float, int] | None = None) -> Load:
     """TTFT of the layout `lay` when requests arrive at `requests_per_s` (Poisson, spread evenly over its
-    DP replicas). A replica's capacity is its throughput at the largest batch it holds (or
-    `capacity_requests_per_s` over all replicas, a measured figure, when given); the batch in flight
-    is the least that holds rate x (TTFT + output x TPOT) sequences (Little's law)."""
+    DP replicas). A replica's capacity is its throughput at the largest batch it holds; the batch in
+    flight is the least that holds rate x (TTFT + output x TPOT) sequences (Little's law), and a request
+    waits for a slot as an M/D/c queue whose servers are the slots, each held for that time. Given
+    `capacity_requests_per_s` (over all replicas, measured: MLPerf's Offline run), the replica's step
+    times are scaled so that its capacity is that figure, so the utilisation, the batch in flight and
+    its step come from one capacity. `harness`: (window seconds, most requests) of a front end that
+    batches requests before the engine (harness_group)."""
     cal = cal or default_calibration()
     tp, pp, dp = lay.tp, lay.pp, lay.dp
     adp = lay.attention_dp
     rep = kv_replication(led, tp, adp)
     prompt, output = w.prompt_tokens, w.output_tokens
     steps = cal.first_token_steps
-    at = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)[0]     # as the plan's own serving is timed
+    own = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)[0]     # as the plan's own serving is timed
+    b_max, _ = max_batch(w, led, gpu, cal, tp, pp, prompt, output, rep, adp)
+    own_mu = own(b_max).tokens_per_s / output
+    lam = requests_per_s / dp
+    # the speed model's own capacity, or the measured one: then every time of the replica is scaled by
+    # own / measured (the speed model's error at this GPU and model is the throughput class's to report;
+    # left unscaled, a batch the model's slower curve needs could not coexist with the measured utilisation)
+    k = own_mu * dp / capacity_requests_per_s if capacity_requests_per_s else 1.0
+
+    def at(b: int) -> Serving:
+        return scaled(own(b), k) if k != 1.0 else own(b)
+
+    if harness:      # the group goes to one replica at a time: each gets a group every dp windows
+        group, held = harness_group(requests_per_s, *harness)
+    else:
+        group, held = None, 0.0
+
+    def prompts_of(sv: Serving) -> float:
+        return group if group is not None else 1.0 + lam * sv.step
 
     def first_token(sv: Serving) -> float:
-        return cal.request_ms * 1e-3 + sv.prefill + steps * sv.tpot
+        if cal.prefill_in_step:
+            return cal.request_ms * 1e-3 + steps * sv.tpot
+        # the prefill-only step over the prompts waiting at the boundary of the running decode step
+        return cal.request_ms * 1e-3 + held + sv.step / 2 + group_prefill_s(sv, output, prompts_of(sv))
 
-    b_max, _ = max_batch(w, led, gpu, cal, tp, pp, prompt, output, rep, adp)
-    lam = requests_per_s / dp
-    # a measured capacity (MLPerf's Offline run) sets the utilisation only: the batch in flight and its
-    # step are the speed model's, as they are for a plan the advisor proposes
-    mu = capacity_requests_per_s / dp if capacity_requests_per_s else at(b_max).tokens_per_s / output
-    rho = lam / mu if mu > 0 else math.inf
+    def in_engine(sv: Serving) -> float:
+        return first_token(sv) + output * sv.tpot
+
     lo, hi = 1, b_max
     while lo < hi:
         mid = (lo + hi) // 2
-        sv = at(mid)
-        if lam * (first_token(sv) + output * sv.tpot) <= mid:
+        if lam * in_engine(at(mid)) <= mid:
             hi = mid
         else:
             lo = mid + 1
     sv = at(lo)
-    wait = slot_wait_s(lam, mu, b_max) if mu > 0 else math.inf
+    # what a replica sustains: its throughput at the largest batch, or fewer when the slots, each held
+    # for a request's whole time in the engine, turn over more slowly than that
+    full = at(b_max)
+    mu = min(full.tokens_per_s / output, b_max / in_engine(full))
+    rho = lam / mu if mu > 0 else math.inf
     saturated = rho >= 1
+    wait = math.inf if saturated else slot_wait_s(lam, in_engine(sv), b_max)
+    saturated = saturated or math.isinf(wait)
     ttft = first_token(sv) + wait
+    if cal.prefill_in_step:
+        first = (f"{steps:g} decode steps of that batch ({sv.tpot * 1e3:,.1f} ms each, its prompts' prefill included: the "
+                 f"wait for the step boundary and the step that runs the prompt and returns the first token, fitted on "
+                 f"MLPerf Server logs)")
+    else:
+        first = ((f"{held * 1e3:,.0f} ms in the harness's batch + " if harness else "")
+                 + f"half a decode step ({sv.step * 1e3:,.1f} ms) + a prefill-only step over {prompts_of(sv):,.1f} prompts "
+                 f"({group_prefill_s(sv, output, prompts_of(sv)) * 1e3:,.1f} ms: the engine prefills waiting prompts apart "
+                 f"from the decodes)")
+    basis = (f"the measured {capacity_requests_per_s / dp:,.2f}, the speed model's times x {k:.2f}" if capacity_requests_per_s
+             else f"its throughput at batch {b_max:,} / {output:,} output tokens")
     how = (f"{requests_per_s:g} requests/s over {dp} replica(s): utilisation {rho:.2f} of {mu:,.2f} requests/s per replica "
-           f"({'measured' if capacity_requests_per_s else f'its throughput at batch {b_max:,} / {output:,} output tokens'}); "
-           f"{lo:,} sequences in flight (Little's law); TTFT = {cal.request_ms:g} ms request handling + prefill "
-           f"{sv.prefill * 1e3:,.1f} ms + {steps:g} decode steps of that batch ({sv.tpot * 1e3:,.1f} ms each: the wait for the "
-           f"step boundary and the step that returns the first token, fitted on MLPerf Server logs) + "
-           + (f"{wait * 1e3:,.1f} ms for one of {b_max:,} sequence slots (M/D/c)" if not saturated
+           f"({basis}); {lo:,} sequences in flight (Little's law); TTFT = {cal.request_ms:g} ms request handling + {first} + "
+           + (f"{wait * 1e3:,.1f} ms for one of {b_max:,} sequence slots (M/D/c, each held {in_engine(sv):,.1f} s)" if not saturated
               else f"an unbounded wait for one of {b_max:,} sequence slots (the rate is past the capacity)"))
     return Load(lam, mu, rho, lo, b_max, math.inf if saturated else ttft * 1e3, wait * 1e3, sv.prefill * 1e3,
                 sv.tpot * 1e3, saturated, how)
