@@ -31,8 +31,8 @@ from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E4
 from advisor.inputs.workload import parse  # noqa: E402
 
 MEASUREMENTS = ROOT / "catalog" / "measurements.yaml"
-CLASSES = ("throughput", "ttft", "ttft_load", "tpot", "training", "whole_step", "whole_run", "ratio")
-TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "ttft_load": "TTFT under load (MLPerf)", "tpot": "TPOT",
+CLASSES = ("throughput", "ttft", "ttft_load", "ttft_load_own", "tpot", "training", "whole_step", "whole_run", "ratio")
+TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "ttft_load": "TTFT under load (MLPerf)", "ttft_load_own": "TTFT under load, own times", "tpot": "TPOT",
           "training": "training tokens/s per GPU", "whole_step": "whole-run GPU-h, step only", "whole_run": "whole-run GPU-hours",
           "ratio": "GPU-to-GPU ratios"}
 TRAINING = ("training", "whole_run")          # classes evaluated with the training speed model
@@ -84,9 +84,10 @@ def whole_run_step_s(r: dict, tokens_per_s_per_gpu: float) -> float:
     return r["global_batch"] * r["seq"] / r["count"] / tokens_per_s_per_gpu
 
 
-def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
+def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = False) -> float:
     """The tool's figure for a record, in the record's unit (a whole run's GPU-hours: its step time
-    over the goodput, or with `step_only` the step time alone)."""
+    over the goodput, or with `step_only` the step time alone; a TTFT under load at the measured Offline
+    capacity, or with `own_capacity` at the speed model's own, as a plan the advisor proposes is timed)."""
     r = p.rec
     tp, pp = r.get("tp") or 1, r.get("pp") or 1
     if r["class"] == "whole_run":
@@ -120,9 +121,14 @@ def evaluate(p: Prepared, cal, step_only: bool = False) -> float:
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
     if r["class"] == "ttft_load":     # at the run's offered rate, against its measured Offline capacity
         hb = r.get("harness_batch")      # a harness that batched requests before the engine (measurements.yaml header)
-        return queueing.serving_at_rate(p.w, p.led, p.gpu, Layout(tp, pp, dp, 0.0), p.rate, float(r["qps"]), cal,
-                                     capacity_requests_per_s=float(r["capacity_qps"]),
-                                     harness=(float(hb["window_s"]), int(hb["max"])) if hb else None).ttft_ms
+        lay, harness = Layout(tp, pp, dp, 0.0), ((float(hb["window_s"]), int(hb["max"])) if hb else None)
+        qps, cap = float(r["qps"]), float(r["capacity_qps"])
+        if own_capacity:
+            # the run's utilisation of the speed model's own capacity (its throughput at the largest batch)
+            own = queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps, cal, harness=harness).capacity_requests_per_s * dp
+            return queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps / cap * own, cal, harness=harness).ttft_ms
+        return queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps, cal, capacity_requests_per_s=cap,
+                                     harness=harness).ttft_ms
     # expert parallelism and attention DP inside the TP group: "DEP4" is tp 4, ep 4, attention_dp 4
     lay = Layout(tp, pp, dp, 0.0, ep=r.get("ep") or 1, attention_dp=r.get("attention_dp") or 1)
     if r.get("phase") == "decode":       # a disaggregated decode pool: its prompts were prefilled elsewhere
@@ -171,6 +177,10 @@ def rows(prepared: list[Prepared], cal) -> list[dict]:
     out += [{"id": p.rec["id"], "class": "whole_step", "split": p.rec["split"], "tool": evaluate(p, cal, step_only=True),
              "measured": p.rec["measured"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
             for p in prepared if p.rec["class"] == "whole_run"]
+    # TTFT under load end to end: the run's utilisation of the speed model's own capacity, its own times
+    out += [{"id": p.rec["id"], "class": "ttft_load_own", "split": p.rec["split"], "tool": evaluate(p, cal, own_capacity=True),
+             "measured": p.rec["measured"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
+            for p in prepared if p.rec["class"] == "ttft_load"]
     return out + ratio_pairs(prepared, figs)
 
 
