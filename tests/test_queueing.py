@@ -153,6 +153,11 @@ def test_a_plans_ttft_at_the_workloads_rate_by_hand(catalog):
     assert c.ttft_ms == pytest.approx(ttft * 1e3)
     assert c.capacity_requests_per_s == pytest.approx(mu)
     assert "at 20 requests/s (requests_per_s)" in c.why["ttft_ms"] and f"{b:,} sequences in flight" in c.why["ttft_ms"]
+    # the plan's other figures are the rate's too, not those of the 8 users of `concurrency`: the step of
+    # the batch in flight, and 20 x 200 = 4,000 output tokens/s served (its cost per token follows)
+    assert c.concurrency == b and c.tpot_ms == pytest.approx(sv.tpot * 1e3)
+    assert c.tokens_per_s_per_user == pytest.approx(1 / sv.tpot) and c.tokens_per_s == pytest.approx(4000)
+    assert c.usd_per_million_tokens == pytest.approx(c.usd_per_hour / (4000 * 3600) * 1e6)
     # at 99.7% of its capacity the batch in flight nears the slots and the wait for one is most of the TTFT,
     # past the 500 ms interactive limit of an 8B model
     near = parse(catalog, model="llama-3.1-8b", prompt_tokens=1000, output_tokens=200, concurrency=8,

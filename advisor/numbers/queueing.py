@@ -178,13 +178,22 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
 
 def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration, sp: Speed,
                   explain: bool) -> tuple[Speed, Load]:
-    """The plan's speed with its time to first token at the workload's arrival rate (queueing): the
-    closed-loop figure is replaced; a plan past its capacity has none (no steady state)."""
+    """The plan's speed at the workload's arrival rate (queueing): its time to first token, and the step,
+    speed per user and tokens served of the batch the rate keeps in flight, in place of the closed-loop
+    figures of `concurrency` users; a plan past its capacity has no TTFT (no steady state)."""
     load = serving_at_rate(w, led, gpu, lay, rate, w.requests_per_s, cal)
     ttft = None if load.saturated else load.ttft_ms
     total = load.capacity_requests_per_s * lay.dp
+    at_rate = {}
+    if not load.saturated:
+        # the batch the rate keeps in flight sets the step, the speed each user sees and the tokens served
+        # (the rate's output, all of it below capacity), not the closed loop of `concurrency` users
+        served = w.requests_per_s * w.output_tokens
+        at_rate = dict(concurrency=load.in_flight * lay.dp, tpot_ms=load.tpot_ms, decode_ms_per_token=load.tpot_ms,
+                       tokens_per_s_per_user=1e3 / load.tpot_ms, tokens_per_s=served, tokens_per_s_per_gpu=served / lay.count,
+                       hours_per_million_tokens=1e6 / (served * 3600))
     if not explain:
-        return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total), load
+        return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, **at_rate), load
     text = (f"at {w.requests_per_s:g} requests/s (requests_per_s): " +
             (f"capacity {total:,.2f} requests/s < {w.requests_per_s:g} requested: no steady state" if load.saturated
              else f"{load.ttft_ms:,.0f} ms") + f"; {load.formula}")
@@ -192,5 +201,11 @@ def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         "value": ttft, "factor": {"first_token_steps": cal.first_token_steps, "utilisation": round(load.utilisation, 4),
                                   "capacity_requests_per_s": round(total, 4), "in_flight_per_replica": load.in_flight},
         "source": "catalog/efficiency.yaml (first_token_steps fitted by bench/fit.py on MLPerf Server logs)", "formula": text}}
-    return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, speed_explained=explained, why={**sp.why, "ttft_ms": text}), load
+    why = {**sp.why, "ttft_ms": text}
+    if at_rate:
+        why["tpot_ms"] = (f"the step of the {load.in_flight:,} sequences per replica that {w.requests_per_s:g} requests/s keep in flight "
+                          f"(Little's law, over {lay.dp} replica(s)): {load.tpot_ms:,.1f} ms")
+        why["tokens_per_s"] = (f"{w.requests_per_s:g} requests/s x {w.output_tokens:,} output tokens = {at_rate['tokens_per_s']:,.0f} "
+                               f"tokens/s served (the rate's, below the capacity of {total:,.2f} requests/s)")
+    return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, speed_explained=explained, why=why, **at_rate), load
 
