@@ -378,7 +378,8 @@ def test_a_relative_config_is_read_from_the_workload_folder_never_the_current_on
     assert json.loads(capsys.readouterr().out)["workload"]["model"]["params_b"] == pytest.approx(8.1907, abs=1e-4)  # Qwen3, not Llama
     (tmp_path / "wl" / "config.json").unlink()       # only the current folder has one now
     err = refused(capsys, ["estimate", str(w)])
-    assert f"{tmp_path}/wl/config.json: model: no such config.json" in err
+    # said at the workload's own line, naming the path it looked at
+    assert f"{w}:2: model: no such config.json: {tmp_path}/wl/config.json" in err
     w.write_text("mode: inference\nmodel: m\n")      # a folder holding config.json, likewise
     assert "model: unknown model 'm'" in refused(capsys, ["estimate", str(w)])
 

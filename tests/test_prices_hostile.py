@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from advisor.base.errors import InputError
+
 from advisor.inputs import catalog as catalog_mod
 from advisor.inputs import skypilot, skypilotread
 from advisor.inputs.prices import load_prices
@@ -289,8 +291,11 @@ def test_providers_match_whole_names_not_prefixes(tmp_path, estimate_file):
         return c.price["provider"] if c.price else c.price_unknown
     assert offer(["AWS"]) == "AWS" and offer(["aws"]) == "AWS"
     assert offer(["awsome cheap cloud"]) == "AWSOME Cheap Cloud"
-    assert offer(["AWSOME"]).startswith("no usable quote from AWSOME (no provider of that name; known: AWS, AWSOME Cheap Cloud")
-    assert offer(["DataCrunch"]).startswith("no usable quote")
+    # a name no price row answers to is refused where it is written, naming the known providers
+    with pytest.raises(InputError) as exc:
+        offer(["AWSOME"])
+    assert str(exc.value.problems[0]).startswith("t: constraints.providers: no price row names provider 'AWSOME'; known: AWS, AWSOME Cheap Cloud")
+    assert offer(["TensorWave"]).startswith("no usable quote")     # a provider with no H200 quote
 
 
 def test_ten_thousand_providers_are_one_line(capsys, tmp_path):

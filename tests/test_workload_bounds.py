@@ -99,3 +99,26 @@ def test_a_replica_sized_by_the_requests_must_still_admit_one_full_context_reque
     doc["context_tokens"] = 8192
     assert main(["estimate", _file(tmp_path, doc), "--format", "json"]) == 0
     assert next(c for c in json.loads(capsys.readouterr().out)["candidates"] if c["gpu"] == "l40s")["long_request_fits"] is True
+
+
+def test_a_reviewers_odd_inputs_are_refused_where_they_are_written(tmp_path, capsys):
+    # QLoRA's base is 4-bit: a bf16 precision beside it contradicted the ledger (int4) the memo used
+    f = _file(tmp_path, {"mode": "fine-tuning", "model": "llama-3.1-8b", "method": "qlora", "precision": "bf16"})
+    refuse(capsys, ["recommend", f], "w.yaml:4: precision: QLoRA keeps the frozen base weights in 4 bits: give precision: int4")
+    # a provider no price row answers to left every GPU unpriced (exit 0); now refused, the known ones named
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "constraints": {"providers": ["NoSuchCloud"]}})
+    refuse(capsys, ["recommend", f], "constraints.providers: no price row names provider 'NoSuchCloud'; known: AWS,")
+    # a top-level list is named as a list, not by the loader's class name
+    p = tmp_path / "l.yaml"
+    p.write_text("- mode: inference\n- model: x\n")
+    refuse(capsys, ["recommend", str(p)], "l.yaml:1: a workload must be a mapping of fields, not a list")
+
+
+def test_a_whole_number_in_exponent_form_is_read_as_the_number(tmp_path, capsys):
+    # YAML 1.1 reads 32e3 as text: an integer field takes it as 32,000 (a float field already did)
+    p = tmp_path / "e.yaml"
+    p.write_text("mode: inference\nmodel: llama-3.1-8b\ncontext_tokens: 32e3\n")
+    assert main(["estimate", str(p), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["workload"]["context_tokens"] == 32000
+    p.write_text("mode: inference\nmodel: llama-3.1-8b\nconcurrency: 1.5e0\n")
+    refuse(capsys, ["estimate", str(p)], "concurrency: must be a whole number (got 1.5)")

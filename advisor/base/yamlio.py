@@ -52,6 +52,19 @@ class YList(list):
         return self.item_lines[index] if index < len(self.item_lines) else self.line
 
 
+def kind(value) -> str:
+    """What a YAML value is, in the words of an error message (not the loader's class names)."""
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "empty document" if value is None else "text" if isinstance(value, str) else type(value).__name__
+
+
 def line_of(container, key, default: int | None = None) -> int | None:
     """The line of `key` in a YMap/YList, or `default` for plain containers."""
     if isinstance(container, (YMap, YList)):

@@ -431,7 +431,7 @@ def _mapping(path: Path, key: str | None = None) -> dict:
     """A catalog file that must be a mapping (and, with `key`, hold a mapping under it)."""
     data = yamlio.load(path) or {}
     if not isinstance(data, dict):
-        raise InputError(Problem(f"expected a mapping, not a {type(data).__name__}", str(path), getattr(data, "line", 1)))
+        raise InputError(Problem(f"expected a mapping, not a {yamlio.kind(data)}", str(path), getattr(data, "line", 1)))
     if key is None:
         return data
     inner = data.get(key) or {}
@@ -507,6 +507,7 @@ def _load(directory: Path, digest: str) -> Catalog:
 COMPILED_VERSION = "catalog-6"
 #: the modules whose code decides what a compiled catalog holds: a change to any of them is a new key
 CODE = ("inputs.catalog", "inputs.engines", "inputs.figures", "inputs.names", "inputs.prices", "inputs.apiprices", "inputs.capacity",
+        "inputs.skypilotnames",
         "base.yamlio", "base.text")
 
 

@@ -85,6 +85,10 @@ class ConfigError(InputError):
     pass
 
 
+class MissingConfig(ConfigError):
+    """No config.json where the workload points: the workload's own line is the place to say so."""
+
+
 def _fail(msg: str, where: str, field: str | None = None, line: int | None = None):
     raise ConfigError(Problem(msg, where, line, field))
 
@@ -182,7 +186,7 @@ def _stat(p: Path, where: str) -> os.stat_result:
     try:
         return os.stat(p)
     except (FileNotFoundError, NotADirectoryError):
-        _fail("no such config.json (give a file or a folder holding config.json)", where, "model")
+        raise MissingConfig(Problem(f"no such config.json: {where} (give a file or a folder holding config.json)", where, None, "model"))
     except (OSError, ValueError) as exc:
         _fail(f"cannot read: {getattr(exc, 'strerror', None) or exc}", where, "model")
 

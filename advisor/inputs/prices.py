@@ -5,7 +5,9 @@ one problem per bad field with its line) and the one protocol every source of ro
 """
 from __future__ import annotations
 
+import functools
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -15,6 +17,7 @@ from advisor.base.errors import Collector, InputError
 from advisor.base.text import clean
 from advisor.inputs.figures import is_number
 from advisor.inputs.names import name_index, resolve
+from advisor.inputs.skypilotnames import PROVIDERS
 
 PRICE_TIERS = ("quote", "catalog", "listing")  # in order of preference
 #: what a price row buys: an instance by the hour (on demand, interruptible spot, reserved for a term),
@@ -235,3 +238,35 @@ class PriceText:
 def shipped(directory: Path) -> list[PriceFile]:
     """The price files of a catalog folder, in PRICE_FILES order (the first one is required)."""
     return [PriceFile(directory / f) for i, f in enumerate(PRICE_FILES) if i == 0 or (directory / f).is_file()]
+
+
+# --- which provider a name means (constraints.providers; the cost model's offers) -------------------
+
+def provider_key(s: str) -> str:
+    """A provider name as it is compared: lower case, letters and digits only."""
+    return re.sub(r"[^a-z0-9]", "", s.lower())
+
+
+@functools.lru_cache(maxsize=4096)
+def provider_names(provider: str) -> frozenset[str]:
+    """The whole names a provider answers to: its own, without a trailing qualifier in brackets
+    ("DataCrunch (Prime Intellect)" is DataCrunch), and SkyPilot's id for it ("vast" for Vast.ai)."""
+    names = {provider_key(provider), provider_key(re.sub(r"\s*\([^()]*\)\s*$", "", provider))}
+    names |= {provider_key(cloud) for cloud, shown in PROVIDERS.items() if provider_key(shown) in names}
+    return frozenset(n for n in names if n)
+
+
+def provider_matches(p: Price, wanted: frozenset[str]) -> bool:
+    """Whole names, case and punctuation aside: "AWS" is not "AWSOME Cheap Cloud"."""
+    return not wanted or not wanted.isdisjoint(provider_names(p.provider))
+
+
+def check_providers(names: tuple[str, ...], raw: list, prices, col: Collector, line) -> None:
+    """constraints.providers: each name must answer to a price row (the shipped files and any --prices
+    file); a name no offer answers to would leave every GPU unpriced, not rented from it."""
+    known = {n for p in prices for n in provider_names(p.provider)}
+    shown = sorted({p.provider for p in prices}, key=str.lower)
+    for i, name in enumerate(names):
+        if provider_key(name) not in known:
+            col.add(f"no price row names provider '{name}'; known: {', '.join(shown)}",
+                    yamlio.line_of(raw, i, line), "constraints.providers")

@@ -91,9 +91,9 @@ def check_value(spec: Spec, value, col: Collector, name: str, line):
             return None
         return value
     if spec.kind in ("int", "float"):
-        if isinstance(value, str) and spec.kind == "float":
+        if isinstance(value, str):
             try:
-                value = float(value)   # YAML reads 134e9 as a string
+                value = float(value)   # YAML reads 134e9 (and context_tokens: 1e6) as a string
             except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -14,6 +14,7 @@ from advisor.inputs.catalog import Catalog, Model
 from advisor.inputs.engines import ENGINES
 from advisor.inputs.figures import Figure
 from advisor.inputs import layoutinput
+from advisor.inputs.prices import check_providers
 from advisor.inputs.layoutinput import LAYOUT_FIELDS, POOL_FIELDS, POOLS  # noqa: F401  (workload.LAYOUT_FIELDS)
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
@@ -270,7 +271,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         col.add("the workload is empty: it needs at least 'mode' and 'model'", 1)
         col.raise_if_any()
     if not isinstance(data, dict):
-        col.add(f"a workload must be a mapping of fields, not a {type(data).__name__}", getattr(data, "line", 1))
+        col.add(f"a workload must be a mapping of fields, not a {yamlio.kind(data)}", getattr(data, "line", 1))
         col.raise_if_any()
     values: dict[str, object] = {}
     pending_speculative = None
@@ -289,7 +290,10 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 try:
                     if _is_config(raw, file):     # model: path/to/config.json, a folder holding one, or hf:ORG/NAME
                         from advisor.inputs import hfconfig
-                        values["model"] = hfconfig.model_from(raw, Path(file).parent)
+                        try:
+                            values["model"] = hfconfig.model_from(raw, Path(file).parent)
+                        except hfconfig.MissingConfig as exc:
+                            col.add(exc.problems[0].message, line, "model")
                     else:
                         values["model"] = catalog.model(raw, "model", file, line)
                 except InputError as exc:
@@ -395,6 +399,10 @@ def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
         col.add(f"{values['global_batch']} sequences per step is less than one micro-batch of {values.get('micro_batch', 1)}",
                 yamlio.line_of(data, "global_batch"), "global_batch")
     layoutinput.check_virtual_stages(values, model, data, col, mode in TRAIN)
+    if values.get("method") == "qlora" and values.get("precision") not in (None, "int4"):
+        # QLoRA's frozen base is 4-bit by definition (the ledger stores it so); the adapters' compute runs in 16 bits
+        col.add(f"QLoRA keeps the frozen base weights in 4 bits: give precision: int4 or leave it out "
+                f"(for {values['precision']} base weights use method: lora)", yamlio.line_of(data, "precision"), "precision")
     if values.get("method") == "qlora" and values.get("layout") and (values["layout"][0] > 1 or values["layout"][1] > 1):
         # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: QLoRA runs on one card
         # or as FSDP-QLoRA over data-parallel ranks (QLORA_FSDP)
@@ -511,6 +519,8 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
                 col.add(f"must be at most {MAX_NAMES} names (got {len(v):,})", line, f"constraints.{key}")
                 continue
             values[key] = tuple(dict.fromkeys(x.strip() for x in v))
+            if key == "providers":
+                check_providers(values[key], v, catalog.prices, col, line)
             continue
         checked = check_value(spec, v, col, f"constraints.{key}", line)
         if checked is not None:

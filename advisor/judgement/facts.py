@@ -67,6 +67,7 @@ FACTS: dict[str, Fact] = {
     "workload.objective": Fact("string", "", "what the plan minimises: cost | time | cards"),
     "workload.ttft_ms": Fact("number", "ms", "service level: time to first token (absent: none stated)"),
     "workload.tpot_ms": Fact("number", "ms", "service level: time per output token (absent: none stated)"),
+    "workload.service_level_stated": Fact("boolean", "", "the workload states its own service level (latency: {ttft_ms, tpot_ms}); false: none, or the catalog's default for interactive use"),
     "workload.deadline_hours": Fact("number", "h", "training: hours by which the job must finish (absent: none stated)"),
     # one candidate per GPU option: catalog fields
     "candidate.gpu": Fact("string", "", "catalog GPU id"),
@@ -111,6 +112,8 @@ FACTS: dict[str, Fact] = {
     "candidate.tokens_per_s": Fact("number", "tokens/s", "output tokens per second, all users"),
     "candidate.tokens_per_s_per_user": Fact("number", "tokens/s", "output tokens per second for one user"),
     "candidate.training_hours": Fact("number", "h", "hours to process the training tokens"),
+    "candidate.training_hours_high": Fact("number", "h", "the high end of the training hours' range (the speed and goodput fits' spread)"),
+    "candidate.deadline_share_high": Fact("number", "", "training_hours_high / the workload's deadline_hours: above 1, the plan meets the deadline only at its expected figure"),
     "candidate.power_kw_per_node": Fact("number", "kW", "power per node incl. host (C14)"),
     "candidate.nodes_per_rack": Fact("integer", "nodes", "whole nodes the rack's power feeds (absent: no rack power given)"),
     "candidate.system_power_known": Fact("boolean", "", "power per node comes from the vendor's system specification, not the C14 host factor"),
@@ -223,6 +226,12 @@ def _gpu_facts(g: GPU) -> dict:
     return out
 
 
+def _deadline_values(c, deadline_hours: float | None) -> dict:
+    """The high end of a training plan's hours (the fits' spread) and its share of the deadline."""
+    high = c.training_hours_range[1] if c.training_hours_range else None
+    return {"training_hours_high": high, "deadline_share_high": high / deadline_hours if high and deadline_hours else None}
+
+
 def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     """The workload fact and one candidate fact per GPU, keyed by flat property names (None omitted);
     with the catalog, serving plans also carry their comparison with the APIs (numbers.api)."""
@@ -244,6 +253,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "fleet_gpus": sum(f.count for f in w.fleet) if w.fleet else None,
         "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
+        "service_level_stated": bool(w.ttft_ms is not None or w.tpot_ms is not None) and not w.service_level_source,
     }
     desk = w.constraints.deployment == "workstation"
     if desk:
@@ -277,6 +287,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          kv_headroom_share=(c.kv_headroom_gb / weights_gb) if c.kv_headroom_gb is not None and weights_gb else None,
                          prefill_ms=c.prefill_ms, decode_ms_per_token=c.decode_ms_per_token, tokens_per_s=c.tokens_per_s,
                          tokens_per_s_per_user=c.tokens_per_s_per_user, training_hours=c.training_hours,
+                         **_deadline_values(c, w.constraints.deadline_hours),
                          power_kw_per_node=c.power_kw_per_node, usd_per_hour=c.usd_per_hour,
                          usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
                          price_tier=c.price["tier"] if c.price else None,
@@ -298,13 +309,12 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
             cvals["long_request_fits"] = c.long_request_fits
             if c.price and c.price.get("instances") and c.price.get("gpus_per_instance"):
-                # traffic between rented instances: a model copy larger than one instance (its pipeline
-                # stages cross them), or disaggregated pools whose KV transfer crosses them; independent
-                # replicas, each inside its own instance, exchange nothing
-                per = c.price["gpus_per_instance"]
-                pooled = c.layout is not None and c.layout.pools is not None
-                cvals.update(instances=c.price["instances"],
-                             crosses_instances=c.price["instances"] > 1 and (c.tp * c.pp > per or pooled))
+                # traffic between rented instances: a model copy larger than one instance (its pipeline stages
+                # cross them), or disaggregated pools whose KV transfer crosses them (independent replicas
+                # exchange nothing); bought or owned boxes have no provider's network between them
+                per, pooled = c.price["gpus_per_instance"], c.layout is not None and c.layout.pools is not None
+                cvals.update(instances=c.price["instances"], crosses_instances=c.price.get("kind") not in ("purchase", "owned")
+                             and c.price["instances"] > 1 and (c.tp * c.pp > per or pooled))
             if c.price and c.price.get("capacity_instances"):
                 cvals["capacity_instances"] = c.price["capacity_instances"]
             if c.price and c.price.get("listings"):

@@ -12,17 +12,14 @@ purchase (`catalog/purchase.yaml`). Which kinds may price a plan (`offers`):
 """
 from __future__ import annotations
 
-import functools
 import math
-import re
 from dataclasses import dataclass, field, replace
 
 from advisor.inputs.capacity import on_demand_instances
-from advisor.inputs.prices import PRICE_TIERS, Price
+from advisor.inputs.prices import PRICE_TIERS, Price, provider_key, provider_matches
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, reserve_for_job, several
 from advisor.numbers.power import kw_per_card, power
 from advisor.numbers.terms import HOURS_PER_MONTH
-from advisor.inputs.skypilot import PROVIDERS
 
 INSTANCE_KINDS = ("on-demand", "reserved", "spot")
 #: where the plan is bought rather than rented; a workstation is a desk or lab machine (issue 22)
@@ -156,24 +153,6 @@ def per_unit(c: Cost, speed, w) -> Cost:
 
 # --- which offers may price a plan ----------------------------------------------------------------
 
-def _name(s: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", s.lower())
-
-
-@functools.lru_cache(maxsize=4096)
-def _provider_names(provider: str) -> frozenset[str]:
-    """The whole names a provider answers to: its own, without a trailing qualifier in brackets
-    ("DataCrunch (Prime Intellect)" is DataCrunch), and SkyPilot's id for it ("vast" for Vast.ai)."""
-    names = {_name(provider), _name(re.sub(r"\s*\([^()]*\)\s*$", "", provider))}
-    names |= {_name(cloud) for cloud, shown in PROVIDERS.items() if _name(shown) in names}
-    return frozenset(n for n in names if n)
-
-
-def _provider_ok(p: Price, wanted: frozenset[str]) -> bool:
-    """Whole names, case and punctuation aside: "AWS" is not "AWSOME Cheap Cloud"."""
-    return not wanted or not wanted.isdisjoint(_provider_names(p.provider))
-
-
 def _region_ok(p: Price, wanted: frozenset[str]) -> bool:
     return not wanted or any(r.lower() in wanted for r in p.regions)
 
@@ -205,9 +184,9 @@ def _usable(rows, w, nodes) -> list[Price]:
     kinds = set(INSTANCE_KINDS if c.spot else INSTANCE_KINDS[:2])
     if not w.training and (nodes is None or nodes <= 1):
         kinds.add("endpoint")
-    providers = frozenset(_name(x) for x in c.providers)
+    providers = frozenset(provider_key(x) for x in c.providers)
     regions = frozenset(r.lower() for r in c.regions)
-    return [p for p in rows if p.kind in kinds and _provider_ok(p, providers) and _region_ok(p, regions)]
+    return [p for p in rows if p.kind in kinds and provider_matches(p, providers) and _region_ok(p, regions)]
 
 
 def instance_sizes(gpu, catalog, w=None) -> list[int]:
@@ -231,8 +210,8 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
         if c is not None and (c.providers or c.regions):
             where = (f" from {', '.join(c.providers)}" if c.providers else "") + (f" in {', '.join(c.regions)}" if c.regions else "")
             known = {p.provider for p in catalog.prices}
-            wanted = frozenset(_name(x) for x in c.providers)
-            if wanted and not any(_provider_ok(p, wanted) for p in catalog.prices):
+            wanted = frozenset(provider_key(x) for x in c.providers)
+            if wanted and not any(provider_matches(p, wanted) for p in catalog.prices):
                 where += f" (no provider of that name; known: {', '.join(sorted(known, key=str.lower))})"
             return f"no usable quote{where} (quotes exist elsewhere: {', '.join(kinds)})"
         if kinds == ["endpoint"]:
