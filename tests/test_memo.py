@@ -430,7 +430,7 @@ def test_summary_gives_cost_per_hour_month_and_unit_of_work(capsys):
     assert "Runners-up              per hour     per M output tokens   tokens/s per user" in summary
     assert re.search(r"\n  1 x h200-sxm +\$2\.45 +\$0\.22 +48\n", summary)
     # 4 x RTX 5090 is cheaper per token, but not after the rules' premiums (GeForce TP 4 over PCIe, no P2P)
-    assert re.search(r"\n  4 x rtx-5090 +\$1\.84 +\$0\.16 +50\n", summary)
+    assert re.search(r"\n  4 x rtx-5090 +\$1\.84 +\$0\.17 +48\n", summary)
     assert "cheaper per token only by being faster" not in summary
     body = text.split("RECOMMENDATION IN DETAIL")[1]
     assert "Unpriced: no known price for 1 x mi350x (would win under $2.35 per GPU-hour), 1 x b300 ($2.35)" in " ".join(body.split())
@@ -734,7 +734,7 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     assert "h200-sxm costs 23% more and the rules in its favour are worth 21%, less than that" in rec["decisive_rule"]["because"]
     # cheaper per token, but the rules' penalties decide: 4 x RTX 5090 at -50% against the winner's -10% (1.5 / 1.1 = 36%)
     assert alts["rtx-5090"]["premium"] == -0.5 and alts["rtx-5090"]["reason"].startswith(
-        "it costs 11% less, but the rules count it 36% dearer (")
+        "it costs 7% less, but the rules count it 36% dearer (")
     # its penalties beyond the winner's: l40s at -40% against mi300x at -10% (1.4 / 1.1 = 27%)
     onprem = {a["gpu"]: a for a in _json(capsys, "on-prem-70b-serving")["alternatives"]}
     assert onprem["l40s"]["reason"].startswith("it costs 532% more, the rules count it 55% dearer still (")
