@@ -86,6 +86,9 @@ def test_break_even_by_hand_for_the_chat_assistant_on_l40s(snap):
     # cheapest: wandb, $0.03 in / $0.17 out: (1,000 x 0.03 + 1,000 x 0.17) / 2,000 = $0.10 per million tokens
     assert a.offers[0]["provider"] == "wandb"
     assert a.api_usd_per_million_tokens == pytest.approx(0.10)
+    # the spread beside the cheapest: 4 providers at 0.10, 0.1035 (deepinfra: 0.037 in / 0.17 out), 0.375, 0.375
+    # (groq, together: 0.15 / 0.60): median (0.1035 + 0.375) / 2
+    assert a.providers == 4 and a.median_usd_per_million_tokens == pytest.approx((0.1035 + 0.375) / 2)
     # 4 x L40S (TP 4: it holds the 30 ms per token gpt-oss-120b's 5.1B active parameters are held to)
     # at $1.72/h, rented 24 h a day: $41.28 a day; / $0.10 per million = 412.8 million tokens a day
     assert plan.usd_per_hour == pytest.approx(1.72)
@@ -157,7 +160,20 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
-    assert "An API costs $0.10 per million tokens (wandb, 2026-12-01)" in line
+    assert "An API costs $0.10 per million tokens (wandb, 2026-12-01; cheapest of 29, median $0.38)" in line
     # 2 x H100 SXM at $2.58/h ($61.92 a day / $0.10 per million = 619 million a day) serve 687 million
     # (about 3,975 output tokens/s x 86,400 s, with as many prompt tokens: $61.92 / 687 million = $0.090)
     assert "; this plan $0.090 at 687 million a day: self-hosting is cheaper above 619 million a day" in line
+
+
+def test_a_break_even_past_the_plans_whole_day_is_said_so():
+    # Llama 3.1 405B FP8 on 8 x H100: $1.72 per million tokens against an API's $0.21; breaking even
+    # would take 8.21 of the plan's days a day, so no load it can carry makes self-hosting cheaper
+    from advisor.shell.wording import api_line
+    a = {"match": "model", "offers": [{"provider": "hyperbolic", "date": "2026-12-01"}], "providers": 9,
+         "median_usd_per_million_tokens": 2.4, "api_usd_per_million_tokens": 0.21, "plan_usd_per_million_tokens": 1.72,
+         "break_even_tokens_per_day": 1.18e9, "load_tokens_per_day": 144e6, "break_even_utilisation": 8.21}
+    assert api_line(a) == ("An API costs $0.21 per million tokens (hyperbolic, 2026-12-01; cheapest of 9, median $2.40); "
+                           "this plan $1.72 at 144 million a day: the API is cheaper at any load this plan can carry "
+                           "(it breaks even only at 821% of its day)")
+    assert api_line({**a, "break_even_utilisation": 0.8}).endswith("the API is cheaper below 1,180 million a day")

@@ -50,6 +50,9 @@ class ApiComparison:
     break_even_utilisation: float | None = None
     load_share_of_break_even: float | None = None
     why: dict = field(default_factory=dict)
+    # the offers' spread: one cheapest listing can be far below the rest (a promotion, a stale row)
+    providers: int = 0                            # providers quoting it, each at its cheapest offer
+    median_usd_per_million_tokens: float | None = None   # the median of those providers' cheapest prices
 
     def as_dict(self) -> dict:
         from advisor.numbers.terms import rounded
@@ -58,7 +61,8 @@ class ApiComparison:
                 **{k: rounded(getattr(self, k)) for k in (
                     "api_usd_per_million_tokens", "plan_usd_per_million_tokens", "plan_usd_per_day", "tokens_per_s",
                     "busy_share", "load_tokens_per_day", "break_even_tokens_per_day", "break_even_utilisation",
-                    "load_share_of_break_even")},
+                    "load_share_of_break_even", "median_usd_per_million_tokens")},
+                "providers": self.providers,
                 "why": dict(self.why)}
 
 
@@ -137,7 +141,10 @@ def _offers_priced(w, catalog) -> ApiComparison:
         f"{a0.provider} {a0.provider_model}: ({p:,} prompt tokens x {1 - h:.0%} x ${a0.usd_per_million_input:g}"
         + (f" + {p:,} x {h:.0%} cached x ${a0.usd_per_million_cached_input if a0.usd_per_million_cached_input is not None else a0.usd_per_million_input:g}" if h else "")
         + f" + {o:,} output tokens x ${a0.usd_per_million_output:g}) / {p + o:,} tokens, per million ({a0.date}, {a0.source})")}
-    return ApiComparison(match, models, shown, len(rows), api, why=why)
+    each = sorted(usd for usd, _ in best.values())
+    mid = len(each) // 2
+    median = each[mid] if len(each) % 2 else (each[mid - 1] + each[mid]) / 2
+    return ApiComparison(match, models, shown, len(rows), api, why=why, providers=len(each), median_usd_per_million_tokens=median)
 
 
 def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiComparison | None:
@@ -166,7 +173,7 @@ def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiCompariso
     why["break_even_tokens_per_day"] = (f"${per_day:,.2f} a day / ${api:.4g} per million tokens = {be / 1e6:,.1f} million tokens a day "
                                         f"({be / (tps * 86400):.0%} of the plan's {tps * 86400 / 1e6:,.0f} million-token day)")
     return ApiComparison(match, models, shown, n, api, plan_usd, per_day, tps, u, load, be, be / (tps * 86400),
-                         load / be, why)
+                         load / be, why, base.providers, base.median_usd_per_million_tokens)
 
 
 def record(plan, w, catalog) -> dict | None:

@@ -385,12 +385,19 @@ def api_line(a: dict | None) -> str | None:
         return "No API in catalog/api-prices.yaml sells this model or one of its size: self-hosting is the only way to serve it"
     o = (a.get("offers") or [{}])[0]
     what = "" if a["match"] == "model" else f" for a model of its size ({', '.join(a.get('models') or [])})"
-    text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens{what} ({o.get('provider')}, {o.get('date')})"
+    n, median = a.get("providers") or 0, a.get("median_usd_per_million_tokens")
+    spread = (f"; cheapest of {n}, median {_per_m(median)}" if n > 1 and median is not None else "")
+    text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens{what} ({o.get('provider')}, {o.get('date')}{spread})"
     be = a.get("break_even_tokens_per_day")
     if be is None:
         return text + "; the plan has no price or speed to compare"
     plan, api = a["plan_usd_per_million_tokens"], a["api_usd_per_million_tokens"]
     # the verdict and the break-even in one clause keep the line to two lines of the text summary
-    verdict = f"the API is cheaper below {be / 1e6:,.0f} million a day" if plan is not None and api is not None and plan > api \
-        else f"self-hosting is cheaper above {be / 1e6:,.0f} million a day"
+    if plan is not None and api is not None and plan > api and (a.get("break_even_utilisation") or 0) > 1:
+        # the plan would have to serve more than a whole day's worth of its own capacity to break even
+        verdict = f"the API is cheaper at any load this plan can carry (it breaks even only at {a['break_even_utilisation']:.0%} of its day)"
+    elif plan is not None and api is not None and plan > api:
+        verdict = f"the API is cheaper below {be / 1e6:,.0f} million a day"
+    else:
+        verdict = f"self-hosting is cheaper above {be / 1e6:,.0f} million a day"
     return text + f"; this plan {_per_m(plan)} at {a['load_tokens_per_day'] / 1e6:,.0f} million a day: {verdict}"
