@@ -174,6 +174,5 @@ def test_a_break_even_past_the_plans_whole_day_is_said_so():
          "median_usd_per_million_tokens": 2.4, "api_usd_per_million_tokens": 0.21, "plan_usd_per_million_tokens": 1.72,
          "break_even_tokens_per_day": 1.18e9, "load_tokens_per_day": 144e6, "break_even_utilisation": 8.21}
     assert api_line(a) == ("An API costs $0.21 per million tokens (hyperbolic, 2026-12-01; cheapest of 9, median $2.40); "
-                           "this plan $1.72 at 144 million a day: the API is cheaper at any load this plan can carry "
-                           "(it breaks even only at 821% of its day)")
+                           "this plan $1.72: the API is cheaper at any load it can carry")
     assert api_line({**a, "break_even_utilisation": 0.8}).endswith("the API is cheaper below 1,180 million a day")

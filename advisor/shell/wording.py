@@ -395,8 +395,9 @@ def api_line(a: dict | None) -> str | None:
     # the verdict and the break-even in one clause keep the line to two lines of the text summary
     if plan is not None and api is not None and plan > api and (a.get("break_even_utilisation") or 0) > 1:
         # the plan would have to serve more than a whole day's worth of its own capacity to break even
-        verdict = f"the API is cheaper at any load this plan can carry (it breaks even only at {a['break_even_utilisation']:.0%} of its day)"
-    elif plan is not None and api is not None and plan > api:
+        # (the record's break_even_utilisation says by how much)
+        return text + f"; this plan {_per_m(plan)}: the API is cheaper at any load it can carry"
+    if plan is not None and api is not None and plan > api:
         verdict = f"the API is cheaper below {be / 1e6:,.0f} million a day"
     else:
         verdict = f"self-hosting is cheaper above {be / 1e6:,.0f} million a day"
