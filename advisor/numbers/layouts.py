@@ -202,10 +202,32 @@ def moe_options(w: Workload, gpu: GPU, tp: int) -> list[tuple[int, int]]:
     return [(1, 1), (tp, 1), (tp, tp)]
 
 
+#: per ledger (alive as long as it is): the layouts enumerated for each GPU shape (below)
+_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _per_shape(kind: str, w: Workload, led: Ledger, gpu: GPU, max_gpus: int, extra, make) -> list[Layout]:
+    """`make()` once per ledger and GPU shape: the enumerations read of a GPU only its memory, its node
+    size and its NVLink domain (a Layout holds no GPU), and of the workload only its model and
+    concurrency, so the catalog's GPUs of one shape (34 GPUs, 18 shapes) share their layouts."""
+    mine = _LAYOUTS.get(led)
+    if mine is None:
+        mine = _LAYOUTS[led] = {}
+    key = (kind, id(w.model), w.concurrency, gpu.memory_gb, gpu.gpus_per_node, comm.nvlink_domain(gpu), max_gpus, extra)
+    hit = mine.get(key)
+    if hit is None or hit[0] is not w.model:
+        hit = mine[key] = (w.model, tuple(make()))
+    return list(hit[1])
+
+
 def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
     """Every (TP, PP) that holds one replica, with the fewest data-parallel replicas its KV cache
     needs; for a MoE model also every expert-parallel and attention-DP form of each TP group that
     stays inside the GPU's NVLink domain (numbers.comm.nvlink_domain)."""
+    return _per_shape("inference", w, led, gpu, max_gpus, None, lambda: _inference_layouts(w, led, gpu, max_gpus))
+
+
+def _inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
     kv_heads = led.kv.kv_heads if led.kv else None
     layers = int(w.model.num("layers") or 64)
     out = []
@@ -296,6 +318,10 @@ def training_ep_options(w: Workload, gpu: GPU, tp: int) -> tuple[list[int], list
 def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES) -> list[Layout]:
     """Every ZeRO stage x (TP, PP, EP) that holds the job, with the fewest replicas its shards need;
     for a MoE model every EP size inside the NVLink domain, and wider ones when none of those fits."""
+    return _per_shape("training", w, led, gpu, max_gpus, tuple(stages), lambda: _training_layouts(w, led, gpu, max_gpus, stages))
+
+
+def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages) -> list[Layout]:
     mem = gpu.memory_gb * GB / TRAINING_SAFETY
     layers = int(w.model.num("layers") or 64)
     kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly

@@ -1,0 +1,43 @@
+"""Work the planner and the judgement hoisted out of their loops (built once per GPU shape, per
+search or per knowledge base instead of once per layout or candidate) must give exactly what the
+loop built before: each shortcut is compared here with the computation it replaces."""
+from dataclasses import replace
+
+from advisor.inputs import workload
+from advisor.numbers import layouts, planner
+from advisor.numbers.ledger import inference_ledger, training_ledger
+
+from conftest import EXAMPLES
+
+SERVING = ["chat-assistant", "kimi-k3-serving", "llama-70b-fp16-serving", "gpt-oss-120b-one-user"]
+TRAINING = ["mistral-7b-lora", "llama-13b-full-finetune", "gpt-oss-120b-training"]
+
+
+def test_gpus_of_one_shape_share_the_layouts_they_would_each_enumerate(catalog):
+    shapes = set()
+    for name in SERVING + TRAINING:
+        w = workload.load(EXAMPLES / f"{name}.yaml", catalog)
+        for wv, led in planner.knob_variants(w, training_ledger(w) if w.training else inference_ledger(w)):
+            for gpu in catalog.gpus.values():
+                shapes.add((gpu.memory_gb, gpu.gpus_per_node))
+                if w.training:
+                    got = layouts.training_layouts(wv, led, gpu, 4096, layouts.ZERO_STAGES)
+                    fresh = layouts._training_layouts(wv, led, gpu, 4096, layouts.ZERO_STAGES)
+                else:
+                    got = layouts.inference_layouts(wv, led, gpu, 4096)
+                    fresh = layouts._inference_layouts(wv, led, gpu, 4096)
+                assert got == fresh, (name, gpu.id)
+    assert len(shapes) < len(catalog.gpus)       # some GPUs do share a shape: the shortcut is taken
+
+
+def test_a_gpu_of_another_memory_or_node_size_gets_its_own_layouts(catalog):
+    w = workload.load(EXAMPLES / "llama-70b-fp16-serving.yaml", catalog)
+    led = inference_ledger(w)
+    h100 = catalog.gpus["h100-sxm"]
+    small = replace(h100, figures={**h100.figures, "memory_gb": replace(h100.fig("memory_gb"), value=40)})
+    four = replace(h100, figures={**h100.figures, "gpus_per_node": replace(h100.fig("gpus_per_node"), value=4)})
+    shape = lambda gpu: sorted((b.count, b.tp, b.pp) for b in layouts.inference_layouts(w, led, gpu, 4096))
+    assert shape(h100) == [(4, 4, 1), (8, 8, 1)]        # 140 GB of weights + the KV cache on 80 GB cards
+    assert shape(small) == [(8, 8, 1)]                  # on 40 GB cards only a whole node holds it
+    assert shape(four) == [(4, 4, 1)]                   # a 4-GPU node has no TP 8
+    assert shape(h100) == [(4, 4, 1), (8, 8, 1)]
