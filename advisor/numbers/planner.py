@@ -98,7 +98,7 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     load = None
     if w.requests_per_s and not w.training:
         sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
-    price = cost.per_unit(price, sp, w)
+    price = cost.per_unit(price, sp, w, explain)
     # what each card holds is the kept plan's to show: the search orders plans by none of it
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
     why = {}
@@ -107,7 +107,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         why.update(sp.why)
         why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
         why.update(mem.why)
-    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training else {}
+    # the ideal hours are the kept plan's to show, like its memory: the search orders plans by none of it
+    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training and explain else {}
     return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
                 activation_checkpointing=w.activation_checkpointing if w.training else None,
                 misses=misses(w, sp, load), ideal=ideal, why=why)
