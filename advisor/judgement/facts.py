@@ -185,11 +185,28 @@ def _put(d: dict, name: str, value):
     d[prop(name)] = value
 
 
+#: candidate field -> (its flat property, whether the fact is an integer): looked up once per field,
+#: not once per field of every candidate of every decision
+_CANDIDATE_PROPS: dict[str, tuple[str, bool]] = {}
+
+
 def _put_all(d: dict, vals: dict) -> None:
+    props = _CANDIDATE_PROPS
     for k, v in vals.items():
-        if isinstance(v, float) and v.is_integer() and FACTS[f"candidate.{k}"].type == "integer":
+        hit = props.get(k)
+        if hit is None:
+            name = f"candidate.{k}"
+            if name not in FACTS:       # an undeclared fact: the plain path (an integer-valued float fails there)
+                if isinstance(v, float) and v.is_integer() and FACTS[name].type == "integer":
+                    v = int(v)
+                _put(d, name, v)
+                continue
+            hit = props[k] = (prop(name), FACTS[name].type == "integer")
+        if v is None:
+            continue
+        if hit[1] and isinstance(v, float) and v.is_integer():
             v = int(v)
-        _put(d, f"candidate.{k}", v)
+        d[hit[0]] = v
 
 
 _GPU_FACTS: dict[int, tuple[GPU, dict]] = {}

@@ -223,7 +223,8 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
 
 def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int, engine: Engine | None = None):
     """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger
-    variant), and the fewest cards any base layout needs; serving: only layouts the engine runs."""
+    variant), the fewest cards any base layout needs, the compute precision and the matmul rate the
+    layouts were timed at; serving: only layouts the engine runs."""
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
@@ -257,7 +258,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     if tried and limit is not None:
         kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= _deadline_cards(tried))]
         tried = kept or tried
-    return tried, fewest, cp, gpu_rate, unit, refused
+    return tried, fewest, cp, rate, gpu_rate, unit, refused
 
 
 def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int,
@@ -436,19 +437,19 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     box_why = box[1] if box and box[0] == max_gpus else None
     engine = None
     if not w.training:
-        engine, cannot = engine_for(catalog, gpu, w.model, w.engine)
+        engine, cannot = _engine_for(catalog, gpu, w)
         if cannot:
             cp = speed.compute_precision(w, gpu, led.sized)
             ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
             return Plan(gpu, False, compute_precision=cp, reason=cannot, ideal=ideal, why={"ideal": ideal_why})
-    tried, fewest, cp, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus, engine)
+    tried, fewest, cp, rate, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus, engine)
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
         reason = _why_none(w, led, gpu, max_gpus, engine) + (f": {box_why}" if box_why else "")
         return Plan(gpu, False, compute_precision=cp, reason=reason, ideal=ideal, why={"ideal": ideal_why})
     _, _, p, lay, wv, lv = _choose(w, tried, unit, gpu_rate)
     # the search timed its layouts without their texts: the plan kept, again with them (the same figures)
-    p = evaluate(wv, lv, gpu, catalog, lay, cp, speed.achievable_tflops(catalog, gpu, cp), None, engine)
+    p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, None, engine)
     limits = []
     if p.misses and refused.get("needed"):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
@@ -465,6 +466,26 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     bound = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
     return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
                    within_bound=bound)
+
+
+_ENGINES: dict[int, tuple] = {}
+
+
+def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
+    """calibration.engine_for, once per catalog, GPU, model and named engine: all it reads, each
+    frozen (every decision asks it for each of the catalog's GPUs; a sweep asks it again per workload)."""
+    hit = _ENGINES.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        if len(_ENGINES) > 16:          # catalogs made again and again (tests) must not pile up here
+            _ENGINES.clear()
+        hit = _ENGINES[id(catalog)] = (catalog, {})
+    key = (id(gpu), id(w.model), w.engine)
+    got = hit[1].get(key)
+    if got is None or got[0] is not gpu or got[1] is not w.model:
+        if len(hit[1]) > 4096:          # fleets shape GPUs afresh per workload: never grow without bound
+            hit[1].clear()
+        got = hit[1][key] = (gpu, w.model, engine_for(catalog, gpu, w.model, w.engine))
+    return got[2]
 
 
 def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> dict | None:
