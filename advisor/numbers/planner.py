@@ -99,16 +99,15 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     if w.requests_per_s and not w.training:
         sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
     price = cost.per_unit(price, sp, w, explain)
-    # what each card holds is the kept plan's to show: the search orders plans by none of it
+    # what each card holds and the ideal hours are the kept plan's to show: the search orders plans by neither
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
+    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training and explain else {}
     why = {}
     if explain:
         why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
         why.update(sp.why)
         why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
         why.update(mem.why)
-    # the ideal hours are the kept plan's to show, like its memory: the search orders plans by none of it
-    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training and explain else {}
     return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
                 activation_checkpointing=w.activation_checkpointing if w.training else None,
                 misses=misses(w, sp, load), ideal=ideal, why=why)
@@ -222,9 +221,8 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
 
 
 def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int, engine: Engine | None = None):
-    """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger
-    variant), the fewest cards any base layout needs, the compute precision and the matmul rate the
-    layouts were timed at; serving: only layouts the engine runs."""
+    """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger variant),
+    the fewest cards any base layout needs, the precision and rate they were timed at; serving: only layouts the engine runs."""
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
@@ -468,24 +466,17 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
                    within_bound=bound)
 
 
-_ENGINES: dict[int, tuple] = {}
+_ENGINES: dict[tuple, tuple] = {}
 
 
 def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
-    """calibration.engine_for, once per catalog, GPU, model and named engine: all it reads, each
-    frozen (every decision asks it for each of the catalog's GPUs; a sweep asks it again per workload)."""
-    hit = _ENGINES.get(id(catalog))
-    if hit is None or hit[0] is not catalog:
-        if len(_ENGINES) > 16:          # catalogs made again and again (tests) must not pile up here
+    """calibration.engine_for once per catalog, GPU, model and named engine: all it reads, each frozen."""
+    got = _ENGINES.get(key := (id(catalog), id(gpu), id(w.model), w.engine))
+    if got is None or got[0] is not catalog or got[1] is not gpu or got[2] is not w.model:
+        if len(_ENGINES) > 4096:        # catalogs and fleets' GPUs made again and again must not pile up here
             _ENGINES.clear()
-        hit = _ENGINES[id(catalog)] = (catalog, {})
-    key = (id(gpu), id(w.model), w.engine)
-    got = hit[1].get(key)
-    if got is None or got[0] is not gpu or got[1] is not w.model:
-        if len(hit[1]) > 4096:          # fleets shape GPUs afresh per workload: never grow without bound
-            hit[1].clear()
-        got = hit[1][key] = (gpu, w.model, engine_for(catalog, gpu, w.model, w.engine))
-    return got[2]
+        got = _ENGINES[key] = (catalog, gpu, w.model, engine_for(catalog, gpu, w.model, w.engine))
+    return got[3]
 
 
 def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> dict | None:
