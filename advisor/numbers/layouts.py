@@ -527,3 +527,19 @@ def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | Non
             long_fits = led.kv.bytes_per_sequence(w.context_tokens) * rep <= free / lay.dp - others
             return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, long_fits, why)
     return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, None, why)
+
+
+def describe_layout(layout: tuple) -> str:
+    """A layout tuple (tp, pp, dp, ep, attention_dp) in words, the EP and attention-DP parts when used."""
+    tp, pp, dp, ep, adp = layout
+    return (f"TP {tp} x PP {pp} x DP {dp}" + (f", EP {ep}" if ep > 1 else "")
+            + (f", attention DP {adp}" if adp > 1 else ""))
+
+
+def describe_pools(prefill: tuple, decode: tuple) -> str:
+    """Two pool tuples (tp, pp, replicas, ep, attention_dp) in words."""
+    def one(t):
+        tp, pp, dp, ep, adp = t
+        return (f"{dp} x (TP {tp} x PP {pp}" + (f", EP {ep}" if ep > 1 else "")
+                + (f", attention DP {adp}" if adp > 1 else "") + ")")
+    return f"prefill {one(prefill)} + decode {one(decode)}"

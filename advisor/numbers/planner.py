@@ -11,7 +11,7 @@ from dataclasses import replace
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, speed, spot, trainspeed
 from advisor.numbers.calibration import Engine, _v, engine_for
-from advisor.numbers.layouts import Layout
+from advisor.numbers.layouts import Layout, describe_layout, describe_pools
 from advisor.numbers.limits import batch_limit, max_gpus_limit, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
@@ -290,9 +290,19 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
 
-        def search(bases, wv=wv, attempt=attempt):
+        replicas: dict = {}    # _dp_options reads of a base only its TP x PP, its cards and its fewest replicas
+
+        def dp_options(base, wv=wv, replicas=replicas):
+            # the ZeRO stages (and wider EP forms) of one TP x PP often need the same cards: asked once
+            key = (base.tp * base.pp, base.count, base.min_dp)
+            got = replicas.get(key)
+            if got is None:
+                got = replicas[key] = _dp_options(wv, gpu, base, sizes, max_gpus)
+            return got
+
+        def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
             for base in bases:
-                for dp in ([base.dp] if w.layout_given else _dp_options(wv, gpu, base, sizes, max_gpus)):
+                for dp in ([base.dp] if w.layout_given else dp_options(base)):
                     got = attempt(base, dp)
                     if not got or not got[0].misses or w.layout_given:
                         continue
@@ -300,7 +310,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                     for d2 in _target_replicas(w, got[1], got[0], max_gpus, refused, speed.calibration(catalog)):
                         more = attempt(base, d2)
                         if more and not more[0].misses:
-                            for d3 in _dp_options(wv, gpu, more[1], sizes, max_gpus):
+                            for d3 in dp_options(more[1]):
                                 if d3 > d2:
                                     attempt(base, d3)
                             break
@@ -519,22 +529,6 @@ def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine 
     given = describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
     return (f"needs {_gb(led.bytes('total_gb'))} and no layout of {given}"
             f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
-
-
-def describe_layout(layout: tuple) -> str:
-    """A layout tuple (tp, pp, dp, ep, attention_dp) in words, the EP and attention-DP parts when used."""
-    tp, pp, dp, ep, adp = layout
-    return (f"TP {tp} x PP {pp} x DP {dp}" + (f", EP {ep}" if ep > 1 else "")
-            + (f", attention DP {adp}" if adp > 1 else ""))
-
-
-def describe_pools(prefill: tuple, decode: tuple) -> str:
-    """Two pool tuples (tp, pp, replicas, ep, attention_dp) in words."""
-    def one(t):
-        tp, pp, dp, ep, adp = t
-        return (f"{dp} x (TP {tp} x PP {pp}" + (f", EP {ep}" if ep > 1 else "")
-                + (f", attention DP {adp}" if adp > 1 else "") + ")")
-    return f"prefill {one(prefill)} + decode {one(decode)}"
 
 
 def _pool_tuple(lay: Layout) -> tuple:
