@@ -41,3 +41,28 @@ def test_a_gpu_of_another_memory_or_node_size_gets_its_own_layouts(catalog):
     assert shape(small) == [(8, 8, 1)]                  # on 40 GB cards only a whole node holds it
     assert shape(four) == [(4, 4, 1)]                   # a 4-GPU node has no TP 8
     assert shape(h100) == [(4, 4, 1), (8, 8, 1)]
+
+
+def test_an_engine_runs_a_layout_by_which_of_its_dimensions_exceed_one(catalog):
+    # the planner keeps Engine.runs per (PP, DP, EP, attention DP > 1) of a search
+    from itertools import product
+    engines = {e.id: e for g in catalog.gpus.values() for name in ("chat-assistant", "kimi-k3-serving")
+               for e in [planner.engine_for(catalog, g, workload.load(EXAMPLES / f"{name}.yaml", catalog).model)[0]] if e}
+    assert len(engines) >= 2
+    for e in engines.values():
+        for tp, pp, dp, ep, adp in product((1, 2, 8), (1, 2, 4), (1, 3), (1, 8), (1, 8)):
+            flags = (pp > 1, dp > 1, ep > 1, adp > 1)
+            assert e.runs(tp, pp, dp, ep, adp) == e.runs(1, 1 + flags[0], 1 + flags[1], 1 + flags[2], 1 + flags[3])
+
+
+def test_replica_counts_depend_on_a_bases_model_parallel_cards_its_cards_and_fewest_replicas(catalog):
+    # the planner asks _dp_options once per (TP x PP, cards, fewest replicas) of a variant's search
+    w = workload.load(EXAMPLES / "mistral-7b-lora.yaml", catalog)
+    led = training_ledger(w)
+    gpu = catalog.gpus["h100-sxm"]
+    sizes = [1, 2, 4, 8]
+    for base in layouts.training_layouts(w, led, gpu, 4096, layouts.ZERO_STAGES):
+        want = planner._dp_options(w, gpu, base, sizes, 4096)
+        for other in (replace(base, zero_stage=3 - (base.zero_stage or 0), per_card_bytes=1.0, ep=2),
+                      replace(base, tp=base.pp, pp=base.tp)):
+            assert planner._dp_options(w, gpu, other, sizes, 4096) == want

@@ -268,6 +268,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     # one price per rental (evaluate): the variants differ in activation checkpointing only, which no
     # price reads (the kinds, providers, regions, fleet and deployment are the workload's own)
     priced: dict = {}
+    runs: dict = {}           # whether the engine runs a layout, by all Engine.runs reads of it
     for wv, lv, bases, wider in prepared:
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
 
@@ -284,8 +285,12 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             seen.add(sig)
-            if engine is not None and not w.training and not engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp):
-                return None
+            if engine is not None and not w.training:
+                used = (lay.pp > 1, lay.dp > 1, lay.ep > 1, lay.attention_dp > 1)
+                if used not in runs:
+                    runs[used] = engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
+                if not runs[used]:
+                    return None
             p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False)
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
