@@ -160,6 +160,7 @@ def fixed_bytes(led: Ledger, tp: int, pp: int, attention_dp: int = 1) -> float:
 
 #: per ledger (alive as long as it is): the replica split of each card size, concurrency and split
 _REPLICAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LAST_REPLICAS: list = [None, None]      # (ledger, its entry of _REPLICAS): a weak lookup makes a weakref each time
 
 
 def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int = 1):
@@ -167,9 +168,13 @@ def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, att
     for TP x PP (with `attention_dp` attention ranks in the TP group), or None when the fixed part
     alone does not fit. Kept per ledger by what else it reads (the card's memory, the concurrency):
     the planner asks again for every pipeline depth it tries and every replica count of a layout."""
-    mine = _REPLICAS.get(led)
-    if mine is None:
-        mine = _REPLICAS[led] = {}
+    if _LAST_REPLICAS[0] is led:      # the planner asks hundreds of times for one ledger in a row
+        mine = _LAST_REPLICAS[1]
+    else:
+        mine = _REPLICAS.get(led)
+        if mine is None:
+            mine = _REPLICAS[led] = {}
+        _LAST_REPLICAS[:] = [led, mine]
     key = (gpu.memory_gb, w.concurrency, tp, pp, attention_dp)
     if key not in mine:
         mine[key] = _inference_replicas(w, led, gpu, tp, pp, attention_dp)

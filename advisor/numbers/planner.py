@@ -77,16 +77,16 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     plan's `why` (the plan kept is evaluated again with them)."""
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
-    gpn = gpu.gpus_per_node
-    group = min(lay.count, gpn) if w.training else min(lay.replica_cards, gpn)
+    gpn, training = gpu.gpus_per_node, w.training     # (a property of the workload, read once)
+    group = min(lay.count, gpn) if training else min(lay.replica_cards, gpn)
     key = (lay.count, lay.nodes(gpu), group)
     price = priced.get(key) if priced is not None else None
     if price is None:
         price = cost.plan_cost(gpu, catalog, lay.count, lay.nodes(gpu), group, w)
         if priced is not None:
             priced[key] = price
-    cal = speed.calibration(catalog).for_engine(None if w.training else engine)
-    if w.training:
+    cal = speed.calibration(catalog).for_engine(None if training else engine)
+    if training:
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
         sp = trainspeed.training_time(w, led, gpu, lay, rate, cal, explain)
@@ -96,20 +96,20 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         sp = (poolspeed.pools_speed(w, led, gpu, lay, rate, cal) if lay.pools
               else speed.inference_speed(w, led, gpu, lay, rate, cal, explain))
     load = None
-    if w.requests_per_s and not w.training:
+    if w.requests_per_s and not training:
         sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
     price = cost.per_unit(price, sp, w, explain)
     # what each card holds and the ideal hours are the kept plan's to show: the search orders plans by neither
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
-    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training and explain else {}
+    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if training and explain else {}
     why = {}
     if explain:
         why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
         why.update(sp.why)
         why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
         why.update(mem.why)
-    return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
-                activation_checkpointing=w.activation_checkpointing if w.training else None,
+    return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if training or engine is None else engine.id,
+                activation_checkpointing=w.activation_checkpointing if training else None,
                 misses=misses(w, sp, load), ideal=ideal, why=why)
 
 
