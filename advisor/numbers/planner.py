@@ -82,7 +82,7 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     key = (lay.count, lay.nodes(gpu), group)
     price = priced.get(key) if priced is not None else None
     if price is None:
-        price = cost.plan_cost(gpu, catalog, lay.count, lay.nodes(gpu), group, w)
+        price = cost.plan_cost(gpu, catalog, *key, w)
         if priced is not None:
             priced[key] = price
     cal = speed.calibration(catalog).for_engine(None if training else engine)
