@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 
 from advisor.inputs.catalog import GPU
 from advisor.numbers import comm
@@ -79,9 +78,8 @@ class Layout:
     def pool_dict(self) -> dict:
         return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "attention_dp": self.attention_dp, "replicas": self.dp}
 
-    @cached_property
+    @property
     def count(self) -> int:
-        # read a dozen times per layout the planner tries (its key, price, speed, replicas): once (frozen)
         if self.pools:
             return self.pools.prefill.count + self.pools.decode.count
         return self.tp * self.pp * self.dp
