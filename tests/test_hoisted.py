@@ -66,3 +66,32 @@ def test_replica_counts_depend_on_a_bases_model_parallel_cards_its_cards_and_few
         for other in (replace(base, zero_stage=3 - (base.zero_stage or 0), per_card_bytes=1.0, ep=2),
                       replace(base, tp=base.pp, pp=base.tp)):
             assert planner._dp_options(w, gpu, other, sizes, 4096) == want
+
+
+def test_a_layout_the_search_only_orders_has_the_figures_of_the_plan_kept(catalog):
+    # evaluate(explain=False) skips the texts, the memory figures and the ideal hours; the figures the
+    # search orders plans by must be those of the full evaluation
+    from advisor.numbers import objective, speed
+    from advisor.numbers.calibration import engine_for
+    checked = 0
+    for name in SERVING + TRAINING:
+        w = workload.load(EXAMPLES / f"{name}.yaml", catalog)
+        led = training_ledger(w) if w.training else inference_ledger(w)
+        unit = objective.unit_of_work(w)
+        for gpu_id in ("h100-sxm", "a100-80gb-sxm", "l40s"):
+            gpu = catalog.gpus[gpu_id]
+            engine = None if w.training else engine_for(catalog, gpu, w.model, w.engine)[0]
+            cp = speed.compute_precision(w, gpu, led.sized)
+            rate = speed.achievable_tflops(catalog, gpu, cp)
+            lays = (layouts.training_layouts(w, led, gpu, 4096, (w.zero_stage,)) if w.training
+                    else layouts.inference_layouts(w, led, gpu, 4096))
+            for lay in lays[:4]:
+                lean = planner.evaluate(w, led, gpu, catalog, lay, cp, rate, {}, engine, explain=False)
+                full = planner.evaluate(w, led, gpu, catalog, lay, cp, rate, None, engine)
+                for figure in ("usd_per_hour", "usd_per_million_tokens", "usd_per_job", "tpot_ms", "ttft_ms",
+                               "training_hours", "tokens_per_s", "misses", "count"):
+                    assert getattr(lean, figure) == getattr(full, figure), (name, gpu_id, figure)
+                assert objective.plan_key(w, lean, unit, 2.0) == objective.plan_key(w, full, unit, 2.0)
+                assert lean.memory is None and full.memory is not None
+                checked += 1
+    assert checked > 20
