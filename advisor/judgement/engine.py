@@ -94,6 +94,10 @@ def normalise_fact(fact: dict, keep=None) -> dict:
     out = {}
     for k, v in fact.items():
         if keep is None or k in keep:
+            t = type(v)
+            if t is str or t is bool:      # as normalise keeps them, without its call (most of a fact's values)
+                out[k] = v
+                continue
             n = normalise(v)
             if n is not None:
                 out[k] = n

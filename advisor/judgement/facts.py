@@ -188,11 +188,28 @@ def _put(d: dict, name: str, value):
     d[prop(name)] = value
 
 
+#: candidate field -> (its flat property, whether the fact is an integer): looked up once per field,
+#: not once per field of every candidate of every decision
+_CANDIDATE_PROPS: dict[str, tuple[str, bool]] = {}
+
+
 def _put_all(d: dict, vals: dict) -> None:
+    props = _CANDIDATE_PROPS
     for k, v in vals.items():
-        if isinstance(v, float) and v.is_integer() and FACTS[f"candidate.{k}"].type == "integer":
+        hit = props.get(k)
+        if hit is None:
+            name = f"candidate.{k}"
+            if name not in FACTS:       # an undeclared fact: the plain path (an integer-valued float fails there)
+                if isinstance(v, float) and v.is_integer() and FACTS[name].type == "integer":
+                    v = int(v)
+                _put(d, name, v)
+                continue
+            hit = props[k] = (prop(name), FACTS[name].type == "integer")
+        if v is None:
+            continue
+        if hit[1] and isinstance(v, float) and v.is_integer():
             v = int(v)
-        _put(d, f"candidate.{k}", v)
+        d[hit[0]] = v
 
 
 _GPU_FACTS: dict[int, tuple[GPU, dict]] = {}
@@ -223,6 +240,44 @@ def _gpu_facts(g: GPU) -> dict:
     if len(_GPU_FACTS) >= 1024:     # catalogs loaded again and again (tests) must not pile up here
         _GPU_FACTS.clear()
     _GPU_FACTS[id(g)] = (g, out)
+    return out
+
+
+def _price_values(c, price: dict | None) -> dict:
+    """A plan's facts that come from its price: instances and the traffic between them, capacity, the
+    listings it spreads over, a contract's or reservation's terms, spot checkpoints, owned cards."""
+    out: dict = {}
+    if price and price.get("instances") and price.get("gpus_per_instance"):
+        # traffic between rented instances: a model copy larger than one instance (its pipeline stages
+        # cross them), or disaggregated pools whose KV transfer crosses them (independent replicas
+        # exchange nothing); bought or owned boxes have no provider's network between them
+        per, pooled = price["gpus_per_instance"], c.layout is not None and c.layout.pools is not None
+        out.update(instances=price["instances"], crosses_instances=price.get("kind") not in ("purchase", "owned")
+               and price["instances"] > 1 and (c.tp * c.pp > per or pooled))
+    if price and price.get("capacity_instances"):
+        out["capacity_instances"] = price["capacity_instances"]
+    if price and price.get("listings"):
+        out.update(price_listings=len(price["listings"]),
+               price_providers=", ".join(dict.fromkeys(x["provider"] for x in price["listings"])))
+    if price and price.get("kind") == "contract":
+        out.update(instances_needed=price["on_demand_offer"]["instances_needed"],
+               contract_usd_per_gpu_hour=price["usd_per_gpu_hour"], contract_term_months=price["term_months"],
+               contract_term_usd=price["term_usd"], contract_source=f"{price['provider']}, {price['date']}",
+               contract_job_percent=(100 * price["job_share_of_term"]) if price.get("job_share_of_term") is not None else None)
+    if price and price.get("kind") == "reserved" and price.get("on_demand_offer"):
+        # booked ahead beyond on-demand capacity (numbers/capacity.py reserve_for_job)
+        out.update(instances_needed=price["on_demand_offer"]["instances_needed"],
+               reservation_days=price.get("term_days"), reservation_usd_per_gpu_hour=price["usd_per_gpu_hour"],
+               reservation_source=f"{price['provider']} {price['instance'] or ''}, {price['date']}".replace(" ,", ","))
+    spot_term = (price or {}).get("spot")
+    if spot_term:
+        out.update(spot_checkpoint_minutes=spot_term["checkpoint_interval_hours"] * 60,
+               spot_checkpoint_every=interval_text(spot_term["checkpoint_interval_hours"]),
+               spot_checkpoint_seconds=spot_term["checkpoint_seconds"], spot_mtbf_hours=spot_term["mtbf_hours"],
+               spot_expected_factor=spot_term["expected_factor"])
+    if price and price.get("kind") == "owned":
+        out.update(owned_gpus=price["owned_gpus"], added_gpus=price["added_gpus"],
+               owned_nodes=price.get("owned_nodes"), added_nodes=price.get("added_nodes"))
     return out
 
 
@@ -279,6 +334,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     for c in est.candidates:
         cf = dict(wf)
         cf.update(_gpu_facts(c.gpu))
+        price = c.price       # read once: a plan's figures are properties of its parts (numbers.plan)
         cvals = {"fits": c.fits, "price_known": c.usd_per_hour is not None}
         if c.fits:
             cvals.update(count=c.count, nodes=c.nodes, tp=c.tp, pp=c.pp, dp=c.dp, per_card_gb=c.per_card_gb,
@@ -290,11 +346,11 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          **_deadline_values(c, w.constraints.deadline_hours),
                          power_kw_per_node=c.power_kw_per_node, usd_per_hour=c.usd_per_hour,
                          usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
-                         price_tier=c.price["tier"] if c.price else None,
-                         price_kind=c.price.get("kind") if c.price else None,
-                         idle_gpus=c.price["idle_gpus"] if c.price else None,
-                         idle_share=(c.price["idle_gpus"] / (c.price["instances"] * c.price["gpus_per_instance"]))
-                         if c.price else None,
+                         price_tier=price["tier"] if price else None,
+                         price_kind=price.get("kind") if price else None,
+                         idle_gpus=price["idle_gpus"] if price else None,
+                         idle_share=(price["idle_gpus"] / (price["instances"] * price["gpus_per_instance"]))
+                         if price else None,
                          unit_cost=unit_cost(c, unit), min_count=c.min_count,
                          rental_multiple=(c.count / c.min_count) if c.min_count else None, zero_stage=c.zero_stage,
                          activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
@@ -308,37 +364,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
             cvals["long_request_fits"] = c.long_request_fits
-            if c.price and c.price.get("instances") and c.price.get("gpus_per_instance"):
-                # traffic between rented instances: a model copy larger than one instance (its pipeline stages
-                # cross them), or disaggregated pools whose KV transfer crosses them (independent replicas
-                # exchange nothing); bought or owned boxes have no provider's network between them
-                per, pooled = c.price["gpus_per_instance"], c.layout is not None and c.layout.pools is not None
-                cvals.update(instances=c.price["instances"], crosses_instances=c.price.get("kind") not in ("purchase", "owned")
-                             and c.price["instances"] > 1 and (c.tp * c.pp > per or pooled))
-            if c.price and c.price.get("capacity_instances"):
-                cvals["capacity_instances"] = c.price["capacity_instances"]
-            if c.price and c.price.get("listings"):
-                cvals.update(price_listings=len(c.price["listings"]),
-                             price_providers=", ".join(dict.fromkeys(x["provider"] for x in c.price["listings"])))
-            if c.price and c.price.get("kind") == "contract":
-                cvals.update(instances_needed=c.price["on_demand_offer"]["instances_needed"],
-                             contract_usd_per_gpu_hour=c.price["usd_per_gpu_hour"], contract_term_months=c.price["term_months"],
-                             contract_term_usd=c.price["term_usd"], contract_source=f"{c.price['provider']}, {c.price['date']}",
-                             contract_job_percent=(100 * c.price["job_share_of_term"]) if c.price.get("job_share_of_term") is not None else None)
-            if c.price and c.price.get("kind") == "reserved" and c.price.get("on_demand_offer"):
-                # booked ahead beyond on-demand capacity (numbers/capacity.py reserve_for_job)
-                cvals.update(instances_needed=c.price["on_demand_offer"]["instances_needed"],
-                             reservation_days=c.price.get("term_days"), reservation_usd_per_gpu_hour=c.price["usd_per_gpu_hour"],
-                             reservation_source=f"{c.price['provider']} {c.price['instance'] or ''}, {c.price['date']}".replace(" ,", ","))
-            spot_term = (c.price or {}).get("spot")
-            if spot_term:
-                cvals.update(spot_checkpoint_minutes=spot_term["checkpoint_interval_hours"] * 60,
-                             spot_checkpoint_every=interval_text(spot_term["checkpoint_interval_hours"]),
-                             spot_checkpoint_seconds=spot_term["checkpoint_seconds"], spot_mtbf_hours=spot_term["mtbf_hours"],
-                             spot_expected_factor=spot_term["expected_factor"])
-            if c.price and c.price.get("kind") == "owned":
-                cvals.update(owned_gpus=c.price["owned_gpus"], added_gpus=c.price["added_gpus"],
-                             owned_nodes=c.price.get("owned_nodes"), added_nodes=c.price.get("added_nodes"))
+            cvals.update(_price_values(c, price))
             if w.constraints.power_kw_per_rack is not None and c.power_kw_per_node:
                 cvals["nodes_per_rack"] = int(w.constraints.power_kw_per_rack // c.power_kw_per_node)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:

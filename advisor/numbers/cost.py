@@ -104,18 +104,23 @@ def _plan_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cos
     return replace(got, power_kw_per_node=kw, why={**why, **got.why})
 
 
-def per_unit(c: Cost, speed, w) -> Cost:
+def per_unit(c: Cost, speed, w, explain: bool = True) -> Cost:
     """The cost per unit of work from the hourly price and the plan's speed: per million output
     tokens when serving (T07), per job when training with a token budget, per million training tokens
-    without one (C16)."""
+    without one (C16). `explain` false: a serving plan's figure without its text (the planner's
+    search orders plans by the figure; the plan it keeps is priced again with the text)."""
     if not c.usd_per_hour:
         return c
-    why = dict(c.why)
     if not w.training:
         if not speed.tokens_per_s:
             return c
+        figure = c.usd_per_hour / (speed.tokens_per_s * 3600) * 1e6
+        if not explain:
+            return replace(c, usd_per_million_tokens=figure)
+        why = dict(c.why)
         why["usd_per_million_tokens"] = f"${c.usd_per_hour:,.2f}/h / ({speed.tokens_per_s:,.0f} tokens/s x 3600) x 10^6 (T07)"
-        return replace(c, usd_per_million_tokens=c.usd_per_hour / (speed.tokens_per_s * 3600) * 1e6, why=why)
+        return replace(c, usd_per_million_tokens=figure, why=why)
+    why = dict(c.why)
     jobs = w.constraints.jobs_per_month
     if speed.training_hours is not None and jobs and c.price and c.price.get("kind") == "purchase":
         # owned hardware is paid for every hour of the month, busy or not: each job carries its share

@@ -159,6 +159,7 @@ def fixed_bytes(led: Ledger, tp: int, pp: int, attention_dp: int = 1) -> float:
 
 #: per ledger (alive as long as it is): the replica split of each card size, concurrency and split
 _REPLICAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LAST_REPLICAS: list = [None, None]      # (ledger, its entry of _REPLICAS): a weak lookup makes a weakref each time
 
 
 def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int = 1):
@@ -166,9 +167,13 @@ def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, att
     for TP x PP (with `attention_dp` attention ranks in the TP group), or None when the fixed part
     alone does not fit. Kept per ledger by what else it reads (the card's memory, the concurrency):
     the planner asks again for every pipeline depth it tries and every replica count of a layout."""
-    mine = _REPLICAS.get(led)
-    if mine is None:
-        mine = _REPLICAS[led] = {}
+    if _LAST_REPLICAS[0] is led:      # the planner asks hundreds of times for one ledger in a row
+        mine = _LAST_REPLICAS[1]
+    else:
+        mine = _REPLICAS.get(led)
+        if mine is None:
+            mine = _REPLICAS[led] = {}
+        _LAST_REPLICAS[:] = [led, mine]
     key = (gpu.memory_gb, w.concurrency, tp, pp, attention_dp)
     if key not in mine:
         mine[key] = _inference_replicas(w, led, gpu, tp, pp, attention_dp)
@@ -203,10 +208,32 @@ def moe_options(w: Workload, gpu: GPU, tp: int) -> list[tuple[int, int]]:
     return [(1, 1), (tp, 1), (tp, tp)]
 
 
+#: per ledger (alive as long as it is): the layouts enumerated for each GPU shape (below)
+_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _per_shape(kind: str, w: Workload, led: Ledger, gpu: GPU, max_gpus: int, extra, make) -> list[Layout]:
+    """`make()` once per ledger and GPU shape: the enumerations read of a GPU only its memory, its node
+    size and its NVLink domain (a Layout holds no GPU), and of the workload only its model and
+    concurrency, so the catalog's GPUs of one shape (34 GPUs, 18 shapes) share their layouts."""
+    mine = _LAYOUTS.get(led)
+    if mine is None:
+        mine = _LAYOUTS[led] = {}
+    key = (kind, id(w.model), w.concurrency, gpu.memory_gb, gpu.gpus_per_node, comm.nvlink_domain(gpu), max_gpus, extra)
+    hit = mine.get(key)
+    if hit is None or hit[0] is not w.model:
+        hit = mine[key] = (w.model, tuple(make()))
+    return list(hit[1])
+
+
 def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
     """Every (TP, PP) that holds one replica, with the fewest data-parallel replicas its KV cache
     needs; for a MoE model also every expert-parallel and attention-DP form of each TP group that
     stays inside the GPU's NVLink domain (numbers.comm.nvlink_domain)."""
+    return _per_shape("inference", w, led, gpu, max_gpus, None, lambda: _inference_layouts(w, led, gpu, max_gpus))
+
+
+def _inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
     kv_heads = led.kv.kv_heads if led.kv else None
     layers = int(w.model.num("layers") or 64)
     out = []
@@ -297,6 +324,10 @@ def training_ep_options(w: Workload, gpu: GPU, tp: int) -> tuple[list[int], list
 def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES) -> list[Layout]:
     """Every ZeRO stage x (TP, PP, EP) that holds the job, with the fewest replicas its shards need;
     for a MoE model every EP size inside the NVLink domain, and wider ones when none of those fits."""
+    return _per_shape("training", w, led, gpu, max_gpus, tuple(stages), lambda: _training_layouts(w, led, gpu, max_gpus, stages))
+
+
+def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages) -> list[Layout]:
     mem = gpu.memory_gb * GB / TRAINING_SAFETY
     layers = int(w.model.num("layers") or 64)
     kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
@@ -506,3 +537,19 @@ def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | Non
             long_fits = led.kv.bytes_per_sequence(w.context_tokens) * rep <= free / lay.dp - others
             return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, long_fits, why)
     return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, None, why)
+
+
+def describe_layout(layout: tuple) -> str:
+    """A layout tuple (tp, pp, dp, ep, attention_dp) in words, the EP and attention-DP parts when used."""
+    tp, pp, dp, ep, adp = layout
+    return (f"TP {tp} x PP {pp} x DP {dp}" + (f", EP {ep}" if ep > 1 else "")
+            + (f", attention DP {adp}" if adp > 1 else ""))
+
+
+def describe_pools(prefill: tuple, decode: tuple) -> str:
+    """Two pool tuples (tp, pp, replicas, ep, attention_dp) in words."""
+    def one(t):
+        tp, pp, dp, ep, adp = t
+        return (f"{dp} x (TP {tp} x PP {pp}" + (f", EP {ep}" if ep > 1 else "")
+                + (f", attention DP {adp}" if adp > 1 else "") + ")")
+    return f"prefill {one(prefill)} + decode {one(decode)}"

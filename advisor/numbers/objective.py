@@ -102,25 +102,27 @@ def plan_key(w, plan, unit: str, rate: float | None):
     cost, priced = money(plan, unit, rate)
     if cost is not None:
         cost = float(f"{cost:.9g}")   # equal costs compare equal whatever the float rounding
-    idle = (plan.price or {}).get("idle_gpus") or 0
+    # each figure read once: a plan's figures are properties of its parts, and every layout tried is keyed
+    price, lay, tpot = plan.price, plan.layout, plan.tpot_ms
+    count = lay.count
+    idle = (price or {}).get("idle_gpus") or 0
     gpn = plan.gpu.gpus_per_node
-    if plan.price is None and (gpn > TENSOR_SPLIT_MAX or (w.training and plan.count > gpn)):
-        idle = -plan.count % gpn        # unpriced: a multi-node job (or any job on a rack sold whole, NVL72) takes whole nodes (K14)
+    if price is None and (gpn > TENSOR_SPLIT_MAX or (w.training and count > gpn)):
+        idle = -count % gpn        # unpriced: a multi-node job (or any job on a rack sold whole, NVL72) takes whole nodes (K14)
     inf = math.inf
     cost_or_inf = cost if cost is not None else inf
     if w.objective == "time":
         t = plan_time(w, plan)
         first = (t if t is not None else inf, cost_or_inf)
     elif w.objective == "cards":
-        first = (plan.count, cost_or_inf)
+        first = (count, cost_or_inf)
     else:
         # the smallest rental that holds the job first: more replicas only pay under perfect scaling,
         # which experts do not count on (T03, C18); a deadline or service level adds them
-        first = (plan.count + idle, cost_or_inf)
-    lay = plan.layout
+        first = (count + idle, cost_or_inf)
     # last, among one TP group's expert-parallel and attention-DP forms (same cards, same price): the faster
-    return ((plan.misses is not None, closeness(w, plan)) + first + (not priced, idle, plan.count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
-            + (plan.tpot_ms if plan.tpot_ms is not None else 0.0,))
+    return ((plan.misses is not None, closeness(w, plan)) + first + (not priced, idle, count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)
+            + (tpot if tpot is not None else 0.0,))
 
 
 def rank_key(objective: str, basis: str, option):

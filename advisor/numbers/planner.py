@@ -11,7 +11,7 @@ from dataclasses import replace
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Engine, _v, engine_for
-from advisor.numbers.layouts import Layout
+from advisor.numbers.layouts import Layout, describe_layout, describe_pools
 from advisor.numbers.limits import batch_limit, max_gpus_limit
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
@@ -77,16 +77,16 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     plan's `why` (the plan kept is evaluated again with them)."""
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
-    gpn = gpu.gpus_per_node
-    group = min(lay.count, gpn) if w.training else min(lay.replica_cards, gpn)
+    gpn, training = gpu.gpus_per_node, w.training     # (a property of the workload, read once)
+    group = min(lay.count, gpn) if training else min(lay.replica_cards, gpn)
     key = (lay.count, lay.nodes(gpu), group)
     price = priced.get(key) if priced is not None else None
     if price is None:
-        price = cost.plan_cost(gpu, catalog, lay.count, lay.nodes(gpu), group, w)
+        price = cost.plan_cost(gpu, catalog, *key, w)
         if priced is not None:
             priced[key] = price
-    cal = speed.calibration(catalog).for_engine(None if w.training else engine)
-    if w.training:
+    cal = speed.calibration(catalog).for_engine(None if training else engine)
+    if training:
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
         sp = trainspeed.training_time(w, led, gpu, lay, rate, cal, explain)
@@ -96,20 +96,20 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         sp = (poolspeed.pools_speed(w, led, gpu, lay, rate, cal) if lay.pools
               else speed.inference_speed(w, led, gpu, lay, rate, cal, explain))
     load = None
-    if w.requests_per_s and not w.training:
+    if w.requests_per_s and not training:
         sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
-    price = cost.per_unit(price, sp, w)
-    # what each card holds is the kept plan's to show: the search orders plans by none of it
+    price = cost.per_unit(price, sp, w, explain)
+    # what each card holds and the ideal hours are the kept plan's to show: the search orders plans by neither
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
+    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if training and explain else {}
     why = {}
     if explain:
         why = {k: v for k, v in price.why.items() if k not in _UNIT_WHY}
         why.update(sp.why)
         why.update((k, price.why[k]) for k in _UNIT_WHY if k in price.why)
         why.update(mem.why)
-    ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if w.training else {}
-    return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if w.training or engine is None else engine.id,
-                activation_checkpointing=w.activation_checkpointing if w.training else None,
+    return Plan(gpu, True, lay, mem, sp, price, compute_precision=cp, engine=None if training or engine is None else engine.id,
+                activation_checkpointing=w.activation_checkpointing if training else None,
                 misses=misses(w, sp, load), ideal=ideal, why=why)
 
 
@@ -149,8 +149,8 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
 
 
 def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int, engine: Engine | None = None):
-    """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger
-    variant), and the fewest cards any base layout needs; serving: only layouts the engine runs."""
+    """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger variant),
+    the fewest cards any base layout needs, the precision and rate they were timed at; serving: only layouts the engine runs."""
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
@@ -184,7 +184,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     if tried and limit is not None:
         kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= replicas.deadline_cards(tried))]
         tried = kept or tried
-    return tried, fewest, cp, gpu_rate, unit, refused
+    return tried, fewest, cp, rate, gpu_rate, unit, refused
 
 
 def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int,
@@ -196,6 +196,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     # one price per rental (evaluate): the variants differ in activation checkpointing only, which no
     # price reads (the kinds, providers, regions, fleet and deployment are the workload's own)
     priced: dict = {}
+    runs: dict = {}           # whether the engine runs a layout, by all Engine.runs reads of it
     for wv, lv, bases, wider in prepared:
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
 
@@ -212,15 +213,29 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             seen.add(sig)
-            if engine is not None and not w.training and not engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp):
-                return None
+            if engine is not None and not w.training:
+                used = (lay.pp > 1, lay.dp > 1, lay.ep > 1, lay.attention_dp > 1)
+                if used not in runs:
+                    runs[used] = engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
+                if not runs[used]:
+                    return None
             p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False)
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
 
-        def search(bases, wv=wv, attempt=attempt):
+        dp_memo: dict = {}    # replicas.dp_options reads of a base only its TP x PP, its cards and its fewest replicas
+
+        def dp_options(base, wv=wv, dp_memo=dp_memo):
+            # the ZeRO stages (and wider EP forms) of one TP x PP often need the same cards: asked once
+            key = (base.tp * base.pp, base.count, base.min_dp)
+            got = dp_memo.get(key)
+            if got is None:
+                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus)
+            return got
+
+        def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
             for base in bases:
-                for dp in ([base.dp] if w.layout_given else replicas.dp_options(wv, gpu, base, sizes, max_gpus)):
+                for dp in ([base.dp] if w.layout_given else dp_options(base)):
                     got = attempt(base, dp)
                     if not got or not got[0].misses or w.layout_given:
                         continue
@@ -231,7 +246,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                         for d2 in replicas.target_replicas(w, near[1], near[0], max_gpus, refused, speed.calibration(catalog)):
                             more = attempt(base, d2)
                             if more and not more[0].misses:
-                                for d3 in replicas.dp_options(wv, gpu, more[1], sizes, max_gpus):
+                                for d3 in dp_options(more[1]):
                                     if d3 > d2:
                                         attempt(base, d3)
                                 break
@@ -371,19 +386,19 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     box_why = box[1] if box and box[0] == max_gpus else None
     engine = None
     if not w.training:
-        engine, cannot = engine_for(catalog, gpu, w.model, w.engine)
+        engine, cannot = _engine_for(catalog, gpu, w)
         if cannot:
             cp = speed.compute_precision(w, gpu, led.sized)
             ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
             return Plan(gpu, False, compute_precision=cp, reason=cannot, ideal=ideal, why={"ideal": ideal_why})
-    tried, fewest, cp, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus, engine)
+    tried, fewest, cp, rate, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus, engine)
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
         reason = _why_none(w, led, gpu, max_gpus, engine) + (f": {box_why}" if box_why else "")
         return Plan(gpu, False, compute_precision=cp, reason=reason, ideal=ideal, why={"ideal": ideal_why})
     _, _, p, lay, wv, lv = _choose(w, tried, unit, gpu_rate)
     # the search timed its layouts without their texts: the plan kept, again with them (the same figures)
-    p = evaluate(wv, lv, gpu, catalog, lay, cp, speed.achievable_tflops(catalog, gpu, cp), None, engine)
+    p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, None, engine)
     limits = []
     if p.misses and refused.get("needed"):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
@@ -400,6 +415,19 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     bound = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
     return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
                    within_bound=bound)
+
+
+_ENGINES: dict[tuple, tuple] = {}
+
+
+def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
+    """calibration.engine_for once per catalog, GPU, model and named engine: all it reads, each frozen."""
+    got = _ENGINES.get(key := (id(catalog), id(gpu), id(w.model), w.engine))
+    if got is None or got[0] is not catalog or got[1] is not gpu or got[2] is not w.model:
+        if len(_ENGINES) > 4096:        # catalogs and fleets' GPUs made again and again must not pile up here
+            _ENGINES.clear()
+        got = _ENGINES[key] = (catalog, gpu, w.model, engine_for(catalog, gpu, w.model, w.engine))
+    return got[3]
 
 
 def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> dict | None:
@@ -442,22 +470,6 @@ def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine 
     given = describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
     return (f"needs {_gb(led.bytes('total_gb'))} and no layout of {given}"
             f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
-
-
-def describe_layout(layout: tuple) -> str:
-    """A layout tuple (tp, pp, dp, ep, attention_dp) in words, the EP and attention-DP parts when used."""
-    tp, pp, dp, ep, adp = layout
-    return (f"TP {tp} x PP {pp} x DP {dp}" + (f", EP {ep}" if ep > 1 else "")
-            + (f", attention DP {adp}" if adp > 1 else ""))
-
-
-def describe_pools(prefill: tuple, decode: tuple) -> str:
-    """Two pool tuples (tp, pp, replicas, ep, attention_dp) in words."""
-    def one(t):
-        tp, pp, dp, ep, adp = t
-        return (f"{dp} x (TP {tp} x PP {pp}" + (f", EP {ep}" if ep > 1 else "")
-                + (f", attention DP {adp}" if adp > 1 else "") + ")")
-    return f"prefill {one(prefill)} + decode {one(decode)}"
 
 
 def _pool_tuple(lay: Layout) -> tuple:

@@ -16,7 +16,7 @@ from advisor.numbers.calibration import Calibration, default_calibration
 from advisor.numbers.layouts import expert_split
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.speed import (ACT_BYTES, CHECKPOINTING_COMPUTE, FP4_NAMES, Speed, compute_precision, _moe_eff,
-                                   expert_imbalance, shape)
+                                   expert_imbalance, _shape_of)
 from advisor.numbers.terms import TFLOP, Term
 
 
@@ -103,7 +103,7 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     the grouped expert matmuls' efficiency by the tokens each expert gets per micro-batch and the width of
     each card's slice of an expert (an expert split over TP without EP is TP times narrower), with the
     training fit's half points (moe_half_tokens, moe_half_width)."""
-    sh = shape(w, led)
+    sh = _shape_of(w, led)      # once per ledger, as serving reads it: moe_terms runs for every layout timed
     if not (sh.expert_flops and sh.experts and sh.k and sh.hidden):
         return None
     share = sh.expert_flops / (sh.expert_flops + sh.dense_flops)
