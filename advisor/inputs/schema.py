@@ -91,9 +91,11 @@ def check_value(spec: Spec, value, col: Collector, name: str, line):
             return None
         return value
     if spec.kind in ("int", "float"):
-        if isinstance(value, str):
+        # YAML 1.1 reads 134e9 (and context_tokens: 32e3) as a string: a float field takes any number
+        # written as text, an integer field the exponent form only (a quoted "32" stays refused)
+        if isinstance(value, str) and (spec.kind == "float" or "e" in value.lower()):
             try:
-                value = float(value)   # YAML reads 134e9 (and context_tokens: 1e6) as a string
+                value = float(value)
             except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
