@@ -217,7 +217,8 @@ def fit_training(prepared, cal):
             c = replace(c, train_moe_half_width=golden(lambda x: moe_loss(replace(c, train_moe_half_width=x)), *MOE_HALF_WIDTH))
         cal = with_share(c)
     cal = fit_qlora(qlora, cal)
-    dense_errs = [_log_err(p, cal) for p in dense + [p for p in qlora if not p.led.sized.experts]]
+    # the stated range of every dense job, QLoRA's too, stays that of the records the shares were fitted on
+    dense_errs = [_log_err(p, cal) for p in dense]
     moe_errs = [_log_err(p, cal) for p in moe]
     # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
     moe_rms = math.sqrt(statistics.fmean(e * e for e in moe_errs)) if moe_errs else 0.0
