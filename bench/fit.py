@@ -24,6 +24,7 @@ import argparse
 import math
 import statistics
 import sys
+from collections import Counter
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -334,12 +335,12 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=(), qlora=(
     lines.append(f'  moe_residual_spread: {{v: {cal.train_moe_spread:.3f}, src: [CALIBRATION], note: "root mean square of ln(tool / measured) over the '
                  'fitted MoE training records: the stated range of a MoE job"}')
     if qlora:
-        formats = ", ".join(sorted({p.rec.get("base_format") or "not stated" for p in qlora}))
-        lines.append(f'  qlora_dequant_share: {{v: {cal.qlora_dequant_share:.3f}, src: [CALIBRATION, QWEN1_FINETUNE_PROFILE], fit: "{_resid(qlora, cal)}", '
+        formats = ", ".join(f"{n} {f}" for f, n in sorted(Counter(p.rec.get("base_format") or "format not stated" for p in qlora).items()))
+        srcs = ", ".join(["CALIBRATION"] + sorted({p.rec["source"] for p in qlora}))
+        lines.append(f'  qlora_dequant_share: {{v: {cal.qlora_dequant_share:.3f}, src: [{srcs}], fit: "{_resid(qlora, cal)}", '
                      'note: "QLoRA dequantises its frozen 4-bit base before every matmul, each pass of every micro-batch (forward, backward, '
                      'and the recomputed forward with checkpointing): 4-bit weights read and 16-bit copies written at this share of the card\'s '
-                     f'HBM bandwidth (numbers.trainspeed.qlora_dequant_s); fitted on {len(qlora)} Q-LoRA records of format {formats} '
-                     '(no bitsandbytes NF4 record: NF4 takes the same share)"}')
+                     f'HBM bandwidth (numbers.trainspeed.qlora_dequant_s); one share for every 4-bit format, fitted on {len(qlora)} Q-LoRA records ({formats})"}}')
         lines.append(f'  qlora_fitted_on: "{ids(qlora)}"')
     if whole:
         lines.append(f'  goodput_base: {{v: {cal.goodput_base:.3f}, src: [CALIBRATION], fit: "{_resid(whole, cal)}", '
