@@ -60,7 +60,8 @@ def prepare(records: list[dict], models: dict, cat) -> list[Prepared]:
         if model in models:
             model = {k: v for k, v in models[model].items() if k != "src"}
         doc = {"model": model, "mode": "training" if r["class"] in TRAINING else "inference"}
-        if r.get("precision"):
+        # a Q-LoRA record's precision is its adapters' compute (fp16): its base is 4-bit by the method
+        if r.get("precision") and r.get("method") != "qlora":
             doc["precision"] = r["precision"]
         if r["class"] in TRAINING:
             if r.get("method"):
@@ -172,7 +173,8 @@ def rows(prepared: list[Prepared], cal) -> list[dict]:
     figs = [evaluate(p, cal) for p in prepared]
     out = [{"id": p.rec["id"], "class": p.rec["class"], "split": p.rec["split"], "tool": f, "measured": p.rec["measured"],
             "gpu": p.rec["gpu"], "model": p.rec["model"], "moe": bool(p.w.model.num("experts")),
-            "ep": (p.rec.get("ep") or 1) > 1 and p.rec["class"] != "training"} for p, f in zip(prepared, figs)]
+            "ep": (p.rec.get("ep") or 1) > 1 and p.rec["class"] != "training",
+            "method": p.rec.get("method") or "full"} for p, f in zip(prepared, figs)]
     # the same whole runs at the step rate alone: what the goodput adds
     out += [{"id": p.rec["id"], "class": "whole_step", "split": p.rec["split"], "tool": evaluate(p, cal, step_only=True),
              "measured": p.rec["measured"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
@@ -188,6 +190,11 @@ def rows(prepared: list[Prepared], cal) -> list[dict]:
 #: expert-parallel rows included; dense <= 12%)
 MODEL_CLASSES = (("dense", lambda r: not r.get("moe")), ("MoE", lambda r: r.get("moe")),
                  ("MoE, EP/DEP rows", lambda r: r.get("ep")))
+
+
+#: training tokens/s per training method: Q-LoRA pays the dequantisation of its 4-bit base (trainspeed.qlora_dequant_s)
+METHOD_CLASSES = (("full", lambda r: r.get("method") == "full"), ("LoRA", lambda r: r.get("method") == "lora"),
+                  ("Q-LoRA", lambda r: r.get("method") == "qlora"))
 
 
 def summary(table: list[dict], classes=None) -> list[dict]:
@@ -235,7 +242,9 @@ def main(argv=None) -> int:
         lines.append(f"{TITLES[s['class']]:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
                      f"{s['worst_ratio']:>12.2f} {s['within_2x']:>10.0%} {s['within_1_5x']:>12.0%}")
     moe, trained = by_model(table, "throughput"), by_model(table, "training", MODEL_CLASSES[:2])
-    for title, part in (("serving throughput by model", moe), ("training tokens/s by model", trained)):
+    methods = by_model(table, "training", METHOD_CLASSES)
+    for title, part in (("serving throughput by model", moe), ("training tokens/s by model", trained),
+                        ("training tokens/s by method", methods)):
         lines.append("")
         lines.append(f"{title:<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 1.5x':>12}")
         for s in part:
@@ -261,6 +270,9 @@ def main(argv=None) -> int:
             md.append(f"| {s['class']} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_1_5x']:.0%} |")
         md += ["", "| training tokens/s by model | split | n | median abs. error | worst ratio | within 1.5x |", "|---|---|---|---|---|---|"]
         for s in trained:
+            md.append(f"| {s['class']} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_1_5x']:.0%} |")
+        md += ["", "| training tokens/s by method | split | n | median abs. error | worst ratio | within 1.5x |", "|---|---|---|---|---|---|"]
+        for s in methods:
             md.append(f"| {s['class']} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_1_5x']:.0%} |")
         md += ["", "| GPU pair | split | median abs. error | n |", "|---|---|---|---|"]
         for (pair, split), errs in sorted(pairs.items()):

@@ -9,7 +9,8 @@ share a maturing software stack reaches), fitted together by minimising the squa
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
-ZeRO-3 factor (learnt where both FSDP and other runs were measured), then two MoE factors beside the computed MoE terms (expert half width and moe_share). Whole runs:
+ZeRO-3 factor (learnt where both FSDP and other runs were measured), then two MoE factors beside the computed MoE terms (expert half width and moe_share),
+then the share of HBM bandwidth at which QLoRA dequantises its 4-bit base (on the Q-LoRA records alone, which the matmul shares leave out). Whole runs:
 goodput_base, the geometric mean of step GPU-hours x the sourced interruption term / published
 GPU-hours over the fitted `whole_run` records (capped at 1), with the per-step overhead (step_overhead_s,
 searched on a 10 ms grid) that leaves the smallest spread of their log ratios. `--training-only` keeps the serving
@@ -23,6 +24,7 @@ import argparse
 import math
 import statistics
 import sys
+from collections import Counter
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -138,7 +140,16 @@ def fit_serving(prepared, cal):
 
 def fit_training(prepared, cal):
     train = [p for p in prepared if p.rec["class"] == "training" and p.rec["split"] == "fit"]
-    dense = [p for p in train if not p.led.sized.experts]
+    # a Q-LoRA record's step is partly dequantisation of its 4-bit base, which no matmul share explains:
+    # those records fit the dequantisation share alone (fit_qlora), after the shares
+    qlora = [p for p in train if p.w.method == "qlora"]
+    # the LoRA records of a source that measured Q-LoRA too are its baseline, shown beside it by
+    # bench/accuracy.py, and fit nothing: one stack on one card (QWEN1_FINETUNE_PROFILE: HF Trainer, batch 1),
+    # whose gap to the fitted shares is that stack's, and as Ampere's only runs without ZeRO-3 they would
+    # re-learn the ZeRO-3 factor from a difference of stacks (0.69 -> 0.87, whole runs 13% -> 20% off)
+    paired = {p.rec["source"] for p in qlora}
+    dense = [p for p in train if not p.led.sized.experts and p.w.method != "qlora"
+             and not (p.w.method == "lora" and p.rec["source"] in paired)]
     moe = [p for p in train if p.led.sized.experts]
 
     def prec(p):
@@ -206,13 +217,31 @@ def fit_training(prepared, cal):
             c = replace(c, train_moe_half_tokens=golden(lambda x: moe_loss(replace(c, train_moe_half_tokens=x)), *MOE_HALF_TOKENS))
             c = replace(c, train_moe_half_width=golden(lambda x: moe_loss(replace(c, train_moe_half_width=x)), *MOE_HALF_WIDTH))
         cal = with_share(c)
+    cal = fit_qlora(qlora, cal)
+    # the stated range of every dense job, QLoRA's too, stays that of the records the shares were fitted on
     dense_errs = [_log_err(p, cal) for p in dense]
     moe_errs = [_log_err(p, cal) for p in moe]
     # the spread of a MoE estimate is that of its own records (root mean square: their mean is ~0 by the fit)
     moe_rms = math.sqrt(statistics.fmean(e * e for e in moe_errs)) if moe_errs else 0.0
     cal = replace(cal, train_spread=statistics.pstdev(dense_errs), train_moe_spread=moe_rms)
     cal, whole = fit_goodput(prepared, cal)
-    return cal, train, groups, moe, sharded, whole
+    return cal, train, groups, moe, sharded, whole, qlora
+
+
+#: bounds of the dequantisation share of HBM bandwidth: a twentieth to all of it
+QLORA_DEQUANT_SHARE = (0.02, 1.0)
+
+
+def fit_qlora(qlora, cal):
+    """qlora_dequant_share on the fitted Q-LoRA records, every other factor held: the share of the card's
+    HBM bandwidth at which a micro-batch's dequantisation of the 4-bit base runs (trainspeed.qlora_dequant_s),
+    minimising the squared log ratio; without such records the term stays off (0)."""
+    if not qlora:
+        return replace(cal, qlora_dequant_share=0.0)
+    def loss(x):
+        c = replace(cal, qlora_dequant_share=x)
+        return statistics.fmean(_log_err(p, c) ** 2 for p in qlora)
+    return replace(cal, qlora_dequant_share=golden(loss, *QLORA_DEQUANT_SHARE))
 
 
 #: per-step overheads tried (seconds, every 10 ms): from none to ten times the shortest fitted step
@@ -249,7 +278,7 @@ def _resid(prepared, cal) -> str:
     return f"median |error| {statistics.median(errs):.1%} over {len(errs)} fit records"
 
 
-def render(cal, serving, train, groups, moe, sharded, whole=(), load=()) -> str:
+def render(cal, serving, train, groups, moe, sharded, whole=(), load=(), qlora=()) -> str:
     today = date.today().isoformat()
     ids = lambda ps: ", ".join(p.rec["id"] for p in ps)  # noqa: E731
     srv_res = _resid(serving, cal)
@@ -305,6 +334,14 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=()) -> str:
                  'fitted dense training records: training hours are stated as x exp(-+ this)"}')
     lines.append(f'  moe_residual_spread: {{v: {cal.train_moe_spread:.3f}, src: [CALIBRATION], note: "root mean square of ln(tool / measured) over the '
                  'fitted MoE training records: the stated range of a MoE job"}')
+    if qlora:
+        formats = ", ".join(f"{n} {f}" for f, n in sorted(Counter(p.rec.get("base_format") or "format not stated" for p in qlora).items()))
+        srcs = ", ".join(["CALIBRATION"] + sorted({p.rec["source"] for p in qlora}))
+        lines.append(f'  qlora_dequant_share: {{v: {cal.qlora_dequant_share:.3f}, src: [{srcs}], fit: "{_resid(qlora, cal)}", '
+                     'note: "QLoRA dequantises its frozen 4-bit base before every matmul, each pass of every micro-batch (forward, backward, '
+                     'and the recomputed forward with checkpointing): 4-bit weights read and 16-bit copies written at this share of the card\'s '
+                     f'HBM bandwidth (numbers.trainspeed.qlora_dequant_s); one share for every 4-bit format, fitted on {len(qlora)} Q-LoRA records ({formats})"}}')
+        lines.append(f'  qlora_fitted_on: "{ids(qlora)}"')
     if whole:
         lines.append(f'  goodput_base: {{v: {cal.goodput_base:.3f}, src: [CALIBRATION], fit: "{_resid(whole, cal)}", '
                      'note: "share of a whole run\'s wall-clock that advances training before interruptions (checkpoints, evaluation, '
@@ -338,8 +375,8 @@ def main(argv=None) -> int:
     else:
         cal, serving = fit_serving(prepared, cal)
     cal, load = fit_queueing(prepared, cal)
-    cal, train, groups, moe, sharded, whole = fit_training(prepared, cal)
-    block = render(cal, serving, train, groups, moe, sharded, whole, load)
+    cal, train, groups, moe, sharded, whole, qlora = fit_training(prepared, cal)
+    block = render(cal, serving, train, groups, moe, sharded, whole, load, qlora)
     print(block)
     if not args.dry_run:
         text = EFFICIENCY.read_text()

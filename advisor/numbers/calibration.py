@@ -98,6 +98,10 @@ class Calibration:
     # the shortest step of the whole runs it was fitted on: a shorter step (a small model on the planner's
     # few micro-batches) is charged as this one, so the overhead does not rank cards outside its fit
     step_overhead_min_step_s: float = 0.0
+    # QLoRA (issue 21): the share of the card's HBM bandwidth at which a micro-batch's dequantisation of the
+    # frozen 4-bit base runs (4-bit weights read, 16-bit copies written, every pass), fitted by bench/fit.py on
+    # the Q-LoRA records; 0: no such term
+    qlora_dequant_share: float = 0.0
     # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
     kv_share_by_tp: dict = field(default_factory=dict)
     _links: dict = field(default_factory=dict)
@@ -319,6 +323,7 @@ def calibration(catalog: Catalog) -> Calibration:
         goodput_spread=_v(tr, "goodput_spread", 0.0, T),
         step_overhead_s=_v(tr, "step_overhead_s", 0.0, T),
         step_overhead_min_step_s=_v(tr, "step_overhead_min_step_s", 0.0, T),
+        qlora_dequant_share=_v(tr, "qlora_dequant_share", 0.0, T),
         interruptions_per_gpu_hour=_v(eff.get("whole_run") or {}, "interruptions_per_gpu_hour", 0.0, "whole_run."),
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},

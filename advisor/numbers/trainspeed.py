@@ -1,4 +1,4 @@
-"""How fast training goes: FLOPs per token (full, LoRA/QLoRA), micro-batches and the pipeline bubble,
+"""How fast training goes: FLOPs per token (full, LoRA/QLoRA), QLoRA's dequantisation, micro-batches and the pipeline bubble,
 the tokens per second per GPU a layout reaches (calibrated shares of the achievable matmul rate, the
 collectives of its parallelism), and the hours of a run: step hours and the whole run's wall-clock
 over the fitted goodput. Split from numbers.speed (which times serving and keeps `Speed`, the value
@@ -33,6 +33,33 @@ def train_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
     flops, per_param = model_flops_per_token(w, led)
     flops *= CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1
     return flops * (2 if w.task == "rlhf" else 1), per_param
+
+
+#: passes over the frozen base per micro-batch in which QLoRA dequantises it: the forward and the backward
+#: (the activation gradients multiply by each dequantised weight again); a recomputed forward adds one
+QLORA_DEQUANT_PASSES = 2
+
+
+def qlora_dequant_s(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int = 1, pp: int = 1) -> tuple[float, str]:
+    """Seconds per micro-batch that QLoRA spends dequantising the card's share of its frozen 4-bit base, with
+    the formula; (0, "") for any other method or without a fitted share. The 4-bit kernels of QLoRA
+    (bitsandbytes NF4, auto-gptq) keep no 16-bit copy: every pass reads the 4-bit weights and writes a 16-bit
+    copy before the matmul, whatever the micro-batch's tokens, so it weighs on short sequences and large
+    models. The card holds 1 / (TP x PP) of the layers; FSDP-QLoRA gathers the whole layer to every card,
+    so data parallelism divides nothing. Bandwidth: the card's HBM at the fitted share (bench/fit.py, on
+    the Q-LoRA records of catalog/measurements.yaml)."""
+    if w.method != "qlora" or not cal.qlora_dequant_share or not gpu.bandwidth_tb_s:
+        return 0.0, ""
+    passes = QLORA_DEQUANT_PASSES + (1 if w.activation_checkpointing else 0)
+    # the ledger's 4-bit base (read) and a 16-bit copy of it (written), on this card
+    per_pass = (led.sized.weights_bytes + led.sized.params * ACT_BYTES) / (tp * pp)
+    bw = gpu.bandwidth_tb_s * 1e12 * cal.qlora_dequant_share
+    secs = passes * per_pass / bw
+    how = (f"{passes} passes ({'forward, backward, recomputed forward' if passes == 3 else 'forward, backward'}) x "
+           f"({led.sized.weights_bytes / 1e9:,.1f} GB 4-bit read + {led.sized.params * ACT_BYTES / 1e9:,.1f} GB 16-bit written)"
+           + (f" / (TP {tp} x PP {pp})" if tp * pp > 1 else "")
+           + f" / ({gpu.bandwidth_tb_s:g} TB/s HBM x {cal.qlora_dequant_share:.3f} fitted dequantisation share) = {secs:,.2f} s per micro-batch")
+    return secs, how
 
 
 def planned_micro_batches(pp: int) -> int:
@@ -72,6 +99,7 @@ class Training:
     comm_s: float
     compute_s: float
     moe: MoETerms | None = None
+    dequant_s: float = 0.0        # QLoRA: seconds of each step spent dequantising the frozen 4-bit base
 
 
 @dataclass(frozen=True)
@@ -214,6 +242,9 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
             compute += m * per_mb * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1)
     if moe:
         compute = max(compute, m * moe.alltoall_s) if alltoall_overlapped else compute + m * moe.alltoall_s
+    # QLoRA's dequantisation runs before each matmul it feeds, on the critical path of every micro-batch
+    dequant = m * qlora_dequant_s(w, led, gpu, cal, tp, pp)[0]
+    compute += dequant
     # data-parallel gradient traffic: all-reduce of the 16-bit gradients (ZeRO-3/FSDP: gathers too); the
     # experts' over their expert-data-parallel ranks (TP x DP / EP of them), each holding its EP share
     trainable = led.bytes("gradients_gb") / 2 * ACT_BYTES if led.bytes("gradients_gb") else led.sized.params * ACT_BYTES
@@ -232,7 +263,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     # MFU against the peak of the precision the matmuls run at (an FP4 run is not measured against BF16)
     model_flops = model_flops_per_token(w, led)[0] + attention_train_flops(w, seq)
     spec = gpu.tflops(p) or gpu.tflops("bf16")
-    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute, moe)
+    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute, moe, dequant)
 
 
 def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
@@ -288,7 +319,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                           "source": src, "formula": "ring all-reduce of 16-bit gradients over DP, overlapped with compute "
                                                     "(ZeRO-3: weight gathers every micro-batch)"},
         "compute_s_per_step": {"value": tr.compute_s, "factor": {}, "source": "formula",
-                               "formula": "micro-batches x micro-batch x sequence x FLOPs per token (incl. causal attention) / rate"},
+                               "formula": "micro-batches x micro-batch x sequence x FLOPs per token (incl. causal attention) / rate"
+                                          + (" + QLoRA's dequantisation of the 4-bit base (qlora_dequant_s)" if tr.dequant_s else "")},
         "mfu": {"value": tr.mfu, "factor": {}, "source": "formula",
                 "formula": (f"tokens/s per GPU x ({'4 x frozen base + 6 x adapters' if lora else '6 x active parameters'} + attention) "
                             f"FLOPs / {gpu.tflops(p) or gpu.tflops('bf16'):g} TFLOPS {p if gpu.tflops(p) else 'bf16'} peak (the precision the matmuls run at)")},
@@ -304,6 +336,11 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                                    f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
                                    if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}}
            if tr.moe and explain else {}),
+        **({"qlora_dequant_s": {"value": tr.dequant_s, "factor": {"per_micro_batch_s": tr.dequant_s / m, "micro_batches": m,
+                                                                  "dequant_share_of_hbm": cal.qlora_dequant_share},
+                                "source": src, "formula": f"{m:,} micro-batches x " + qlora_dequant_s(w, led, gpu, cal, lay.tp, lay.pp)[1]
+                                                          + " (in compute_s_per_step)"}}
+           if tr.dequant_s and explain else {}),
         "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
                                               "step_overhead_s": cal.step_overhead_s,
                                               "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
@@ -327,7 +364,9 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                               f"{w.training_tokens:.3g} tokens / ({count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
                               f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x {'frozen base + 6 x adapters' if lora else 'active'}"
                               f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
-                              f"{rate.formula} x {tr.share:.2f} fitted share (MFU {tr.mfu:.0%}); {good_how}; expected within "
+                              f"{rate.formula} x {tr.share:.2f} fitted share"
+                              + (f", + {tr.dequant_s / m:,.2f} s per micro-batch dequantising the 4-bit base" if tr.dequant_s else "")
+                              + f" (MFU {tr.mfu:.0%}); {good_how}; expected within "
                               f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fits' residual spread); "
                               f"at the peak matmul rate the steps would take {at_peak:,.1f} h (K08)"),
            "step_hours": f"{w.training_tokens:.3g} tokens / {step_tps:,.0f} tokens/s: the calibrated step rate, no stall, restart or checkpoint"}
