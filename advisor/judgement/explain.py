@@ -215,6 +215,10 @@ def _why_not(rec: dict, gid: str, setup) -> list[str]:
                      f"{next(x['score'] for x in rec['candidates'] if x['gpu'] == win['gpu']):g}")
         for x in c["contributions"]:
             lines.append(f"    {x['rule']}: {x['weight']:+g}")
+        # what the ranking itself said against it (its cost against the winner's, after the premiums)
+        reason = next((a.get("reason") for a in rec.get("alternatives") or [] if a["gpu"] == gid), None)
+        if reason:
+            lines.append(f"  it lost because {reason}")
         cost = f"${est['usd_per_hour']:,.2f}/h" if est.get("usd_per_hour") is not None else "price unknown"
         lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb', 0):,.1f} GB per card, {cost}")
         lines += _unfired(rec, c, setup)

@@ -282,7 +282,17 @@ def why_lost(g: str, rec: dict, decided: dict, titles: dict, cites: Cites) -> li
                 if w > 0 and mine.get(rule, 0) < w]
         d = rec.get("decisive_rule")
         if dc.get("score") == decided[r["gpu"]].get("score"):
-            out.append(f"equal score; decided by: {d.get('title', d['id'])}" if d else "equal score; ranked lower by the tie-break")
+            # at an equal score the ranking decided: the effective cost when both are priced, else the
+            # tie-break; the decision's decisive rule (an exclusion or a preference that set the winner
+            # apart from others) did not rank this alternative lower
+            mine_priced = dc.get("effective_cost") is not None
+            win_priced = decided[r["gpu"]].get("effective_cost") is not None
+            ranking = d.get("title", d["id"]) if d is not None and str(d.get("id", "")).startswith("ranking-") else "its cost"
+            if mine_priced and win_priced:
+                out.append(f"equal score; decided by: {ranking}")
+            elif not mine_priced and not win_priced:
+                out.append("equal score; ranked lower by the tie-break")
+            # unpriced beside a priced winner: ranked after the priced ones, as its reason says
         elif not out:
             out.append("ranked lower")
     return out
