@@ -49,6 +49,7 @@ def _summary(x: _Record, v: dict) -> dict:
         summary["cost"] = _summary_cost(x, c)
         summary["objective"] = _objective(r)
         summary["api"] = _api_line(x.rec.get("api_comparison"))
+        summary["fleet"] = _fleet_line(x)
         summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {_machines(r, x.catalog.gpus[r['gpu']].gpus_per_node)} "
                                f"({_layout_short(r)}).")
     else:
@@ -100,6 +101,25 @@ def _summary(x: _Record, v: dict) -> dict:
                        [{"severity": k["severity"], "text": k["text"], "clause": _first_clause(k["text"]),
                          "mitigation": k["mitigation"]} for k in v["risks"]][:1]
     return summary
+
+
+def _fleet_line(x: _Record) -> str | None:
+    """What becomes of the team's own GPUs when the plan does not use them: the best plan that does,
+    and why it lost (a budget owner asks first why the cards already paid for sit idle)."""
+    fleet = (x.rec.get("inputs") or {}).get("fleet") or []
+    r = x.r
+    if not fleet or not r or (x.cands[r["gpu"]].get("price") or {}).get("kind") == "owned":
+        return None
+    owned = ", ".join(f"{f['count']} x {f['gpu']}" for f in fleet)
+    best = next((a for a in x.rec.get("alternatives") or []
+                 if not a["excluded"] and (x.cands[a["gpu"]].get("price") or {}).get("kind") == "owned"), None)
+    if best is None:
+        return f"The team's {owned} stay out of this plan: no plan on them holds the workload"
+    p = x.cands[best["gpu"]]["price"]
+    added = f", {p['added_gpus']} more rented" if p.get("added_gpus") else ""
+    why = best["reason"][3:] if best["reason"].startswith("it ") else best["reason"]
+    return (f"The team's {owned} stay out of this plan: the best plan on them, {best['count']} x {best['gpu']} "
+            f"({p['owned_gpus']} owned{added}), {why}")
 
 
 def _first_clause(text: str) -> str:
