@@ -43,7 +43,7 @@ def _summary(x: _Record, v: dict) -> dict:
     alternatives, the top risks, unpriced GPUs and the planner's suggestions."""
     r, d, cites = x.r, x.d, x.cites
     summary: dict = {"cost": [], "reasons": [], "risks": [], "alternatives": [], "suggestions": [], "unpriced": [],
-                     "objective": "", "api": None}
+                     "objective": "", "api": None, "fleet": None}
     if r:
         c = x.cands[r["gpu"]]
         summary["cost"] = _summary_cost(x, c)
