@@ -224,8 +224,9 @@ def _alternatives(x: _Record) -> dict:
                      "cost": _usd(c.get("usd_per_hour")) + " per hour" if c.get("usd_per_hour") is not None else "price unknown",
                      "diff": diff + (f" ({prem})" if prem else ""), "diff_short": diff,
                      "figures": figures, "reasons": reasons,
-                     # an unpriced alternative with no rule against it: its plain reason (no known price) says all
-                     "short": "; ".join(([diff + (f", {prem}" if prem else "")] if diff else []) + reasons)
+                     # an excluded alternative's plain reason is its exclusions (said once); an unpriced one with no
+                     # rule against it: its plain reason (no known price) says all
+                     "short": "" if dc["excluded"] else "; ".join(([diff + (f", {prem}" if prem else "")] if diff else []) + reasons)
                               or ("" if c.get("usd_per_hour") is None else "scored no rule")})
     ru = rec.get("runner_up")
     runner_up = ru and {"gpu": ru["gpu"], "name": x.catalog.gpus[ru["gpu"]].name if ru["gpu"] in x.catalog.gpus else ru["gpu"],
