@@ -164,3 +164,19 @@ def test_of_plans_as_cheap_and_as_fast_the_cheapest_wins():
     assert objective.fastest_within_tolerance(w, [a, b], "job", None) is a
     assert objective.fastest_within_tolerance(w, [a, b, c], "job", None) is c       # 17% faster for 0.8% more
     assert objective.fastest_within_tolerance(w, [plan(100, 500), plan(150, 100)], "job", None)[2].usd_per_job == 100
+
+
+def test_a_team_states_its_own_goodput(catalog, kb):
+    # Llama 3.1 405B on 15.6T tokens in 90 days with the team's own whole-run goodput 0.9 (Llama 3 kept
+    # over 90% effective training time): the hours are the step hours / 0.9, and the deadline takes
+    # fewer GPUs than with the fitted goodput (about 0.63 at this scale)
+    base = {**LLAMA_405B, "constraints": {"deadline_hours": 90 * 24, "gpus": ["h100-sxm"]}}
+    fitted = decide(catalog, kb, base).estimate.candidate("h100-sxm")
+    d = decide(catalog, kb, {**base, "goodput": 0.9})
+    own = d.estimate.candidate("h100-sxm")
+    assert own.goodput == 0.9 and own.training_hours == pytest.approx(own.step_hours / 0.9, rel=1e-4)
+    assert fitted.goodput < 0.7 and own.count < 0.8 * fitted.count and own.training_hours <= 90 * 24
+    rec = d.record
+    explained = next(x for x in rec["estimate"]["candidates"] if x["gpu"] == "h100-sxm")["speed_explained"]["goodput"]
+    assert rec["recommendation"]["gpu"] == "h100-sxm" and explained["source"] == "the workload's goodput"
+    assert explained["formula"].startswith("goodput 0.900, stated in the workload")

@@ -152,12 +152,16 @@ class Calibration:
         hop = max(self.host_exchange_us - self.host_base_us, 0.0)
         return self.host_base_us + max(2 * (n - 1), 1) * hop
 
-    def goodput(self, count: int, pretraining: bool = True, step_s: float | None = None) -> tuple[float, str]:
+    def goodput(self, count: int, pretraining: bool = True, step_s: float | None = None,
+                stated: float | None = None) -> tuple[float, str]:
         """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had. The base
         is fitted on whole pre-training runs (weeks to months: evaluation, data stalls, restarts, loss
         spikes) with the fitted per-step overhead, which a step of `step_s` seconds (the step model's time
         of one optimizer step) pays; a fine-tuning job of hours is charged its interruptions only (a stated
         choice)."""
+        if stated is not None:
+            # the team's own figure (workload `goodput`: its infrastructure's record) replaces the fitted one
+            return stated, f"goodput {stated:.3f}, stated in the workload (the fitted figure is not applied)"
         lost = self.interruptions_per_gpu_hour * count * self.hours_lost_per_interruption
         base = self.goodput_base if pretraining else 1.0
         step_s = max(step_s, self.step_overhead_min_step_s) if step_s else step_s

@@ -293,7 +293,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     # base); charged to language models only, the kind of run it was fitted on (an image model's steps
     # have data loading of another kind: a stated choice)
     step_s = m * w.micro_batch * w.context_tokens / (tr.tokens_per_s_per_gpu * lay.tp * lay.pp)
-    good, good_how = cal.goodput(count, pretraining=w.mode == "training", step_s=step_s if w.task == "llm" else None)
+    good, good_how = cal.goodput(count, pretraining=w.mode == "training", step_s=step_s if w.task == "llm" else None,
+                                 stated=w.goodput)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
     explained = {} if not explain else {
@@ -341,12 +342,14 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                                 "source": src, "formula": f"{m:,} micro-batches x " + qlora_dequant_s(w, led, gpu, cal, lay.tp, lay.pp)[1]
                                                           + " (in compute_s_per_step)"}}
            if tr.dequant_s and explain else {}),
-        "goodput": {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
-                                              "step_overhead_s": cal.step_overhead_s,
-                                              "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
-                                              "hours_lost_per_interruption": cal.hours_lost_per_interruption},
-                    "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base and step_overhead_s fitted by bench/fit.py)",
-                    "formula": good_how},
+        "goodput": ({"value": good, "factor": {"stated": w.goodput}, "source": "the workload's goodput", "formula": good_how}
+                    if w.goodput is not None else
+                    {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
+                                               "step_overhead_s": cal.step_overhead_s,
+                                               "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
+                                               "hours_lost_per_interruption": cal.hours_lost_per_interruption},
+                     "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base and step_overhead_s fitted by bench/fit.py)",
+                     "formula": good_how}),
     }
     step_tps = tokens_per_s
     batch = {"global_batch": gbs, "micro_batch": w.micro_batch, "micro_batches": m, "pipeline_bubble": tr.bubble, "goodput": good,
