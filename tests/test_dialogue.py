@@ -488,3 +488,9 @@ def test_result_shows_speed_per_user_and_first_token_wrapped_at_word_boundaries(
     from advisor.shell.report import summary_text
     words = set(summary_text(rec, catalog).split())
     assert all(s.split()[-1] in words for s in shown if s.strip() and not s.startswith("  each user"))
+
+
+def test_the_confirmation_reads_large_numbers_in_words():
+    # the reviewer's QLoRA session showed "training_tokens: 1e+08" (Python's float format)
+    from advisor.shell.dialogue import _show
+    assert _show(1e8) == "100 million" and _show(134e9) == "134 billion" and _show(0.5) == "0.5" and _show(True) == "yes"

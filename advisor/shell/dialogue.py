@@ -384,7 +384,9 @@ def _show(v) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:g}"
+        # 1e8 training tokens read back as "100 million", not Python's "1e+08"
+        from advisor.shell.wording import count
+        return count(v) if abs(v) >= 1e6 else f"{v:g}"
     return str(v)
 
 
