@@ -197,6 +197,10 @@ class Workload:
         return min(self.context_tokens, self.prompt_tokens + self.output_tokens)
 
     @property
+    def service_level_stated(self) -> bool:     # its own service level, not the catalog's interactive default
+        return (self.ttft_ms is not None or self.tpot_ms is not None) and not self.service_level_source
+
+    @property
     def layout_given(self) -> bool:
         """The workload fixes its layout (colocated or disaggregated): the planner evaluates it as given."""
         return self.layout is not None or self.pools is not None
@@ -223,7 +227,7 @@ class Workload:
             out["speculative"] = {"method": self.speculative[0], "tokens": self.speculative[1]}
         if self.training:
             out["concurrency"] = self.micro_batch     # the old name of micro_batch, kept for one release (README)
-        if (self.ttft_ms is not None or self.tpot_ms is not None) and not self.service_level_source:
+        if self.service_level_stated:
             out["latency"] = {k: v for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)) if v is not None}
         if self.layout:
             # ep and attention_dp are shown when used (a dense layout reads as it was written)
@@ -402,7 +406,6 @@ def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
                 yamlio.line_of(data, "global_batch"), "global_batch")
     layoutinput.check_virtual_stages(values, model, data, col, mode in TRAIN)
     if values.get("method") == "qlora" and values.get("precision") not in (None, "int4"):
-        # QLoRA's frozen base is 4-bit by definition (the ledger stores it so); the adapters' compute runs in 16 bits
         col.add(f"QLoRA keeps the frozen base weights in 4 bits: give precision: int4 or leave it out "
                 f"(for {values['precision']} base weights use method: lora)", yamlio.line_of(data, "precision"), "precision")
     if values.get("method") == "qlora" and values.get("layout") and (values["layout"][0] > 1 or values["layout"][1] > 1):

@@ -308,7 +308,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "fleet_gpus": sum(f.count for f in w.fleet) if w.fleet else None,
         "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
-        "service_level_stated": bool(w.ttft_ms is not None or w.tpot_ms is not None) and not w.service_level_source,
+        "service_level_stated": w.service_level_stated,
     }
     desk = w.constraints.deployment == "workstation"
     if desk:

@@ -214,10 +214,6 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
         c = w.constraints if w is not None else None
         if c is not None and (c.providers or c.regions):
             where = (f" from {', '.join(c.providers)}" if c.providers else "") + (f" in {', '.join(c.regions)}" if c.regions else "")
-            known = {p.provider for p in catalog.prices}
-            wanted = frozenset(provider_key(x) for x in c.providers)
-            if wanted and not any(provider_matches(p, wanted) for p in catalog.prices):
-                where += f" (no provider of that name; known: {', '.join(sorted(known, key=str.lower))})"
             return f"no usable quote{where} (quotes exist elsewhere: {', '.join(kinds)})"
         if kinds == ["endpoint"]:
             what = "training" if w is not None and w.training else f"a {nodes}-node plan"

@@ -80,7 +80,9 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
         rc = replica_cap(w)
         if rc is not None and need <= rc:
             # counts that split the stated batch evenly: the first at or past the need, and the next
-            out = sorted({b for b in (batch_replicas(w, d) for d in (need, batch_replicas(w, need) + 1)) if b is not None})
+            first = batch_replicas(w, need)
+            nxt = batch_replicas(w, first + 1)
+            out = [first] + ([nxt] if nxt is not None else [])
         if rc is not None and need > rc:
             # the stated global batch feeds at most rc replicas: the closest plan takes them all
             out = [rc]

@@ -100,6 +100,7 @@ class Training:
     compute_s: float
     moe: MoETerms | None = None
     dequant_s: float = 0.0        # QLoRA: seconds of each step spent dequantising the frozen 4-bit base
+    stage_imbalance: float = 1.0  # the fullest pipeline stage over the mean (stage_imbalance)
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,8 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
     # the fullest stage paces the pipeline (layers that do not split evenly into PP x v chunks)
-    compute = tokens_step * flops / (tp * pp * R) * stage_imbalance(int(w.model.num("layers") or 0), pp, virtual_stages)
+    imbalance = stage_imbalance(int(w.model.num("layers") or 0), pp, virtual_stages)
+    compute = tokens_step * flops / (tp * pp * R) * imbalance
     if tp > 1:
         # tensor parallelism: two all-reduces of the micro-batch's activations per layer forward and two
         # backward, on the critical path (K14), over the card's own link (NVLink, or PCIe without it)
@@ -263,7 +265,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     # MFU against the peak of the precision the matmuls run at (an FP4 run is not measured against BF16)
     model_flops = model_flops_per_token(w, led)[0] + attention_train_flops(w, seq)
     spec = gpu.tflops(p) or gpu.tflops("bf16")
-    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute, moe, dequant)
+    return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute, moe, dequant, imbalance)
 
 
 def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
@@ -281,7 +283,6 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
     # requires micro-batches divisible by PP with virtual stages)
     v = v if lay.pp > 1 and m % lay.pp == 0 else 1
-    imb = stage_imbalance(layers, lay.pp, v)
     tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep, virtual_stages=v)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
@@ -312,8 +313,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                             "formula": (f"(PP {lay.pp} - 1) / ({m:,} micro-batches"
                                         + (f" x {v} interleaved stages per card" if v > 1 else "")
                                         + f" + PP {lay.pp} - 1) of each step idle; {batch_how}"
-                                        + (f"; the fullest stage runs {imb:.3f}x the mean (the layers do not split evenly into "
-                                           f"{lay.pp} x {v} chunks)" if imb > 1 else "")
+                                        + (f"; the fullest stage runs {tr.stage_imbalance:.3f}x the mean (the layers do not split evenly into "
+                                           f"{lay.pp} x {v} chunks)" if tr.stage_imbalance > 1 else "")
                                         if lay.pp > 1 else f"no pipeline; {batch_how}")},
         "dp_gradient_s": {"value": tr.comm_s, "factor": {"link": cal.link_bytes_s(gpu)[1] if count <= gpu.gpus_per_node
                                                          else f"{cal.scale_out_gb_s:g} GB/s per GPU between nodes"},
