@@ -100,7 +100,7 @@ def test_t10_no_liquid_cooling_means_no_blackwell(catalog, kb):
     d = decide(catalog, kb, "kimi-k3-serving", constraints={"liquid_cooling": False})
     # issue 22: T10 kept for what is sold only liquid-cooled; air-cooled 8-GPU HGX B200/B300 stay at their rated power
     assert catalog.gpus[rec_gpu(d)].fig("cooling").value != "liquid"
-    assert "blackwell-needs-liquid-cooling" in [e["rule"] for e in d.excluded["rubin"]]
+    assert "liquid-only-needs-liquid-cooling" in [e["rule"] for e in d.excluded["rubin"]]
     assert not d.excluded["b200"] and not d.excluded["h200-sxm"]
 
 
@@ -326,3 +326,26 @@ def test_explain_reports_the_record_first_then_the_gpu(tmp_path, capsys):
     rec_path.write_text(capsys.readouterr().out)
     assert main(["explain", str(rec_path), "--why-not", "nonsense-gpu"]) == 2
     assert "--why-not: unknown GPU 'nonsense-gpu'" in capsys.readouterr().err
+
+
+def test_liquid_only_parts_of_any_vendor_are_out_without_liquid_cooling_and_the_default_is_said(catalog, kb):
+    # a reviewer's case: on-prem 70B FP8 recommended the liquid-only MI355X with liquid_cooling: false
+    base = dict(mode="inference", model="llama-3.3-70b", precision="fp8", context_tokens=8192, prompt_tokens=1500,
+                output_tokens=500, concurrency=200)
+    d = decide(catalog, kb, **base, constraints={"deployment": "on-prem", "busy_share": 0.5, "liquid_cooling": False})
+    assert catalog.gpus["mi355x"].fig("cooling").value == "liquid"
+    assert "liquid-only-needs-liquid-cooling" in [e["rule"] for e in d.excluded["mi355x"]]
+    assert rec_gpu(d) != "mi355x" and catalog.gpus[rec_gpu(d)].fig("cooling").value != "liquid"
+    assert "liquid_cooling" not in d.record["defaults_filled"]
+    # left out on premises, the team's cooling is an assumption the record (and the memo) names
+    d = decide(catalog, kb, **base, constraints={"deployment": "on-prem", "busy_share": 0.5})
+    assert "liquid_cooling" in d.record["defaults_filled"]
+
+
+def test_training_over_rented_instances_warns_about_their_network(catalog, kb):
+    d = decide(catalog, kb, mode="training", model="llama-3.1-8b", training_tokens=1e12, context_tokens=8192,
+               micro_batch=2, constraints={"deadline_hours": 720, "spot": True, "gpus": ["h100-sxm"]})
+    c = next(c for c in d.record["estimate"]["candidates"] if c["gpu"] == rec_gpu(d))
+    assert c["price"]["instances"] > 1 and c["price"]["kind"] == "spot"
+    w = next(w for w in d.warnings if w["rule"] == "risk-training-fabric-between-instances")
+    assert f"trains on {c['price']['instances']} separately rented instances" in w["text"]

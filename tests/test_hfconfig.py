@@ -150,7 +150,8 @@ def test_hf_offline_and_not_cached_is_one_clear_line(offline_hub, tmp_path, caps
     w.write_text("mode: inference\nmodel: hf:nobody/not-cached\n")
     assert main(["estimate", str(w)]) == 2
     err = capsys.readouterr().err
-    assert "hf:nobody/not-cached: model: cannot reach the Hugging Face Hub" in err and "Traceback" not in err
+    # at the workload's own line (review: the Hub's errors named no file:line)
+    assert f"{w}:2: model: hf:nobody/not-cached: cannot reach the Hugging Face Hub" in err and "Traceback" not in err
 
 
 def test_hf_gated_repository(offline_hub, monkeypatch, tmp_path, capsys):

@@ -122,3 +122,30 @@ def test_a_whole_number_in_exponent_form_is_read_as_the_number(tmp_path, capsys)
     assert json.loads(capsys.readouterr().out)["workload"]["context_tokens"] == 32000
     p.write_text("mode: inference\nmodel: llama-3.1-8b\nconcurrency: 1.5e0\n")
     refuse(capsys, ["estimate", str(p)], "concurrency: must be a whole number (got 1.5)")
+
+
+def test_a_global_batch_of_part_micro_batches_is_refused(tmp_path, capsys):
+    # a reviewer's case: 7 sequences a step in micro-batches of 2 printed "global batch 7 (as given)" and ran 6
+    doc = {"mode": "training", "model": "llama-3.1-8b", "training_tokens": 1e9, "global_batch": 7, "micro_batch": 2}
+    refuse(capsys, ["recommend", _file(tmp_path, doc)],
+           "global_batch: 7 sequences per step is not a whole number of micro-batches of 2 (give a multiple of 2)")
+    doc.update(global_batch=16, layout={"tp": 1, "pp": 1, "dp": 3})
+    refuse(capsys, ["recommend", _file(tmp_path, doc)], "global_batch: 16 sequences per step is not a whole number of "
+           "micro-batches of 2 on each of the layout's 3 data-parallel replicas (give a multiple of 6)")
+    doc["global_batch"] = 18
+    assert main(["estimate", _file(tmp_path, doc), "--format", "json"]) == 0
+    capsys.readouterr()
+
+
+def test_a_deadline_on_serving_and_a_fleet_of_more_nodes_than_cards_are_refused(tmp_path, capsys):
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "constraints": {"deadline_hours": 10}})
+    refuse(capsys, ["recommend", f], "constraints.deadline_hours: a deadline applies to a training or fine-tuning job")
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "fleet": [{"gpu": "h100-sxm", "count": 4, "nodes": 8}]})
+    refuse(capsys, ["recommend", f], "fleet[0].nodes: 4 cards cannot fill 8 nodes")
+
+
+def test_concurrency_beside_an_arrival_rate_is_said_not_to_size_the_plan(tmp_path, capsys):
+    f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "concurrency": 4, "requests_per_s": 50,
+                         "prompt_tokens": 1000, "output_tokens": 1000, "constraints": {"gpus": ["h100-sxm"]}})
+    assert main(["recommend", f]) == 0
+    assert "concurrency 4 does not size the plan" in " ".join(capsys.readouterr().out.split())

@@ -228,6 +228,10 @@ def fetch(repo: str) -> Path:
     """config.json of a Hugging Face repository (cached by huggingface_hub under HF_HOME). Needs the
     optional extra `gpu-advisor[hub]`; offline, gated, missing repositories are clear one-line errors."""
     where = f"hf:{check_repo_id(repo)}"
+
+    def _fail(msg: str, where: str, field: str):
+        # reported at the workload's `model:` line (workload.parse places a MissingConfig there)
+        raise MissingConfig(Problem(f"{where}: {msg}", where, None, field))
     try:
         import huggingface_hub
         from huggingface_hub import errors

@@ -13,7 +13,8 @@ from advisor.base import yamlio
 from advisor.inputs.catalog import Catalog, Model
 from advisor.inputs.engines import ENGINES
 from advisor.inputs.figures import Figure
-from advisor.inputs import layoutinput
+from advisor.inputs import crosschecks, layoutinput
+from advisor.inputs.crosschecks import ROPE_SCALING_MAX, TRAIN  # noqa: F401  (tests read workload.ROPE_SCALING_MAX)
 from advisor.inputs.prices import check_providers
 from advisor.inputs.layoutinput import LAYOUT_FIELDS, POOL_FIELDS, POOLS  # noqa: F401  (workload.LAYOUT_FIELDS)
 from advisor.base.errors import Collector, InputError
@@ -27,10 +28,6 @@ OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
-TRAIN = ("training", "fine-tuning")
-#: the longest stretch of a model's trained context the advisor accepts: YaRN's x4 (Qwen's documented
-#: 32,768 -> 131,072); beyond the trained length a note says the model needs the scaling
-ROPE_SCALING_MAX = 4
 DEPLOYMENTS = ("cloud", "on-prem", "air-gapped", "workstation")
 FLEET_FIELDS = {"gpu": "GPU id or alias", "count": "GPUs owned or reserved", "nodes": "nodes they sit in",
                 "location": "where they are", "interconnect": "links between them (e.g. NVLink + InfiniBand)",
@@ -343,11 +340,13 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         elif data[required] is None:
             col.add("required field is empty", yamlio.line_of(data, required), required)
     mode, model = values.get("mode"), values.get("model")
-    notes = _between_fields(values, data, col)
+    notes = crosschecks.between_fields(values, data, col)
     col.raise_if_any()
     given = set(data) | ({"micro_batch"} if notes else set())
     defaults = tuple(k for k, s in FIELDS.items()
                      if k not in given and s.default is not None and mode in s.modes)
+    if values.get("constraints", Constraints()).deployment in ("on-prem", "air-gapped") and "liquid_cooling" not in (data.get("constraints") or {}):
+        defaults += ("liquid_cooling",)   # the team's own data centre: its cooling is assumed, and the memo says so
     if mode == "inference" and "context_tokens" not in data and ("prompt_tokens" in values or "output_tokens" in values):
         # a context big enough for the request the user described
         values["context_tokens"] = values.get("prompt_tokens", 1000) + values.get("output_tokens", 1000)
@@ -357,63 +356,6 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog, model, values.get("prompt_tokens")))
     return Workload(defaults=defaults, notes=notes, source=file, **values)
-
-
-def _between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
-    """The checks that read two fields together (mode and method, context and model, layout and model,
-    the batch sizes); returns the notes to show (a renamed field read for one release)."""
-    mode = values.get("mode")
-    notes = ()
-    if mode in TRAIN and "concurrency" in values:
-        # `concurrency` meant the micro-batch in training files until micro_batch had a name: read for one release
-        if "micro_batch" in values and values["micro_batch"] != values["concurrency"]:
-            col.add(f"is the old name of micro_batch in training; give micro_batch only (here {values['micro_batch']})",
-                    yamlio.line_of(data, "concurrency"), "concurrency")
-        values["micro_batch"] = values.pop("concurrency")
-        notes = ("The workload's `concurrency` was read as `micro_batch` (its name in training since this release).",)
-    if values.get("concurrency_max") and values.get("requests_per_s") is not None:
-        col.add("an arrival rate applies to online serving; concurrency: max is an offline run at the largest batch (give one of them)",
-                yamlio.line_of(data, "requests_per_s"), "requests_per_s")
-    if values.get("concurrency_max") and mode != "inference":
-        col.add("'max' applies to inference only; training takes a micro-batch per GPU", yamlio.line_of(data, "concurrency"), "concurrency")
-    if mode == "inference" and values.get("method") in ("lora", "qlora"):
-        col.add(f"'{values['method']}' is a training method; it does not apply to inference",
-                yamlio.line_of(data, "method"), "method")
-    model = values.get("model")
-    if "context_tokens" in values and isinstance(model, Model):
-        limit, ctx = model.num("max_context"), values["context_tokens"]
-        if limit and ctx > limit * ROPE_SCALING_MAX:
-            col.add(f"{ctx:,} tokens is beyond {model.id}'s {limit:,.0f}-token context, even at the x{ROPE_SCALING_MAX} "
-                    "RoPE scaling (YaRN) models are extended with", yamlio.line_of(data, "context_tokens"), "context_tokens")
-        elif limit and ctx > limit:
-            notes += (f"context_tokens {ctx:,} is beyond {model.id}'s {limit:,.0f}-token context: the model needs RoPE "
-                      "scaling (e.g. YaRN) to run at that length, and the figures assume it does.",)
-    if mode == "inference" and "context_tokens" in data:
-        ctx, p, o = values.get("context_tokens"), values.get("prompt_tokens"), values.get("output_tokens")
-        if "prompt_tokens" in data and ctx and p and p > ctx:
-            col.add(f"{p:,} prompt tokens do not fit the {ctx:,}-token context_tokens", yamlio.line_of(data, "prompt_tokens"), "prompt_tokens")
-        elif "prompt_tokens" in data and "output_tokens" in data and ctx and p and o and p + o > ctx:
-            col.add(f"prompt {p:,} + output {o:,} tokens exceed the {ctx:,}-token context_tokens",
-                    yamlio.line_of(data, "output_tokens"), "output_tokens")
-    layoutinput.check_layout(values, model, data, col, mode in TRAIN)
-    layoutinput.check_pools(values, model, data, col, mode in TRAIN)
-    if values.get("pools") and values.get("requests_per_s") is not None:
-        # the queueing model times one pool serving both phases (advisor/numbers/queueing.py)
-        col.add("an arrival rate is timed for a layout that serves prefill and decode together; give requests_per_s "
-                "or a disaggregated layout {prefill, decode}", yamlio.line_of(data, "requests_per_s"), "requests_per_s")
-    if mode in TRAIN and values.get("global_batch") and values["global_batch"] < values.get("micro_batch", 1):
-        col.add(f"{values['global_batch']} sequences per step is less than one micro-batch of {values.get('micro_batch', 1)}",
-                yamlio.line_of(data, "global_batch"), "global_batch")
-    layoutinput.check_virtual_stages(values, model, data, col, mode in TRAIN)
-    if values.get("method") == "qlora" and values.get("precision") not in (None, "int4"):
-        col.add(f"QLoRA keeps the frozen base weights in 4 bits: give precision: int4 or leave it out "
-                f"(for {values['precision']} base weights use method: lora)", yamlio.line_of(data, "precision"), "precision")
-    if values.get("method") == "qlora" and values.get("layout") and (values["layout"][0] > 1 or values["layout"][1] > 1):
-        # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: QLoRA runs on one card
-        # or as FSDP-QLoRA over data-parallel ranks (QLORA_FSDP)
-        col.add("QLoRA runs on one card or as FSDP-QLoRA over data-parallel ranks: layout tp and pp must be 1",
-                yamlio.line_of(data, "layout"), "layout")
-    return notes
 
 
 def _speculative(raw, catalog: Catalog, col: Collector, line: int | None, model) -> tuple | None:
@@ -574,6 +516,9 @@ def parse_fleet(raw, catalog: Catalog, col: Collector, file: str, line: int | No
             col.add("needs gpu and count", at, f"fleet[{i}]")
             continue
         if "gpu" in vals and "count" in vals:
+            if vals.get("nodes", 1) > vals["count"]:
+                col.add(f"{vals['count']} cards cannot fill {vals['nodes']} nodes", yamlio.line_of(e, "nodes", at), f"fleet[{i}].nodes")
+                continue
             if vals["gpu"] in out:
                 col.add(f"{vals['gpu']} is listed twice: give one entry with the total count", at, f"fleet[{i}].gpu")
                 continue

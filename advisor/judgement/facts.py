@@ -97,6 +97,7 @@ FACTS: dict[str, Fact] = {
     "candidate.fits": Fact("boolean", "", "a layout within the GPU limit holds the workload"),
     "candidate.count": Fact("integer", "GPUs", "cards needed"),
     "candidate.nodes": Fact("integer", "nodes", "nodes needed"),
+    "candidate.replica_nodes": Fact("integer", "nodes", "nodes one copy of the model spans (its tensor and pipeline groups; the wider pool of a disaggregated plan): replicas beyond it exchange nothing when serving"),
     "candidate.instances": Fact("integer", "instances", "instances of the offer the plan rents or buys (absent: no offer)"),
     "candidate.crosses_instances": Fact("boolean", "", "traffic crosses the rented instances: a model copy wider than one instance, or disaggregated pools sending KV between them"),
     "candidate.tp": Fact("integer", "", "tensor-parallel degree"),
@@ -338,6 +339,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         cvals = {"fits": c.fits, "price_known": c.usd_per_hour is not None}
         if c.fits:
             cvals.update(count=c.count, nodes=c.nodes, tp=c.tp, pp=c.pp, dp=c.dp, per_card_gb=c.per_card_gb,
+                         replica_nodes=-(-c.layout.replica_cards // c.gpu.gpus_per_node),
                          headroom_gb=c.headroom_gb, kv_headroom_gb=c.kv_headroom_gb,
                          headroom_share=(c.headroom_gb / c.gpu.memory_gb) if c.headroom_gb is not None and c.gpu.memory_gb else None,
                          kv_headroom_share=(c.kv_headroom_gb / weights_gb) if c.kv_headroom_gb is not None and weights_gb else None,

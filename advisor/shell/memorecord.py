@@ -191,6 +191,8 @@ def _tco(t: dict) -> str:
     be = t.get("break_even_months")
     if be is not None:
         parts.append(f"buying pays off after {be:,.0f} months{beyond_write_off(t)}" if be > 0 else "buying never pays off")
+    elif (t.get("opex_usd_per_month") or 0) >= (t.get("rent_usd_per_month") or float("inf")):
+        parts.append("buying never pays off: running the bought hardware costs more a month than renting it")
     return "; ".join(parts) or "no figures"
 
 
