@@ -115,3 +115,23 @@ def test_qlora_on_a_moe_model_never_gets_expert_parallelism(catalog):
                         "training_tokens": 1e8}, catalog, "w")
     fits = [c for c in estimator.estimate(w, catalog).candidates if c.fits]
     assert fits and all(c.layout.ep == 1 and c.tp == 1 and c.pp == 1 for c in fits)
+
+
+def test_a_stated_alltoall_overlap_hides_the_all_to_all_behind_compute(catalog, tmp_path, capsys):
+    """alltoall_overlap: true (DeepSeek's DualPipe, Megatron-Core's --overlap-moe-expert-parallel-comm): the
+    step is max(compute, all-to-all) per micro-batch, not their sum; the hours fall by the all-to-all's time."""
+    text = ("mode: training\nmodel: gpt-oss-120b\nprecision: bf16\ncontext_tokens: 4096\nmicro_batch: 1\n"
+            "global_batch: 1280\ntraining_tokens: 1e9\nlayout: {tp: 1, pp: 4, dp: 16, ep: 8}\nconstraints: {gpus: [h100-sxm]}\n")
+    got = {}
+    for overlap in (False, True):
+        f = _file(tmp_path, text + ("alltoall_overlap: true\n" if overlap else ""))
+        assert main(["estimate", f, "--format", "json"]) == 0
+        c = next(c for c in json.loads(capsys.readouterr().out)["candidates"] if c["gpu"] == "h100-sxm")
+        got[overlap] = c
+    moe = got[False]["speed_explained"]["moe"]
+    assert "on the critical path" in moe["formula"] and "hidden behind compute" in got[True]["speed_explained"]["moe"]["formula"]
+    # the all-to-all is shorter than the compute here: the overlapped step is the compute alone
+    m, a2a = 80, moe["value"]
+    plain, hidden = got[False]["speed_explained"]["compute_s_per_step"]["value"], got[True]["speed_explained"]["compute_s_per_step"]["value"]
+    assert plain - hidden == pytest.approx(m * a2a, abs=1e-3)      # (the record rounds to 4 decimals)
+    assert got[True]["training_hours"] < got[False]["training_hours"]

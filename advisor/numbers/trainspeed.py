@@ -283,7 +283,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
     # requires micro-batches divisible by PP with virtual stages)
     v = v if lay.pp > 1 and m % lay.pp == 0 else 1
-    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep, virtual_stages=v)
+    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep, virtual_stages=v,
+                       alltoall_overlapped=w.alltoall_overlap)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
     flops_token, per_param = train_flops_per_token(w, led)
@@ -336,6 +337,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                                 f"efficiency (tokens per expert / (tokens + {cal.train_moe_half_tokens:g}) x expert width per card / (width + {cal.train_moe_half_width:g})); "
                                 + (f"all-to-all per micro-batch: {tr.moe.alltoall_bytes / 1e6:,.1f} MB per GPU (tokens x top-k x hidden x "
                                    f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
+                                   + (", hidden behind compute where shorter (alltoall_overlap, as the workload states)" if w.alltoall_overlap
+                                      else ", on the critical path (Megatron-Core's default schedule)")
                                    if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}}
            if tr.moe and explain else {}),
         **({"qlora_dequant_s": {"value": tr.dequant_s, "factor": {"per_micro_batch_s": tr.dequant_s / m, "micro_batches": m,
