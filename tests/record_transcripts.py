@@ -34,6 +34,8 @@ SCENARIOS = {
                               "context_tokens": "131072", "activation_checkpointing": "yes", "zero_stage": "3"},
     "moe-training": {"mode": "training", "model": "mixtral-8x7b", "precision": ["bf16"], "context_tokens": "4096",
                      "zero_stage": "3", "training_tokens": "1e10"},
+    "pretraining-deadline": {"mode": "training", "model": "llama-3.1-8b", "precision": "bf16", "context_tokens": "8192",
+                             "training_tokens": "1T", "global_batch": "512", "deadline_hours": "720", "spot": "no"},
     "video-diffusion-training": {"mode": "training", "model": "other", "params_b": "5", "layers": "28",
                                  "hidden_size": "3072", "task": "video-diffusion", "precision": "bf16",
                                  "context_tokens": "32768", "activation_checkpointing": "yes"},

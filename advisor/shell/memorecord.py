@@ -10,7 +10,7 @@ from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.numbers.cost import beyond_write_off
-from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd
+from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd, job_usd as _job_usd
 
 
 
@@ -113,7 +113,7 @@ def _unit_cost(mode: str, c: dict) -> str:
     if mode == "inference" and c.get("usd_per_million_tokens") is not None:
         return f"{_usd(c['usd_per_million_tokens'])} per million output tokens"
     if mode != "inference" and c.get("usd_per_job") is not None:
-        return f"{_usd(c['usd_per_job'], 0)} per job"
+        return f"{_job_usd(c['usd_per_job'])} per job"
     if mode != "inference" and c.get("usd_per_million_tokens") is not None:      # no token budget: no job to price
         v = c["usd_per_million_tokens"]
         return f"{_usd(v) if v >= 0.1 else f'${v:.3g}'} per million training tokens"

@@ -7,7 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.wording import (duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+from advisor.shell.wording import (asked_rate, job_usd as _job_usd, duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_hours)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
@@ -186,7 +186,7 @@ def _speed_against_level(x: _Record, c: dict) -> str:
         sl = x.rec.get("service_level") or {}
         text = f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user"
         if sl.get("tpot_ms"):
-            text += f" (the service level asks {1000 / sl['tpot_ms']:,.0f})"
+            text += f" (the service level asks {asked_rate(sl['tpot_ms'])})"
         return text
     if c.get("training_hours") is not None:
         dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
@@ -267,7 +267,7 @@ def _ranking_cost(unit: str, c: dict) -> str:
     v = c.get(field)
     if v is None:
         return "price unknown"
-    return f"{_usd(v, 0) if field == 'usd_per_job' else _usd(v) if v >= 0.1 else f'${v:.3g}'} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
+    return f"{_job_usd(v) if field == 'usd_per_job' else _usd(v) if v >= 0.1 else f'${v:.3g}'} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
 
 
 def _speed_short(mode: str, c: dict) -> str:
@@ -291,7 +291,7 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
         c = x.cands[g]
         w = c.get(work[0])
         rows.append([f"{c['count']} x {g}", _usd(c["usd_per_hour"]) if c.get("usd_per_hour") is not None else "unknown",
-                     "-" if w is None else _usd(w, 0) if work[0] == "usd_per_job" else _usd(w) if w >= 0.1 else f"${w:.3g}",
+                     "-" if w is None else _job_usd(w) if work[0] == "usd_per_job" else _usd(w) if w >= 0.1 else f"${w:.3g}",
                      "-" if c.get(speed[0]) is None else _num(c[speed[0]], speed[2])])
     return {"head": head, "rows": rows}
 

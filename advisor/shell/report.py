@@ -33,9 +33,9 @@ def estimate_text(est: Estimate) -> str:
         lines.append(f"Note: {note}")
     lines += ["", "Candidates:"]
     if w.training:
-        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'hours':>9}{'kW/node':>8}{'$/h':>9}{'$/job':>11}"
+        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'hours':>10}{'kW/node':>8} {'$/h':>10} {'$/job':>12}"
     else:
-        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'prefill ms':>11}{'tok/s':>9}{'kW/node':>8}{'$/h':>9}{'$/Mtok':>9}"
+        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'prefill ms':>11}{'tok/s':>9}{'kW/node':>8} {'$/h':>10} {'$/Mtok':>9}"
     lines.append(head)
     order = sorted(est.candidates, key=lambda c: (not c.fits, c.count or 0, c.gpu.id))
     for cd in order:
@@ -47,9 +47,9 @@ def estimate_text(est: Estimate) -> str:
                 f"P{pools.prefill.dp}+D{pools.decode.dp}")
         row = f"  {cd.gpu.id:<15}{'yes':<5}{cd.count:>6}{cd.nodes:>6}  {plan:<10}{cd.per_card_gb:>9,.1f}{cd.headroom_gb:>7,.1f}"
         if w.training:
-            row += f"{_n(cd.training_hours, '{:,.1f}'):>9}{_n(cd.power_kw_per_node):>8}{_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>9}{_n(cd.usd_per_job, '{:,.0f}'):>11}"
+            row += f"{_n(cd.training_hours, '{:,.1f}'):>10}{_n(cd.power_kw_per_node):>8} {_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>10} {_n(cd.usd_per_job, '{:,.0f}'):>12}"
         else:
-            row += f"{_n(cd.prefill_ms):>11}{_n(cd.tokens_per_s, '{:,.0f}'):>9}{_n(cd.power_kw_per_node):>8}{_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>9}{_n(cd.usd_per_million_tokens, '{:,.2f}'):>9}"
+            row += f"{_n(cd.prefill_ms):>11}{_n(cd.tokens_per_s, '{:,.0f}'):>9}{_n(cd.power_kw_per_node):>8} {_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>10} {_n(cd.usd_per_million_tokens, '{:,.2f}'):>9}"
         lines.append(row)
     lines += ["", "Prices: " + "; ".join(sorted({f"{c.gpu.id} {c.price['provider']} ({c.price['date']}, {c.price['tier']})"
                                                   for c in est.candidates if c.price})) or "none known",
@@ -80,7 +80,7 @@ def summary_text(rec: dict, cat=None) -> str:
     lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), {plan_words(r)}, {cost}")
     if r["usd_per_hour"] is not None:
         tokens = "training tokens" if rec.get("inputs", {}).get("mode") in ("training", "fine-tuning") else "output tokens"
-        unit = (f"; {wording.usd(r['usd_per_job'], 0)} per job" if r.get("usd_per_job") is not None
+        unit = (f"; {wording.job_usd(r['usd_per_job'])} per job" if r.get("usd_per_job") is not None
                 else f"; {wording.usd(r['usd_per_million_tokens'])} per million {tokens}" if r.get("usd_per_million_tokens") is not None
                 else "")
         hours, how = wording.month_hours(rec.get("inputs") or {}, r)

@@ -14,6 +14,18 @@ def usd(x, nd=2) -> str:
     return "unknown" if x is None else f"${x:,.{nd}f}"
 
 
+def job_usd(x) -> str:
+    """A job's cost: whole dollars from $100, cents below (a LoRA job of $0.46 is not "$0")."""
+    return usd(x, 0 if x is not None and x >= 100 else 2)
+
+
+def asked_rate(tpot_ms: float) -> str:
+    """A service level's time per token as the tokens/s per user it asks, to a tenth where rounding would
+    hide what the level excludes (80 ms: 12.5, not 12, beside a plan of 12.3 excluded)."""
+    rate = 1000 / tpot_ms
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:,.1f}".rstrip("0").rstrip(".")
+
+
 def machines(r: dict, gpus_per_node: int) -> str:
     """Where the cards sit: "2 nodes", or the rented instances when they are smaller than a node
     ("3 x 4-GPU instances"): the plan's node count is in whole 8-GPU nodes, the offer's in what is rented."""
