@@ -72,6 +72,11 @@ class Calibration:
     # "8192 is default value in BuildConfig" (NVIDIA/TensorRT-LLM tests/integration/defs/stress_test/
     # stress_test.py); short prompts are prefilled many to a pass and share its collectives' latency
     prefill_chunk_tokens: int = 8192
+    # pipeline-parallel serving: a micro-batch's next decode step waits for its sampled tokens to come
+    # back from the last stage through every stage's host loop (TensorRT-LLM's _executor_loop_pp, which
+    # runs without the overlap scheduler): host time per sequence of the micro-batch per stage passed,
+    # fitted by bench/fit.py on the pipeline-parallel serving records (numbers.speed serving_times)
+    pp_return_us: float = 0.0
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
@@ -304,6 +309,7 @@ def calibration(catalog: Catalog) -> Calibration:
         ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
         first_token_steps=_v(sv, "first_token_steps", 1.5, S),
+        pp_return_us=_v(sv, "pp_return_us", 0.0, S),
         host_base_us=_v(eff.get("host_staged") or {}, "base_latency_us", 0.0, "host_staged."),
         host_exchange_us=_v(eff.get("host_staged") or {}, "exchange_us", 0.0, "host_staged."),
         mixed_input_share=_v(sv, "mixed_input_share", 1.0, S),

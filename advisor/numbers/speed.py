@@ -261,6 +261,17 @@ def group_latency_s(gpu: GPU, cal: Calibration, tp: int) -> float:
     return (cal.collective_latency_us(gpu, tp) if host_staged(gpu, cal, tp) else cal.allreduce_us) * 1e-6
 
 
+def pp_return_s(cal: Calibration, pp: int, micro_batch: float) -> float:
+    """Seconds a decode cycle of a pp-stage pipeline waits for its sampled tokens to return: TensorRT-LLM
+    (PyTorch backend; tensorrt_llm/_torch/pyexecutor/py_executor.py _executor_loop_pp) runs pp micro-batches
+    without its overlap scheduler, and a micro-batch's new tokens travel from the last stage to the first
+    and on through every stage but the last (send/recv chain pp - 1 -> 0 -> 1 -> ... -> pp - 2, one MPI
+    object per hop, each received in the stage's host loop, which then updates, schedules and launches that
+    micro-batch): pp - 1 host hops, each `pp_return_us` per sequence of the micro-batch (fitted on the
+    pipeline-parallel records; no published per-request host time was found). 0 without a pipeline."""
+    return (pp - 1) * cal.pp_return_us * 1e-6 * micro_batch if pp > 1 else 0.0
+
+
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
                   batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
                   cached: float = 0.0, spec: tuple[int, float] | None = None, dispatch_bytes: float = ACT_BYTES) -> Serving:
@@ -305,7 +316,11 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         t_cmp = flops / (tp * pp * R)
         t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
         # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
-        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / (pp * adp)
+        # pipeline stages: only the last one samples (TensorRT-LLM's _executor_loop_pp runs _sample_async on
+        # the last PP rank alone), so it pays the per-sequence cost of every micro-batch of the cycle; and a
+        # micro-batch's next step waits for its tokens to come back through the host loops of the pp - 1
+        # other stages (pp_return_s)
+        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / adp + pp_return_s(cal, pp, mb)
         return step, t_mem, t_cmp, t_comm
 
     step, t_mem, t_cmp, t_comm = decode_step(1)
@@ -473,11 +488,17 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                             "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({floor_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"
                                        + (f"; no peer-to-peer: staged in host memory, {cal.host_base_us:g} us + 2 x ({tp} - 1) hops x "
                                           f"{cal.host_exchange_us - cal.host_base_us:g} us, each byte over PCIe twice" if staged else "") + groups},
-        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / (pp * adp)) / 1e3,
+        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / adp) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
-                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / (pp * adp):g} sequences per decode step"
-                                        + (f" (each of the {adp} attention ranks its own)" if adp > 1 else "")},
+                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / adp:g} sequences per decode step"
+                                        + (f" (each of the {adp} attention ranks its own)" if adp > 1 else "")
+                                        + (f" (the last of the {pp} pipeline stages samples every micro-batch)" if pp > 1 else "")},
+        **({"pipeline_return_ms": {"value": pp_return_s(cal, pp, max(b / pp, 1.0)) * 1e3, "factor": {"pp_return_us": cal.pp_return_us},
+                                    "source": f"{src}; TRTLLM_PP_LOOP",
+                                    "formula": f"(PP {pp} - 1) stages' host loops x {cal.pp_return_us:g} us x {max(b / pp, 1.0):g} sequences "
+                                               f"per micro-batch: each micro-batch's sampled tokens go back from the last stage through the "
+                                               f"other stages' hosts before its next step"}} if pp > 1 else {}),
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
         "ttft_ms": {"value": sv.ttft * 1e3, "factor": {"compute_share": cal.compute_share,
