@@ -92,3 +92,21 @@ def test_the_published_pipeline_rows_within_a_quarter(catalog, rtx_rows):
         p = rows[f"trtllm10-llama-3.1-70b-rtx-pro-6000-{rid}"]
         assert p.rec["measured"] == measured
         assert 0.8 < accuracy.evaluate(p, cal) / measured < 1.25, rid
+
+
+def test_tensorrt_llm_caps_each_micro_batch_in_a_plan(catalog):
+    from advisor.numbers import calibration as calmod
+    g = catalog.gpus["h200-sxm"]
+    w = workload.parse({"mode": "inference", "model": "llama-3.1-8b", "precision": "fp8", "prompt_tokens": 128,
+                        "output_tokens": 128, "concurrency": "max"}, catalog)
+    led = inference_ledger(w)
+    trt, _ = calmod.engine_for(catalog, g, w.model, "trtllm")
+    vllm, _ = calmod.engine_for(catalog, g, w.model, "vllm")
+    cal = speed.calibration(catalog)
+    assert trt.batch_per_micro_batch and not vllm.batch_per_micro_batch
+    # 8B FP8 at 256 tokens a sequence leaves room for far more than the caps on 2 x 141 GB: TensorRT-LLM holds
+    # 2 micro-batches of its 2,048 (4,096), vLLM its 1,024 per replica on a card of 70 GB or more
+    b, how = speed.max_batch(w, led, g, cal.for_engine(trt), 1, 2, 128, 128, 1.0)
+    assert b == 4096 and "2048 per micro-batch x PP 2" in how
+    assert speed.max_batch(w, led, g, cal.for_engine(vllm), 1, 2, 128, 128, 1.0)[0] == 1024
+    assert speed.max_batch(w, led, g, cal.for_engine(trt), 1, 1, 128, 128, 1.0)[0] == 2048

@@ -77,6 +77,9 @@ class Calibration:
     # runs without the overlap scheduler): host time per sequence of the micro-batch per stage passed,
     # fitted by bench/fit.py on the pipeline-parallel serving records (numbers.speed serving_times)
     pp_return_us: float = 0.0
+    # the engine's batch cap holds per pipeline micro-batch (TensorRT-LLM: pp x max_batch_size sequences,
+    # engines.yaml max_batch per: micro_batch), not per replica
+    batch_cap_per_micro_batch: bool = False
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
@@ -127,7 +130,8 @@ class Calibration:
         if got is None:
             got = self._engines[key] = replace(self, engine_max_batch=engine.max_batch, memory_utilisation=engine.kv_share,
                                                kv_share_of_free=engine.kv_of_free, kv_share_by_tp=dict(engine.kv_by_tp),
-                                               prefill_in_step=engine.prefill_in_step, _engines={})
+                                               prefill_in_step=engine.prefill_in_step,
+                                               batch_cap_per_micro_batch=engine.batch_per_micro_batch, _engines={})
         return got
 
     def maturity(self, gpu: GPU) -> float:
@@ -207,6 +211,7 @@ class Engine:
     refs: tuple = ()             # source IDs of the choice and of its figures
     max_batch_how: str = ""
     prefill_in_step: bool = True  # engines.yaml prefill: mixed (in the decode step) or separate
+    batch_per_micro_batch: bool = False   # engines.yaml max_batch per: micro_batch (a cap per pipeline micro-batch)
 
     def runs(self, tp: int, pp: int, dp: int, ep: int = 1, attention_dp: int = 1) -> bool:
         """The engine runs this layout: every parallel dimension it uses is one the engine has."""
@@ -262,7 +267,7 @@ def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> 
     return Engine(eid, e["name"], cap, float(kv["v"]), kv.get("of") == "free",
                   tuple(sorted((int(k), float(v)) for k, v in (kv.get("by_tp") or {}).items())),
                   frozenset((e.get("layouts") or {}).get("v") or ("tp",)), why, tuple(dict.fromkeys(refs)), how,
-                  pf.get("v", "mixed") == "mixed"), None
+                  pf.get("v", "mixed") == "mixed", mb.get("per") == "micro_batch"), None
 
 
 _CAL: dict[int, tuple[object, Calibration]] = {}

@@ -385,11 +385,15 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
     if led.kv and not cal.kv_window_memory:      # windowed layers held at full length too
         per_seq = (led.kv.full_bytes_per_token + led.kv.window_bytes_per_token) * (prompt + output) * kv_rep
+    # an engine that caps each pipeline micro-batch holds pp of them (TensorRT-LLM: TRTLLM_PP_LOOP)
+    cap = cal.engine_max_batch * (pp if cal.batch_cap_per_micro_batch else 1)
+    limit = (f"engine batch limit {cal.engine_max_batch} per micro-batch x PP {pp}" if cap != cal.engine_max_batch
+             else f"engine batch limit {cap}")
     if per_seq <= 0 or led.kv_fallback:
-        return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV size unknown)"
+        return cap, f"{limit} (KV size unknown)"
     fit = max(1, int(budget // per_seq)) if budget > 0 else 1
-    if fit >= cal.engine_max_batch:
-        return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV room for {fit:,})"
+    if fit >= cap:
+        return cap, f"{limit} (KV room for {fit:,})"
     room = (f"({tp * pp} x {gpu.memory_gb:g} GB - weights - activations) x {share:g}" if cal.kv_share_of_free
             else f"({tp * pp} x {gpu.memory_gb:g} GB x {share:g} - weights - activations)")
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
