@@ -5,7 +5,8 @@
 Serving: eight factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
 matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
 sequence, all-reduce latency floor, MoE tokens per expert and expert width at half efficiency, the
-share a maturing software stack reaches), fitted together by minimising the squared log ratio
+share a maturing software stack reaches, and the pipeline token return's host time per sequence and stage,
+pp_return_us, learnt on the pipeline-parallel rows), fitted together by minimising the squared log ratio
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
