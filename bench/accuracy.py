@@ -106,7 +106,9 @@ def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = Fal
                                  alltoall_overlapped=bool(r.get("alltoall_overlapped")))
         return tr.tokens_per_s_per_gpu
     if r.get("max_batch"):      # the engine's own cap where the source sets it
-        cal = replace(cal, engine_max_batch=int(r["max_batch"]))
+        # per micro-batch for an engine that schedules each pipeline micro-batch up to its cap
+        # (measurements.yaml header: TensorRT-LLM's PyExecutor holds pp x max_batch_size sequences)
+        cal = replace(cal, engine_max_batch=int(r["max_batch"]), batch_cap_per_micro_batch=r.get("max_batch_per") == "micro_batch")
     if r.get("kv_fraction"):     # TensorRT-LLM's share of the memory the weights leave (measurements.yaml header)
         cal = replace(cal, memory_utilisation=float(r["kv_fraction"]), kv_share_of_free=True)
     if r.get("decode_attention") == "per_query_head":   # an engine without grouped (XQA) decode attention

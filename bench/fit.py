@@ -5,7 +5,8 @@
 Serving: eight factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
 matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
 sequence, all-reduce latency floor, MoE tokens per expert and expert width at half efficiency, the
-share a maturing software stack reaches), fitted together by minimising the squared log ratio
+share a maturing software stack reaches, and the pipeline token return's host time per sequence and stage,
+pp_return_us, learnt on the pipeline-parallel rows), fitted together by minimising the squared log ratio
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
@@ -49,6 +50,9 @@ SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
     "ep_skew": (0.0, 1.0),
     # what a mixed-input expert kernel (weights dequantised in its main loop) reaches of a native one
     "mixed_input_share": (0.2, 1.0),
+    # host time per sequence of a micro-batch per pipeline stage its returning tokens pass (speed.pp_return_s):
+    # none to a few hundred microseconds of Python per request
+    "pp_return_us": (0.0, 300.0),
 }
 
 
@@ -90,7 +94,7 @@ def golden(f, lo: float, hi: float, iters: int = 28) -> float:
 # fixed starting points (never the factors already in the file), so that a refit on the same records
 # writes the same factors
 BASE = {"compute_share": 0.6, "seq_us": 0.0, "moe_half_tokens": 0.0, "maturing_share": 1.0, "moe_half_width": 0.0, "request_ms": 0.0,
-        "ep_skew": 0.0, "mixed_input_share": 1.0}
+        "ep_skew": 0.0, "mixed_input_share": 1.0, "pp_return_us": 0.0}
 STARTS = ({**BASE, "bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0},
           {**BASE, "bw_share": 0.6, "layer_us": 20.0, "allreduce_us": 20.0},
           {**BASE, "bw_share": 0.85, "layer_us": 100.0, "allreduce_us": 6.0})
@@ -296,6 +300,7 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=(), qlora=(
              f'  ep_skew: {{v: {cal.ep_skew:.3f}, src: [CALIBRATION], note: "routing skew under expert parallelism: the busiest EP rank carries 1 + this x (EP - 1) / EP times the mean expert load, beyond the balls-into-bins spread (records run with EPLB: none)"}}',
              f'  mixed_input_share: {{v: {cal.mixed_input_share:.3f}, src: [CALIBRATION, TRTLLM_GPTOSS_BLOG], note: "experts stored in a format the GPU has no matmul units for (MXFP4 on Hopper/Ampere, FP8 on Ampere) run as mixed-input kernels that dequantise in the main loop (TensorRT-LLM W4A16_MXFP4 on Hopper): their weight reads and matmuls reach this share of a native kernel; AIConfigurator\'s measured H200 W4A16 MoE table reads gpt-oss-120b\'s experts at 2.7 TB/s (0.57 of 4.8 TB/s) at 32-256 tokens"}}',
              f'  request_overhead_ms: {{v: {cal.request_ms:.2f}, src: [CALIBRATION], note: "time a request spends in the server before its prefill (receiving, tokenising, scheduling): added to time to first token"}}',
+             f'  pp_return_us: {{v: {cal.pp_return_us:.2f}, src: [CALIBRATION, TRTLLM_PP_LOOP], note: "pipeline-parallel serving: host time per sequence of a micro-batch for each of the pp - 1 stages its sampled tokens pass on their way back to the first stage before its next step (TensorRT-LLM _executor_loop_pp, no overlap scheduler)"}}',
              f'  maturing_software_share: {{v: {cal.maturing_share:.3f}, src: [CALIBRATION, K12, K18], note: "bandwidth and matmul shares are scaled by this on GPUs whose software the catalog calls maturing, limited or new (B200, MI300X, Gaudi ...)"}}',
              '  engine_max_batch: {v: 256, src: [VLLM_ENGINE_ARGS], note: "concurrency: max is capped at this many sequences per replica (vLLM\'s documented max_num_seqs default)"}',
              '  memory_utilisation: {v: 0.9, src: [VLLM_ENGINE_ARGS], note: "share of card memory an engine gives weights + KV cache (vLLM gpu_memory_utilization default)"}',

@@ -48,8 +48,8 @@ def load_engines(path: Path, sources: dict, software: tuple[str, ...]) -> dict:
         big = mb.get("large_cards") if isinstance(mb, dict) else None
         if not isinstance(v, int) or isinstance(v, bool) or v < 1 or (
                 big is not None and not (isinstance(big, dict) and isinstance(big.get("v"), int) and big["v"] >= 1
-                                         and is_number(big.get("min_memory_gb")))):
-            col.add("max_batch must be {v: SEQUENCES >= 1, large_cards: {min_memory_gb, v}, src: [...]}",
+                                         and is_number(big.get("min_memory_gb")))) or mb.get("per", "micro_batch") != "micro_batch":
+            col.add("max_batch must be {v: SEQUENCES >= 1, large_cards: {min_memory_gb, v}, per: micro_batch, src: [...]}",
                     yamlio.line_of(e, "max_batch", line), f"engines.{eid}.max_batch")
         cited(mb, yamlio.line_of(e, "max_batch", line), f"engines.{eid}.max_batch")
         kv = e.get("kv_share")

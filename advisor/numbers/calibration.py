@@ -72,6 +72,14 @@ class Calibration:
     # "8192 is default value in BuildConfig" (NVIDIA/TensorRT-LLM tests/integration/defs/stress_test/
     # stress_test.py); short prompts are prefilled many to a pass and share its collectives' latency
     prefill_chunk_tokens: int = 8192
+    # pipeline-parallel serving: a micro-batch's next decode step waits for its sampled tokens to come
+    # back from the last stage through every stage's host loop (TensorRT-LLM's _executor_loop_pp, which
+    # runs without the overlap scheduler): host time per sequence of the micro-batch per stage passed,
+    # fitted by bench/fit.py on the pipeline-parallel serving records (numbers.speed serving_times)
+    pp_return_us: float = 0.0
+    # the engine's batch cap holds per pipeline micro-batch (TensorRT-LLM: pp x max_batch_size sequences,
+    # engines.yaml max_batch per: micro_batch), not per replica
+    batch_cap_per_micro_batch: bool = False
     # the engine's KV memory share is of the memory left after the weights (TensorRT-LLM's
     # free_gpu_memory_fraction) rather than of the whole card (vLLM's gpu_memory_utilization)
     kv_share_of_free: bool = False
@@ -122,7 +130,8 @@ class Calibration:
         if got is None:
             got = self._engines[key] = replace(self, engine_max_batch=engine.max_batch, memory_utilisation=engine.kv_share,
                                                kv_share_of_free=engine.kv_of_free, kv_share_by_tp=dict(engine.kv_by_tp),
-                                               prefill_in_step=engine.prefill_in_step, _engines={})
+                                               prefill_in_step=engine.prefill_in_step,
+                                               batch_cap_per_micro_batch=engine.batch_per_micro_batch, _engines={})
         return got
 
     def maturity(self, gpu: GPU) -> float:
@@ -202,6 +211,7 @@ class Engine:
     refs: tuple = ()             # source IDs of the choice and of its figures
     max_batch_how: str = ""
     prefill_in_step: bool = True  # engines.yaml prefill: mixed (in the decode step) or separate
+    batch_per_micro_batch: bool = False   # engines.yaml max_batch per: micro_batch (a cap per pipeline micro-batch)
 
     def runs(self, tp: int, pp: int, dp: int, ep: int = 1, attention_dp: int = 1) -> bool:
         """The engine runs this layout: every parallel dimension it uses is one the engine has."""
@@ -257,7 +267,7 @@ def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> 
     return Engine(eid, e["name"], cap, float(kv["v"]), kv.get("of") == "free",
                   tuple(sorted((int(k), float(v)) for k, v in (kv.get("by_tp") or {}).items())),
                   frozenset((e.get("layouts") or {}).get("v") or ("tp",)), why, tuple(dict.fromkeys(refs)), how,
-                  pf.get("v", "mixed") == "mixed"), None
+                  pf.get("v", "mixed") == "mixed", mb.get("per") == "micro_batch"), None
 
 
 _CAL: dict[int, tuple[object, Calibration]] = {}
@@ -304,6 +314,7 @@ def calibration(catalog: Catalog) -> Calibration:
         ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
         first_token_steps=_v(sv, "first_token_steps", 1.5, S),
+        pp_return_us=_v(sv, "pp_return_us", 0.0, S),
         host_base_us=_v(eff.get("host_staged") or {}, "base_latency_us", 0.0, "host_staged."),
         host_exchange_us=_v(eff.get("host_staged") or {}, "exchange_us", 0.0, "host_staged."),
         mixed_input_share=_v(sv, "mixed_input_share", 1.0, S),

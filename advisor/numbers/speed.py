@@ -261,6 +261,17 @@ def group_latency_s(gpu: GPU, cal: Calibration, tp: int) -> float:
     return (cal.collective_latency_us(gpu, tp) if host_staged(gpu, cal, tp) else cal.allreduce_us) * 1e-6
 
 
+def pp_return_s(cal: Calibration, pp: int, micro_batch: float) -> float:
+    """Seconds a decode cycle of a pp-stage pipeline waits for its sampled tokens to return: TensorRT-LLM
+    (PyTorch backend; tensorrt_llm/_torch/pyexecutor/py_executor.py _executor_loop_pp) runs pp micro-batches
+    without its overlap scheduler, and a micro-batch's new tokens travel from the last stage to the first
+    and on through every stage but the last (send/recv chain pp - 1 -> 0 -> 1 -> ... -> pp - 2, one MPI
+    object per hop, each received in the stage's host loop, which then updates, schedules and launches that
+    micro-batch): pp - 1 host hops, each `pp_return_us` per sequence of the micro-batch (fitted on the
+    pipeline-parallel records; no published per-request host time was found). 0 without a pipeline."""
+    return (pp - 1) * cal.pp_return_us * 1e-6 * micro_batch if pp > 1 else 0.0
+
+
 def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
                   batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
                   cached: float = 0.0, spec: tuple[int, float] | None = None, dispatch_bytes: float = ACT_BYTES) -> Serving:
@@ -305,7 +316,11 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         t_cmp = flops / (tp * pp * R)
         t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
         # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
-        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / (pp * adp)
+        # pipeline stages: only the last one samples (TensorRT-LLM's _executor_loop_pp runs _sample_async on
+        # the last PP rank alone), so it pays the per-sequence cost of every micro-batch of the cycle; and a
+        # micro-batch's next step waits for its tokens to come back through the host loops of the pp - 1
+        # other stages (pp_return_s)
+        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / adp + pp_return_s(cal, pp, mb)
         return step, t_mem, t_cmp, t_comm
 
     step, t_mem, t_cmp, t_comm = decode_step(1)
@@ -370,11 +385,15 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     per_seq = led.kv.bytes_per_sequence(prompt + output) * kv_rep if led.kv else 0.0
     if led.kv and not cal.kv_window_memory:      # windowed layers held at full length too
         per_seq = (led.kv.full_bytes_per_token + led.kv.window_bytes_per_token) * (prompt + output) * kv_rep
+    # an engine that caps each pipeline micro-batch holds pp of them (TensorRT-LLM: TRTLLM_PP_LOOP)
+    cap = cal.engine_max_batch * (pp if cal.batch_cap_per_micro_batch else 1)
+    limit = (f"engine batch limit {cal.engine_max_batch} per micro-batch x PP {pp}" if cap != cal.engine_max_batch
+             else f"engine batch limit {cap}")
     if per_seq <= 0 or led.kv_fallback:
-        return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV size unknown)"
+        return cap, f"{limit} (KV size unknown)"
     fit = max(1, int(budget // per_seq)) if budget > 0 else 1
-    if fit >= cal.engine_max_batch:
-        return cal.engine_max_batch, f"engine batch limit {cal.engine_max_batch} (KV room for {fit:,})"
+    if fit >= cap:
+        return cap, f"{limit} (KV room for {fit:,})"
     room = (f"({tp * pp} x {gpu.memory_gb:g} GB - weights - activations) x {share:g}" if cal.kv_share_of_free
             else f"({tp * pp} x {gpu.memory_gb:g} GB x {share:g} - weights - activations)")
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
@@ -473,11 +492,17 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                             "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({floor_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"
                                        + (f"; no peer-to-peer: staged in host memory, {cal.host_base_us:g} us + 2 x ({tp} - 1) hops x "
                                           f"{cal.host_exchange_us - cal.host_base_us:g} us, each byte over PCIe twice" if staged else "") + groups},
-        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / (pp * adp)) / 1e3,
+        "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / adp) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
-                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / (pp * adp):g} sequences per decode step"
-                                        + (f" (each of the {adp} attention ranks its own)" if adp > 1 else "")},
+                                        f"{cal.seq_us:g} us sampling and bookkeeping x {b / adp:g} sequences per decode step"
+                                        + (f" (each of the {adp} attention ranks its own)" if adp > 1 else "")
+                                        + (f" (the last of the {pp} pipeline stages samples every micro-batch)" if pp > 1 else "")},
+        **({"pipeline_return_ms": {"value": pp_return_s(cal, pp, max(b / pp, 1.0)) * 1e3, "factor": {"pp_return_us": cal.pp_return_us},
+                                    "source": f"{src}; TRTLLM_PP_LOOP",
+                                    "formula": f"(PP {pp} - 1) stages' host loops x {cal.pp_return_us:g} us x {max(b / pp, 1.0):g} sequences "
+                                               f"per micro-batch: each micro-batch's sampled tokens go back from the last stage through the "
+                                               f"other stages' hosts before its next step"}} if pp > 1 else {}),
         "prefill_interference_ms": {"value": sv.interference * 1e3, "factor": {}, "source": "formula",
                                     "formula": f"{b} prompts' prefill compute spread over {w.output_tokens:,} output tokens (continuous batching)"},
         "ttft_ms": {"value": sv.ttft * 1e3, "factor": {"compute_share": cal.compute_share,
