@@ -180,3 +180,21 @@ def test_a_team_states_its_own_goodput(catalog, kb):
     explained = next(x for x in rec["estimate"]["candidates"] if x["gpu"] == "h100-sxm")["speed_explained"]["goodput"]
     assert rec["recommendation"]["gpu"] == "h100-sxm" and explained["source"] == "the workload's goodput"
     assert explained["formula"].startswith("goodput 0.900, stated in the workload")
+
+
+def test_a_deeper_pipeline_is_searched_though_it_starts_with_more_cards(catalog, kb):
+    """A reviewer's case (Mixtral 8x7B, 500B tokens, H100): the search capped every plan at twice the
+    fewest cards of any layout (24), so PP 4 with EP 8 (32 cards to start with) was never tried, and the
+    memo recommended 24 cards at $52,001 while its own 30-day warning named a 64-card plan at $49,496."""
+    w = {"model": "mixtral-8x7b", "context_tokens": 4096, "micro_batch": 2, "training_tokens": 500e9,
+         "constraints": {"gpus": ["h100-sxm"]}}
+    r = decide(catalog, kb, w).estimate.candidate("h100-sxm")
+    # the same plans given as layouts, each at its best interleave (4 chunks per card)
+    given = {}
+    for pp, dp in ((3, 8), (4, 8)):
+        got = decide(catalog, kb, {**w, "layout": {"tp": 1, "pp": pp, "dp": dp, "ep": 8}, "virtual_stages": 4})
+        given[pp] = got.estimate.candidate("h100-sxm")
+    assert given[4].usd_per_job < given[3].usd_per_job / 1.05        # PP 4 is the cheaper layout by > 5%
+    # the plan chosen is within the 5% cost tolerance of the cheapest found, and the fastest of those
+    assert r.count > 24 and r.usd_per_job <= given[4].usd_per_job * 1.05
+    assert r.training_hours < given[4].training_hours

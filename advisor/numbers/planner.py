@@ -171,8 +171,15 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     limit = None
     if fewest and not (w.layout_given or objective.minimises_time(w)):
         # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
-        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards
-        limit = MAX_CARD_FACTOR * max(fewest, max(sizes, default=1), gpu.gpus_per_node if fewest > gpu.gpus_per_node else 1)
+        # C18): beyond MAX_CARD_FACTOR x the fewest cards (whole instances), only a target adds cards.
+        # The fewest are the search's, or a layout's own model-parallel group where that is larger (its
+        # pipeline stages x the TP and EP ranks of one stage: Megatron draws EP from TP x DP): a deeper
+        # pipeline is a layout, not a scale-out (Mixtral 8x7B, EP 8: PP 4 starts at 32 cards where PP 3
+        # starts at 24, and is the cheaper per job); data-parallel replicas, those that shard the ZeRO
+        # states among them, are the scale-out the factor bounds
+        def limit(lay, fewest=fewest):
+            n = fewest if lay.pools else max(fewest, lay.pp * math.lcm(lay.tp, lay.ep))
+            return MAX_CARD_FACTOR * max(n, max(sizes, default=1), gpu.gpus_per_node if n > gpu.gpus_per_node else 1)
     targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
     # a training job without a deadline keeps no plan beyond the limit (below) while one within it
     # was tried: those are not evaluated at all (if none within it is found, the search runs again
@@ -182,15 +189,15 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     if skip_above is not None and not tried:
         tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
     if tried and limit is not None:
-        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= replicas.deadline_cards(tried))]
+        kept = [t for t in tried if t[2].count <= limit(t[3]) or (targeted and t[2].count <= replicas.deadline_cards(tried))]
         tried = kept or tried
     return tried, fewest, cp, rate, gpu_rate, unit, refused
 
 
 def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int,
-                    engine: Engine | None, cp: str, rate: Term, unit: str, gpu_rate, skip_above: int | None):
+                    engine: Engine | None, cp: str, rate: Term, unit: str, gpu_rate, skip_above=None):
     """The layouts of `_search` tried, each variant's bases and wider ones (and disaggregated pools),
-    as (tried, refused); a layout of more than `skip_above` cards is not tried."""
+    as (tried, refused); a layout of more cards than `skip_above(its base)` is not tried."""
     tried: list[tuple] = []
     refused: dict = {}        # the fewest GPUs a plan meeting the target needed beyond max_gpus
     # one price per rental (evaluate): the variants differ in activation checkpointing only, which no
@@ -206,7 +213,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             count = base.count if dp == base.dp else base.tp * base.pp * max(dp, base.min_dp)
             if (count, base.tp, base.pp, base.ep, base.attention_dp, base.pools) in seen:
                 return None
-            if skip_above is not None and count > skip_above:
+            if skip_above is not None and count > skip_above(base):
                 return None
             lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
             sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp, lay.pools)
