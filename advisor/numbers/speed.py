@@ -179,6 +179,17 @@ def experts_touched(n: int, k: int, tokens: float) -> float:
     return n * (1 - (1 - k / n) ** tokens)
 
 
+def expert_gemm_s(weight_bytes: float, flops: float, tp: int, pp: int, bw: float, rate: float) -> tuple[float, float]:
+    """(weight-read seconds, matmul seconds) of a step's grouped expert GEMMs over tp x pp cards: the two
+    ADD, not the larger of them. A grouped GEMM gives each touched expert few row tiles (tokens per
+    expert, not per batch), so each CTA streams its expert's weight tiles and multiplies them in turn
+    with little overlap: AIConfigurator's measured TensorRT-LLM MoE latencies (H100 FP8, Qwen3-30B-A3B's
+    shape, 128 experts, top-8) grow as a fixed weight-read time (0.24 ms, ~0.75 of HBM) plus a cost per
+    token from 512 to 16,384 tokens, not as max(read, matmul) (AIC_MOE_TABLES). The rest of the layer
+    (attention, KV reads, dense weights) is a separate kernel whose own roofline adds to it."""
+    return weight_bytes / (tp * bw), flops / (tp * pp * rate)
+
+
 def _moe_eff(tokens_per_expert: float, half: float) -> float:
     """Grouped-GEMM efficiency of the experts: falls when each expert gets few tokens."""
     return tokens_per_expert / (tokens_per_expert + half) if half > 0 else 1.0
@@ -299,14 +310,15 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         1 + the drafted tokens a speculative step verifies: the KV is read once for all q)."""
         exp_bytes, tpe = _touched_bytes(sh, mb * q)
         # every attention rank reads the non-expert weights whole over its own cards
-        t_mem = (sh.dense_bytes * adp + exp_bytes / mix + kv_read) / (tp * bw)
+        rest_mem = (sh.dense_bytes * adp + kv_read) / (tp * bw)
+        rest_cmp = b_att * (sh.dense_flops + attn_f) * q / (tp * pp * R)
         imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
-        flops = (b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb) * q
-        t_cmp = flops / (tp * pp * R)
+        exp_mem, exp_cmp = expert_gemm_s(exp_bytes / mix, batch * q * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb,
+                                         tp, pp, bw, R)
         t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
         # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
-        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / (pp * adp)
-        return step, t_mem, t_cmp, t_comm
+        step = max(rest_mem, rest_cmp) + exp_mem + exp_cmp + t_comm + over + cal.seq_us * 1e-6 * batch / (pp * adp)
+        return step, rest_mem + exp_mem, rest_cmp + exp_cmp, t_comm
 
     step, t_mem, t_cmp, t_comm = decode_step(1)
     accepted = 1.0
@@ -326,9 +338,10 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
     f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
-    pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
     pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
-    prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / (tp * mix)) / bw) + pf_comm + over
+    # the rest of the model at its roofline, then the expert GEMMs' weight reads and matmuls one after the other
+    prefill = (max(f_dense / (att * R), sh.dense_bytes / att / bw) + sum(expert_gemm_s(exp_pf / mix, f_exp * imb_pf, tp, 1, bw, R))
+               + pf_comm + over)
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
     # DP its collectives run beside the other ranks' prompts (each card sends its own tokens); the engine
     # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
@@ -503,7 +516,9 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                             "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
                             "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
                                        f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
-                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size)"}
+                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size); "
+                                       f"the expert GEMMs' weight reads and matmuls add (grouped GEMMs overlap them little, AIC_MOE_TABLES), "
+                                       f"after the rest of the step's max(reads, matmuls)"}
     why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
                          f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07){cache_words}")
     why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
