@@ -190,6 +190,24 @@ def expert_gemm_s(weight_bytes: float, flops: float, tp: int, pp: int, bw: float
     return weight_bytes / (tp * bw), flops / (tp * pp * rate)
 
 
+def expert_slice_share(width: float, tp: int, ep: int, points: tuple) -> float:
+    """Share of the serving matmul rate a grouped expert GEMM reaches when each card holds a slice of
+    width / (tp / ep) of every expert it serves (TensorRT-LLM's moe_tp = tp / ep; with ep = tp each
+    card holds whole experts): measured, not fitted (catalog/efficiency.yaml expert_slice_share,
+    AIC_MOE_TABLES), interpolated in log2 of the slice between the table's points and held at its ends.
+    A narrow slice gives each CTA a thin N tile, so the GEMM streams its weights with little reuse."""
+    if not width or not points:
+        return 1.0
+    s = width * max(ep, 1) / max(tp, 1)
+    if s <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if s <= x1:
+            t = math.log2(s / x0) / math.log2(x1 / x0)
+            return y0 + t * (y1 - y0)
+    return points[-1][1]
+
+
 def _moe_eff(tokens_per_expert: float, half: float) -> float:
     """Grouped-GEMM efficiency of the experts: falls when each expert gets few tokens."""
     return tokens_per_expert / (tokens_per_expert + half) if half > 0 else 1.0
@@ -299,8 +317,10 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     b_att = math.ceil(batch / adp) * adp
     kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
     attn_f = 4 * L * ctx * d
-    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
-    wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
+    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs,
+    # at the measured share of the matmul rate for each card's slice of an expert (without EP, TP
+    # splits every expert's intermediate dimension over the group)
+    wide = expert_slice_share(sh.expert_width, tp, ep if moe else 1, cal.expert_slice)
     # mixed-input experts (dequantised in the kernel) read their weights and multiply at a share of a native kernel
     mix = cal.mixed_input_share if sh.expert_bytes and mixed_input(sh.expert_precision, gpu) else 1.0
     wide *= mix
@@ -512,11 +532,16 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
         why["speculative"] = explained["speculative"]["formula"]
     s = led.sized
     if s.experts and s.experts_per_token:
+        moe_ep = ep if ep > 1 else 1
         explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / pp, 1)),
-                            "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
+                            "factor": {"moe_half_tokens": cal.moe_half_tokens,
+                                       "expert_slice_share": expert_slice_share(sh.expert_width, lay.tp, moe_ep, cal.expert_slice)},
+                            "source": src,
                             "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
                                        f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
-                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size); "
+                                       f" x the measured share for each card's slice of an expert, {sh.expert_width:,.0f} (its intermediate size) "
+                                       f"/ (TP {lay.tp} / EP {moe_ep}) = {sh.expert_width * moe_ep / lay.tp:,.0f}: "
+                                       f"{expert_slice_share(sh.expert_width, lay.tp, moe_ep, cal.expert_slice):.2f} (AIC_MOE_TABLES); "
                                        f"the expert GEMMs' weight reads and matmuls add (grouped GEMMs overlap them little, AIC_MOE_TABLES), "
                                        f"after the rest of the step's max(reads, matmuls)"}
     why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
