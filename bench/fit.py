@@ -4,8 +4,8 @@
 
 Serving: eight factors shared by every GPU and model (HBM bandwidth share reached by a decode step,
 matmul share reached by serving kernels, launch overhead per layer, sampling and bookkeeping per
-sequence, all-reduce latency floor, MoE tokens per expert at half efficiency (the expert width's
-share is measured, efficiency.yaml expert_slice_share, not fitted), routing skew under EP, the share a maturing software stack reaches), fitted together by minimising the squared log ratio
+sequence, all-reduce latency floor, MoE tokens per expert and expert width at half efficiency, the
+share a maturing software stack reaches), fitted together by minimising the squared log ratio
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
@@ -44,7 +44,7 @@ SERVING = {  # factor: (lower, upper) bounds of a physically meaningful value
     # records they trade off, so the floor is kept at or above 5 us (a small-message NCCL all-reduce
     # over NVLink is several microseconds; an assumption, not a measurement of ours)
     "allreduce_us": (5.0, 100.0), "moe_half_tokens": (0.0, 512.0), "maturing_share": (0.3, 1.0),
-    "request_ms": (0.0, 100.0),
+    "moe_half_width": (0.0, 4096.0), "request_ms": (0.0, 100.0),
     # the busiest EP rank's extra share of the mean expert load (0: the balls-into-bins floor alone; 1: twice the mean)
     "ep_skew": (0.0, 1.0),
     # what a mixed-input expert kernel (weights dequantised in its main loop) reaches of a native one
@@ -89,7 +89,7 @@ def golden(f, lo: float, hi: float, iters: int = 28) -> float:
 
 # fixed starting points (never the factors already in the file), so that a refit on the same records
 # writes the same factors
-BASE = {"compute_share": 0.6, "seq_us": 0.0, "moe_half_tokens": 0.0, "maturing_share": 1.0, "request_ms": 0.0,
+BASE = {"compute_share": 0.6, "seq_us": 0.0, "moe_half_tokens": 0.0, "maturing_share": 1.0, "moe_half_width": 0.0, "request_ms": 0.0,
         "ep_skew": 0.0, "mixed_input_share": 1.0}
 STARTS = ({**BASE, "bw_share": 0.7, "layer_us": 50.0, "allreduce_us": 10.0},
           {**BASE, "bw_share": 0.6, "layer_us": 20.0, "allreduce_us": 20.0},
@@ -292,6 +292,7 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=(), qlora=(
              f'  sequence_overhead_us: {{v: {cal.seq_us:.2f}, src: [CALIBRATION], note: "sampling and bookkeeping time per sequence of a decode step"}}',
              f'  allreduce_latency_us: {{v: {cal.allreduce_us:.2f}, src: [CALIBRATION], note: "fixed cost of one tensor-parallel all-reduce (2 per layer per step), on top of ring bytes / link"}}',
              f'  moe_half_tokens: {{v: {cal.moe_half_tokens:.1f}, src: [CALIBRATION], note: "tokens per expert at which grouped expert matmuls run at half efficiency"}}',
+             f'  moe_half_width: {{v: {cal.moe_half_width:.0f}, src: [CALIBRATION], note: "expert intermediate size at which the grouped expert matmuls run at half the serving matmul rate (narrow experts: Qwen3-30B-A3B 768); they are timed after the experts\' weight reads, not overlapped with them (speed.expert_gemm_s, AIC_MOE_TABLES)"}}',
              f'  ep_skew: {{v: {cal.ep_skew:.3f}, src: [CALIBRATION], note: "routing skew under expert parallelism: the busiest EP rank carries 1 + this x (EP - 1) / EP times the mean expert load, beyond the balls-into-bins spread (records run with EPLB: none)"}}',
              f'  mixed_input_share: {{v: {cal.mixed_input_share:.3f}, src: [CALIBRATION, TRTLLM_GPTOSS_BLOG], note: "experts stored in a format the GPU has no matmul units for (MXFP4 on Hopper/Ampere, FP8 on Ampere) run as mixed-input kernels that dequantise in the main loop (TensorRT-LLM W4A16_MXFP4 on Hopper): their weight reads and matmuls reach this share of a native kernel; AIConfigurator\'s measured H200 W4A16 MoE table reads gpt-oss-120b\'s experts at 2.7 TB/s (0.57 of 4.8 TB/s) at 32-256 tokens"}}',
              f'  request_overhead_ms: {{v: {cal.request_ms:.2f}, src: [CALIBRATION], note: "time a request spends in the server before its prefill (receiving, tokenising, scheduling): added to time to first token"}}',

@@ -39,9 +39,7 @@ class Calibration:
     # true of every current engine; TensorRT-LLM before 0.8 (no XQA kernel) read it once per query
     # head (TRTLLM_XQA_BLOG). Only a measurement of such an engine turns it off (bench/accuracy.py).
     grouped_kv_reads: bool = True
-    # share of the serving matmul rate a grouped expert GEMM reaches by each card's slice of an expert:
-    # ((slice, share), ...) ascending, measured (efficiency.yaml expert_slice_share, AIC_MOE_TABLES)
-    expert_slice: tuple = ()
+    moe_half_width: float = 0.0
     # routing skew under expert parallelism: the busiest EP rank carries (1 + ep_skew x (ep - 1) / ep) x
     # the mean expert load beyond the balls-into-bins spread (hot experts; EPLB's redundant experts remove
     # most of it), fitted on the EP/DEP serving records that run without EPLB
@@ -278,23 +276,6 @@ def _v(d, key: str, default=None, where: str = ""):
     return float(v)
 
 
-def _slice_points(e) -> tuple:
-    """efficiency.yaml expert_slice_share's points ({slice: share}) as ((slice, share), ...) ascending;
-    a bad entry is an InputError naming it."""
-    pts = e.get("points") if isinstance(e, dict) else None
-    if e is None:
-        return ()
-    if not isinstance(pts, dict) or not pts:
-        raise InputError(Problem("must have points: {slice: share, ...}", "catalog/efficiency.yaml", field="expert_slice_share"))
-    out = []
-    for k, v in pts.items():
-        if isinstance(k, bool) or not isinstance(k, (int, float)) or k <= 0:
-            raise InputError(Problem(f"a slice must be a positive number (got {k!r})", "catalog/efficiency.yaml",
-                                     field="expert_slice_share.points"))
-        out.append((float(k), _v(pts, k, where="expert_slice_share.points.")))
-    return tuple(sorted(out))
-
-
 def calibration(catalog: Catalog) -> Calibration:
     """The calibration of a catalog, built once (the planner's loops call the speed functions often)."""
     eff = catalog.efficiency
@@ -319,7 +300,7 @@ def calibration(catalog: Catalog) -> Calibration:
         seq_us=_v(sv, "sequence_overhead_us", 0.0, S),
         allreduce_us=_v(sv, "allreduce_latency_us", 10.0, S),
         moe_half_tokens=_v(sv, "moe_half_tokens", 0.0, S),
-        expert_slice=_slice_points(eff.get("expert_slice_share")),
+        moe_half_width=_v(sv, "moe_half_width", 0.0, S),
         ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
         first_token_steps=_v(sv, "first_token_steps", 1.5, S),

@@ -125,6 +125,10 @@ class Shape:
     expert_width: float = 0.0   # an expert's intermediate size (its matmuls' narrow dimension)
     moe_layers: int | None = None   # layers with routed experts (DeepSeek-V3: 58 of 61); None: all of them
     expert_precision: str | None = None   # the experts' stored format (gpt-oss: mxfp4)
+    # a decode step's attention width per query token and cached token: query heads x head size, or
+    # with MLA (absorbed into the latent, as FlashMLA and TensorRT-LLM decode it) query heads x the
+    # cached latent: every head's scores and values run over all mla_kv_dim values (576 for DeepSeek-V3)
+    decode_attn_dim: float | None = None
 
 
 _LAST_SHAPE: list = [None, None]     # (ledger, its Shape): the planner times every layout of one ledger
@@ -158,8 +162,13 @@ def shape(w: Workload, led: Ledger) -> Shape:
     moe_layers = m.num("moe_layers") or layers       # the config's first_k_dense_replace layers have no experts
     width = (exp_f / 2 / s.experts_per_token / moe_layers / 3 / hidden
              if exp_f and s.experts_per_token and moe_layers and hidden else 0.0)
+    # MLA decode: QK over the 576-value latent and PV over its 512 (kv_lora_rank), counted here at 576
+    # both (the rope part is not in the catalog: +6% on the attention FLOPs): 10.3 x heads x head_dim
+    # for DeepSeek-V3's 128 heads of 56
+    mla = m.num("mla_kv_dim")
+    dec = heads * mla if mla and heads else attn
     return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
-                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None, exp_prec)
+                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None, exp_prec, dec)
 
 
 def mixed_input(precision: str | None, gpu: GPU) -> bool:
@@ -188,24 +197,6 @@ def expert_gemm_s(weight_bytes: float, flops: float, tp: int, pp: int, bw: float
     token from 512 to 16,384 tokens, not as max(read, matmul) (AIC_MOE_TABLES). The rest of the layer
     (attention, KV reads, dense weights) is a separate kernel whose own roofline adds to it."""
     return weight_bytes / (tp * bw), flops / (tp * pp * rate)
-
-
-def expert_slice_share(width: float, tp: int, ep: int, points: tuple) -> float:
-    """Share of the serving matmul rate a grouped expert GEMM reaches when each card holds a slice of
-    width / (tp / ep) of every expert it serves (TensorRT-LLM's moe_tp = tp / ep; with ep = tp each
-    card holds whole experts): measured, not fitted (catalog/efficiency.yaml expert_slice_share,
-    AIC_MOE_TABLES), interpolated in log2 of the slice between the table's points and held at its ends.
-    A narrow slice gives each CTA a thin N tile, so the GEMM streams its weights with little reuse."""
-    if not width or not points:
-        return 1.0
-    s = width * max(ep, 1) / max(tp, 1)
-    if s <= points[0][0]:
-        return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
-        if s <= x1:
-            t = math.log2(s / x0) / math.log2(x1 / x0)
-            return y0 + t * (y1 - y0)
-    return points[-1][1]
 
 
 def _moe_eff(tokens_per_expert: float, half: float) -> float:
@@ -316,11 +307,9 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     # the busiest attention rank sets the pace: sequences are dealt out whole
     b_att = math.ceil(batch / adp) * adp
     kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
-    attn_f = 4 * L * ctx * d
-    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs,
-    # at the measured share of the matmul rate for each card's slice of an expert (without EP, TP
-    # splits every expert's intermediate dimension over the group)
-    wide = expert_slice_share(sh.expert_width, tp, ep if moe else 1, cal.expert_slice)
+    attn_f = 4 * L * ctx * (sh.decode_attn_dim or d)
+    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
+    wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
     # mixed-input experts (dequantised in the kernel) read their weights and multiply at a share of a native kernel
     mix = cal.mixed_input_share if sh.expert_bytes and mixed_input(sh.expert_precision, gpu) else 1.0
     wide *= mix
@@ -532,16 +521,11 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
         why["speculative"] = explained["speculative"]["formula"]
     s = led.sized
     if s.experts and s.experts_per_token:
-        moe_ep = ep if ep > 1 else 1
         explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / pp, 1)),
-                            "factor": {"moe_half_tokens": cal.moe_half_tokens,
-                                       "expert_slice_share": expert_slice_share(sh.expert_width, lay.tp, moe_ep, cal.expert_slice)},
-                            "source": src,
+                            "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
                             "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
                                        f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
-                                       f" x the measured share for each card's slice of an expert, {sh.expert_width:,.0f} (its intermediate size) "
-                                       f"/ (TP {lay.tp} / EP {moe_ep}) = {sh.expert_width * moe_ep / lay.tp:,.0f}: "
-                                       f"{expert_slice_share(sh.expert_width, lay.tp, moe_ep, cal.expert_slice):.2f} (AIC_MOE_TABLES); "
+                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size); "
                                        f"the expert GEMMs' weight reads and matmuls add (grouped GEMMs overlap them little, AIC_MOE_TABLES), "
                                        f"after the rest of the step's max(reads, matmuls)"}
     why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
