@@ -158,7 +158,7 @@ def test_a_cached_prefix_cuts_the_prefill_by_hand(catalog, cal):
     assert speed.prefill_tokens(1000, 1.0) == (1.0, 999.0) and speed.prefill_tokens(1000, 0) == (1000.0, 0.0)
 
 
-def _mtp(catalog, gpu, model, precision, conc, prompt, output, tokens=None):
+def _mtp(catalog, gpu, model, precision, conc, prompt, output, tokens=None, dep=1):
     doc = {"mode": "inference", "model": model, "precision": precision, "prompt_tokens": prompt, "output_tokens": output,
            "concurrency": conc}
     if tokens:
@@ -167,7 +167,8 @@ def _mtp(catalog, gpu, model, precision, conc, prompt, output, tokens=None):
     led = inference_ledger(w)
     g = catalog.gpus[gpu]
     rate = speed.achievable_tflops(catalog, g, speed.compute_precision(w, g, led.sized))
-    return speed.inference_speed(w, led, g, Layout(8, 1, 1, 0.0), rate, speed.calibration(catalog)), w
+    lay = Layout(8, 1, 1, 0.0, ep=dep, attention_dp=dep) if dep > 1 else Layout(8, 1, 1, 0.0)
+    return speed.inference_speed(w, led, g, lay, rate, speed.calibration(catalog)), w
 
 
 def test_mtp_gains_at_one_sequence_as_published_and_loses_at_saturation(catalog):
@@ -180,11 +181,18 @@ def test_mtp_gains_at_one_sequence_as_published_and_loses_at_saturation(catalog)
     assert plain.tpot_ms / mtp.tpot_ms == pytest.approx(2.28, rel=0.05)
     assert mtp.speed_explained["speculative"]["value"] == pytest.approx(plain.tpot_ms / mtp.tpot_ms)
     assert w.inputs()["speculative"] == {"method": "mtp", "tokens": 3}
-    # at saturation each step verifies 4 tokens of every sequence for 2.59 kept: compute-bound, it loses
-    big, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 4096, 1000, 1000)
-    big_mtp, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 4096, 1000, 1000, tokens=3)
-    assert big.speed_explained["step_compute_ms"]["value"] > 0.5 * big.speed_explained["weights_and_kv_read_ms"]["value"]
-    assert big_mtp.tokens_per_s < big.tokens_per_s
+    # at saturation each step verifies 4 tokens of every sequence for 2.59 kept: compute-bound, it loses.
+    # On 8 x H200 as DeepSeek-V3 is served there (DEP8: each attention rank keeps its own sequences' MLA
+    # cache), 4,096 sequences run at 16,460 tokens/s without MTP and 13,150 with it (x0.80); at 256 it
+    # still gains (x1.44). Under TP 8 the MLA cache is copied onto every card, so the step is bound by
+    # KV reads that the 4 verified tokens share: there MTP gains (x1.05), which is why the layout is DEP.
+    big, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 4096, 1000, 1000, dep=8)
+    big_mtp, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 4096, 1000, 1000, tokens=3, dep=8)
+    assert big.speed_explained["step_compute_ms"]["value"] > big.speed_explained["weights_and_kv_read_ms"]["value"]
+    assert big_mtp.tokens_per_s / big.tokens_per_s == pytest.approx(0.80, abs=0.03)
+    small, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 256, 1000, 1000, dep=8)
+    small_mtp, _ = _mtp(catalog, "h200-sxm", "deepseek-v3", "fp8", 256, 1000, 1000, tokens=3, dep=8)
+    assert small_mtp.tokens_per_s / small.tokens_per_s == pytest.approx(1.44, abs=0.05)
     # the prefill is not speculative: the first token comes as fast
     assert mtp.prefill_ms == pytest.approx(plain.prefill_ms)
 

@@ -290,14 +290,15 @@ def test_workstation_limits_are_the_planners_and_a_given_power_supply_replaces_t
 
 
 def test_replicas_each_inside_one_rented_instance_are_not_warned_about_the_network(tmp_path, capsys):
-    # Llama 3.1 70B FP8 for 256 users at 50 ms: 10 x H100 as 5 replicas of TP 2, rented as 5 x 2-GPU instances.
+    # Llama 3.1 70B FP8 for 384 users at 50 ms: 12 x H100 as 3 replicas of TP 4, rented as 3 x 4-GPU instances
+    # (at 256 users the refit of the additive expert GEMMs gives one 8-GPU node of 2 x TP 4, no second instance).
     # The replicas exchange nothing, so the fabric between instances is no risk; the memo names the instances
     doc = {"mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192, "prompt_tokens": 2000,
-           "output_tokens": 500, "concurrency": 256, "latency": {"ttft_ms": 2000, "tpot_ms": 50}, "constraints": {"gpus": ["h100-sxm"]}}
+           "output_tokens": 500, "concurrency": 384, "latency": {"ttft_ms": 2000, "tpot_ms": 50}, "constraints": {"gpus": ["h100-sxm"]}}
     r = rec(tmp_path, capsys, doc)
     p = r["recommendation"]["price"]
-    assert (r["recommendation"]["tp"] * r["recommendation"]["pp"], p["instances"], p["gpus_per_instance"]) == (2, 5, 2)
+    assert (r["recommendation"]["tp"] * r["recommendation"]["pp"], p["instances"], p["gpus_per_instance"]) == (4, 3, 4)
     assert "risk-fabric-between-instances" not in [w["rule"] for w in cand(r, "h100-sxm")["warnings"]]
     p = tmp_path / "w.yaml"
     assert main(["recommend", str(p)]) == 0
-    assert "Use 10 x NVIDIA H100 SXM 80GB on 5 x 2-GPU instances" in capsys.readouterr().out
+    assert "Use 12 x NVIDIA H100 SXM 80GB on 3 x 4-GPU instances" in capsys.readouterr().out

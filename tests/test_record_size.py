@@ -81,7 +81,7 @@ def test_ask_writes_the_small_record_and_explain_reads_it(tmp_path, monkeypatch,
     assert main(["explain", str(path), "--why-not", "rtx-pro-6000"]) == 0
     text = capsys.readouterr().out
     assert "Recommended: 2 x h100-sxm (1 node(s), TP 2 x PP 1 x DP 1)" in text
-    assert ("Why not rtx-pro-6000:\n  ranked 4 with score -20; the recommendation scored -10\n"
+    assert ("Why not rtx-pro-6000:\n  ranked 3 with score -20; the recommendation scored -10\n"
             "    no-scale-up-link-for-sharding: -10\n    fewer-cards-for-serving: -10") in text
     # TP 2 now (the higher throughput per card-hour under the per-token ranking), no longer one copy per card
     assert "figures: 2 cards, 42.0 GB per card, $1.98/h" in text

@@ -228,6 +228,26 @@ def test_narrow_experts_run_their_matmuls_at_a_lower_efficiency(catalog, cal):
     assert times[1] - times[0] == pytest.approx(2048 * sh.expert_flops / R, rel=1e-3)
 
 
+def test_expert_gemm_reads_and_matmuls_add_after_the_rest_of_the_step(catalog, cal):
+    # Qwen3-30B-A3B bf16 on one H100, 1,024 sequences of one token each (no KV cache counted): the 1,024
+    # tokens x top-8 touch all 128 experts, so the expert GEMMs read all 57.98 GB of expert weights and
+    # then multiply (AIC_MOE_TABLES: a grouped GEMM overlaps the two little); the rest of the layer
+    # (attention, the dense weights) is bound by the larger of its reads and its matmuls
+    w = workload.parse({"mode": "inference", "model": "qwen3-30b-a3b", "precision": "bf16"}, catalog)
+    sh = speed.shape(w, inference_ledger(w))
+    assert (sh.dense_bytes, sh.expert_bytes) == (pytest.approx(3.082e9, rel=1e-3), pytest.approx(57.98e9, rel=1e-3))
+    g = catalog.gpus["h100-sxm"]
+    sv = speed.serving_times(sh, None, g, cal, 794.5, 1, 1, 1024, 1000, 1000)
+    bw, R = 3.35e12 * 0.6, 794.5e12 * 0.5
+    expert_read = sh.expert_bytes / bw                                       # 28.85 ms
+    expert_matmul = 1024 * sh.expert_flops / R                               # 9.34 ms
+    rest = max(sh.dense_bytes / bw, 1024 * (sh.dense_flops + 4 * 48 * 1500 * 4096) / R)   # compute-bound: 10.99 ms
+    assert sv.step == pytest.approx(rest + expert_read + expert_matmul + 48 * 31.25e-6, rel=1e-4)
+    assert sv.step * 1e3 == pytest.approx(50.67, abs=0.01)
+    # the max of the summed reads and summed matmuls (the form before) would have been 31.88 ms
+    assert max(sv.step_mem, sv.step_cmp) * 1e3 + 1.5 == pytest.approx(31.88, abs=0.01)
+
+
 def test_zero3_runs_reach_the_fitted_share_of_zero1_runs(catalog, cal):
     def rate(zero):
         w = workload.parse({"mode": "training", "model": "llama-3.1-8b", "precision": "bf16", "context_tokens": 4096,

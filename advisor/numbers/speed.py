@@ -125,6 +125,10 @@ class Shape:
     expert_width: float = 0.0   # an expert's intermediate size (its matmuls' narrow dimension)
     moe_layers: int | None = None   # layers with routed experts (DeepSeek-V3: 58 of 61); None: all of them
     expert_precision: str | None = None   # the experts' stored format (gpt-oss: mxfp4)
+    # a decode step's attention width per query token and cached token: query heads x head size, or
+    # with MLA (absorbed into the latent, as FlashMLA and TensorRT-LLM decode it) query heads x the
+    # cached latent: every head's scores and values run over all mla_kv_dim values (576 for DeepSeek-V3)
+    decode_attn_dim: float | None = None
 
 
 _LAST_SHAPE: list = [None, None]     # (ledger, its Shape): the planner times every layout of one ledger
@@ -158,8 +162,13 @@ def shape(w: Workload, led: Ledger) -> Shape:
     moe_layers = m.num("moe_layers") or layers       # the config's first_k_dense_replace layers have no experts
     width = (exp_f / 2 / s.experts_per_token / moe_layers / 3 / hidden
              if exp_f and s.experts_per_token and moe_layers and hidden else 0.0)
+    # MLA decode: QK over the 576-value latent and PV over its 512 (kv_lora_rank), counted here at 576
+    # both (the rope part is not in the catalog: +6% on the attention FLOPs): 10.3 x heads x head_dim
+    # for DeepSeek-V3's 128 heads of 56
+    mla = m.num("mla_kv_dim")
+    dec = heads * mla if mla and heads else attn
     return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
-                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None, exp_prec)
+                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None, exp_prec, dec)
 
 
 def mixed_input(precision: str | None, gpu: GPU) -> bool:
@@ -177,6 +186,17 @@ def experts_touched(n: int, k: int, tokens: float) -> float:
     if tokens <= 0:
         return 0.0
     return n * (1 - (1 - k / n) ** tokens)
+
+
+def expert_gemm_s(weight_bytes: float, flops: float, tp: int, pp: int, bw: float, rate: float) -> tuple[float, float]:
+    """(weight-read seconds, matmul seconds) of a step's grouped expert GEMMs over tp x pp cards: the two
+    ADD, not the larger of them. A grouped GEMM gives each touched expert few row tiles (tokens per
+    expert, not per batch), so each CTA streams its expert's weight tiles and multiplies them in turn
+    with little overlap: AIConfigurator's measured TensorRT-LLM MoE latencies (H100 FP8, Qwen3-30B-A3B's
+    shape, 128 experts, top-8) grow as a fixed weight-read time (0.24 ms, ~0.75 of HBM) plus a cost per
+    token from 512 to 16,384 tokens, not as max(read, matmul) (AIC_MOE_TABLES). The rest of the layer
+    (attention, KV reads, dense weights) is a separate kernel whose own roofline adds to it."""
+    return weight_bytes / (tp * bw), flops / (tp * pp * rate)
 
 
 def _moe_eff(tokens_per_expert: float, half: float) -> float:
@@ -298,7 +318,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     # the busiest attention rank sets the pace: sequences are dealt out whole
     b_att = math.ceil(batch / adp) * adp
     kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
-    attn_f = 4 * L * ctx * d
+    attn_f = 4 * L * ctx * (sh.decode_attn_dim or d)
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
     wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
     # mixed-input experts (dequantised in the kernel) read their weights and multiply at a share of a native kernel
@@ -310,18 +330,20 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         1 + the drafted tokens a speculative step verifies: the KV is read once for all q)."""
         exp_bytes, tpe = _touched_bytes(sh, mb * q)
         # every attention rank reads the non-expert weights whole over its own cards
-        t_mem = (sh.dense_bytes * adp + exp_bytes / mix + kv_read) / (tp * bw)
+        rest_mem = (sh.dense_bytes * adp + kv_read) / (tp * bw)
+        rest_cmp = b_att * (sh.dense_flops + attn_f) * q / (tp * pp * R)
         imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
-        flops = (b_att * (sh.dense_flops + attn_f) + batch * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb) * q
-        t_cmp = flops / (tp * pp * R)
+        exp_mem, exp_cmp = expert_gemm_s(exp_bytes / mix, batch * q * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb,
+                                         tp, pp, bw, R)
         t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
         # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
         # pipeline stages: only the last one samples (TensorRT-LLM's _executor_loop_pp runs _sample_async on
         # the last PP rank alone), so it pays the per-sequence cost of every micro-batch of the cycle; and a
         # micro-batch's next step waits for its tokens to come back through the host loops of the pp - 1
         # other stages (pp_return_s)
-        step = max(t_mem, t_cmp) + t_comm + over + cal.seq_us * 1e-6 * batch / adp + pp_return_s(cal, pp, mb)
-        return step, t_mem, t_cmp, t_comm
+        step = (max(rest_mem, rest_cmp) + exp_mem + exp_cmp + t_comm + over + cal.seq_us * 1e-6 * batch / adp
+                + pp_return_s(cal, pp, mb))
+        return step, rest_mem + exp_mem, rest_cmp + exp_cmp, t_comm
 
     step, t_mem, t_cmp, t_comm = decode_step(1)
     accepted = 1.0
@@ -341,9 +363,10 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
     f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
-    pf_cmp = f_dense / (att * R) + f_exp * imb_pf / (tp * R)
     pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
-    prefill = max(pf_cmp, (sh.dense_bytes / att + exp_pf / (tp * mix)) / bw) + pf_comm + over
+    # the rest of the model at its roofline, then the expert GEMMs' weight reads and matmuls one after the other
+    prefill = (max(f_dense / (att * R), sh.dense_bytes / att / bw) + sum(expert_gemm_s(exp_pf / mix, f_exp * imb_pf, tp, 1, bw, R))
+               + pf_comm + over)
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
     # DP its collectives run beside the other ranks' prompts (each card sends its own tokens); the engine
     # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
@@ -528,7 +551,9 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                             "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
                             "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
                                        f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
-                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size)"}
+                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size); "
+                                       f"the expert GEMMs' weight reads and matmuls add (grouped GEMMs overlap them little, AIC_MOE_TABLES), "
+                                       f"after the rest of the step's max(reads, matmuls)"}
     why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
                          f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07){cache_words}")
     why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
