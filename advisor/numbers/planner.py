@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
-from advisor.numbers.calibration import Engine, _v, engine_for
+from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
 from advisor.numbers.layouts import Layout, describe_layout, describe_pools
 from advisor.numbers.limits import batch_limit, max_gpus_limit
 from advisor.numbers.ledger import Ledger, training_ledger
@@ -68,13 +68,15 @@ def _with_stage(w: Workload, stage: int) -> Workload:
 
 
 def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term,
-             priced: dict | None = None, engine: Engine | None = None, explain: bool = True) -> Plan:
+             priced: dict | None = None, engine: Engine | None = None, explain: bool = True,
+             cal: Calibration | None = None) -> Plan:
     """One layout timed, priced and sized: a Plan (its `why` still without the planner's own lines).
     `priced`: the hourly costs this search found already, by cards, nodes and instance group (the
     layouts of one GPU that differ in TP, EP or ZeRO stage only rent the same instances); `engine`:
     the serving engine whose batch cap and KV share time it (calibration.engine_for); `explain` false:
     the figures the search orders plans by, without the speed's texts, the memory figures and the
-    plan's `why` (the plan kept is evaluated again with them)."""
+    plan's `why` (the plan kept is evaluated again with them); `cal`: the calibration for that engine,
+    when the search has it (speed.calibration(catalog).for_engine, read once per search)."""
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
     gpn, training = gpu.gpus_per_node, w.training     # (a property of the workload, read once)
@@ -85,7 +87,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         price = cost.plan_cost(gpu, catalog, *key, w)
         if priced is not None:
             priced[key] = price
-    cal = speed.calibration(catalog).for_engine(None if training else engine)
+    if cal is None:
+        cal = speed.calibration(catalog).for_engine(None if training else engine)
     if training:
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
@@ -182,7 +185,9 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     if skip_above is not None and not tried:
         tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
     if tried and limit is not None:
-        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= replicas.deadline_cards(tried))]
+        # deadline_cards reads the whole list: asked once, not once per plan tried (the same figure each time)
+        most = replicas.deadline_cards(tried) if targeted else None
+        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= most)]
         tried = kept or tried
     return tried, fewest, cp, rate, gpu_rate, unit, refused
 
@@ -197,6 +202,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     # price reads (the kinds, providers, regions, fleet and deployment are the workload's own)
     priced: dict = {}
     runs: dict = {}           # whether the engine runs a layout, by all Engine.runs reads of it
+    # the calibration every layout of the search is timed with (evaluate would look it up for each)
+    cal = speed.calibration(catalog).for_engine(None if w.training else engine)
     for wv, lv, bases, wider in prepared:
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
 
@@ -219,7 +226,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                     runs[used] = engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
                 if not runs[used]:
                     return None
-            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False)
+            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False, cal=cal)
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
 
@@ -270,12 +277,27 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     return tried, refused
 
 
+_DISAGG: dict[int, tuple[dict, tuple[float, float, float]]] = {}
+
+
 def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
     """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
     planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
     (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
     sizes the prefill pool to be at most that busy."""
-    d = catalog.efficiency.get("disaggregation") or {}
+    # read once per efficiency table, as calibration.calibration keeps its figures (the planner asks for
+    # every GPU's search): keyed on the table itself, which a loaded catalog never changes
+    eff = catalog.efficiency
+    hit = _DISAGG.get(id(eff))
+    if hit is None or hit[0] is not eff:
+        if len(_DISAGG) > 16:          # catalogs made again and again (tests) must not pile up here
+            _DISAGG.clear()
+        hit = _DISAGG[id(eff)] = (eff, _disaggregation_settings(eff))
+    return hit[1]
+
+
+def _disaggregation_settings(eff: dict) -> tuple[float, float, float]:
+    d = eff.get("disaggregation") or {}
     when = d.get("search_when") if isinstance(d, dict) else None
     where = "disaggregation.search_when."
     return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
