@@ -295,12 +295,13 @@ def _training_split(led: Ledger, z: int):
     return sharded, W + G + O + A - sharded - expert, expert
 
 
-def training_per_card(led: Ledger, tp: int, pp: int, dp: int, z: int, ep: int = 1) -> float:
+def training_per_card(led: Ledger, tp: int, pp: int, dp: int, z: int, ep: int = 1, split: tuple | None = None) -> float:
     """Bytes per card (with the x1.2 safety of C06): the unsharded dense part split over TP x PP, the
     unsharded expert part over PP x the expert split (TP, or EP with expert parallelism), the
     ZeRO-sharded part over all cards (the experts' shards over their expert-data-parallel ranks:
-    TP x DP / EP of them, the same cards in all)."""
-    sharded, dense, expert = _training_split(led, z)
+    TP x DP / EP of them, the same cards in all). `split`: _training_split(led, z), when the caller
+    has it (the enumeration sizes every TP, PP and EP of a stage from one)."""
+    sharded, dense, expert = split or _training_split(led, z)
     return (dense / (tp * pp) + expert / (pp * expert_split(tp, ep)) + sharded / (tp * pp * dp)) * TRAINING_SAFETY
 
 
@@ -334,7 +335,8 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages)
     widest = tensor_split_max(gpu)
     out = []
     for z in stages:
-        sharded, dense, expert = _training_split(led, z)
+        split = _training_split(led, z)
+        sharded, dense, expert = split
         for tp in _tp_options(gpu, int(kv_heads) if kv_heads else None):
             def dp_for(pp, ep, tp=tp):
                 m = tp * pp
@@ -356,7 +358,7 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages)
                         dp = dp_for(pp, ep)
                         if dp is None:
                             continue
-                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep,
+                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep, split), 1.0, z, dp, ep,
                                           interleave=interleaved_stages(layers, pp, w.virtual_stages)))
                         found = True
                     if found and group is across:
