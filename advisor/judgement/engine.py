@@ -200,7 +200,7 @@ class EngineRunner:
         self.members: dict[str, list[str]] = {}
         self.scope_of: dict[str, str] = {}
         self.entry: dict[str, object] = {}       # the test every rule of a ruleset begins with
-        self.sent: dict[str, frozenset] = {}     # per ruleset, the properties a fact is asserted with
+        self.sent: dict[str, tuple] = {}         # per ruleset, the properties a fact is asserted with
         self.tests: dict[str, list[tuple]] = {}  # per ruleset, each rule's guard tests (built on first use)
         self.rule_of: dict[str, str] = {f"r_{r.id}": r.id for r in self.kb.rules}   # engine rule name -> rule id
         for (stratum, scope), rules in sorted(groups.items()):
@@ -233,7 +233,7 @@ class EngineRunner:
                 self.scope_of[name] = scope
                 self.entry[name] = predicate(first) if first is not None else None
                 # what its rules test, and the fact's id, session and kind (the catch-all tests the kind)
-                self.sent[name] = frozenset().union(*(self.rule_props[r.id] for r in shard)) | {"id", "sid", "kind"}
+                self.sent[name] = tuple(sorted(frozenset().union(*(self.rule_props[r.id] for r in shard)) | {"id", "sid", "kind"}))
             self.sets[(stratum, scope)] = names
 
     def definition(self, name: str) -> dict:
@@ -311,7 +311,7 @@ class EngineRunner:
                     sent = self.sent[name]
                     try:
                         for f in wanted:
-                            self._assert(engine, handle, f, fired, _dumps({k: v for k, v in f.items() if k in sent}))
+                            self._assert(engine, handle, f, fired, _dumps({k: f[k] for k in sent if k in f}))
                     finally:
                         engine.delete_state(handle, sid)
                 return sorted(set(fired))
