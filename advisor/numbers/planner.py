@@ -41,7 +41,6 @@ def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> s
         if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
             return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
         return None
-    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
     # every figure that misses is named, so a plan over both limits is not read as missing one
     missed = []
     if load is not None and load.saturated:
@@ -50,7 +49,10 @@ def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> s
         missed.append(f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:,.0f} ms target")
     if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
         missed.append(f"time per output token {sp.tpot_ms:,.1f} ms, over the {w.tpot_ms:g} ms target")
-    return "; ".join(missed) + whose if missed else None
+    if not missed:
+        return None
+    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
+    return "; ".join(missed) + whose
 
 
 _STAGED: dict[tuple[int, int], tuple[Workload, Workload]] = {}
