@@ -187,9 +187,16 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     if skip_above is not None and not tried:
         tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
     if tried and limit is not None:
-        # deadline_cards reads the whole list: asked once, not once per plan tried (the same figure each time)
-        most = replicas.deadline_cards(tried) if targeted else None
-        kept = [t for t in tried if t[2].count <= limit or (targeted and t[2].count <= most)]
+        # deadline_cards reads the whole list: asked once, when a plan beyond the limit first needs it,
+        # not once per such plan (the same figure each time)
+        most, kept = None, []
+        for t in tried:
+            if t[2].count <= limit:
+                kept.append(t)
+            elif targeted:
+                most = replicas.deadline_cards(tried) if most is None else most
+                if t[2].count <= most:
+                    kept.append(t)
         tried = kept or tried
     return tried, fewest, cp, rate, gpu_rate, unit, refused
 
