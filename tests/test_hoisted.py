@@ -89,9 +89,45 @@ def test_a_layout_the_search_only_orders_has_the_figures_of_the_plan_kept(catalo
                 lean = planner.evaluate(w, led, gpu, catalog, lay, cp, rate, {}, engine, explain=False)
                 full = planner.evaluate(w, led, gpu, catalog, lay, cp, rate, None, engine)
                 for figure in ("usd_per_hour", "usd_per_million_tokens", "usd_per_job", "tpot_ms", "ttft_ms",
-                               "training_hours", "tokens_per_s", "misses", "count"):
+                               "training_hours", "tokens_per_s", "misses", "count", "price"):
                     assert getattr(lean, figure) == getattr(full, figure), (name, gpu_id, figure)
                 assert objective.plan_key(w, lean, unit, 2.0) == objective.plan_key(w, full, unit, 2.0)
                 assert lean.memory is None and full.memory is not None
                 checked += 1
     assert checked > 20
+
+
+def test_the_disaggregation_settings_of_another_efficiency_table_are_its_own(catalog):
+    eff = {**catalog.efficiency, "disaggregation": {"search_when": {"prompt_tokens_at_least": {"v": 2048}}}}
+    other = replace(catalog, efficiency=eff)
+    assert planner.disaggregation_settings(other) == (2048, 50, 0.8)
+    assert planner.disaggregation_settings(catalog) == (8192, 25, 0.8)
+
+
+def test_a_fact_cut_down_to_a_few_properties_is_the_whole_fact_normalised_then_cut(catalog):
+    # engine.normalise_fact looks up a small `keep` (a later stratum's few properties) instead of
+    # scanning the fact: the same values as keeping them from the whole normalised fact
+    from advisor.judgement import engine, facts, knowledge
+    from advisor.numbers import estimate as estimator
+    run = engine.runner(knowledge.load())
+    est = estimator.estimate(workload.load(EXAMPLES / "kimi-k3-serving.yaml", catalog), catalog)
+    _, cands = facts.facts_for(est, catalog)
+    few = [keep for keep in run.props.values() if len(keep) * 8 < len(cands[0])]
+    assert few                  # the shipped knowledge base has such a stratum
+    for keep in few + [frozenset(["c_tp", "c_gpu", "w_model", "c_no_such_property"])]:
+        for c in cands:
+            whole = engine.normalise_fact(c)
+            assert engine.normalise_fact(c, keep) == {k: v for k, v in whole.items() if k in keep}
+
+
+def test_the_enumeration_sizes_each_training_layout_as_training_per_card_does_alone(catalog):
+    # _training_layouts hands each stage's _training_split to training_per_card instead of it splitting again
+    checked = 0
+    for name in TRAINING:
+        w = workload.load(EXAMPLES / f"{name}.yaml", catalog)
+        for wv, led in planner.knob_variants(w, training_ledger(w)):
+            for gpu in (catalog.gpus["h100-sxm"], catalog.gpus["l40s"]):
+                for b in layouts._training_layouts(wv, led, gpu, 4096, layouts.ZERO_STAGES):
+                    assert b.per_card_bytes == layouts.training_per_card(led, b.tp, b.pp, b.dp, b.zero_stage, b.ep)
+                    checked += 1
+    assert checked > 50

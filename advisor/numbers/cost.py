@@ -107,8 +107,8 @@ def _plan_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cos
 def per_unit(c: Cost, speed, w, explain: bool = True) -> Cost:
     """The cost per unit of work from the hourly price and the plan's speed: per million output
     tokens when serving (T07), per job when training with a token budget, per million training tokens
-    without one (C16). `explain` false: a serving plan's figure without its text (the planner's
-    search orders plans by the figure; the plan it keeps is priced again with the text)."""
+    without one (C16). `explain` false: the figures without their texts (the planner's search orders
+    plans by the figures; the plan it keeps is priced again with the texts)."""
     if not c.usd_per_hour:
         return c
     if not w.training:
@@ -120,12 +120,15 @@ def per_unit(c: Cost, speed, w, explain: bool = True) -> Cost:
         why = dict(c.why)
         why["usd_per_million_tokens"] = f"${c.usd_per_hour:,.2f}/h / ({speed.tokens_per_s:,.0f} tokens/s x 3600) x 10^6 (T07)"
         return replace(c, usd_per_million_tokens=figure, why=why)
-    why = dict(c.why)
+    # without the texts the Cost's own `why` is passed on as it is (never written to)
+    why = dict(c.why) if explain else c.why
     jobs = w.constraints.jobs_per_month
     if speed.training_hours is not None and jobs and c.price and c.price.get("kind") == "purchase":
         # owned hardware is paid for every hour of the month, busy or not: each job carries its share
         month = c.usd_per_hour * HOURS_PER_MONTH
         busy = speed.training_hours * jobs
+        if not explain:
+            return replace(c, usd_per_job=max(month / jobs, speed.training_hours * c.usd_per_hour))
         why["usd_per_job"] = (f"${c.usd_per_hour:,.2f}/h owning x {HOURS_PER_MONTH} h / {jobs:g} jobs a month"
                               + (f" (the jobs need {busy:,.0f} h: more than a month, the cluster is too small for them)"
                                  if busy > HOURS_PER_MONTH else f" (busy {busy / HOURS_PER_MONTH:.0%} of the month)"))
@@ -140,16 +143,21 @@ def per_unit(c: Cost, speed, w, explain: bool = True) -> Cost:
         if booked is not None:
             usd, block, offer, booked_why = booked
             return replace(c, usd_per_hour=usd, usd_per_job=block, price=offer, why={**why, **booked_why})
-        why["usd_per_job"] = f"{speed.training_hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
         offer = c.price
         if offer and offer.get("kind") == "contract":
             # the job is charged its hours; the term commits the rest, which the team must use or resell
             share = speed.training_hours / offer["term_hours"]
             offer = {**offer, "job_share_of_term": share}
+        if not explain:
+            return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, price=offer)
+        why["usd_per_job"] = f"{speed.training_hours:,.1f} h x ${c.usd_per_hour:,.2f}/h (C16)"
+        if offer and offer.get("kind") == "contract":
             why["usd_per_job"] += (f"; the {offer['term_months']}-month contract commits ${offer['term_usd']:,.0f}, "
                                    f"of which the job uses {share:.0%}")
         return replace(c, usd_per_job=speed.training_hours * c.usd_per_hour, price=offer, why=why)
     if speed.hours_per_million_tokens:
+        if not explain:
+            return replace(c, usd_per_million_tokens=speed.hours_per_million_tokens * c.usd_per_hour)
         why["usd_per_million_tokens"] = (f"{speed.hours_per_million_tokens:,.3g} h per million training tokens x "
                                          f"${c.usd_per_hour:,.2f}/h (C16)")
         return replace(c, usd_per_million_tokens=speed.hours_per_million_tokens * c.usd_per_hour, why=why)

@@ -295,12 +295,27 @@ def _training_split(led: Ledger, z: int):
     return sharded, W + G + O + A - sharded - expert, expert
 
 
-def training_per_card(led: Ledger, tp: int, pp: int, dp: int, z: int, ep: int = 1) -> float:
+_SPLITS: dict[tuple[int, int], tuple[Ledger, tuple]] = {}
+
+
+def _split_of(led: Ledger, z: int) -> tuple:
+    """_training_split once per (frozen) ledger and stage: the planner sizes every replica count of
+    every base layout it tries (with_replicas) from it."""
+    hit = _SPLITS.get((id(led), z))
+    if hit is None or hit[0] is not led:
+        if len(_SPLITS) > 256:          # ledgers made again and again (sweeps, tests) must not pile up here
+            _SPLITS.clear()
+        hit = _SPLITS[(id(led), z)] = (led, _training_split(led, z))
+    return hit[1]
+
+
+def training_per_card(led: Ledger, tp: int, pp: int, dp: int, z: int, ep: int = 1, split: tuple | None = None) -> float:
     """Bytes per card (with the x1.2 safety of C06): the unsharded dense part split over TP x PP, the
     unsharded expert part over PP x the expert split (TP, or EP with expert parallelism), the
     ZeRO-sharded part over all cards (the experts' shards over their expert-data-parallel ranks:
-    TP x DP / EP of them, the same cards in all)."""
-    sharded, dense, expert = _training_split(led, z)
+    TP x DP / EP of them, the same cards in all). `split`: _training_split(led, z), when the caller
+    has it (the enumeration sizes every TP, PP and EP of a stage from one)."""
+    sharded, dense, expert = split or _split_of(led, z)
     return (dense / (tp * pp) + expert / (pp * expert_split(tp, ep)) + sharded / (tp * pp * dp)) * TRAINING_SAFETY
 
 
@@ -332,10 +347,13 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages)
     layers = int(w.model.num("layers") or 64)
     kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
     widest = tensor_split_max(gpu)
+    # the TP degrees and each one's EP sizes read no ZeRO stage: found once, not once per stage
+    tp_eps = [(tp, training_ep_options(w, gpu, tp)) for tp in _tp_options(gpu, int(kv_heads) if kv_heads else None)]
     out = []
     for z in stages:
-        sharded, dense, expert = _training_split(led, z)
-        for tp in _tp_options(gpu, int(kv_heads) if kv_heads else None):
+        split = _split_of(led, z)
+        sharded, dense, expert = split
+        for tp, (inside, across) in tp_eps:
             def dp_for(pp, ep, tp=tp):
                 m = tp * pp
                 room = mem - dense / m - expert / (pp * expert_split(tp, ep))
@@ -344,7 +362,6 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages)
                 dp = 1 if sharded / m <= room else math.ceil(sharded / m / room - 1e-9)
                 dp = ep_dp(tp, dp, ep)
                 return dp if m * dp <= max_gpus else None
-            inside, across = training_ep_options(w, gpu, tp)
             for group in (inside, across):
                 found = False
                 for ep in group:
@@ -356,7 +373,7 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages)
                         dp = dp_for(pp, ep)
                         if dp is None:
                             continue
-                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep), 1.0, z, dp, ep,
+                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep, split), 1.0, z, dp, ep,
                                           interleave=interleaved_stages(layers, pp, w.virtual_stages)))
                         found = True
                     if found and group is across:

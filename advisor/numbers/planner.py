@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
-from advisor.numbers.calibration import Engine, _v, engine_for
+from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
 from advisor.numbers.layouts import Layout, describe_layout, describe_pools
 from advisor.numbers.limits import batch_limit, max_gpus_limit
 from advisor.numbers.ledger import Ledger, training_ledger
@@ -41,7 +41,6 @@ def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> s
         if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
             return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
         return None
-    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
     # every figure that misses is named, so a plan over both limits is not read as missing one
     missed = []
     if load is not None and load.saturated:
@@ -50,7 +49,10 @@ def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> s
         missed.append(f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:,.0f} ms target")
     if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
         missed.append(f"time per output token {sp.tpot_ms:,.1f} ms, over the {w.tpot_ms:g} ms target")
-    return "; ".join(missed) + whose if missed else None
+    if not missed:
+        return None
+    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
+    return "; ".join(missed) + whose
 
 
 _STAGED: dict[tuple[int, int], tuple[Workload, Workload]] = {}
@@ -68,13 +70,15 @@ def _with_stage(w: Workload, stage: int) -> Workload:
 
 
 def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term,
-             priced: dict | None = None, engine: Engine | None = None, explain: bool = True) -> Plan:
+             priced: dict | None = None, engine: Engine | None = None, explain: bool = True,
+             cal: Calibration | None = None) -> Plan:
     """One layout timed, priced and sized: a Plan (its `why` still without the planner's own lines).
     `priced`: the hourly costs this search found already, by cards, nodes and instance group (the
     layouts of one GPU that differ in TP, EP or ZeRO stage only rent the same instances); `engine`:
     the serving engine whose batch cap and KV share time it (calibration.engine_for); `explain` false:
     the figures the search orders plans by, without the speed's texts, the memory figures and the
-    plan's `why` (the plan kept is evaluated again with them)."""
+    plan's `why` (the plan kept is evaluated again with them); `cal`: the calibration for that engine,
+    when the search has it (speed.calibration(catalog).for_engine, read once per search)."""
     # K13/K14: a model replica's cards share an instance; a training job's cards share one node (ZeRO
     # and gradient traffic on NVLink) and span whole nodes beyond it
     gpn, training = gpu.gpus_per_node, w.training     # (a property of the workload, read once)
@@ -85,7 +89,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
         price = cost.plan_cost(gpu, catalog, *key, w)
         if priced is not None:
             priced[key] = price
-    cal = speed.calibration(catalog).for_engine(None if training else engine)
+    if cal is None:
+        cal = speed.calibration(catalog).for_engine(None if training else engine)
     if training:
         if lay.zero_stage is not None and lay.zero_stage != w.zero_stage:
             w = _with_stage(w, lay.zero_stage)     # the stage the planner chose times the plan (FSDP gathers, share)
@@ -177,9 +182,10 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         # pipeline is a layout, not a scale-out (Mixtral 8x7B, EP 8: PP 4 starts at 32 cards where PP 3
         # starts at 24, and is the cheaper per job); data-parallel replicas, those that shard the ZeRO
         # states among them, are the scale-out the factor bounds
-        def limit(lay, fewest=fewest):
+        def card_limit(lay, fewest=fewest):
             n = fewest if lay.pools else max(fewest, lay.pp * math.lcm(lay.tp, lay.ep))
             return MAX_CARD_FACTOR * max(n, max(sizes, default=1), gpu.gpus_per_node if n > gpu.gpus_per_node else 1)
+        limit = card_limit
     targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
     # a training job without a deadline keeps no plan beyond the limit (below) while one within it
     # was tried: those are not evaluated at all (if none within it is found, the search runs again
@@ -189,7 +195,16 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     if skip_above is not None and not tried:
         tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
     if tried and limit is not None:
-        kept = [t for t in tried if t[2].count <= limit(t[3]) or (targeted and t[2].count <= replicas.deadline_cards(tried))]
+        # deadline_cards reads the whole list: asked once, when a plan beyond the limit first needs it,
+        # not once per such plan (the same figure each time)
+        most, kept = None, []
+        for t in tried:
+            if t[2].count <= limit(t[3]):
+                kept.append(t)
+            elif targeted:
+                most = replicas.deadline_cards(tried) if most is None else most
+                if t[2].count <= most:
+                    kept.append(t)
         tried = kept or tried
     return tried, fewest, cp, rate, gpu_rate, unit, refused
 
@@ -204,6 +219,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     # price reads (the kinds, providers, regions, fleet and deployment are the workload's own)
     priced: dict = {}
     runs: dict = {}           # whether the engine runs a layout, by all Engine.runs reads of it
+    # the calibration every layout of the search is timed with (evaluate would look it up for each)
+    cal = speed.calibration(catalog).for_engine(None if w.training else engine)
     for wv, lv, bases, wider in prepared:
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
 
@@ -226,7 +243,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                     runs[used] = engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
                 if not runs[used]:
                     return None
-            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False)
+            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False, cal=cal)
             tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
             return p, lay
 
@@ -277,12 +294,27 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     return tried, refused
 
 
+_DISAGG: dict[int, tuple[dict, tuple[float, float, float]]] = {}
+
+
 def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
     """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
     planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
     (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
     sizes the prefill pool to be at most that busy."""
-    d = catalog.efficiency.get("disaggregation") or {}
+    # read once per efficiency table, as calibration.calibration keeps its figures (the planner asks for
+    # every GPU's search): keyed on the table itself, which a loaded catalog never changes
+    eff = catalog.efficiency
+    hit = _DISAGG.get(id(eff))
+    if hit is None or hit[0] is not eff:
+        if len(_DISAGG) > 16:          # catalogs made again and again (tests) must not pile up here
+            _DISAGG.clear()
+        hit = _DISAGG[id(eff)] = (eff, _disaggregation_settings(eff))
+    return hit[1]
+
+
+def _disaggregation_settings(eff: dict) -> tuple[float, float, float]:
+    d = eff.get("disaggregation") or {}
     when = d.get("search_when") if isinstance(d, dict) else None
     where = "disaggregation.search_when."
     return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
