@@ -447,6 +447,10 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         limits.append(batch_limit(w, int(refused["batch"])))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
+    fewer = _fewer_replicas_missed(w, tried, lay)
+    if fewer:
+        # why replicas beyond memory's: the same layout with fewer of them missed the target
+        why["layout"] += f"; with DP {fewer.layout.dp} it misses: {fewer.misses}"
     if engine is not None:
         why["engine"] = f"{engine.name}, {engine.why}; {engine.max_batch_how}, KV share {_kv_words(engine)} (catalog/engines.yaml)"
     if limits:
@@ -454,6 +458,17 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     bound = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
     return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
                    within_bound=bound)
+
+
+def _fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:
+    """Of the plans tried in the chosen serving layout's shape (TP, PP, EP, attention DP) with fewer
+    replicas than it, the one with the most that missed the service level (None: none did)."""
+    if w.training or lay.pools or lay.dp <= lay.min_dp:
+        return None
+    shape = (lay.tp, lay.pp, lay.ep, lay.attention_dp)
+    missed = [t[2] for t in tried if t[2].misses and t[2].layout is not None and not t[2].layout.pools
+              and (t[2].layout.tp, t[2].layout.pp, t[2].layout.ep, t[2].layout.attention_dp) == shape and t[2].layout.dp < lay.dp]
+    return max(missed, key=lambda p: p.layout.dp, default=None)
 
 
 _ENGINES: dict[tuple, tuple] = {}
