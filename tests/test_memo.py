@@ -680,7 +680,7 @@ def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
     svg = re.search(r'<svg[^>]*class="cost-chart".*?</svg>', html, re.S) or re.findall(r"<svg.*?</svg>", html, re.S)
     text = svg.group(0) if hasattr(svg, "group") else next(s for s in svg if "whiskers" in s)
     # serving is ranked per million output tokens: the chart's unit, with the model's band as whiskers
-    assert "USD per million output tokens; whiskers: the speed model&#39;s error (13.0%); winner in bold" in text
+    assert "USD per million output tokens; whiskers: the speed model&#39;s error (12.4%); winner in bold" in text
     assert ">$0.00<" in text and ">$0.60<" in text and ">$0.18</text>" in text
     # the winner, and it alone, in bold
     assert re.findall(r'<text class="gpu-label"[^>]*font-weight="bold">([^<]*)<', text) == ["2 x h100-sxm"]
@@ -689,7 +689,7 @@ def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
 def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(capsys):
     rec = _json(capsys, "chat-assistant")
     r = rec["recommendation"]
-    assert r["cost_range_basis"]["model_error"] == 0.130 and isinstance(r["within_error"], bool)
+    assert r["cost_range_basis"]["model_error"] == 0.124 and isinstance(r["within_error"], bool)
     win = next(c for c in rec["candidates"] if c["gpu"] == r["gpu"])
     lo, hi = win["cost_range"]
     assert lo < r["usd_per_million_tokens"] < hi
@@ -697,12 +697,12 @@ def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(ca
     rec = _json(capsys, "7b-pretraining-deadline")
     r, o = rec["recommendation"], rec["runner_up_overlap"]
     assert o["gpu"] == rec["runner_up"]["gpu"] == "h200-sxm" and r["within_error"] is False and o["overlap"] is False
-    assert o["winner_range"] == [5190.0805, 6394.9206] and o["runner_up_range"] == [9454.3364, 11649.0931]
+    assert o["winner_range"] == [5213.2505, 6371.7506] and o["runner_up_range"] == [9496.5433, 11606.8862]
     doc = (EXAMPLES.parent / "docs" / "accuracy.md").read_text()
-    assert "| serving throughput | check | 126 | 13.0% |" in doc
+    assert "| serving throughput | check | 126 | 12.4% |" in doc
     assert "| training tokens/s per GPU | check | 53 | 10.0% |" in doc
     rec = _json(capsys, "gpt-oss-120b-training")
-    assert rec["recommendation"]["cost_range_basis"]["model_error"] == 0.104
+    assert rec["recommendation"]["cost_range_basis"]["model_error"] == 0.100
 
 
 def test_per_token_ranking_bands_the_cost_with_the_models_error(capsys):
@@ -711,12 +711,12 @@ def test_per_token_ranking_bands_the_cost_with_the_models_error(capsys):
     rec = _json(capsys, "llama-70b-128-users")
     r, o = rec["recommendation"], rec["runner_up_overlap"]
     assert r["unit"] == "million_tokens" and rec["service_level_margin"] is None
-    # $1.0096 and $1.7069 per million output tokens x (1 -+ 13.0%)
-    assert o["gpu"] == "h200-sxm" and o["winner_range"] == [0.8783, 1.1408] and o["runner_up_range"] == [1.485, 1.9288]
+    # $1.0096 and $1.7069 per million output tokens x (1 -+ 12.4%)
+    assert o["gpu"] == "h200-sxm" and o["winner_range"] == [0.8844, 1.1347] and o["runner_up_range"] == [1.4952, 1.9185]
     assert o["overlap"] is False and r["within_error"] is False
     md = " ".join(memo(capsys, "llama-70b-128-users", "md").split())
-    assert ("Stable: h100-sxm $0.88-$1.14 and h200-sxm $1.49-$1.93 per million output tokens, each with the speed "
-            "model's 13.0% median error") in md
+    assert ("Stable: h100-sxm $0.88-$1.13 and h200-sxm $1.50-$1.92 per million output tokens, each with the speed "
+            "model's 12.4% median error") in md
 
 
 def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(capsys):
@@ -844,7 +844,7 @@ def test_markdown_memo_writes_its_charts_beside_it_and_links_them(capsys, tmp_pa
         assert svg.split("\n", 1)[1].strip() in html
     cost = ET.fromstring((tmp_path / "memo.cost.svg").read_text().encode())
     texts = [t.text for t in cost.iter(ns + "text")]
-    assert "USD per million output tokens; whiskers: the speed model's error (13.0%); winner in bold" in texts
+    assert "USD per million output tokens; whiskers: the speed model's error (12.4%); winner in bold" in texts
     assert "$0.00" in texts and "$0.18" in texts
     # on stdout there is no folder for chart files: no image links
     assert "![" not in memo(capsys, "chat-assistant", "md")
