@@ -5,6 +5,7 @@ import json
 import pytest
 
 import conftest
+from advisor.numbers import planner
 from advisor.shell.cli import main
 
 H100_CLASS = ("h100-sxm", "h200-sxm", "h100-pcie")
@@ -198,3 +199,14 @@ def test_a_deeper_pipeline_is_searched_though_it_starts_with_more_cards(catalog,
     # the plan chosen is within the 5% cost tolerance of the cheapest found, and the fastest of those
     assert r.count > 24 and r.usd_per_job <= given[4].usd_per_job * 1.05
     assert r.training_hours < given[4].training_hours
+
+
+def test_a_ceiling_no_layout_fits_under_is_named_with_the_least_memory_tried(catalog, kb):
+    """A reviewer's case: 405B with max_gpus 8 said "needs 8,482 GB" (without activation checkpointing,
+    which the search tried) and did not name the ceiling that left no layout."""
+    d = decide(catalog, kb, {"model": "llama-3.1-405b", "training_tokens": 1e12,
+                             "constraints": {"max_gpus": 8, "deadline_hours": 24, "gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    ckpt = min(lv.bytes("total_gb") for _, lv in planner.knob_variants(d.estimate.workload, d.estimate.ledger)) / 1e9
+    assert not c.fits and ckpt < d.estimate.ledger.bytes("total_gb") / 1e9
+    assert f"needs {ckpt:,.0f} GB and no layout of at most 8 (constraints.max_gpus) x 80 GB" in c.reason

@@ -430,10 +430,13 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             cp = speed.compute_precision(w, gpu, led.sized)
             ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
             return Plan(gpu, False, compute_precision=cp, reason=cannot, ideal=ideal, why={"ideal": ideal_why})
-    tried, fewest, cp, rate, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants or knob_variants(w, led), max_gpus, engine)
+    variants = variants or knob_variants(w, led)
+    tried, fewest, cp, rate, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants, max_gpus, engine)
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
-        reason = _why_none(w, led, gpu, max_gpus, engine) + (f": {box_why}" if box_why else "")
+        # the least memory any variant the search tried needs (activation checkpointing's, when it was tried)
+        need = min(lv.bytes("total_gb") for _, lv in variants)
+        reason = _why_none(w, led, gpu, max_gpus, engine, need) + (f": {box_why}" if box_why else "")
         return Plan(gpu, False, compute_precision=cp, reason=reason, ideal=ideal, why={"ideal": ideal_why})
     _, _, p, lay, wv, lv = _choose(w, tried, unit, gpu_rate)
     # the search timed its layouts without their texts: the plan kept, again with them (the same figures)
@@ -509,7 +512,8 @@ def _kv_words(engine: Engine) -> str:
     return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")
 
 
-def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine | None = None) -> str:
+def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine | None = None,
+              need: float | None = None) -> str:
     if w.layout and engine is not None and not engine.runs(*w.layout):
         return f"{engine.name} does not run the given layout ({describe_layout(w.layout)}; it runs {', '.join(sorted(engine.layouts))}, catalog/engines.yaml)"
     if w.layout and layouts.split_width(w.layout[0], w.layout[3], w.layout[4]) > gpu.gpus_per_node:
@@ -521,8 +525,9 @@ def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine 
         return (f"the given disaggregated layout ({describe_pools(*w.pools)}) does not hold its work on {gpu.memory_gb:g} GB "
                 f"cards: each pool must hold the weights and its KV cache (the decode pool every sequence's) with "
                 f"tensor splits inside one {gpu.gpus_per_node}-GPU node (K14), and the model's KV size must be known")
-    given = describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
-    return (f"needs {_gb(led.bytes('total_gb'))} and no layout of {given}"
+    given = (describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
+             + (" (constraints.max_gpus)" if w.constraints.max_gpus == max_gpus else ""))
+    return (f"needs {_gb(need if need is not None else led.bytes('total_gb'))} and no layout of {given}"
             f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
 
 
