@@ -913,3 +913,19 @@ def test_a_fleet_the_plan_leaves_out_is_named_with_the_best_plan_on_it(capsys, t
     # a plan on the fleet says nothing of the kind
     assert main(["recommend", str(EXAMPLES / "fleet-h100.yaml")]) == 0
     assert "stay out of this plan" not in capsys.readouterr().out
+
+
+def test_the_api_warning_alone_is_not_cut_to_its_first_clause_in_the_summary(tmp_path, capsys):
+    # a reviewer's case: a workstation serving one user, whose only risk is the API rule's; the summary
+    # took it as its one risk and cut it to "serves about 31.3 million tokens a day here, at $0.29 per
+    # million", the point (the API is cheaper) lost; the API line above says it whole
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: inference\nmodel: qwen3-30b-a3b\ncontext_tokens: 32768\nprompt_tokens: 4000\noutput_tokens: 1000\n"
+                 "concurrency: 1\nconstraints: {deployment: workstation}\n")
+    assert main(["recommend", str(f), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert [w["rule"] for w in rec["warnings"]] == ["api-cheaper-at-this-load"]
+    assert main(["recommend", str(f)]) == 0
+    head = capsys.readouterr().out.split("RECOMMENDATION IN DETAIL")[0]
+    assert "the API is cheaper at any load it can carry" in " ".join(head.split())
+    assert "Risk:" not in head and "million tokens a day here" not in head
