@@ -229,31 +229,29 @@ def fetch(repo: str) -> Path:
     optional extra `gpu-advisor[hub]`; offline, gated, missing repositories are clear one-line errors."""
     where = f"hf:{check_repo_id(repo)}"
 
-    def _fail(msg: str, where: str, field: str):
+    def no_config(msg: str):
         # reported at the workload's `model:` line (workload.parse places a MissingConfig there)
-        raise MissingConfig(Problem(f"{where}: {msg}", where, None, field))
+        raise MissingConfig(Problem(f"{where}: {msg}", where, None, "model"))
     try:
         import huggingface_hub
         from huggingface_hub import errors
     except ImportError:
-        _fail("reading a model from the Hugging Face Hub needs the optional extra: pip install 'gpu-advisor[hub]'",
-              where, "model")
+        no_config("reading a model from the Hugging Face Hub needs the optional extra: pip install 'gpu-advisor[hub]'")
     try:
         return Path(huggingface_hub.hf_hub_download(repo_id=repo, filename="config.json"))
     except errors.GatedRepoError:           # (a RepositoryNotFoundError: caught first)
-        _fail("the repository is gated: accept its licence on the Hub and log in (huggingface-cli login or HF_TOKEN)",
-              where, "model")
+        no_config("the repository is gated: accept its licence on the Hub and log in (huggingface-cli login or HF_TOKEN)")
     except errors.RepositoryNotFoundError:
-        _fail("no such repository on the Hub (or it is private: log in)", where, "model")
+        no_config("no such repository on the Hub (or it is private: log in)")
     except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled) as exc:   # (an EntryNotFoundError)
-        _fail("cannot reach the Hugging Face Hub and its config.json is not in the local cache "
-              f"(offline? {type(exc).__name__})", where, "model")
+        no_config("cannot reach the Hugging Face Hub and its config.json is not in the local cache "
+                  f"(offline? {type(exc).__name__})")
     except errors.EntryNotFoundError:
-        _fail("the repository has no config.json", where, "model")
+        no_config("the repository has no config.json")
     except errors.HfHubHTTPError as exc:
-        _fail(f"the Hub refused the request ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})", where, "model")
+        no_config(f"the Hub refused the request ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
     except OSError as exc:                    # no network at all
-        _fail(f"cannot reach the Hugging Face Hub ({type(exc).__name__})", where, "model")
+        no_config(f"cannot reach the Hugging Face Hub ({type(exc).__name__})")
 
 
 def _checked(c: dict, col: Collector, prefix: str = "", table: dict = FIELDS) -> dict:
