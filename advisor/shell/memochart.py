@@ -6,6 +6,7 @@ import math
 
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS
+from advisor.shell.wording import money
 
 #: the memory ledger's terms as the memo names them, in the ledger's order (the table and the chart)
 LEDGER_LABELS = {"weights_gb": "Weights", "kv_cache_gb": "KV cache", "activations_gb": "Activations",
@@ -127,10 +128,6 @@ def _tick(v: float, step: float) -> str:
     import math
     decimals = 0 if step >= 1 else max(2, -math.floor(math.log10(step) + 1e-9))      # cents below a dollar
     return f"${v:,.{decimals}f}"
-
-
-def money(v: float) -> str:
-    return f"${v:,.0f}" if v >= 100 else f"${v:,.2f}" if v >= 0.1 else f"${v:.3g}"
 
 
 #: one colour per point of the trade-off chart, matched in its key (the sweep's palette)

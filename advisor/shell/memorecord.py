@@ -10,7 +10,7 @@ from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.numbers.cost import beyond_write_off
-from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd, job_usd as _job_usd
+from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd, job_usd as _job_usd, small_usd as _small_usd
 
 
 
@@ -116,7 +116,7 @@ def _unit_cost(mode: str, c: dict) -> str:
         return f"{_job_usd(c['usd_per_job'])} per job"
     if mode != "inference" and c.get("usd_per_million_tokens") is not None:      # no token budget: no job to price
         v = c["usd_per_million_tokens"]
-        return f"{_usd(v) if v >= 0.1 else f'${v:.3g}'} per million training tokens"
+        return f"{_small_usd(v)} per million training tokens"
     return ""
 
 
@@ -136,7 +136,7 @@ def _money_diff(x, base) -> str:
     if abs(d) < 0.005 and abs(d) <= 0.001 * max(abs(base), abs(x)):
         return "same cost"
     # a small unit cost (per million training tokens) keeps three significant figures, not two decimals
-    return f"{'+' if d > 0 else '-'}{_usd(abs(d)) if abs(d) >= 0.1 else f'${abs(d):.3g}'}"
+    return f"{'+' if d > 0 else '-'}{_small_usd(abs(d))}"
 
 
 def _objective(r: dict) -> str:

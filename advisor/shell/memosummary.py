@@ -7,7 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.wording import (asked_rate, job_usd as _job_usd, duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+from advisor.shell.wording import (asked_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_hours)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
@@ -256,9 +256,7 @@ def _range(rg) -> str:
         return ""
     lo, hi = rg
 
-    def one(v):     # cents only where they matter: $0.77, $3,875 (not $3,875.08)
-        return _usd(v, 0) if v >= 100 else _usd(v) if v >= 0.1 else f"${v:.3g}"
-    return f"{one(lo)}-{one(hi)}"
+    return f"{_money(lo)}-{_money(hi)}"
 
 
 def _ranking_cost(unit: str, c: dict) -> str:
@@ -268,7 +266,7 @@ def _ranking_cost(unit: str, c: dict) -> str:
     v = c.get(field)
     if v is None:
         return "price unknown"
-    return f"{_job_usd(v) if field == 'usd_per_job' else _usd(v) if v >= 0.1 else f'${v:.3g}'} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
+    return f"{_job_usd(v) if field == 'usd_per_job' else _small_usd(v)} {UNIT_LABELS.get(unit or 'hour', 'per hour')}"
 
 
 def _speed_short(mode: str, c: dict) -> str:
@@ -292,7 +290,7 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
         c = x.cands[g]
         w = c.get(work[0])
         rows.append([f"{c['count']} x {g}", _usd(c["usd_per_hour"]) if c.get("usd_per_hour") is not None else "unknown",
-                     "-" if w is None else _job_usd(w) if work[0] == "usd_per_job" else _usd(w) if w >= 0.1 else f"${w:.3g}",
+                     "-" if w is None else _job_usd(w) if work[0] == "usd_per_job" else _small_usd(w),
                      "-" if c.get(speed[0]) is None else _num(c[speed[0]], speed[2])])
     return {"head": head, "rows": rows}
 

@@ -14,6 +14,17 @@ def usd(x, nd=2) -> str:
     return "unknown" if x is None else f"${x:,.{nd}f}"
 
 
+def small_usd(x: float) -> str:
+    """A cost that may be small (per million tokens, a difference): cents from $0.10, three significant
+    figures below ($0.0352, not $0.04)."""
+    return usd(x) if x >= 0.1 else f"${x:.3g}"
+
+
+def money(x: float) -> str:
+    """Cents only where they matter: $0.77, $3,875 (not $3,875.08), $0.0352."""
+    return usd(x, 0) if x >= 100 else small_usd(x)
+
+
 def job_usd(x) -> str:
     """A job's cost: whole dollars from $100, cents below (a LoRA job of $0.46 is not "$0")."""
     return usd(x, 0 if x is not None and x >= 100 else 2)
