@@ -42,6 +42,18 @@ def test_text_has_ledger_and_unknown_prices(capsys):
     assert "unknown" in out   # Gaudi 3 has no price in the catalog
 
 
+def test_long_gpu_ids_keep_their_own_column(capsys, tmp_path):
+    # rtx-4060-ti-16gb is 16 characters: the GPU column widens to it instead of running into 'yes'
+    f = tmp_path / "w.yaml"
+    f.write_text("name: w\nmode: inference\nmodel: {name: m, params_b: 34}\nprecision: fp16\nconcurrency: 16\n")
+    code, out, _ = run(capsys, "estimate", str(f), "--gpu", "rtx-4060-ti-16gb", "--gpu", "h100-sxm")
+    assert code == 0
+    [row] = [ln for ln in out.splitlines() if ln.lstrip().startswith("rtx-4060-ti-16gb")]
+    assert row.split()[:2] == ["rtx-4060-ti-16gb", "yes"]
+    head = next(ln for ln in out.splitlines() if ln.lstrip().startswith("GPU"))
+    assert head.index("fits") == row.index("yes")
+
+
 def test_unknown_price_is_null_with_reason(capsys):
     _, out, _ = run(capsys, "estimate", str(EXAMPLES / "chat-assistant.yaml"), "--gpu", "gaudi-3", "--format", "json")
     c = json.loads(out)["candidates"][0]

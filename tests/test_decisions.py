@@ -349,3 +349,14 @@ def test_training_over_rented_instances_warns_about_their_network(catalog, kb):
     assert c["price"]["instances"] > 1 and c["price"]["kind"] == "spot"
     w = next(w for w in d.warnings if w["rule"] == "risk-training-fabric-between-instances")
     assert f"trains on {c['price']['instances']} separately rented instances" in w["text"]
+
+
+def test_eight_rented_geforce_cards_do_not_beat_two_h100_on_a_small_saving(catalog, kb):
+    # a 34B model given by its parameter count, 16 users: 8 x RTX 4090 at TP 8 over PCIe ($0.61 per million
+    # tokens) against 2 x H100 ($0.84): 28% cheaper, less than the rental (20) and PCIe TP (20) premiums
+    d = decide(catalog, kb, mode="inference", model={"name": "34B", "params_b": 34}, precision="fp16",
+               concurrency=16, latency="interactive")
+    r = d.record["recommendation"]
+    assert (r["gpu"], r["count"]) == ("h100-sxm", 2)
+    rules = [c["rule"] for c in d.contributions["rtx-4090"]]
+    assert {"geforce-rented-marketplace", "wide-tensor-parallel-over-pcie"} <= set(rules)

@@ -32,20 +32,21 @@ def estimate_text(est: Estimate) -> str:
     for note in est.notes:
         lines.append(f"Note: {note}")
     lines += ["", "Candidates:"]
+    wid = max([15] + [len(c.gpu.id) + 1 for c in est.candidates])     # the GPU column fits the longest id
     if w.training:
-        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'hours':>10}{'kW/node':>8} {'$/h':>10} {'$/job':>12}"
+        head = f"  {'GPU':<{wid}}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'hours':>10}{'kW/node':>8} {'$/h':>10} {'$/job':>12}"
     else:
-        head = f"  {'GPU':<15}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'prefill ms':>11}{'tok/s':>9}{'kW/node':>8} {'$/h':>10} {'$/Mtok':>9}"
+        head = f"  {'GPU':<{wid}}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'prefill ms':>11}{'tok/s':>9}{'kW/node':>8} {'$/h':>10} {'$/Mtok':>9}"
     lines.append(head)
     order = sorted(est.candidates, key=lambda c: (not c.fits, c.count or 0, c.gpu.id))
     for cd in order:
         if not cd.fits:
-            lines.append(f"  {cd.gpu.id:<15}{'no':<5}  {cd.reason}")
+            lines.append(f"  {cd.gpu.id:<{wid}}{'no':<5}  {cd.reason}")
             continue
         pools = cd.layout.pools if cd.layout else None
         plan = (f"{cd.tp}x{cd.pp}x{cd.dp}" if not pools else      # a disaggregated plan: prefill + decode replicas
                 f"P{pools.prefill.dp}+D{pools.decode.dp}")
-        row = f"  {cd.gpu.id:<15}{'yes':<5}{cd.count:>6}{cd.nodes:>6}  {plan:<10}{cd.per_card_gb:>9,.1f}{cd.headroom_gb:>7,.1f}"
+        row = f"  {cd.gpu.id:<{wid}}{'yes':<5}{cd.count:>6}{cd.nodes:>6}  {plan:<10}{cd.per_card_gb:>9,.1f}{cd.headroom_gb:>7,.1f}"
         if w.training:
             row += f"{_n(cd.training_hours, '{:,.1f}'):>10}{_n(cd.power_kw_per_node):>8} {_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>10} {_n(cd.usd_per_job, '{:,.0f}'):>12}"
         else:
