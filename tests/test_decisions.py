@@ -360,3 +360,14 @@ def test_eight_rented_geforce_cards_do_not_beat_two_h100_on_a_small_saving(catal
     assert (r["gpu"], r["count"]) == ("h100-sxm", 2)
     rules = [c["rule"] for c in d.contributions["rtx-4090"]]
     assert {"geforce-rented-marketplace", "wide-tensor-parallel-over-pcie"} <= set(rules)
+
+
+def test_k05_half_the_weights_warning_gives_the_room_the_computed_cache_leaves(catalog, kb):
+    # gpt-oss-120b on one H100: 14.8 GB beside 65.2 GB of weights breaks K05's 50% (the seed's own case, W08);
+    # the computed cache (8,192 tokens a sequence) leaves room for 3 sequences, and the warning says so
+    d = decide(catalog, kb, name="gpt-oss-120b-one-user", constraints={"gpus": ["h100-sxm"]})
+    c = next(x for x in d.estimate.candidates if x.gpu.id == "h100-sxm")
+    assert round(c.kv_headroom_gb, 1) == 14.8 and c.max_concurrency == 3
+    [text] = [w["text"] for w in d.record["warnings"] if w.get("rule") == "kv-headroom-below-half-the-weights"]
+    assert "less than half of the 65.2 GB of weights" in text
+    assert "room for 3 sequences of 8,192 tokens, for the 1 asked" in text

@@ -734,9 +734,9 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     assert a["reason"] == "it costs 25% more, the rules in its favour are worth 21%, less than that"
     assert "it costs 25% more, the rules in its favour are worth 21%, less than that" in memo(capsys, "chat-assistant", "md")
     assert "h200-sxm costs 25% more and the rules in its favour are worth 21%, less than that" in rec["decisive_rule"]["because"]
-    # cheaper per token, but the rules' penalties decide: 4 x RTX 5090 at -50% against the winner's -10% (1.5 / 1.1 = 36%)
-    assert alts["rtx-5090"]["premium"] == -0.5 and alts["rtx-5090"]["reason"].startswith(
-        "it costs 3% less, but the rules count it 36% dearer (")
+    # cheaper per token, but the rules' penalties decide: 4 x RTX 5090 at -60% against the winner's -10% (1.6 / 1.1 = 45%)
+    assert alts["rtx-5090"]["premium"] == -0.6 and alts["rtx-5090"]["reason"].startswith(
+        "it costs 3% less, but the rules count it 45% dearer (")
     # its penalties beyond the winner's: l40s at -40% against mi300x at -10% (1.4 / 1.1 = 27%); its replicas of 4 cards each
     # fit one node, so serving-across-many-nodes (one model copy over more than 4 nodes) does not add its -30
     onprem = {a["gpu"]: a for a in _json(capsys, "on-prem-70b-serving")["alternatives"]}
