@@ -175,3 +175,23 @@ def test_a_training_cluster_is_never_spread_over_providers(catalog, kb):
     d = decide(catalog, kb, LLAMA_405B)
     for c in d.estimate.candidates:
         assert not (c.price or {}).get("listings"), c.gpu
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda t: t.replace('shipping_since: {v: "2025-03"', 'shipping_since: {v: "early 2025"', 1), "b200.shipping_since: must be a date as YYYY-MM"),
+    (lambda t: t.replace('as_of: "2026-11-29"', 'as_of: "2026-13"', 1), "as_of: must be a date as YYYY-MM"),
+])
+def test_a_bad_shipping_date_is_refused_with_its_line(capsys, tmp_path, monkeypatch, edit, expected):
+    # catalog/gpus.yaml's dates feed GPU.months_shipping (K12's year): a date that is not YYYY-MM is an error
+    d = tmp_path / "catalog"
+    shutil.copytree(ROOT / "catalog", d)
+    f = d / "gpus.yaml"
+    f.write_text(edit(f.read_text()))
+    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
+    catalog_mod._CACHE.clear()
+    try:
+        code = main(["prices", "list"])
+    finally:
+        catalog_mod._CACHE.clear()
+    _, err = capsys.readouterr()
+    assert code == 2 and "gpus.yaml:" in err and expected in err and "Traceback" not in err, err

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from pathlib import Path
@@ -81,6 +82,9 @@ class GPU(Figures):
     figures: dict[str, Figure]
     file: str
     line: int
+    # months from the GPU's volume shipping (`shipping_since`) to the catalog's `as_of` date: how long its
+    # software has had (K12: software lags hardware by about a year); None where either date is not given
+    months_shipping: int | None = None
 
     # figures read in the planner's loops are computed once per GPU (frozen: they never change)
     @cached_property
@@ -194,8 +198,8 @@ class Catalog:
 
 # --- loading -----------------------------------------------------------------------------------
 
-def _doc(path: Path, key: str, col: Collector):
-    data = yamlio.load(path)
+def _doc(path: Path, key: str, col: Collector, data=None):
+    data = yamlio.load(path) if data is None else data
     if not isinstance(data, dict) or key not in data:
         col.add(f"expected a mapping with a '{key}' list", getattr(data, "line", 1))
         return None, {}
@@ -211,7 +215,8 @@ GPU_FIGURES = ("launch_year", "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8
                "mig_instances", "us_export_controlled", "software",
                "system_kw",       # power of the vendor's gpus_per_node-GPU system at the wall (issue 22)
                "nvlink_domain",   # GPUs one NVLink domain spans (8 for HGX, 72 for NVL72)
-               "p2p")             # false: no peer-to-peer between the cards (GeForce), collectives go through host memory
+               "p2p",             # false: no peer-to-peer between the cards (GeForce), collectives go through host memory
+               "shipping_since")  # "YYYY-MM": volume shipping began (the months to the file's as_of: GPU.months_shipping)
 
 
 def _entries(items, kind: str, col: Collector, seen: dict):
@@ -239,9 +244,24 @@ def _entries(items, kind: str, col: Collector, seen: dict):
         yield line, e, e["id"]
 
 
+MONTH = re.compile(r"(\d{4})-(\d{2})(?:-\d{2})?$")
+
+
+def _month(text, col: Collector, line, where: str) -> tuple[int, int] | None:
+    """(year, month) of a "YYYY-MM" (or "YYYY-MM-DD") text; None, reported, for anything else."""
+    m = MONTH.match(str(text)) if text is not None else None
+    if not m or not 1 <= int(m.group(2)) <= 12:
+        col.add(f"must be a date as YYYY-MM (got {str(text)[:40]!r})", line, where)
+        return None
+    return int(m.group(1)), int(m.group(2))
+
+
 def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
     col = Collector(str(path))
-    items, _ = _doc(path, "gpus", col)
+    data = yamlio.load(path)
+    items, _ = _doc(path, "gpus", col, data)
+    as_of = (_month(data.get("as_of"), col, yamlio.line_of(data, "as_of"), "as_of")
+             if isinstance(data, dict) and "as_of" in data else None)
     gpus: dict[str, GPU] = {}
     for line, e, gid in _entries(items, "GPU", col, gpus):
         meta = {"id", "name", "aliases", "vendor", "generation", "class", "status"}
@@ -270,8 +290,11 @@ def load_gpus(path: Path, sources: dict) -> dict[str, GPU]:
         if cooling is not None:
             check_enum(col, cooling, COOLING, f"{gid}.cooling", yamlio.line_of(e, "cooling", line))
         check_sources(col, figs, e, sources, gid)
+        since = figs.get("shipping_since", NONE).value
+        since = _month(since, col, yamlio.line_of(e, "shipping_since", line), f"{gid}.shipping_since") if since is not None else None
+        months = (as_of[0] - since[0]) * 12 + as_of[1] - since[1] if as_of and since else None
         gpus[gid] = GPU(gid, e.get("name", gid), tuple(e.get("aliases") or ()), e.get("vendor"), e.get("generation"),
-                        e.get("class"), e.get("status", "shipping"), figs, str(path), line)
+                        e.get("class"), e.get("status", "shipping"), figs, str(path), line, months)
     col.raise_if_any()
     return gpus
 
@@ -522,7 +545,7 @@ def _dec_figures(raw: list) -> dict[str, Figure]:
 def _compiled_put(name: str, cat: Catalog) -> None:
     data = {
         "gpus": [[g.id, g.name, list(g.aliases), g.vendor, g.generation, g.gpu_class, g.status, _enc_figures(g.figures),
-                  g.file, g.line] for g in cat.gpus.values()],
+                  g.file, g.line, g.months_shipping] for g in cat.gpus.values()],
         "models": [[m.id, m.name, list(m.aliases), _enc_figures(m.figures), m.file, m.line] for m in cat.models.values()],
         "prices": [[p.gpu, p.gpus_per_instance, p.usd_per_hour, p.provider, p.date, p.source, p.tier, p.file, p.line,
                     p.kind, p.instance, list(p.regions), p.region_count, p.commit, p.usd_per_hour_median, p.note]
@@ -542,7 +565,7 @@ def _compiled_get(name: str) -> Catalog | None:
     if data is None:
         return None
     try:
-        gpus = {g[0]: GPU(g[0], g[1], tuple(g[2]), g[3], g[4], g[5], g[6], _dec_figures(g[7]), g[8], g[9])
+        gpus = {g[0]: GPU(g[0], g[1], tuple(g[2]), g[3], g[4], g[5], g[6], _dec_figures(g[7]), g[8], g[9], g[10])
                 for g in data["gpus"]}
         models = {m[0]: Model(m[0], m[1], tuple(m[2]), _dec_figures(m[3]), m[4], m[5]) for m in data["models"]}
         prices = [Price(*p[:11], tuple(p[11]), *p[12:]) for p in data["prices"]]

@@ -76,6 +76,7 @@ FACTS: dict[str, Fact] = {
     "candidate.class": Fact("string", "", "server | workstation | consumer (K02)"),
     "candidate.status": Fact("string", "", "shipping | announced | discontinued (no longer made: rented or owned, not bought new)"),
     "candidate.launch_year": Fact("integer", "year", "year the GPU launched or ships"),
+    "candidate.months_shipping": Fact("integer", "months", "months from the GPU's volume shipping (catalog shipping_since) to the catalog's as_of date"),
     "candidate.memory_gb": Fact("number", "GB", "memory per card (vendor label)"),
     "candidate.bandwidth_tb_s": Fact("number", "TB/s", "memory bandwidth per card"),
     "candidate.bf16_tflops": Fact("number", "TFLOPS", "dense 16-bit matmul rate"),
@@ -226,7 +227,7 @@ def _gpu_facts(g: GPU) -> dict:
     gb_s = g.fig("interconnect").extra.get("gb_s")
     vals = {
         "gpu": g.id, "vendor": g.vendor, "generation": g.generation, "class": g.gpu_class, "status": g.status,
-        "launch_year": g.num("launch_year"), "memory_gb": g.memory_gb, "bandwidth_tb_s": g.bandwidth_tb_s,
+        "launch_year": g.num("launch_year"), "months_shipping": g.months_shipping, "memory_gb": g.memory_gb, "bandwidth_tb_s": g.bandwidth_tb_s,
         "bf16_tflops": g.num("bf16_tflops"), "fp8_native": "fp8" in g.native_precisions,
         "fp4_native": "fp4" in g.native_precisions, "interconnect": g.fig("interconnect").value or "none",
         "interconnect_gb_s": gb_s if isinstance(gb_s, (int, float)) else None,
