@@ -55,11 +55,11 @@ def test_whole_session_to_the_memo(catalog, kb, tmp_path):
     dlg = dialogue.Dialogue(Setup(catalog, kb), out_dir=tmp_path)
     code, shown = drive(dlg, ONE_USER + "yes\r" + "md\r" + "\r")
     assert code == 0 and dlg.stage == "done"
-    assert any(line.startswith("Recommendation: 1 x NVIDIA A100 SXM4 80GB") for line in shown)
+    assert any(line.startswith("Recommendation: 1 x NVIDIA RTX PRO 6000 Blackwell 96GB") for line in shown)
     memo, record, transcript = dlg.written
     assert memo.read_text().startswith("# GPU recommendation: gpt-oss-120b-inference")
-    assert json.loads(record.read_text())["recommendation"]["gpu"] == "a100-80gb-sxm"
-    assert yaml.safe_load(transcript.read_text())["decision"]["gpu"] == "a100-80gb-sxm"
+    assert json.loads(record.read_text())["recommendation"]["gpu"] == "rtx-pro-6000"
+    assert yaml.safe_load(transcript.read_text())["decision"]["gpu"] == "rtx-pro-6000"
 
 
 def test_wrong_answers_are_refused_in_place_with_the_range(catalog, kb, tmp_path):

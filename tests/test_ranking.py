@@ -87,7 +87,9 @@ def test_decisive_entry_reads_in_money_when_rules_outweigh_cost(catalog, kb):
     # RTX PRO 6000, and the rules (product inference of a mid-size model on an A100, T08) decide, and
     # say so in money. (Kimi K3 on the two-provider H200/A100 prices, this test before issue 20, is
     # now decided by cost: ranked per million tokens, the H200 is the cheaper there.)
-    d = _decide(catalog, kb, "gpt-oss-120b-one-user")
+    # (among these two: the H100, cheaper and faster than the A100, wins the full example by
+    # ranking-cheaper-and-faster; the RTX PRO 6000 is cheaper but slower, so the rule of thumb decides)
+    d = _decide(catalog, kb, "gpt-oss-120b-one-user", constraints={"gpus": ["a100-80gb-sxm", "rtx-pro-6000"]})
     dec = d.record["decisive_rule"]
     assert d.winner == "a100-80gb-sxm" and dec["id"] == "mid-size-inference-cards"
     a100, pro = _unit_cost(d, "a100-80gb-sxm"), _unit_cost(d, "rtx-pro-6000")
@@ -141,3 +143,23 @@ def test_on_premises_without_purchase_prices_ranks_on_preferences(catalog, kb):
     assert d.record["recommendation"]["ranked_on"] == "preference"
     assert d.record["decisive_rule"]["because"].startswith("On premises without purchase prices")
     assert all(c["effective_cost"] is None for c in d.record["candidates"])
+
+
+def test_a_cheaper_faster_plan_beats_rules_of_thumb_but_not_policy_or_risk():
+    # A100 +10 from a rule of thumb (proxy) at $2.04 and 6.6 ms a token; H100 at $1.94 and 5.4 ms: the H100's
+    # own figures beat what the rule of thumb stands for, so it goes first
+    a100 = Option("a100-80gb-sxm", 1, 10, cost=2.04, hours_per_unit=1, time=6.6, penalty=0, policy=0)
+    h100 = Option("h100-sxm", 1, 0, cost=1.94, hours_per_unit=1, time=5.4, penalty=0, policy=0)
+    assert ranking.dominates(h100, a100) and not ranking.dominates(a100, h100)
+    assert ranking.rank([a100, h100], "million_tokens").winner == "h100-sxm"
+    # the same +10 as a policy (import substitution, a workstation): the preference stands
+    a100_policy = Option("a100-80gb-sxm", 1, 10, cost=2.04, hours_per_unit=1, time=6.6, penalty=0, policy=10)
+    assert ranking.rank([a100_policy, h100], "million_tokens").winner == "a100-80gb-sxm"
+    # a rule against the cheaper card (a risk: -20) keeps the other first, cheaper and faster or not
+    risky = Option("rtx-4090", 8, -20, cost=1.80, hours_per_unit=1, time=5.0, penalty=-20, policy=0)
+    assert ranking.rank([a100, risky], "million_tokens").winner == "a100-80gb-sxm"
+    # slower but cheaper is no dominance: the premium decides as before
+    slow = Option("rtx-pro-6000", 1, 0, cost=1.88, hours_per_unit=1, time=6.8, penalty=0, policy=0)
+    assert not ranking.dominates(slow, a100) and ranking.rank([a100, slow], "million_tokens").winner == "a100-80gb-sxm"
+    # objective time or cards orders by those, not by this
+    assert ranking.rank([a100, h100], "million_tokens", "cards").priced[0] == "a100-80gb-sxm"

@@ -44,6 +44,8 @@ def rule(**kw):
      + rule(id="b", when="{derived.a_fact: true}", then="{derive: {b_fact: true}}"), "derive cycle"),
     (rule(when="{not: {candidate.gpu: {matches: 'h.*'}}}"), "'matches' cannot be negated"),
     (rule(then="{prefer: {weight: 5}}"), "must name a gpu, vendor, generation or class"),
+    (rule(when="{candidate.gpu: h100-sxm}", then="{avoid: {weight: 5, proxy: true}}"), "proxy: true|false is for prefer only"),
+    (rule(when="{candidate.gpu: h100-sxm}", then="{prefer: {weight: 5, proxy: maybe}}"), "proxy: true|false is for prefer only"),
 ])
 def test_each_lint_error_kind(tmp_path, text, expected):
     assert expected in lint(tmp_path, text)

@@ -58,7 +58,14 @@ def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | Non
     against = [titles.get(k["rule"], k["rule"]) for k in dc["contributions"] if k["weight"] < 0]
     favour_win = [titles.get(k["rule"], k["rule"]) for k in (win or {}).get("contributions", []) if k["weight"] > 0]
     in_favour = factor(p) / factor(wp) - 1
-    if in_favour > 0.005:
+    by = dc.get("dominated_by")
+    if by and in_favour > 0.005:
+        # a plan beats it on cost and time with no more against it: what favours it are rules of thumb
+        # about cost and speed (prefer proxy: true), which the figures answer (ranking.dominates)
+        who = "the winner" if win and by == win.get("gpu") else by
+        parts = [(parts[0] if parts else "it costs no less") + (" and is slower" if who == "the winner" else ""),
+                 f"the rules of thumb in its favour stand for cost and speed, which {who} beats on both"]
+    elif in_favour > 0.005:
         # the rules favour it over the winner (2 x H100 at -10% beside 4 x RTX 5090 at -50%): the price
         # decided, as the decisive rule's sentence says, and the rules do not count it dearer still
         if ratio_ and ratio_ > 1:

@@ -24,6 +24,9 @@ COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "The lower cost per
              "source": ["T07", "C16"]}
 CLOSEST_RULE = {"id": "ranking-closest-to-target", "title": "When every plan misses its target, the one that comes closest is the answer",
                 "file": "advisor/judgement/decision.py", "line": None, "source": ["T06", "C16"]}
+DOMINANCE_RULE = {"id": "ranking-cheaper-and-faster",
+                  "title": "A plan cheaper and faster than the one the rules' rules of thumb favour, with no more against it, wins",
+                  "file": "advisor/judgement/ranking.py", "line": None, "source": ["T07", "C16"]}
 OBJECTIVE_RULE = {"id": "ranking-objective", "title": "The workload's objective (time or cards) orders the candidates",
                   "file": "advisor/judgement/ranking.py", "line": None, "source": ["T06", "C16"]}
 
@@ -158,7 +161,7 @@ def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
     return True
 
 
-def _option(c: Plan, score: float, unit: str, w) -> ranking.Option:
+def _option(c: Plan, score: float, unit: str, w, contributions: list) -> ranking.Option:
     """A candidate as the ranking sees it: count, premium score, cost per unit of work, and the
     hours each card runs per unit (to turn a cost into a break-even price per GPU-hour)."""
     if unit == "hour":
@@ -172,7 +175,10 @@ def _option(c: Plan, score: float, unit: str, w) -> ranking.Option:
     listed = bool(c.price) and c.price.get("tier") == "listing"
     # on premises a rental quote is not what the hardware costs: only an owning cost (kind purchase) ranks
     rental_on_prem = w.constraints.deployment != "cloud" and bool(c.price) and c.price.get("kind") not in ("purchase", "owned")
-    return ranking.Option(c.gpu.id, c.count or 0, score, None if listed or rental_on_prem else unit_cost(c, unit), hours, t)
+    penalty = sum(x["weight"] for x in contributions if x["weight"] < 0)
+    policy = sum(x["weight"] for x in contributions if x["weight"] > 0 and not x.get("proxy"))
+    return ranking.Option(c.gpu.id, c.count or 0, score, None if listed or rental_on_prem else unit_cost(c, unit), hours, t,
+                          penalty, policy)
 
 
 def _entry(rule: Rule, because: str) -> dict:
@@ -245,6 +251,12 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
                 if r.objective == "time" and W.time is not None and R.time is not None else f"{W.count} vs {R.count} cards")
         return {**OBJECTIVE_RULE, "because": f"Objective {r.objective}: {winner} {what} for {R.gpu}; "
                                              f"{ranking.money(W.cost)} vs {ranking.money(R.cost)} {unit}.{unpriced_note}"}
+    if r.objective == "cost":
+        lead = min((options[g] for g in r.priced), key=lambda o: (o.effective, o.count, o.gpu))
+        if lead is not W and W.effective > lead.effective:
+            D = ranking.dominator([options[g] for g in r.priced], lead)
+            return {**DOMINANCE_RULE, "because": _dominance_because(r, W, lead, D, contributions, kb) + unpriced_note,
+                    "beaten": lead.gpu, "beaten_by": D.gpu}
     gap = ranking.pct(W.cost, R.cost)
     worth = (ranking.factor(W.premium) / ranking.factor(R.premium) - 1) * 100   # what W may cost more and still win
     if W.cost > R.cost * (1 + 1e-9):
@@ -267,6 +279,25 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
     elif W.score > R.score:
         because += f", and the rules also favour {winner} by {worth:.0f}%"
     return {**COST_RULE, "because": because + "." + unpriced_note}
+
+
+def _dominance_because(r: ranking.Ranking, W: ranking.Option, lead: ranking.Option, D: ranking.Option, contributions, kb) -> str:
+    """Why `lead`, first on the rules' premiums, is not the answer: a plan dominates it (costs less, runs
+    faster, no more against it), and what favoured `lead` are rules of thumb about cost and speed
+    (`proxy: true`); then, if the winner is not that plan, that it is the cheapest of the rest."""
+    unit = UNIT_LABELS[r.unit]
+    if D.time is not None and lead.time is not None:
+        t = f"{D.time:,.3g} vs {lead.time:,.3g} {r.time_unit}"
+    else:
+        t = f"{D.hours_per_unit:,.3g} vs {lead.hours_per_unit:,.3g} h {unit}"
+    favour = [kb.rule(x).title for x in _separating(lead.gpu, D.gpu, contributions)]
+    out = (f"{lead.gpu} ranks first on the rules' premiums, but {D.gpu} costs less ({ranking.money(D.cost)} vs "
+           f"{ranking.money(lead.cost)} {unit}) and is faster ({t}), with no more against it: the rules of thumb in "
+           f"{lead.gpu}'s favour ({'; '.join(favour) or 'none'}) stand for cost and speed, which these figures measure.")
+    if D is not W:
+        out += (f" Of the plans no other beats on both, {W.gpu} is the cheapest after the rules' premiums "
+                f"({ranking.money(W.cost)} {unit}, {W.premium:+.0%}).")
+    return out
 
 
 def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
@@ -314,7 +345,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
                         else:
                             w = base["weight"] * (1 if kind == "prefer" else -1)
                             scores[c["id"]] += w
-                            contributions[c["id"]].append({"rule": rid, "weight": w})
+                            contributions[c["id"]].append({"rule": rid, "weight": w, **({"proxy": True} if base.get("proxy") else {})})
                 elif kind in ("warn", "note"):
                     (warnings if fid == "workload" else cand_warn[fid]).append(f)
                 elif kind == "derive":
@@ -326,7 +357,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     by_gpu = {c.gpu.id: c for c in est.candidates}
     w = est.workload
     unit = unit_of_work(w)
-    options = {c["id"]: _option(by_gpu[c["id"]], scores[c["id"]], unit, w) for c in cfs if c.get("c_fits")}
+    options = {c["id"]: _option(by_gpu[c["id"]], scores[c["id"]], unit, w, contributions[c["id"]]) for c in cfs if c.get("c_fits")}
     alive = [options[g] for g in options if not excluded[g]]
     ranked = ranking.rank(alive, unit, w.objective)
     ranked.time_unit = "h" if w.training else "ms per output token"

@@ -44,6 +44,14 @@ class Option:
     cost: float | None                 # per unit of work, None when unpriced
     hours_per_unit: float | None = None     # hours each card runs per unit of work (1 per hour; job hours), for break-even
     time: float | None = None          # training hours or ms per output token (objective time)
+    penalty: float = 0.0               # the sum of its `avoid` weights (<= 0): what the rules hold against it
+    # the sum of its `prefer` weights that are not `proxy: true` (a policy: import substitution, a
+    # workstation); None: every preference counts as policy (no breakdown given)
+    policy: float | None = None
+
+    @property
+    def policy_weight(self) -> float:
+        return max(self.score, 0.0) if self.policy is None else self.policy
 
     @property
     def premium(self) -> float:
@@ -82,7 +90,7 @@ def rank(options: list[Option], unit: str, objective: str = "cost") -> Ranking:
     priced = [o for o in options if o.cost is not None]
     basis = "cost" if priced else "preference"
     r = Ranking(basis, unit, objective, [], [], [], {o.gpu: o for o in options})
-    r.priced = [o.gpu for o in sorted(priced, key=r.key)]
+    r.priced = _dominance_first([o for o in sorted(priced, key=r.key)], objective)
     unpriced = [o for o in options if o.cost is None]
     r.unpriced = [o.gpu for o in sorted(unpriced, key=lambda o: (-o.score, o.count, o.gpu))]
     if basis == "preference":
@@ -97,6 +105,43 @@ def rank(options: list[Option], unit: str, objective: str = "cost") -> Ranking:
         r.break_even[g] = (best.effective * factor(o.premium) / (o.count * o.hours_per_unit)
                            if o.hours_per_unit and o.count else None)
     return r
+
+
+def dominates(d: Option, o: Option) -> bool:
+    """`d` costs no more per unit of work than `o`, is no slower (training hours, ms per output token),
+    no rule holds more against it and no policy preference favours `o` more: the preferences left for
+    `o` are proxies (`prefer: {proxy: true}`: a seed's rule of thumb on which cards are cheaper or
+    faster), and `d`'s own figures already beat `o` on both counts (a memo that shows a cheaper, faster
+    plan than the one it recommends is wrong). Strictly better on cost or time, so equals stay as ranked."""
+    # a training job without a token budget has no hours: its wall-clock hours per million tokens instead
+    dt, ot = (d.time, o.time) if d.time is not None and o.time is not None else (d.hours_per_unit, o.hours_per_unit)
+    if dt is None or ot is None or d.cost is None or o.cost is None:
+        return False
+    return (d.cost <= o.cost and dt <= ot and d.penalty >= o.penalty and d.policy_weight >= o.policy_weight
+            and (d.cost < o.cost or dt < ot))
+
+
+def _dominance_first(order: list[Option], objective: str) -> list[str]:
+    """The priced order by effective cost, except that a plan ranked ahead of the plan that dominates it
+    (cheaper, faster, no riskier, no policy in its favour) moves to just behind it: what the rules of
+    thumb favour does not win against figures that beat it, and it is still shown next to that plan
+    (the runner-up the memo compares). Only under `objective: cost`."""
+    if objective != "cost":
+        return [o.gpu for o in order]
+    out = list(order)
+    for _ in range(len(out)):
+        ahead = [o for o in out if (d := dominator(order, o)) is not None and out.index(o) < out.index(d)]
+        if not ahead:
+            break
+        for o in reversed(ahead):       # each right behind its dominator: those moved keep their own order
+            out.remove(o)
+            out.insert(out.index(dominator(order, o)) + 1, o)
+    return [o.gpu for o in out]
+
+
+def dominator(order: list[Option], o: Option) -> Option | None:
+    """The option, first by effective cost, that dominates `o` (None if none does)."""
+    return next((d for d in sorted(order, key=lambda x: (x.effective, x.count, x.gpu)) if d is not o and dominates(d, o)), None)
 
 
 def pct(a: float, b: float) -> float:

@@ -61,6 +61,8 @@ def build(d, suggestions: list[dict]) -> dict:
                           "rank": (d.order.index(g) + 1) if g in d.order else None,
                           "premium": round(ranking.premium(d.scores[g]), 4),
                           "effective_cost": rounded(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
+                          # a plan that costs less and is faster, with no more against it (ranking.dominates)
+                          "dominated_by": _dominated_by(d, g),
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.order, d.order.index(g) if g in d.order else 0, g))]
     _stability(rec, d, by_id)
@@ -185,6 +187,15 @@ def _service_margin(d, by_id: dict, err: float | None, src: list) -> dict | None
 #: catalog text are not kept (the catalog is named by its digest in `versions`)
 BRIEF_FIELDS = ("gpu", "count", "per_card_gb", "fits", "reason", "usd_per_hour")
 #: an alternative's fields that its entry in `candidates` holds too
+def _dominated_by(d, g: str) -> str | None:
+    """The priced plan that beats `g` on cost and time with no more against it (ranking.dominator), if any."""
+    r = d.ranked
+    if not (r and r.objective == "cost" and g in r.priced):
+        return None
+    o = ranking.dominator([r.options[x] for x in r.priced], r.options[g])
+    return o.gpu if o else None
+
+
 ALT_IN_CANDIDATES = ("rank", "excluded", "fits", "count", "premium", "cost_range")
 #: an exclusion's fields that are its rule's, said once in `trace_rules` (explain reads them there)
 EXCLUSION_RULE_FIELDS = ("source", "file", "line")

@@ -153,8 +153,13 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
               and not (x.decided.get(g2) or {}).get("excluded")]
     # "lowest" only when it is, by price alone; else the rules' premiums made it first (the next line says how)
     lowest = c.get(field) is not None and priced and c[field] <= min(priced)
-    first = (f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} that fits" if lowest else
-             f"{g} is the cheapest {UNIT_LABELS.get(unit, 'per unit of work')} after the rules' premiums") \
+    beat = (x.d or {}).get("beaten") if (x.d or {}).get("id") == "ranking-cheaper-and-faster" else None
+    per = UNIT_LABELS.get(unit, 'per unit of work')
+    first = (f"{g} is the cheapest {per} that fits" if lowest else
+             (f"{g} is cheaper and faster than {beat}, which the rules of thumb favour" if x.d.get("beaten_by") == g else
+              f"{g} is the cheapest {per} after the rules' premiums ({beat}, which rules of thumb put first, "
+              f"costs more and runs slower than {x.d.get('beaten_by')})") if beat else
+             f"{g} is the cheapest {per} after the rules' premiums") \
         if r.get("objective") == "cost" and c.get(field) is not None else f"{g} ranks first"
     speed = _speed_against_level(x, c)
     favour = _titles([s["title"] for s in v["supporting"]])

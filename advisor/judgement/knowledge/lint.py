@@ -247,6 +247,10 @@ def _parse_effects(raw, col: Collector, line, rid, vocab: dict | None = None) ->
                 col.add(f"{k} needs a weight above 0 and at most {MAX_WEIGHT}: {{weight: 20}} (and optionally "
                         f"gpu/vendor/generation/class){'' if w is None else f' (got {w!r})'}", kline, f"then.{k}")
                 continue
+            if "proxy" in v and (k != "prefer" or not isinstance(v["proxy"], bool)):
+                col.add("proxy: true|false is for prefer only (a preference that stands for cost or speed, "
+                        "which a cheaper and faster plan beats)", kline, f"then.{k}.proxy")
+                continue
         if k == "exclude" and not isinstance(v, dict):
             v = {"reason": v} if isinstance(v, str) else None
             if v is None:
@@ -274,8 +278,8 @@ def _parse_effects(raw, col: Collector, line, rid, vocab: dict | None = None) ->
                     col.add(f"derived fact '{name}' must be a plain value", kline, "then.derive")
         if k in ("prefer", "avoid", "exclude") and isinstance(v, dict):
             for s in v:
-                if s not in SELECTORS + ("weight", "reason"):
-                    col.add(f"unknown key '{s}' (known: weight, reason, {', '.join(SELECTORS)})", kline, f"then.{k}")
+                if s not in SELECTORS + ("weight", "reason", "proxy"):
+                    col.add(f"unknown key '{s}' (known: weight, reason, proxy, {', '.join(SELECTORS)})", kline, f"then.{k}")
                 elif s in SELECTORS and vocab:
                     want = v[s] if isinstance(v[s], list) else [v[s]]
                     known = vocab.get("_gpu_names") if s == "gpu" else vocab.get(f"candidate.{s}")
