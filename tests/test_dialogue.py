@@ -482,7 +482,7 @@ def test_result_shows_speed_per_user_and_first_token_wrapped_at_word_boundaries(
     # ranked per million output tokens: 70B FP8 (70 GB) with the KV of 32 requests of 2,000 tokens fits one
     # H200, inside the 20 tokens/s and 1 s asked
     assert rec["recommendation"]["gpu"] == "h200-sxm" and rec["recommendation"]["count"] == 1
-    assert line in shown and line == "  each user: 30 tokens/s, first token in 0.22 s (the service level asks 20 tokens/s and 1 s)"
+    assert line in shown and line == "  each user: 31 tokens/s, first token in 0.22 s (the service level asks 20 tokens/s and 1 s)"
     assert all(len(s) <= 120 for s in shown)
     # no word is cut: every wrapped line ends on a whole word of the unwrapped summary
     from advisor.shell.report import summary_text

@@ -380,3 +380,28 @@ def test_an_unmeasured_gpu_family_never_trains_better_than_a_measured_one(catalo
         measured = [fam[p] for gen, fam in cal.train_share.items() if p in fam and gen != "tpu"]
         share, how = cal.train_share_for(catalog.gpus["l40s"], p)           # Ada: no training record
         assert share == pytest.approx(min(measured)) and "no ada" in how
+
+
+def test_decode_gemms_and_attention_each_at_their_own_roofline(catalog, cal):
+    # Llama 3.1 8B FP8 (FP8 KV cache) on one H200, 883 sequences at 128 + 2,048 tokens (the KV room of
+    # trtllm-bench's row), each at its average context of 1,152 tokens: the dense GEMMs are compute-bound
+    # and the decode attention is bound by its KV read; they are separate kernels, so their times add
+    # (AIC_OP_SUM), where the form before took the larger of all reads and all matmuls
+    w = workload.parse({"mode": "inference", "model": "llama-3.1-8b", "precision": "fp8", "kv_precision": "fp8",
+                        "prompt_tokens": 128, "output_tokens": 2048}, catalog)
+    led = inference_ledger(w)
+    sh = speed.shape(w, led)
+    g = catalog.gpus["h200-sxm"]
+    sv = speed.serving_times(sh, led.kv.bytes_per_sequence, g, cal, 1453.4, 1, 1, 883, 128, 2048)
+    bw, R = 4.8e12 * 0.6, 1453.4e12 * 0.5
+    kv_per_seq = 2 * 32 * 8 * 128 * 1 * 1152                                  # 75.5 MB at 1,152 tokens
+    assert led.kv.bytes_per_sequence(1152) == pytest.approx(kv_per_seq)
+    gemm_read, gemm_matmul = sh.dense_bytes / bw, 883 * sh.dense_flops / R     # 2.79 ms, 19.51 ms
+    kv_read, attn_flops = 883 * kv_per_seq / bw, 883 * 4 * 32 * 1152 * 4096 / R   # 23.15 ms, 0.73 ms
+    assert gemm_matmul > gemm_read and kv_read > attn_flops
+    assert sv.step == pytest.approx(gemm_matmul + kv_read + 32 * 31.25e-6, rel=1e-6)
+    assert sv.step * 1e3 == pytest.approx(43.66, abs=0.01)
+    # the larger of the summed reads and summed matmuls (the form before) was 26.94 ms: the KV read hid
+    # behind the GEMMs' matmuls, and H200's larger batch gained as if it did not cost its reads
+    assert max(sv.step_mem, sv.step_cmp) * 1e3 + 1.0 == pytest.approx(26.94, abs=0.01)
+    assert speed.decode_rest_s(gemm_read, gemm_matmul, kv_read, attn_flops) == pytest.approx(gemm_matmul + kv_read)

@@ -123,7 +123,8 @@ def pools_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibr
         "decode_pool_step_ms": {"value": dc.step * 1e3, "factor": {"hbm_share": cal.bw_share, "compute_share": cal.compute_share},
                                 "source": src,
                                 "formula": f"decode pool: {dcl.dp} replica(s) of TP {dcl.tp} x PP {dcl.pp} at {b} sequences each: "
-                                           f"max(weights + KV read {dc.step_mem * 1e3:,.2f} ms, compute {dc.step_cmp * 1e3:,.2f} ms) "
+                                           f"the dense GEMMs and the attention each at its own roofline (reads {dc.step_mem * 1e3:,.2f} ms, "
+                                           f"matmuls {dc.step_cmp * 1e3:,.2f} ms in all) "
                                            f"+ collectives {dc.step_comm * 1e3:,.2f} ms + step overhead; no prefill in its batches"},
         "prefill_pool_ms": {"value": pf.prefill * 1e3, "factor": {"compute_share": cal.compute_share}, "source": src,
                             "formula": f"prefill pool: one {w.prompt_tokens:,}-token prompt on TP {pfl.tp} x PP {pfl.pp} "

@@ -199,6 +199,17 @@ def expert_gemm_s(weight_bytes: float, flops: float, tp: int, pp: int, bw: float
     return weight_bytes / (tp * bw), flops / (tp * pp * rate)
 
 
+def decode_rest_s(gemm_mem: float, gemm_cmp: float, att_mem: float, att_cmp: float) -> float:
+    """Seconds of a decode step's non-expert work: the dense GEMMs (weights read, matmuls) and the decode
+    attention (KV read, its FLOPs) are separate kernels on one stream, each bound by the larger of its
+    own reads and matmuls, and their times add. AIConfigurator composes a generation step the same way,
+    a sum of per-operation latencies (qkv GEMM, generation attention, projection and FFN GEMMs), each
+    from its own measured table (AIC_OP_SUM). At a small batch both are reads and the sum is the
+    weights + KV read it was; at a large one the GEMMs are compute-bound and the KV read adds to them
+    rather than hiding behind them."""
+    return max(gemm_mem, gemm_cmp) + max(att_mem, att_cmp)
+
+
 def _moe_eff(tokens_per_expert: float, half: float) -> float:
     """Grouped-GEMM efficiency of the experts: falls when each expert gets few tokens."""
     return tokens_per_expert / (tokens_per_expert + half) if half > 0 else 1.0
@@ -330,8 +341,9 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         1 + the drafted tokens a speculative step verifies: the KV is read once for all q)."""
         exp_bytes, tpe = _touched_bytes(sh, mb * q)
         # every attention rank reads the non-expert weights whole over its own cards
-        rest_mem = (sh.dense_bytes * adp + kv_read) / (tp * bw)
-        rest_cmp = b_att * (sh.dense_flops + attn_f) * q / (tp * pp * R)
+        gemm_mem, gemm_cmp = sh.dense_bytes * adp / (tp * bw), b_att * sh.dense_flops * q / (tp * pp * R)
+        att_mem, att_cmp = kv_read / (tp * bw), b_att * attn_f * q / (tp * pp * R)
+        rest_mem, rest_cmp = gemm_mem + att_mem, gemm_cmp + att_cmp
         imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
         exp_mem, exp_cmp = expert_gemm_s(exp_bytes / mix, batch * q * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb,
                                          tp, pp, bw, R)
@@ -341,7 +353,9 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         # the last PP rank alone), so it pays the per-sequence cost of every micro-batch of the cycle; and a
         # micro-batch's next step waits for its tokens to come back through the host loops of the pp - 1
         # other stages (pp_return_s)
-        step = (max(rest_mem, rest_cmp) + exp_mem + exp_cmp + t_comm + over + cal.seq_us * 1e-6 * batch / adp
+        # the dense GEMMs and the decode attention are separate kernels run one after the other, each
+        # at its own roofline: the GEMMs' matmuls cannot hide the attention's KV reads (AIC_OP_SUM)
+        step = (decode_rest_s(gemm_mem, gemm_cmp, att_mem, att_cmp) + exp_mem + exp_cmp + t_comm + over + cal.seq_us * 1e-6 * batch / adp
                 + pp_return_s(cal, pp, mb))
         return step, rest_mem + exp_mem, rest_cmp + exp_cmp, t_comm
 
@@ -553,10 +567,11 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                                        f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
                                        f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size); "
                                        f"the expert GEMMs' weight reads and matmuls add (grouped GEMMs overlap them little, AIC_MOE_TABLES), "
-                                       f"after the rest of the step's max(reads, matmuls)"}
+                                       f"after the dense GEMMs' and the attention's own rooflines"}
     why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
                          f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07){cache_words}")
-    why["decode_ms_per_token"] = (f"max(weights + KV read / (TP {tp} x {gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g}), compute) "
+    why["decode_ms_per_token"] = (f"max(weights read, GEMM matmuls) + max(KV read, attention FLOPs), reads at TP {tp} x "
+                                  f"{gpu.bandwidth_tb_s:g} TB/s x {cal.bw_share:g} (separate kernels, AIC_OP_SUM) "
                                   f"+ TP all-reduces + {cal.layer_us:g} us per layer and {cal.seq_us:g} us per sequence step overhead + prefill interference, at {b} sequences "
                                   "per replica (K06, K01; factors fitted, docs/accuracy.md)")
     return Speed(**figures, speed_explained=explained, why=why)
