@@ -176,3 +176,24 @@ def test_a_break_even_past_the_plans_whole_day_is_said_so():
     assert api_line(a) == ("An API costs $0.21 per million tokens (hyperbolic, 2026-12-01; cheapest of 9, median $2.40); "
                            "this plan $1.72: the API is cheaper at any load it can carry")
     assert api_line({**a, "break_even_utilisation": 0.8}).endswith("the API is cheaper below 1,180 million a day")
+
+
+def test_an_offer_far_under_the_median_is_set_aside_and_named(catalog, kb):
+    # the reviewer's F5: one provider lists Llama 3.1 405B at a 15th of the others' median. With three
+    # providers or more, an offer under a quarter of the median is set aside as a likely stale row, named in
+    # the record and the memo's API line; the comparison uses the cheapest of the rest
+    def row(provider, usd):
+        return apiprices.ApiPrice("llama-3.1-405b", provider, f"{provider}/405b", usd, None, usd, "2026-12-01", "test", "t", 1)
+    cat = dataclasses.replace(catalog, api_prices=[row("cheap", 0.16), row("a", 0.80), row("b", 2.40), row("c", 3.00), row("d", 3.50)])
+    d = decide(cat, kb, "llama-70b-128-users", model="llama-3.1-405b", precision="fp8", concurrency=32)
+    a = d.record["api_comparison"]
+    assert a["median_usd_per_million_tokens"] == pytest.approx(2.40) and a["providers"] == 5
+    assert [x["provider"] for x in a["set_aside"]] == ["cheap"]
+    assert a["api_usd_per_million_tokens"] == pytest.approx(0.80) and a["offers"][0]["provider"] == "a"
+    from advisor.shell import wording
+    line = wording.api_line(a)
+    assert "An API costs $0.80 per million tokens (a, 2026-12-01; cheapest of 4, median $2.40; set aside as likely stale, under a quarter of the median: cheap $0.16)" in line
+    # with two providers nothing is set aside: no median to judge by
+    two = dataclasses.replace(catalog, api_prices=[row("cheap", 0.16), row("b", 2.40)])
+    a2 = decide(two, kb, "llama-70b-128-users", model="llama-3.1-405b", precision="fp8", concurrency=32).record["api_comparison"]
+    assert a2["set_aside"] == [] and a2["api_usd_per_million_tokens"] == pytest.approx(0.16)

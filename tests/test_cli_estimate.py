@@ -73,6 +73,10 @@ def test_user_prices_add_quotes(capsys, tmp_path):
     ("", "the workload is empty"),
     ("- a\n- b\n", "a workload must be a mapping"),
     ("mode: inference\nmodel: gpt-oss-120b\nconcurrency: -3\n", ":3: concurrency: must be at least 1"),
+    # a service level in seconds where milliseconds are asked (the reviewer's 0.5 for 500 ms)
+    ("mode: inference\nmodel: gpt-oss-120b\nlatency: {ttft_ms: 0.5, tpot_ms: 50}\n",
+     ":3: latency.ttft_ms: 0.5 ms is below any time to first token a GPU server reaches (at least 10 ms): give milliseconds (0.5 s is 500)"),
+    ("mode: inference\nmodel: gpt-oss-120b\nlatency: {tpot_ms: 0.05}\n", "latency.tpot_ms: 0.05 ms is below any time per output token"),
     ("mode: inference\nmodel: gpt-oss-120b\ncontext_tokens: 1000000000\n", ":3: context_tokens: must be at most"),
     ("mode: inference\nmodel: {params_b: 1e15}\n", "model.params_b: must be at most"),
     ("mode: inference\nmodel: gpt-oss-120b\nconcurency: 3\n", "unknown field; did you mean 'concurrency'?"),

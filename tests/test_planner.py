@@ -315,3 +315,16 @@ def test_when_every_gpu_misses_the_closest_plan_is_the_answer_labelled_so(catalo
     from advisor.shell import memo
     text = " ".join(memo.render(d.record, catalog, "text").split())
     assert "No GPU meets the service level; the closest plan: Use 8 x NVIDIA B200" in text
+
+
+def test_a_budget_per_hour_picks_the_plan_of_a_gpu_that_fits_it(catalog, kb):
+    # the reviewer's F1: Qwen3-32B LoRA on 200M tokens within $10/h. The fastest H100 plan within 5% of
+    # the cheapest per job is 8 cards ($10.32/h), over the budget; 4 cards ($5.16/h, $21.20 per job, the same
+    # money) fit it, so the H100 is not excluded for a plan the search did not have to choose
+    w = workload.parse({"name": "w14", "mode": "fine-tuning", "model": "qwen3-32b", "method": "lora", "context_tokens": 4096,
+                        "micro_batch": 2, "training_tokens": 200e6, "constraints": {"budget_usd_per_hour": 10}}, catalog, "w14")
+    d = decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    r = d.record["recommendation"]
+    assert (r["gpu"], r["count"]) == ("h100-sxm", 4)
+    assert r["usd_per_hour"] == pytest.approx(5.16) and r["usd_per_job"] == pytest.approx(21.20, abs=0.01)
+    assert not d.excluded["h100-sxm"]

@@ -26,6 +26,9 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
 LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
+# below these no GPU server answers (a request's handling alone takes tens of ms; 1 ms a token is 1,000
+# tokens/s per user): a smaller figure is a unit slip (seconds given as ms) and is refused, with the hint
+LATENCY_FLOOR_MS = {"ttft_ms": 10.0, "tpot_ms": 1.0}
 TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
 
 DEPLOYMENTS = ("cloud", "on-prem", "air-gapped", "workstation")
@@ -312,7 +315,11 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 elif v is not None:
                     checked = check_value(Spec("float", LATENCY_FIELDS[k], min=0.001, max=1e7, unit="ms"), v, col,
                                            f"latency.{k}", yamlio.line_of(raw, k, line))
-                    if checked is not None:
+                    if checked is not None and checked < LATENCY_FLOOR_MS[k]:
+                        col.add(f"{checked:g} ms is below any {LATENCY_FIELDS[k].split(',')[0]} a GPU server reaches "
+                                f"(at least {LATENCY_FLOOR_MS[k]:g} ms): give milliseconds ({checked:g} s is "
+                                f"{checked * 1000:g})", yamlio.line_of(raw, k, line), f"latency.{k}")
+                    elif checked is not None:
                         values[k] = checked
             values["latency"] = "interactive"
         elif spec.kind == "layout":

@@ -28,6 +28,9 @@ from advisor.numbers.cost import ON_PREM
 #: serving cost of a model follows the bytes it moves and the FLOPs it runs, both set by those (K01)
 SIZE_CLASS_FACTOR = 1.25
 #: offers recorded (cheapest first, one per provider); all usable rows are counted
+# an offer under this share of the providers' median price is set aside as a likely stale row (a stated
+# choice: LiteLLM's table carries some; a quarter keeps every offer within 4x of the median)
+OUTLIER_SHARE = 0.25
 OFFERS_SHOWN = 3
 
 
@@ -53,6 +56,7 @@ class ApiComparison:
     # the offers' spread: one cheapest listing can be far below the rest (a promotion, a stale row)
     providers: int = 0                            # providers quoting it, each at its cheapest offer
     median_usd_per_million_tokens: float | None = None   # the median of those providers' cheapest prices
+    set_aside: tuple[dict, ...] = ()              # providers whose cheapest is under OUTLIER_SHARE x the median
 
     def as_dict(self) -> dict:
         from advisor.numbers.terms import rounded
@@ -62,7 +66,7 @@ class ApiComparison:
                     "api_usd_per_million_tokens", "plan_usd_per_million_tokens", "plan_usd_per_day", "tokens_per_s",
                     "busy_share", "load_tokens_per_day", "break_even_tokens_per_day", "break_even_utilisation",
                     "load_share_of_break_even", "median_usd_per_million_tokens")},
-                "providers": self.providers,
+                "providers": self.providers, "set_aside": [dict(o) for o in self.set_aside],
                 "why": dict(self.why)}
 
 
@@ -134,6 +138,16 @@ def _offers_priced(w, catalog) -> ApiComparison:
     best: dict[str, tuple] = {}
     for usd, a in priced:
         best.setdefault(a.provider, (usd, a))
+    each = sorted(usd for usd, _ in best.values())
+    mid = len(each) // 2
+    median = each[mid] if len(each) % 2 else (each[mid - 1] + each[mid]) / 2
+    # a listing far under what every other provider asks is more likely a stale or mistyped row of the
+    # price table than a price one can buy at (the reviewer's Llama 3.1 405B at $0.16 against a $2.40
+    # median): with three providers or more, those under OUTLIER_SHARE of the median are set aside, named
+    floor = median * OUTLIER_SHARE if len(each) >= 3 else 0.0
+    aside = tuple(_offer_dict(a, usd) for usd, a in best.values() if usd < floor)
+    priced = [(usd, a) for usd, a in priced if usd >= floor]
+    best = {k: v for k, v in best.items() if v[0] >= floor}
     shown = tuple(_offer_dict(a, usd) for usd, a in list(best.values())[:OFFERS_SHOWN])
     api = priced[0][0]
     a0 = priced[0][1]
@@ -141,10 +155,8 @@ def _offers_priced(w, catalog) -> ApiComparison:
         f"{a0.provider} {a0.provider_model}: ({p:,} prompt tokens x {1 - h:.0%} x ${a0.usd_per_million_input:g}"
         + (f" + {p:,} x {h:.0%} cached x ${a0.usd_per_million_cached_input if a0.usd_per_million_cached_input is not None else a0.usd_per_million_input:g}" if h else "")
         + f" + {o:,} output tokens x ${a0.usd_per_million_output:g}) / {p + o:,} tokens, per million ({a0.date}, {a0.source})")}
-    each = sorted(usd for usd, _ in best.values())
-    mid = len(each) // 2
-    median = each[mid] if len(each) % 2 else (each[mid - 1] + each[mid]) / 2
-    return ApiComparison(match, models, shown, len(rows), api, why=why, providers=len(each), median_usd_per_million_tokens=median)
+    return ApiComparison(match, models, shown, len(rows), api, why=why, providers=len(each), median_usd_per_million_tokens=median,
+                         set_aside=aside)
 
 
 def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiComparison | None:
@@ -173,7 +185,7 @@ def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiCompariso
     why["break_even_tokens_per_day"] = (f"${per_day:,.2f} a day / ${api:.4g} per million tokens = {be / 1e6:,.1f} million tokens a day "
                                         f"({be / (tps * 86400):.0%} of the plan's {tps * 86400 / 1e6:,.0f} million-token day)")
     return ApiComparison(match, models, shown, n, api, plan_usd, per_day, tps, u, load, be, be / (tps * 86400),
-                         load / be, why, base.providers, base.median_usd_per_million_tokens)
+                         load / be, why, base.providers, base.median_usd_per_million_tokens, base.set_aside)
 
 
 def record(plan, w, catalog) -> dict | None:

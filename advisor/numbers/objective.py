@@ -171,3 +171,15 @@ def long_job(w, plan) -> bool:
     """A training job without a deadline that runs past LONG_JOB_HOURS: it gets the plan that meets them."""
     return (w.training and not w.constraints.deadline_hours and plan.training_hours is not None
             and plan.training_hours > LONG_JOB_HOURS)
+
+
+def within_budget(w, tried: list) -> list:
+    """The planner's tried plans (entries whose third item is a plan) a stated budget per hour allows
+    (unpriced ones cannot be held to it), or all of them when none is within it: the rule over-budget then
+    excludes the GPU with the figure, instead of a bigger plan of it being excluded while a smaller one
+    would have fitted the budget."""
+    b = w.constraints.budget_usd_per_hour
+    if not b:
+        return tried
+    ok = [t for t in tried if t[2].usd_per_hour is None or t[2].usd_per_hour <= b]
+    return ok or tried

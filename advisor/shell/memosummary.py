@@ -97,10 +97,8 @@ def _summary(x: _Record, v: dict) -> dict:
     summary["risks"] = [{"severity": k["severity"], "text": k["text"], "clause": _first_clause(k["text"]),
                          "mitigation": k["mitigation"]}
                         for k in v["risks"] if (k["kind"] == "warn" or k["severity"] in ("high", "medium"))
-                        and not (summary["api"] and k["rule"].startswith("api-"))][:3] or \
-                       [{"severity": k["severity"], "text": k["text"], "clause": _first_clause(k["text"]),
-                         "mitigation": k["mitigation"]} for k in v["risks"]
-                        if not (summary["api"] and k["rule"].startswith("api-"))][:1]
+                        and not (summary["api"] and k["rule"].startswith("api-"))][:3]
+    # a plan without a warning has no Risk line: a note ("rented as whole instances") is not a risk
     return summary
 
 

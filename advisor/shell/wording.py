@@ -419,7 +419,12 @@ def api_line(a: dict | None) -> str | None:
     o = (a.get("offers") or [{}])[0]
     what = "" if a["match"] == "model" else f" for a model of its size ({', '.join(a.get('models') or [])})"
     n, median = a.get("providers") or 0, a.get("median_usd_per_million_tokens")
-    spread = (f"; cheapest of {n}, median {_per_m(median)}" if n > 1 and median is not None else "")
+    aside = a.get("set_aside") or []
+    spread = (f"; cheapest of {n - len(aside)}, median {_per_m(median)}" if n > 1 and median is not None else "")
+    if aside:
+        spread += ("; set aside as likely stale, under a quarter of the median: "
+                   + ", ".join(f"{x.get('provider')} {_per_m(x.get('usd_per_million_tokens') or 0)}" for x in aside[:3])
+                   + (f" and {len(aside) - 3} more" if len(aside) > 3 else ""))
     text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens{what} ({o.get('provider')}, {o.get('date')}{spread})"
     be = a.get("break_even_tokens_per_day")
     if be is None:
