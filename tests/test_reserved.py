@@ -54,7 +54,7 @@ def test_the_memo_names_the_reservation_to_make(capsys, tmp_path):
 
 def test_a_cluster_larger_than_any_reservation_sold_stays_a_contract(catalog, kb):
     d = decide(catalog, kb, {"mode": "training", "model": "llama-3.1-405b", "precision": "bf16", "context_tokens": 8192,
-                             "training_tokens": 15.6e12, "constraints": {"deadline_hours": 90 * 24}})
+                             "training_tokens": 15.6e12, "constraints": {"deadline_hours": 120 * 24}})
     p = d.record["recommendation"]["price"]
     assert p["kind"] == "contract" and p["instances"] > 256
     assert p["reserved_tiers"] == []            # no published block holds thousands of instances

@@ -110,6 +110,9 @@ class Calibration:
     # frozen 4-bit base runs (4-bit weights read, 16-bit copies written, every pass), fitted by bench/fit.py on
     # the Q-LoRA records; 0: no such term
     qlora_dequant_share: float = 0.0
+    # the most tokens per optimizer step the planner's own global batch takes (efficiency.yaml
+    # training_batch, LLAMA3_BATCH); 0: no bound. A stated global_batch is not bound by it
+    max_batch_tokens: float = 0.0
     # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
     kv_share_by_tp: dict = field(default_factory=dict)
     _links: dict = field(default_factory=dict)
@@ -339,6 +342,7 @@ def calibration(catalog: Catalog) -> Calibration:
         step_overhead_s=_v(tr, "step_overhead_s", 0.0, T),
         step_overhead_min_step_s=_v(tr, "step_overhead_min_step_s", 0.0, T),
         qlora_dequant_share=_v(tr, "qlora_dequant_share", 0.0, T),
+        max_batch_tokens=_v(eff.get("training_batch") or {}, "max_tokens_per_step", 0.0, "training_batch."),
         interruptions_per_gpu_hour=_v(eff.get("whole_run") or {}, "interruptions_per_gpu_hour", 0.0, "whole_run."),
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},

@@ -12,7 +12,7 @@ from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
 from advisor.numbers.layouts import Layout, describe_layout, describe_pools
-from advisor.numbers.limits import batch_limit, max_gpus_limit
+from advisor.numbers.limits import batch_limit, max_gpus_limit, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.replicas import MAX_CARD_FACTOR
@@ -134,7 +134,9 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
         one = layouts.given_layout(wv, lv, gpu, stages)
         return ([one] if one else []), []
     if w.training:
-        found = layouts.training_layouts(wv, lv, gpu, max_gpus, stages)
+        # a deadline may need more GPUs than the global batch feeds as replicas (limits.replica_cap): then
+        # deeper pipelines (and TP filling the node) grow the plan, as Llama 3 405B's TP 8 x PP 16 did
+        found = layouts.training_layouts(wv, lv, gpu, max_gpus, stages, deep=bool(w.constraints.deadline_hours))
         if w.method == "qlora":
             # bitsandbytes' 4-bit layers have no tensor-, pipeline- or expert-parallel kernels: one card,
             # or FSDP-QLoRA sharding the quantized base over data-parallel ranks (QLORA_FSDP)
@@ -254,7 +256,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             key = (base.tp * base.pp, base.count, base.min_dp)
             got = dp_memo.get(key)
             if got is None:
-                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus)
+                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens)
             return got
 
         def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
@@ -442,12 +444,15 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     # the search timed its layouts without their texts: the plan kept, again with them (the same figures)
     p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, None, engine)
     limits = []
-    if p.misses and refused.get("needed"):
+    # the GPU ceiling is named unless the global batch binds below it (more GPUs would not be fed)
+    tokens = speed.calibration(catalog).max_batch_tokens
+    fed = (replica_cap(w, tokens) or 0) * layouts.tensor_split_max(gpu) if refused.get("batch") else 0
+    if p.misses and refused.get("needed") and not (fed and max_gpus >= fed):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
         limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"]), box_why))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     if p.misses and refused.get("batch"):
-        limits.append(batch_limit(w, int(refused["batch"])))
+        limits.append(batch_limit(w, int(refused["batch"]), tokens, p.tp))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
     fewer = _fewer_replicas_missed(w, tried, lay)
