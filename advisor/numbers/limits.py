@@ -5,6 +5,8 @@ planner's bound on tokens per step) that feeds fewer data-parallel replicas than
 from __future__ import annotations
 
 from advisor.inputs.workload import Workload
+from advisor.numbers.layouts import describe_layout, describe_pools, split_width
+from advisor.numbers.terms import _gb
 
 
 def batch_bound(w: Workload, max_tokens: float = 0.0) -> int | None:
@@ -66,3 +68,23 @@ def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = No
             "source": "constraints.max_gpus in the workload" if given else "the planner's ceiling (numbers/layouts.py MAX_GPUS)",
             "text": (f"max_gpus {max_gpus:,} ({'the workload' if given else 'the planner default'}) binds: "
                      f"meeting the target needs about {needed:,} GPUs")}
+
+
+def no_layout_reason(w: Workload, led, gpu, max_gpus: int, engine=None, need: float | None = None) -> str:
+    """Why no layout of the planner holds the workload on this GPU (a given layout the engine does not run
+    or that splits wider than a node, pools that do not fit, or the memory), with the figure."""
+    if w.layout and engine is not None and not engine.runs(*w.layout):
+        return f"{engine.name} does not run the given layout ({describe_layout(w.layout)}; it runs {', '.join(sorted(engine.layouts))}, catalog/engines.yaml)"
+    if w.layout and split_width(w.layout[0], w.layout[3], w.layout[4]) > gpu.gpus_per_node:
+        width = split_width(w.layout[0], w.layout[3], w.layout[4])
+        what = f"TP {width} spans" if width == w.layout[0] else f"layout splits attention or an expert over {width} GPUs,"
+        return (f"the given {what} more than the {gpu.gpus_per_node} GPUs of one node; "
+                "tensor parallelism stays inside a node (K14)")
+    if w.pools:
+        return (f"the given disaggregated layout ({describe_pools(*w.pools)}) does not hold its work on {gpu.memory_gb:g} GB "
+                f"cards: each pool must hold the weights and its KV cache (the decode pool every sequence's) with "
+                f"tensor splits inside one {gpu.gpus_per_node}-GPU node (K14), and the model's KV size must be known")
+    given = (describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
+             + (" (constraints.max_gpus)" if w.constraints.max_gpus == max_gpus else ""))
+    return (f"needs {_gb(need if need is not None else led.bytes('total_gb'))} and no layout of {given}"
+            f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")

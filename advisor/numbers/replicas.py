@@ -73,10 +73,10 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
             # the goodput falls as the cluster grows (more interruptions per hour): solve for it; the plan's
             # per-step overhead share (calibration.goodput's step term) does not change with the replicas
             # (with a stated global batch it grows as the steps shorten: the planner sizes again from the plan)
-            per_step = p.goodput / cal.goodput(p.count, w.mode == "training", stated=w.goodput)[0]
+            per_step = p.goodput / cal.goodput(p.count, stated=w.goodput)[0]
             for _ in range(4):
                 cards = p.count * p.step_hours / w.constraints.deadline_hours / (
-                    per_step * cal.goodput(max(1, round(cards)), w.mode == "training", stated=w.goodput)[0])
+                    per_step * cal.goodput(max(1, round(cards)), stated=w.goodput)[0])
         need = math.ceil(cards / m - 1e-9)
         out = [need + extra for extra in range(4)]
         tokens = cal.max_batch_tokens if cal is not None else 0.0
@@ -116,3 +116,14 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
         refused["needed"] = min(refused.get("needed", math.inf), min(over))
     rc = replica_cap(w, cal.max_batch_tokens if cal is not None else 0.0)
     return [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
+
+
+def fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:
+    """Of the plans tried in the chosen serving layout's shape (TP, PP, EP, attention DP) with fewer
+    replicas than it, the one with the most that missed the service level (None: none did)."""
+    if w.training or lay.pools or lay.dp <= lay.min_dp:
+        return None
+    shape = (lay.tp, lay.pp, lay.ep, lay.attention_dp)
+    missed = [t[2] for t in tried if t[2].misses and t[2].layout is not None and not t[2].layout.pools
+              and (t[2].layout.tp, t[2].layout.pp, t[2].layout.ep, t[2].layout.attention_dp) == shape and t[2].layout.dp < lay.dp]
+    return max(missed, key=lambda p: p.layout.dp, default=None)

@@ -309,8 +309,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     # base); charged to language models only, the kind of run it was fitted on (an image model's steps
     # have data loading of another kind: a stated choice)
     step_s = m * w.micro_batch * w.context_tokens / (tr.tokens_per_s_per_gpu * lay.tp * lay.pp)
-    good, good_how = cal.goodput(count, pretraining=w.mode == "training", step_s=step_s if w.task == "llm" else None,
-                                 stated=w.goodput)
+    good, good_how = cal.goodput(count, step_s=step_s if w.task == "llm" else None, stated=w.goodput)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
     explained = {} if not explain else {
@@ -363,6 +362,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         "goodput": ({"value": good, "factor": {"stated": w.goodput}, "source": "the workload's goodput", "formula": good_how}
                     if w.goodput is not None else
                     {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
+                                               "whole_run_scale": cal.whole_run_scale(count),
                                                "step_overhead_s": cal.step_overhead_s,
                                                "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
                                                "hours_lost_per_interruption": cal.hours_lost_per_interruption},
