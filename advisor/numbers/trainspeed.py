@@ -82,7 +82,8 @@ def micro_batches(w: Workload, pp: int, dp: int, micro_batch: int | None = None,
                                    + (" (rounded)" if m * mbs * dp != w.global_batch else ""))
     m = planned_micro_batches(pp)
     bound = batch_bound(w, max_tokens)
-    how = f"{m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'})"
+    how = (f"{m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}"
+           + (f"; at most {max_tokens / 1e6:,.1f}M tokens a step, LLAMA3_BATCH" if bound else "") + ")")
     if bound and m * mbs * dp > bound:
         m = max(1, bound // (mbs * dp))
         how = (f"{m} micro-batch{'es' if m > 1 else ''} per replica (4 per stage would exceed the bound of {max_tokens / 1e6:,.1f}M tokens "
