@@ -272,7 +272,8 @@ def fit_goodput(prepared, cal):
     # steps shorter than the fitted runs' shortest are charged as it (the overhead is not extrapolated)
     shortest = min(accuracy.whole_run_step_s(p.rec, accuracy.evaluate(replace(p, rec={**p.rec, "class": "training"}), cal))
                    for p in whole)
-    cal = replace(cal, step_overhead_min_step_s=shortest)
+    # the smallest fitted run's GPUs: the scale from which a job pays the whole-run factors whole
+    cal = replace(cal, step_overhead_min_step_s=shortest, goodput_full_scale_gpus=min(p.rec["count"] for p in whole))
     spread, cal = min((at(t0) for t0 in STEP_OVERHEAD_GRID), key=lambda got: got[0])
     return replace(cal, goodput_spread=spread), whole
 
@@ -357,6 +358,9 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=(), qlora=(
         lines.append(f'  step_overhead_min_step_s: {{v: {cal.step_overhead_min_step_s:.3f}, src: [CALIBRATION], note: "the shortest optimizer step '
                      'of the fitted whole runs: a shorter step is charged the overhead as this one (not extrapolated), so the overhead '
                      'does not rank cards outside the steps it was fitted on"}')
+        lines.append(f'  goodput_full_scale_gpus: {{v: {cal.goodput_full_scale_gpus:g}, src: [CALIBRATION], note: "the fewest GPUs of the fitted '
+                     'whole runs: a job at least this large pays goodput_base and step_overhead_s whole, a smaller one a share growing with '
+                     'the log of its nodes, none on one node (calibration.whole_run_scale, a stated form: no smaller whole run is fitted)"}')
         lines.append(f'  goodput_spread: {{v: {cal.goodput_spread:.3f}, src: [CALIBRATION], note: "standard deviation of ln(tool / published) '
                      'over the fitted whole runs: added in quadrature to the step spread in the stated range of training_hours"}')
         lines.append(f'  goodput_fitted_on: "{ids(whole)}"')

@@ -100,17 +100,29 @@ def test_decisive_entry_reads_in_money_when_rules_outweigh_cost(catalog, kb):
 
 
 def test_decisive_entry_when_cost_alone_decides(catalog, kb):
-    # FP8: in BF16 (the example) the H200 holds gpt-oss-120b's experts on 24 cards without pipeline
-    # stages and costs only 11% more per job, which its MoE-training rule outweighs (issue 21's EP plans)
-    d = _decide(catalog, kb, "gpt-oss-120b-training", precision="fp8", **ONE_PROVIDER)
+    # 7B pre-training in 72 h from one provider: no rule favours the H200, which costs 33% more per job
+    d = _decide(catalog, kb, "7b-pretraining-deadline", **ONE_PROVIDER)
     dec = d.record["decisive_rule"]
     assert d.winner == "h100-sxm" and dec["id"] == "ranking-cost-per-unit-of-work"
     h100, h200 = _unit_cost(d, "h100-sxm"), _unit_cost(d, "h200-sxm")
-    assert h200 / h100 > 1.45 / 1.15                  # the H200 costs more per job than its rules are worth
+    assert h200 / h100 > 1.3
     assert f"h100-sxm costs {ranking.money(h100)} per job, h200-sxm {ranking.money(h200)}" in dec["because"]
-    assert (f"h200-sxm costs {ranking.pct(h200, h100):.0f}% more and the rules in its favour are worth 26%, less than that"
-            in dec["because"])
-    assert "would win below $" in dec["because"]                          # the unpriced options, in money
+    assert dec["because"].startswith("Cost decides:") and "would win below $" in dec["because"]   # the unpriced options, in money
+
+
+def test_a_rule_of_thumb_does_not_outweigh_a_cheaper_faster_plan(catalog, kb):
+    # gpt-oss-120b in FP8: the H200 holds it on 24 cards (3 nodes) where the H100 takes 48 (6 nodes); at
+    # the goodput charged by size (review 10, F7: fewer nodes lose less) the H200 costs 23% more per job,
+    # less than its MoE-training rule's 26%, but the H100 plan also runs in 0.85 h against 1.57 h: what the
+    # rule stands for (the H200 pays off for memory-heavy training) its figures answer, so it does not decide
+    d = _decide(catalog, kb, "gpt-oss-120b-training", precision="fp8", **ONE_PROVIDER)
+    dec = d.record["decisive_rule"]
+    h100, h200 = _unit_cost(d, "h100-sxm"), _unit_cost(d, "h200-sxm")
+    assert d.winner == "h100-sxm" and dec["id"] == "ranking-cheaper-and-faster"
+    assert 1.15 < h200 / h100 < 1.26
+    assert (dec["beaten"], dec["beaten_by"]) == ("h200-sxm", "h100-sxm")
+    assert f"h100-sxm costs less ({ranking.money(h100)} vs {ranking.money(h200)} per job) and is faster" in dec["because"]
+    assert "(The H200 pays off for memory-heavy training)" in dec["because"]
 
 
 def test_a_listing_price_is_ranked_as_unpriced(catalog, kb):

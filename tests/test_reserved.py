@@ -10,13 +10,31 @@ from advisor.shell.cli import main
 from conftest import decide
 
 # 600B tokens of a 70B model in two weeks on H100: more instances than one listing rents on demand
-# (64), fewer than the 256 Capacity Blocks sell one customer at once
+# (16), fewer than the 256 Capacity Blocks sell one customer at once
+import dataclasses
+
+
+@pytest.fixture
+def current(catalog):
+    """The catalog as if AWS's Capacity Block rates of 2024-12 were still current: the shipped ones are
+    past their stated validity (valid_until 2025-01-01) and kept aside, never priced (review 10, F8)."""
+    cap = {**catalog.capacity, "reserved": catalog.capacity["expired"], "expired": {}}
+    return dataclasses.replace(catalog, capacity=cap)
+
+
+def test_a_rate_past_its_stated_validity_is_not_priced(catalog, kb):
+    d = decide(catalog, kb, TWO_WEEKS_70B)
+    p = d.record["recommendation"]["price"]
+    assert p["kind"] == "contract" and p["usd_per_gpu_hour"] == 2.35 and p["reserved_tiers"] == []
+    assert catalog.capacity["reserved"] == {} and catalog.capacity["as_of"] == "2026-12-01"
+    assert {t["valid_until"] for ts in catalog.capacity["expired"].values() for t in ts} == {"2025-01-01"}
+
 TWO_WEEKS_70B = {"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 4096,
                  "micro_batch": 1, "training_tokens": 600e9, "constraints": {"deadline_hours": 336, "gpus": ["h100-sxm"]}}
 
 
-def test_a_two_week_job_beyond_on_demand_capacity_books_a_two_week_capacity_block(catalog, kb):
-    d = decide(catalog, kb, TWO_WEEKS_70B)
+def test_a_two_week_job_beyond_on_demand_capacity_books_a_two_week_capacity_block(current, kb):
+    d = decide(current, kb, TWO_WEEKS_70B)
     r = d.record["recommendation"]
     p = r["price"]
     hours = d.estimate.candidate("h100-sxm").training_hours
@@ -24,7 +42,7 @@ def test_a_two_week_job_beyond_on_demand_capacity_books_a_two_week_capacity_bloc
     assert p["kind"] == "reserved" and p["provider"] == "AWS EC2 Capacity Blocks for ML" and p["instance"] == "p5.48xlarge"
     assert "Capacity Blocks for ML Pricing" in p["source"] and p["date"] == "2024-12"
     # beyond on demand: more instances than one listing rents, no more than the blocks sell
-    assert p["on_demand_offer"]["instances_needed"] > p["capacity_instances"] == 64
+    assert p["on_demand_offer"]["instances_needed"] > p["capacity_instances"] == 16
     assert p["instances"] == r["count"] // 8 <= 256
     # the block is bought for the days that cover the job, at the published $39.33 per instance-hour
     assert p["term_days"] == 14 and p["usd_per_instance_hour"] == 39.33
@@ -42,33 +60,32 @@ def test_a_two_week_job_beyond_on_demand_capacity_books_a_two_week_capacity_bloc
     assert not [x for x in d.candidate_warnings.get("h100-sxm", []) if x["rule"] == "capacity-needs-a-contract"]
 
 
-def test_the_memo_names_the_reservation_to_make(capsys, tmp_path):
+def test_the_memo_prices_the_two_weeks_from_a_current_rate(capsys, tmp_path):
     f = tmp_path / "70b.yaml"
     f.write_text("name: llama-70b-two-weeks\nmode: training\nmodel: llama-3.1-70b\nprecision: bf16\ncontext_tokens: 4096\n"
                  "micro_batch: 1\ntraining_tokens: 600e9\nconstraints: {deadline_hours: 336, gpus: [h100-sxm]}\n")
     assert main(["recommend", str(f)]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "needs a reservation of 80 instances for 14 days at $4.92/GPU-h" in text
-    assert "Amazon EC2 Capacity Blocks for ML Pricing" in text           # the source beside the figure
+    assert "needs a contracted cluster" in text and "$4.92/GPU-h" not in text and "2024-12" not in text
 
 
 def test_a_cluster_larger_than_any_reservation_sold_stays_a_contract(catalog, kb):
     d = decide(catalog, kb, {"mode": "training", "model": "llama-3.1-405b", "precision": "bf16", "context_tokens": 8192,
-                             "training_tokens": 15.6e12, "constraints": {"deadline_hours": 90 * 24}})
+                             "training_tokens": 15.6e12, "constraints": {"deadline_hours": 120 * 24}})
     p = d.record["recommendation"]["price"]
     assert p["kind"] == "contract" and p["instances"] > 256
     assert p["reserved_tiers"] == []            # no published block holds thousands of instances
 
 
-def test_without_a_contract_rate_a_reservation_prices_the_cluster_while_its_term_covers_the_job(catalog, kb):
+def test_without_a_contract_rate_a_reservation_prices_the_cluster_while_its_term_covers_the_job(current, kb):
     short = {**TWO_WEEKS_70B, "training_tokens": 300e9, "constraints": {"deadline_hours": 336, "gpus": ["a100-40gb-sxm"]}}
-    d = decide(catalog, kb, short)
+    d = decide(current, kb, short)
     p = d.record["recommendation"]["price"]
     assert p["kind"] == "reserved" and p["instance"] == "p4d.24xlarge" and p["usd_per_gpu_hour"] == pytest.approx(1.844, abs=1e-3)
     assert p["term_days"] == 14 and "contract_alternative" not in p
     # 6T tokens on the same GPUs: longer than the longest block (182 days), no contract rate: unknown
     long = {**short, "training_tokens": 6e12, "constraints": {"deadline_hours": 8000, "gpus": ["a100-40gb-sxm"]}}
-    c = decide(catalog, kb, long).estimate.candidate("a100-40gb-sxm")
+    c = decide(current, kb, long).estimate.candidate("a100-40gb-sxm")
     assert c.usd_per_hour is None
     assert "longer than the longest reservation on sale (182 days" in c.price_unknown
 

@@ -126,10 +126,11 @@ def test_training_rate_mfu_and_stated_uncertainty(estimate_file, catalog):
     assert c.mfu == pytest.approx(per_gpu * model_flops / 989e12, rel=1e-6)
     # the whole run: the calibrated step time over the goodput (interruptions, checkpoints, evaluation)
     assert c.step_hours == pytest.approx(1e9 / c.training_tokens_per_s / 3600)
-    # a fine-tuning job: interruptions only (the fitted whole-run goodput is for pre-training runs)
-    assert c.goodput == pytest.approx(cal.goodput(c.count, pretraining=False)[0]) and 0.999 < c.goodput < 1
-    assert cal.goodput(c.count)[0] == pytest.approx(cal.goodput_base / (1 + cal.interruptions_per_gpu_hour
-                                                                          * c.count * cal.hours_lost_per_interruption))
+    # a job within one node: interruptions only (the whole-run factors were fitted on runs of 256+ GPUs)
+    assert c.count <= 8 and cal.whole_run_scale(c.count) == 0 and 0.999 < c.goodput < 1
+    assert c.goodput == pytest.approx(cal.goodput(c.count)[0]) == pytest.approx(
+        1 / (1 + cal.interruptions_per_gpu_hour * c.count * cal.hours_lost_per_interruption))
+    assert cal.goodput(256)[0] == pytest.approx(cal.goodput_base / (1 + cal.interruptions_per_gpu_hour * 256 * cal.hours_lost_per_interruption))
     assert c.training_hours == pytest.approx(c.step_hours / c.goodput) and c.training_hours > c.step_hours
     lo, hi = c.training_hours_range
     assert lo < c.training_hours < hi and hi / c.training_hours == pytest.approx(

@@ -77,7 +77,7 @@ def test_the_goodput_was_fitted_on_whole_runs_and_is_below_1(catalog):
     assert 0 < cal.step_overhead_s < 1
 
 
-def test_the_per_step_overhead_weighs_on_short_steps_of_pre_training_only(catalog):
+def test_the_per_step_overhead_weighs_on_short_steps_of_multi_node_runs(catalog):
     cal = speed.calibration(catalog)
     t0 = cal.step_overhead_s
     # SmolLM2 1.7B's steps on 256 H100 (0.16 s) lose about half their time; a 20 s step of a large model ~1%
@@ -89,7 +89,13 @@ def test_the_per_step_overhead_weighs_on_short_steps_of_pre_training_only(catalo
     # a step shorter than the fit's shortest (SmolLM2's) is charged as that one: not extrapolated
     floor = cal.step_overhead_min_step_s
     assert 0.1 < floor < 0.2 and cal.goodput(8, step_s=0.005)[0] == pytest.approx(cal.goodput(8, step_s=floor)[0])
-    # a fine-tuning job is charged its interruptions only: no whole-run base, no per-step overhead
-    assert cal.goodput(8, pretraining=False, step_s=0.16)[0] == pytest.approx(cal.goodput(8, pretraining=False)[0])
+    # a one-node job is charged its interruptions only, pre-training or fine-tuning alike (review 10, F7):
+    # the whole-run factors were fitted on runs of 256+ GPUs and grow with the log of the nodes
+    assert cal.whole_run_scale(8) == 0 and cal.whole_run_scale(256) == cal.whole_run_scale(16384) == 1
+    assert cal.goodput(8, step_s=0.16)[0] == pytest.approx(cal.goodput(8)[0]) == pytest.approx(1 / (1 + 8 * cal.interruptions_per_gpu_hour * cal.hours_lost_per_interruption))
+    assert cal.goodput_full_scale_gpus == 256
+    s80 = math.log(10) / math.log(32)                 # 80 GPUs: 10 nodes of the 32 of the smallest fitted run
+    assert cal.whole_run_scale(80) == pytest.approx(s80)
+    assert cal.goodput(80)[0] == pytest.approx((1 - (1 - cal.goodput_base) * s80) / (1 + 80 * cal.interruptions_per_gpu_hour * cal.hours_lost_per_interruption))
     assert cal.interruptions_per_gpu_hour == pytest.approx(466 / (54 * 24 * 16384), rel=0.01)
     assert math.isclose(cal.hours_lost_per_interruption, 0.1 * 54 * 24 / 466, rel_tol=0.01)

@@ -75,7 +75,9 @@ def load_capacity(path: Path, gpus: dict) -> dict:
             continue
         out["contract"][e["gpu"]] = {"usd_per_gpu_hour": fig["v"], "range": fig["range"], "term_months": term,
                                      "provider": str(e["provider"]), "src": fig["src"], "date": fig["date"]}
-    out["reserved"] = _reserved(col, data, gpus)
+    out["expired"] = {}
+    out["reserved"] = _reserved(col, data, gpus, out["expired"])
+    out["as_of"] = str(data["as_of"]) if data.get("as_of") is not None else None
     spot = data.get("spot") or {}
     sline = yamlio.line_of(data, "spot", 1)
     shares = spot.get("interruption_share_per_month") or {}
@@ -98,11 +100,16 @@ def load_capacity(path: Path, gpus: dict) -> dict:
     return out
 
 
-def _reserved(col: Collector, data: dict, gpus: dict) -> dict:
+def _reserved(col: Collector, data: dict, gpus: dict, expired: dict) -> dict:
     """{gpu id: [tier]}: capacity booked ahead at a published rate, each with its instance, rate, the
-    most instances sold at once and the lengths on sale (days)."""
+    most instances sold at once and the lengths on sale (days); a tier whose `valid_until` is on or
+    before the file's `as_of` goes into `expired` instead."""
     rows = data.get("reserved") or []
     out: dict = {}
+    as_of = str(data["as_of"]) if data.get("as_of") is not None else None
+    if as_of is not None and not _is_day(as_of):
+        col.add("as_of must be a date YYYY-MM-DD", yamlio.line_of(data, "as_of", 1), "as_of")
+        as_of = None
     if not isinstance(rows, list):
         col.add("must be a list of reserved tiers", yamlio.line_of(data, "reserved", 1), "reserved")
         return out
@@ -123,11 +130,29 @@ def _reserved(col: Collector, data: dict, gpus: dict) -> dict:
             col.add("needs provider, gpus_per_instance and max_instances (whole numbers >= 1) and "
                     "term_days {min, max, daily_up_to, step_beyond} (whole days, min <= max)", at, f"reserved.{e['gpu']}")
             continue
-        out.setdefault(e["gpu"], []).append(
-            {"provider": str(e["provider"]), "instance": str(e.get("instance") or ""), "gpus_per_instance": e["gpus_per_instance"],
-             "usd_per_instance_hour": fig["v"], "max_instances": e["max_instances"], "term_days": dict(days),
-             "src": fig["src"], "date": fig["date"]})
+        tier = {"provider": str(e["provider"]), "instance": str(e.get("instance") or ""), "gpus_per_instance": e["gpus_per_instance"],
+                "usd_per_instance_hour": fig["v"], "max_instances": e["max_instances"], "term_days": dict(days),
+                "src": fig["src"], "date": fig["date"]}
+        until = e.get("valid_until")
+        if until is not None:
+            until = str(until)
+            if not _is_day(until):
+                col.add("valid_until must be a date YYYY-MM-DD", at, f"reserved.{e['gpu']}.valid_until")
+                continue
+            tier["valid_until"] = until
+        # a rate past its own stated validity is not a current price (review 10, F8): kept aside under
+        # `expired`, never priced; "current" is the file's as_of date (a fixed date: answers stay reproducible)
+        (expired if until and as_of and until <= as_of else out).setdefault(e["gpu"], []).append(tier)
     return out
+
+
+def _is_day(text: str) -> bool:
+    import datetime
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def reserved_tiers(capacity: dict, gpu_id: str) -> list[dict]:

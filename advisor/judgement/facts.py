@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from advisor.inputs.catalog import GPU
 from advisor.numbers import api
-from advisor.numbers.spot import interval_text
+from advisor.numbers.spot import every_text
 from advisor.numbers.estimate import GB, Estimate
 from advisor.numbers.objective import unit_cost, unit_of_work
 from advisor.numbers.power import WORKSTATION_CIRCUIT_KW, WORKSTATION_MAX_CARDS
@@ -150,8 +150,8 @@ FACTS: dict[str, Fact] = {
     "candidate.reservation_days": Fact("integer", "days", "a plan beyond on-demand capacity booked ahead (price_kind reserved): the days of the shortest reservation on sale that covers the job"),
     "candidate.reservation_usd_per_gpu_hour": Fact("number", "USD/GPU-h", "the reservation's published rate"),
     "candidate.reservation_source": Fact("string", "", "who sells the reservation and the date of its rate"),
-    "candidate.spot_checkpoint_minutes": Fact("number", "min", "spot training: the checkpoint interval that minimises expected time, sqrt(2 x checkpoint time x MTBF) (Young)"),
-    "candidate.spot_checkpoint_every": Fact("string", "", "spot training: spot_checkpoint_minutes in words (minutes below 2 h, else hours)"),
+    "candidate.spot_checkpoint_minutes": Fact("number", "min", "spot training: the checkpoint interval that minimises expected time, sqrt(2 x checkpoint time x MTBF) (Young), at most half the job"),
+    "candidate.spot_checkpoint_every": Fact("string", "", "spot training: spot_checkpoint_minutes in words (minutes below 2 h, else hours) with where it comes from (Young's interval, or half the job)"),
     "candidate.spot_checkpoint_seconds": Fact("number", "s", "spot training: time to write one checkpoint (model state / storage bandwidth)"),
     "candidate.spot_mtbf_hours": Fact("number", "h", "spot training: mean hours between interruptions of the job's instances"),
     "candidate.spot_expected_factor": Fact("number", "", "spot training: expected hours / hours without interruptions"),
@@ -162,7 +162,7 @@ FACTS: dict[str, Fact] = {
     "candidate.zero_stage": Fact("integer", "", "training: ZeRO stage of the plan (3 = FSDP full sharding)"),
     "candidate.activation_checkpointing": Fact("boolean", "", "training: activations recomputed in the plan"),
     "candidate.misses_target": Fact("boolean", "", "the best plan misses a stated deadline or service level"),
-    "candidate.within_bound_plan": Fact("string", "", "a training job without a deadline past 30 days (numbers.objective.LONG_JOB_HOURS): the plan on this GPU that meets them (absent: none needed or none does)"),
+    "candidate.beyond_bound_plan": Fact("string", "", "a training job without a deadline whose cheapest plan runs past 30 days (numbers.objective.LONG_JOB_HOURS): that plan, which the plan within them replaces (absent: none needed or none meets them)"),
     "candidate.missed": Fact("string", "", "the figure that missed the deadline or service level (absent: none missed)"),
     # serving: the plan against the APIs that sell the model (numbers.api, catalog/api-prices.yaml)
     "workload.api_match": Fact("string", "", "model | size-class | none: whether APIs sell this model, only models of its size class, or neither"),
@@ -275,7 +275,7 @@ def _price_values(c, price: dict | None) -> dict:
     spot_term = (price or {}).get("spot")
     if spot_term:
         out.update(spot_checkpoint_minutes=spot_term["checkpoint_interval_hours"] * 60,
-               spot_checkpoint_every=interval_text(spot_term["checkpoint_interval_hours"]),
+               spot_checkpoint_every=every_text(spot_term),
                spot_checkpoint_seconds=spot_term["checkpoint_seconds"], spot_mtbf_hours=spot_term["mtbf_hours"],
                spot_expected_factor=spot_term["expected_factor"])
     if price and price.get("kind") == "owned":
@@ -359,7 +359,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          unit_cost=unit_cost(c, unit), min_count=c.min_count,
                          rental_multiple=(c.count / c.min_count) if c.min_count else None, zero_stage=c.zero_stage,
                          activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
-                         missed=c.misses, within_bound_plan=c.within_bound["text"] if c.within_bound else None,
+                         missed=c.misses, beyond_bound_plan=c.beyond_bound["text"] if c.beyond_bound else None,
                          cost_ratio_to_cheapest=(costs[c.gpu.id] / cheapest) if cheapest and costs.get(c.gpu.id) else None)
             a = compared.get(c.gpu.id)
             if a is not None:

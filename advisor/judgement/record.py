@@ -11,7 +11,7 @@ from __future__ import annotations
 from advisor import __version__
 from advisor.judgement import alternatives, ranking
 from advisor.numbers import api
-from advisor.numbers.objective import UNIT_LABELS
+from advisor.numbers.objective import UNIT_LABELS, closeness, shortfall, unit_cost
 from advisor.numbers.terms import rounded
 
 
@@ -69,6 +69,7 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["unpriced"] = ([{"gpu": g, "count": by_id[g].count, "break_even_usd_per_gpu_hour": rounded(d.ranked.break_even.get(g))}
                         for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
     rec["suggestions"] = suggestions
+    rec["closest_priced"] = _closest_priced(d, by_id)
     rec["api_comparison"] = api.record(by_id.get(d.winner), est.workload, d.catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
@@ -187,6 +188,28 @@ def _service_margin(d, by_id: dict, err: float | None, src: list) -> dict | None
 #: catalog text are not kept (the catalog is named by its digest in `versions`)
 BRIEF_FIELDS = ("gpu", "count", "per_card_gb", "fits", "reason", "usd_per_hour")
 #: an alternative's fields that its entry in `candidates` holds too
+def _closest_priced(d, by_id) -> dict | None:
+    """When the answer has no price (every priced plan missed the deadline or service level and only unpriced
+    ones meet it), the priced plan that comes closest, with its miss and cost: the figure a budget owner can
+    weigh against getting quotes for the unpriced GPUs."""
+    r = d.ranked
+    if not (d.winner and r and r.basis == "preference"):
+        return None
+    w = d.estimate.workload
+    cost = {g: unit_cost(c, r.unit) for g, c in by_id.items() if c.fits}
+    near = [g for g in cost if d.excluded[g] and cost[g] is not None and by_id[g].misses is not None
+            and all("candidate.misses_target" in d.kb.rule(e["rule"]).facts_used for e in d.excluded[g])]
+    if not near:
+        return None
+    g = min(near, key=lambda g: (closeness(w, by_id[g]), cost[g]))
+    c = by_id[g]
+    return {"gpu": g, "count": c.count, "missed": c.misses, "shortfall": round(shortfall(w, c), 4),
+            "unit_cost": rounded(cost[g]), "unit": r.unit, "price_kind": (c.price or {}).get("kind"),
+            "text": (f"every priced plan misses the {'deadline' if w.training else 'service level'}; the closest, "
+                     f"{c.count:,} x {g} ({(c.price or {}).get('kind') or 'priced'}), {c.misses.split('; ')[0]}, at "
+                     f"{ranking.money(cost[g])} {UNIT_LABELS[r.unit]}")}
+
+
 def _dominated_by(d, g: str) -> str | None:
     """The priced plan that beats `g` on cost and time with no more against it (ranking.dominator), if any."""
     r = d.ranked

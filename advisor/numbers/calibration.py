@@ -4,11 +4,16 @@ checked (a hand-edited catalog gets one line, never a traceback), with per-GPU l
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm
+
+#: GPUs of one node of the whole runs the goodput was fitted on (HGX/DGX A100 and H100 boards)
+WHOLE_RUN_NODE_GPUS = 8
 
 
 @dataclass
@@ -106,10 +111,17 @@ class Calibration:
     # the shortest step of the whole runs it was fitted on: a shorter step (a small model on the planner's
     # few micro-batches) is charged as this one, so the overhead does not rank cards outside its fit
     step_overhead_min_step_s: float = 0.0
+    # the fewest GPUs of the whole runs goodput_base and step_overhead_s were fitted on (256): a job at
+    # least that large pays them whole; a smaller one a share growing with the log of its nodes, none on
+    # one node (whole_run_scale); 0: every job pays them whole
+    goodput_full_scale_gpus: float = 0.0
     # QLoRA (issue 21): the share of the card's HBM bandwidth at which a micro-batch's dequantisation of the
     # frozen 4-bit base runs (4-bit weights read, 16-bit copies written, every pass), fitted by bench/fit.py on
     # the Q-LoRA records; 0: no such term
     qlora_dequant_share: float = 0.0
+    # the most tokens per optimizer step the planner's own global batch takes (efficiency.yaml
+    # training_batch, LLAMA3_BATCH); 0: no bound. A stated global_batch is not bound by it
+    max_batch_tokens: float = 0.0
     # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
     kv_share_by_tp: dict = field(default_factory=dict)
     _links: dict = field(default_factory=dict)
@@ -161,25 +173,49 @@ class Calibration:
         hop = max(self.host_exchange_us - self.host_base_us, 0.0)
         return self.host_base_us + max(2 * (n - 1), 1) * hop
 
-    def goodput(self, count: int, pretraining: bool = True, step_s: float | None = None,
-                stated: float | None = None) -> tuple[float, str]:
-        """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had. The base
-        is fitted on whole pre-training runs (weeks to months: evaluation, data stalls, restarts, loss
-        spikes) with the fitted per-step overhead, which a step of `step_s` seconds (the step model's time
-        of one optimizer step) pays; a fine-tuning job of hours is charged its interruptions only (a stated
-        choice)."""
+    def whole_run_scale(self, count: int) -> float:
+        """The share of the fitted whole-run factors (goodput_base's loss and the per-step overhead) a job
+        on `count` GPUs pays: all of it from the smallest fitted run's size (goodput_full_scale_gpus), none
+        on one 8-GPU node, ln(nodes) / ln(that run's nodes) between. What those runs lost beyond their
+        interruptions grows with the nodes a synchronous step waits on (stragglers, data and storage
+        stalls, network congestion: the slowest of n grows like log n); no whole run below 256 GPUs was
+        fitted, so the form is a stated choice (review 10, F7), not a fit."""
+        full = self.goodput_full_scale_gpus
+        if not full or count >= full:
+            return 1.0
+        nodes = count / WHOLE_RUN_NODE_GPUS
+        if nodes <= 1:
+            return 0.0
+        return math.log(nodes) / math.log(full / WHOLE_RUN_NODE_GPUS)
+
+    def goodput(self, count: int, step_s: float | None = None, stated: float | None = None) -> tuple[float, str]:
+        """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had: the
+        fitted whole-run base (evaluation, data stalls, restarts, loss spikes) and per-step overhead, which
+        a step of `step_s` seconds (one optimizer step of the step model) pays, both at the job's scale
+        (whole_run_scale), over the interruptions of its GPUs; the same for pre-training and fine-tuning:
+        a job is charged by its size, not its name."""
         if stated is not None:
             # the team's own figure (workload `goodput`: its infrastructure's record) replaces the fitted one
             return stated, f"goodput {stated:.3f}, stated in the workload (the fitted figure is not applied)"
         lost = self.interruptions_per_gpu_hour * count * self.hours_lost_per_interruption
-        base = self.goodput_base if pretraining else 1.0
+        scale = self.whole_run_scale(count)
+        base = 1 - (1 - self.goodput_base) * scale
         step_s = max(step_s, self.step_overhead_min_step_s) if step_s else step_s
-        per_step = step_s / (step_s + self.step_overhead_s) if pretraining and step_s and self.step_overhead_s else 1.0
+        overhead = self.step_overhead_s * scale
+        per_step = step_s / (step_s + overhead) if step_s and overhead else 1.0
         g = base * per_step / (1 + lost)
         between = f"{1 / self.interruptions_per_gpu_hour:,.0f}" if self.interruptions_per_gpu_hour else "no"
-        fitted = (f"{base:.3f} fitted on published whole pre-training runs' GPU-hours (checkpoints, evaluation, stalls)"
-                  if pretraining else "1 (a fine-tuning job: the whole-run goodput fitted on pre-training runs is not applied)")
-        steps = (f" x {step_s:,.2f} s step / ({step_s:,.2f} + {self.step_overhead_s:.2f} s fitted per-step overhead)"
+        if scale >= 1:
+            fitted = f"{base:.3f} fitted on published whole runs' GPU-hours (checkpoints, evaluation, stalls)"
+        elif scale > 0:
+            fitted = (f"{base:.3f} = 1 - (1 - {self.goodput_base:.3f} fitted on whole runs of {self.goodput_full_scale_gpus:,.0f}+ GPUs) x "
+                      f"{scale:.2f} (ln {count / WHOLE_RUN_NODE_GPUS:,.1f} nodes / ln {self.goodput_full_scale_gpus / WHOLE_RUN_NODE_GPUS:,.0f}: "
+                      "the whole-run losses grow with the nodes a step waits on)")
+        else:
+            fitted = (f"1 (one node: the whole-run losses fitted on runs of {self.goodput_full_scale_gpus:,.0f}+ GPUs, stragglers and "
+                      "stalls between nodes, are not charged)")
+        steps = (f" x {step_s:,.2f} s step / ({step_s:,.2f} + {overhead:.2f} s "
+                 + (f"per-step overhead, {self.step_overhead_s:.2f} fitted x {scale:.2f}" if scale < 1 else "fitted per-step overhead") + ")"
                  if per_step != 1.0 else "")
         return g, (f"goodput {g:.3f} = {fitted}{steps} / (1 + {count:,} GPUs x {self.hours_lost_per_interruption:.2f} h lost per interruption / "
                    f"{between} GPU-hours between interruptions)")
@@ -338,7 +374,9 @@ def calibration(catalog: Catalog) -> Calibration:
         goodput_spread=_v(tr, "goodput_spread", 0.0, T),
         step_overhead_s=_v(tr, "step_overhead_s", 0.0, T),
         step_overhead_min_step_s=_v(tr, "step_overhead_min_step_s", 0.0, T),
+        goodput_full_scale_gpus=_v(tr, "goodput_full_scale_gpus", 0.0, T),
         qlora_dequant_share=_v(tr, "qlora_dequant_share", 0.0, T),
+        max_batch_tokens=_v(eff.get("training_batch") or {}, "max_tokens_per_step", 0.0, "training_batch."),
         interruptions_per_gpu_hour=_v(eff.get("whole_run") or {}, "interruptions_per_gpu_hour", 0.0, "whole_run."),
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},

@@ -336,13 +336,28 @@ def training_ep_options(w: Workload, gpu: GPU, tp: int) -> tuple[list[int], list
     return [1] + [e for e in sizes if e <= domain], [e for e in sizes if e > domain]
 
 
-def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES) -> list[Layout]:
+def training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages=ZERO_STAGES, deep: bool = False) -> list[Layout]:
     """Every ZeRO stage x (TP, PP, EP) that holds the job, with the fewest replicas its shards need;
-    for a MoE model every EP size inside the NVLink domain, and wider ones when none of those fits."""
-    return _per_shape("training", w, led, gpu, max_gpus, tuple(stages), lambda: _training_layouts(w, led, gpu, max_gpus, stages))
+    for a MoE model every EP size inside the NVLink domain, and wider ones when none of those fits;
+    `deep`: also deeper pipelines of a dense model at the node's TP (deeper_stages), the way to more GPUs
+    once the global batch feeds no more data-parallel replicas."""
+    return _per_shape("training", w, led, gpu, max_gpus, (tuple(stages), deep),
+                      lambda: _training_layouts(w, led, gpu, max_gpus, stages, deep))
 
 
-def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages) -> list[Layout]:
+def deeper_stages(fewest: int, layers: int) -> list[int]:
+    """Pipeline depths beyond the fewest that hold the model, tried when a deadline may need more GPUs
+    than the global batch's replicas: the powers of two above it, with at least two layers per stage
+    (Llama 3 405B: 126 layers on 16 stages; NeMo's 70B and 405B recipes run PP 4-16)."""
+    out, pp = [], 2
+    while pp * 2 <= layers:
+        if pp > fewest:
+            out.append(pp)
+        pp *= 2
+    return out
+
+
+def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages, deep: bool = False) -> list[Layout]:
     mem = gpu.memory_gb * GB / TRAINING_SAFETY
     layers = int(w.model.num("layers") or 64)
     kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
@@ -369,6 +384,8 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages)
                     # wider of TP and the EP group
                     width = tp if ep == 1 else min(max(tp, ep), widest)
                     stages = _pp_options(width, widest, layers, lambda p, ep=ep: dp_for(p, ep) is not None)
+                    if deep and ep == 1 and stages and width == widest:
+                        stages = stages + deeper_stages(stages[0], layers)
                     for pp in (_even_stages(stages, layers) if ep > 1 else stages):
                         dp = dp_for(pp, ep)
                         if dp is None:

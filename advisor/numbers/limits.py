@@ -1,34 +1,60 @@
 """The limits a plan's search ran into, as the record's `limits` entries (issue 21: no hidden limit): a
-GPU ceiling (`max_gpus`, the planner's default, a workstation's box) and a stated global batch that
-feeds fewer data-parallel replicas than a deadline needs. Each says the figure that bound and its source.
+GPU ceiling (`max_gpus`, the planner's default, a workstation's box) and a global batch (stated, or the
+planner's bound on tokens per step) that feeds fewer data-parallel replicas than a deadline needs. Each says the figure that bound and its source.
 """
 from __future__ import annotations
 
 from advisor.inputs.workload import Workload
+from advisor.numbers.layouts import describe_layout, describe_pools, split_width
+from advisor.numbers.terms import _gb
 
 
-def replica_cap(w: Workload) -> int | None:
-    """A training workload that states its global batch gives each data-parallel replica at least one
-    micro-batch per step: at most global_batch / micro_batch replicas (None: no batch stated)."""
-    return w.global_batch // w.micro_batch if w.training and w.global_batch else None
+def batch_bound(w: Workload, max_tokens: float = 0.0) -> int | None:
+    """Sequences per optimizer step the planner's own global batch may take when the workload states
+    none: `max_tokens` (efficiency.yaml training_batch, LLAMA3_BATCH) over the sequence length, at least
+    one micro-batch; None with a stated global batch (taken as given) or no bound."""
+    if not w.training or w.global_batch or not max_tokens:
+        return None
+    return max(w.micro_batch, int(max_tokens // w.context_tokens))
 
 
-def batch_replicas(w: Workload, d: int) -> int | None:
-    """The fewest data-parallel replicas, at least `d`, that a stated global batch splits into whole
+def replica_cap(w: Workload, max_tokens: float = 0.0) -> int | None:
+    """A training step gives each data-parallel replica at least one micro-batch: at most global_batch /
+    micro_batch replicas, the stated global batch's or the planner's bound's (batch_bound; None: neither)."""
+    if w.training and w.global_batch:
+        return w.global_batch // w.micro_batch
+    bound = batch_bound(w, max_tokens)
+    return bound // w.micro_batch if bound else None
+
+
+def batch_replicas(w: Workload, d: int, max_tokens: float = 0.0) -> int | None:
+    """The fewest data-parallel replicas, at least `d`, that the global batch splits into whole
     micro-batches: global_batch / micro_batch must be a multiple of them (Megatron-LM's
     num_microbatches_calculator asserts global_batch % (micro_batch x DP) == 0, MEGATRON_MICROBATCHES);
-    None past the cap; `d` itself when no batch is stated."""
-    rc = replica_cap(w)
+    the stated batch, or with `max_tokens` the planner's bound (batch_bound); None past the cap; `d`
+    itself when neither applies."""
+    rc = replica_cap(w, max_tokens)
     if rc is None:
         return d
     return next((k for k in range(max(1, d), rc + 1) if rc % k == 0), None)
 
 
-def batch_limit(w: Workload, needed: int) -> dict:
-    """The `limits` entry of a global batch too small for the replicas a deadline needs."""
-    return {"limit": "global_batch", "value": w.global_batch, "needed_replicas": needed, "source": "global_batch in the workload",
-            "text": (f"global_batch {w.global_batch:,} / micro_batch {w.micro_batch} feeds at most {replica_cap(w):,} "
-                     f"data-parallel replicas; meeting the deadline needs about {needed:,} replicas of this layout")}
+def batch_limit(w: Workload, needed: int, max_tokens: float = 0.0, tp: int = 1) -> dict:
+    """The `limits` entry of a global batch too small for the replicas a deadline needs: the stated one,
+    or the planner's bound on tokens per step (batch_bound), which with a full pipeline (a micro-batch
+    per stage per replica) feeds at most TP x its sequences / micro_batch GPUs."""
+    cap = replica_cap(w, max_tokens)
+    if w.global_batch:
+        return {"limit": "global_batch", "value": w.global_batch, "needed_replicas": needed, "source": "global_batch in the workload",
+                "text": (f"global_batch {w.global_batch:,} / micro_batch {w.micro_batch} feeds at most {cap:,} "
+                         f"data-parallel replicas; meeting the deadline needs about {needed:,} replicas of this layout")}
+    bound = batch_bound(w, max_tokens)
+    return {"limit": "global_batch", "value": bound, "needed_replicas": needed, "max_gpus_full_pipeline": tp * cap,
+            "source": "catalog/efficiency.yaml training_batch.max_tokens_per_step (LLAMA3_BATCH)",
+            "text": (f"the planner's global batch is at most {max_tokens / 1e6:,.1f}M tokens per step ({bound:,} sequences of "
+                     f"{w.context_tokens:,}, Llama 3 405B's largest batch): with a micro-batch per pipeline stage for each "
+                     f"replica it feeds at most {tp * cap:,} GPUs at TP {tp}, and more replicas or stages leave stages idle; "
+                     "state global_batch to train with a larger one")}
 
 
 def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = None) -> dict:
@@ -42,3 +68,23 @@ def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = No
             "source": "constraints.max_gpus in the workload" if given else "the planner's ceiling (numbers/layouts.py MAX_GPUS)",
             "text": (f"max_gpus {max_gpus:,} ({'the workload' if given else 'the planner default'}) binds: "
                      f"meeting the target needs about {needed:,} GPUs")}
+
+
+def no_layout_reason(w: Workload, led, gpu, max_gpus: int, engine=None, need: float | None = None) -> str:
+    """Why no layout of the planner holds the workload on this GPU (a given layout the engine does not run
+    or that splits wider than a node, pools that do not fit, or the memory), with the figure."""
+    if w.layout and engine is not None and not engine.runs(*w.layout):
+        return f"{engine.name} does not run the given layout ({describe_layout(w.layout)}; it runs {', '.join(sorted(engine.layouts))}, catalog/engines.yaml)"
+    if w.layout and split_width(w.layout[0], w.layout[3], w.layout[4]) > gpu.gpus_per_node:
+        width = split_width(w.layout[0], w.layout[3], w.layout[4])
+        what = f"TP {width} spans" if width == w.layout[0] else f"layout splits attention or an expert over {width} GPUs,"
+        return (f"the given {what} more than the {gpu.gpus_per_node} GPUs of one node; "
+                "tensor parallelism stays inside a node (K14)")
+    if w.pools:
+        return (f"the given disaggregated layout ({describe_pools(*w.pools)}) does not hold its work on {gpu.memory_gb:g} GB "
+                f"cards: each pool must hold the weights and its KV cache (the decode pool every sequence's) with "
+                f"tensor splits inside one {gpu.gpus_per_node}-GPU node (K14), and the model's KV size must be known")
+    given = (describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
+             + (" (constraints.max_gpus)" if w.constraints.max_gpus == max_gpus else ""))
+    return (f"needs {_gb(need if need is not None else led.bytes('total_gb'))} and no layout of {given}"
+            f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")

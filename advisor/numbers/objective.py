@@ -12,7 +12,8 @@ from advisor.numbers.layouts import TENSOR_SPLIT_MAX
 # GPU-hours), so the cheapest alone picks whichever width a tie-break favours; plans within this share
 # of the cheapest cost per job count as equally cheap and the fastest of them wins
 TIME_TOLERANCE = 0.05
-# a training job longer than this (30 days, issue 21) gets a warning naming the plan that meets it
+# a training job without a deadline whose cheapest plan runs longer than this (30 days, issue 21) is
+# planned to finish within it, the cheapest plan named beside it (review 10, F8)
 LONG_JOB_HOURS = 30 * 24
 
 UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
@@ -168,8 +169,9 @@ def fastest_within_tolerance(w, ordered: list, unit: str, rate: float | None):
 
 
 def long_job(w, plan) -> bool:
-    """A training job without a deadline that runs past LONG_JOB_HOURS: it gets the plan that meets them."""
-    return (w.training and not w.constraints.deadline_hours and plan.training_hours is not None
+    """A training job without a deadline whose cheapest plan runs past LONG_JOB_HOURS: it is planned to
+    finish within them (review 10, F8; `objective: cards` or `time` asks for its own plan, kept)."""
+    return (w.training and minimises_cost(w) and not w.constraints.deadline_hours and plan.training_hours is not None
             and plan.training_hours > LONG_JOB_HOURS)
 
 

@@ -53,8 +53,10 @@ class Plan:
     misses: str | None = None                     # the stated deadline or service level it misses, with the figure
     min_count: int | None = None                  # the fewest cards any layout needs (the seeds' figure)
     layouts_considered: int | None = None
-    limits: list = field(default_factory=list)
-    within_bound: dict | None = None              # training past objective.LONG_JOB_HOURS: the plan that meets them    # the planner's limits that bound this plan, each with its figure
+    limits: list = field(default_factory=list)   # the planner's limits that bound this plan, each with its figure
+    # training without a deadline whose cheapest plan runs past objective.LONG_JOB_HOURS: that plan
+    # (count, hours, cost, text), kept beside the plan that finishes within them (planner._bounded)
+    beyond_bound: dict | None = None
     ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
     why: dict = field(default_factory=dict)       # figure -> how it was computed, in the memo's order
 

@@ -12,11 +12,11 @@ from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
 from advisor.numbers.layouts import Layout, describe_layout, describe_pools
-from advisor.numbers.limits import batch_limit, max_gpus_limit
+from advisor.numbers.limits import batch_limit, max_gpus_limit, no_layout_reason, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.replicas import MAX_CARD_FACTOR
-from advisor.numbers.terms import GB, TFLOP, Term, _gb
+from advisor.numbers.terms import GB, TFLOP, Term
 from advisor.inputs.workload import Workload
 
 SUGGEST_SAVING = 0.25    # a fixed knob is named when the plan is at least 25% dearer than with it turned (decision._suggestions)
@@ -125,8 +125,9 @@ def training_hours_at_peak(w: Workload, led: Ledger, count: int, rate: Term) -> 
     return (w.training_tokens or 1e6) * flops_token / (count * rate.value * TFLOP) / 3600
 
 
-def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stages) -> tuple[list, list]:
-    """The base layouts to search first, and wider ones to try only when those miss the target."""
+def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stages, deep: bool = False) -> tuple[list, list]:
+    """The base layouts to search first, and wider ones to try only when those miss the target; `deep`:
+    training with deeper pipelines too (layouts.deeper_stages)."""
     if w.pools:
         one = layouts.given_pools(wv, lv, gpu)
         return ([one] if one else []), []
@@ -134,7 +135,9 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
         one = layouts.given_layout(wv, lv, gpu, stages)
         return ([one] if one else []), []
     if w.training:
-        found = layouts.training_layouts(wv, lv, gpu, max_gpus, stages)
+        # deep: a deadline needed more GPUs than the global batch feeds as replicas (limits.replica_cap),
+        # so deeper pipelines grow the plan, as Llama 3 405B's TP 8 x PP 16 did (_search)
+        found = layouts.training_layouts(wv, lv, gpu, max_gpus, stages, deep=deep)
         if w.method == "qlora":
             # bitsandbytes' 4-bit layers have no tensor-, pipeline- or expert-parallel kernels: one card,
             # or FSDP-QLoRA sharding the quantized base over data-parallel ranks (QLORA_FSDP)
@@ -163,16 +166,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     sizes = cost.instance_sizes(gpu, catalog, w) or ([layouts.rack_unit(gpu)] if layouts.rack_unit(gpu) else [])
     gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in cost.offers(gpu, catalog, w)), default=None)
     unit = objective.unit_of_work(w)
-    fewest = None
-    prepared = []
-    for wv, lv in variants:
-        bases, wider = _bases(w, wv, lv, gpu, max_gpus, stages)
-        if engine is not None and not w.training:
-            # a layout the engine has no flag for is not a plan (catalog/engines.yaml layouts)
-            bases, wider = ([b for b in group if engine.runs(b.tp, b.pp, 1, b.ep, b.attention_dp)] for group in (bases, wider))
-        n = layouts.min_cards(bases)
-        fewest = n if fewest is None or (n is not None and n < fewest) else fewest
-        prepared.append((wv, lv, bases, wider))
+    prepared, fewest = _prepare(w, variants, gpu, max_gpus, stages, engine)
     limit = None
     if fewest and not (w.layout_given or objective.minimises_time(w)):
         # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
@@ -194,6 +188,11 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above)
     if skip_above is not None and not tried:
         tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
+    if w.training and targeted and not w.layout_given and _batch_starved(tried, refused):
+        # the global batch fed no more replicas, or fewer micro-batches than stages: the search again
+        # with deeper pipelines (layouts.deeper_stages), the way to more GPUs within the same batch
+        prepared, _ = _prepare(w, variants, gpu, max_gpus, stages, engine, deep=True)
+        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above)
     if tried and limit is not None:
         # deadline_cards reads the whole list: asked once, when a plan beyond the limit first needs it,
         # not once per such plan (the same figure each time)
@@ -207,6 +206,26 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
                     kept.append(t)
         tried = kept or tried
     return tried, fewest, cp, rate, gpu_rate, unit, refused
+
+
+def _prepare(w: Workload, variants, gpu: GPU, max_gpus: int, stages, engine: Engine | None, deep: bool = False):
+    """(each variant's (workload, ledger, bases, wider bases), the fewest cards any base needs)."""
+    fewest, prepared = None, []
+    for wv, lv in variants:
+        bases, wider = _bases(w, wv, lv, gpu, max_gpus, stages, deep)
+        if engine is not None and not w.training:
+            # a layout the engine has no flag for is not a plan (catalog/engines.yaml layouts)
+            bases, wider = ([b for b in group if engine.runs(b.tp, b.pp, 1, b.ep, b.attention_dp)] for group in (bases, wider))
+        n = layouts.min_cards(bases)
+        fewest = n if fewest is None or (n is not None and n < fewest) else fewest
+        prepared.append((wv, lv, bases, wider))
+    return prepared, fewest
+
+
+def _batch_starved(tried: list, refused: dict) -> bool:
+    """The global batch bound the search: a deadline needed more replicas than it feeds, or a pipeline
+    got fewer micro-batches than stages (its bubble grows past the schedule's)."""
+    return bool(refused.get("batch")) or any(t[3].pp > 1 and (t[2].micro_batches or 0) < t[3].pp for t in tried)
 
 
 def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int,
@@ -254,7 +273,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             key = (base.tp * base.pp, base.count, base.min_dp)
             got = dp_memo.get(key)
             if got is None:
-                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus)
+                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens)
             return got
 
         def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
@@ -437,21 +456,24 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if not tried:
         # the least memory any variant the search tried needs (activation checkpointing's, when it was tried)
         need = min(lv.bytes("total_gb") for _, lv in variants)
-        reason = _why_none(w, led, gpu, max_gpus, engine, need) + (f": {box_why}" if box_why else "")
+        reason = no_layout_reason(w, led, gpu, max_gpus, engine, need) + (f": {box_why}" if box_why else "")
         return Plan(gpu, False, compute_precision=cp, reason=reason, ideal=ideal, why={"ideal": ideal_why})
     _, _, p, lay, wv, lv = _choose(w, tried, unit, gpu_rate)
     # the search timed its layouts without their texts: the plan kept, again with them (the same figures)
     p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, None, engine)
     limits = []
-    if p.misses and refused.get("needed"):
+    # the GPU ceiling is named unless the global batch binds below it (more GPUs would not be fed)
+    tokens = speed.calibration(catalog).max_batch_tokens
+    fed = (replica_cap(w, tokens) or 0) * layouts.tensor_split_max(gpu) if refused.get("batch") else 0
+    if p.misses and refused.get("needed") and not (fed and max_gpus >= fed):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
         limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"]), box_why))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     if p.misses and refused.get("batch"):
-        limits.append(batch_limit(w, int(refused["batch"])))
+        limits.append(batch_limit(w, int(refused["batch"]), tokens, p.tp))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
-    fewer = _fewer_replicas_missed(w, tried, lay)
+    fewer = replicas.fewer_replicas_missed(w, tried, lay)
     if fewer:
         # why replicas beyond memory's: the same layout with fewer of them missed the target
         why["layout"] += f"; with DP {fewer.layout.dp} it misses: {fewer.misses}"
@@ -459,20 +481,11 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         why["engine"] = f"{engine.name}, {engine.why}; {engine.max_batch_how}, KV share {_kv_words(engine)} (catalog/engines.yaml)"
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
-    bound = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
-    return replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
-                   within_bound=bound)
-
-
-def _fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:
-    """Of the plans tried in the chosen serving layout's shape (TP, PP, EP, attention DP) with fewer
-    replicas than it, the one with the most that missed the service level (None: none did)."""
-    if w.training or lay.pools or lay.dp <= lay.min_dp:
-        return None
-    shape = (lay.tp, lay.pp, lay.ep, lay.attention_dp)
-    missed = [t[2] for t in tried if t[2].misses and t[2].layout is not None and not t[2].layout.pools
-              and (t[2].layout.tp, t[2].layout.pp, t[2].layout.ep, t[2].layout.attention_dp) == shape and t[2].layout.dp < lay.dp]
-    return max(missed, key=lambda p: p.layout.dp, default=None)
+    p = replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits)
+    bounded = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
+    # no deadline stated and the cheapest plan runs past 30 days: the plan that finishes within them is
+    # the answer (review 10, F8: nobody runs an 8.6-year job), the cheapest one kept beside it, stated
+    return _bounded(p, bounded) if bounded is not None else p
 
 
 _ENGINES: dict[tuple, tuple] = {}
@@ -488,48 +501,33 @@ def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
     return got[3]
 
 
-def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> dict | None:
+def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> Plan | None:
     """The plan on this GPU that finishes within objective.LONG_JOB_HOURS: the search again, with that
-    bound as the deadline (the rule long-training-job names it)."""
-    hours = objective.LONG_JOB_HOURS
-    wb = replace(w, constraints=replace(w.constraints, deadline_hours=hours))
+    bound as the deadline; None when none does."""
+    wb = replace(w, constraints=replace(w.constraints, deadline_hours=objective.LONG_JOB_HOURS))
     p = plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in (variants or knob_variants(w, led))])
-    if not p.fits or p.misses:
-        return None
-    cost = f", ${p.usd_per_job:,.0f} per job" if p.usd_per_job is not None else ""
-    if (p.price or {}).get("kind") == "contract":
-        cost += " as contracted capacity (beyond any listing's on-demand capacity)"
-    elif (p.price or {}).get("kind") == "reserved" and p.price.get("term_days"):
-        cost += (f" as a {p.price['term_days']}-day reservation of {p.price['instances']:,} instances "
-                 "(beyond any listing's on-demand capacity)")
-    return {"bound_hours": hours, "count": p.count, "training_hours": p.training_hours, "usd_per_job": p.usd_per_job,
-            "layout": p.layout.as_dict(),
-            "text": (f"{p.count:,} x {gpu.id} ({describe_layout((p.tp, p.pp, p.dp, p.ep, p.attention_dp))}) "
-                     f"finishes in {p.training_hours:,.0f} h ({p.training_hours / 24:,.1f} days){cost}")}
+    return p if p.fits and not p.misses else None
+
+
+def _bounded(cheapest: Plan, p: Plan) -> Plan:
+    """`p`, the plan within the bound, as the GPU's plan: the cheapest plan beside it (`beyond_bound`)
+    and the bound in its `limits` (the rule long-training-job names both)."""
+    hours = objective.LONG_JOB_HOURS
+    c = cheapest
+    cost = f" for ${c.usd_per_job:,.0f} per job" if c.usd_per_job is not None else ""
+    text = (f"{c.count:,} x {c.gpu.id} ({describe_layout((c.tp, c.pp, c.dp, c.ep, c.attention_dp))}), the cheapest plan, "
+            f"would take {c.training_hours:,.0f} h ({c.training_hours / 24 / 365:,.1f} years){cost}")
+    beyond = {"count": c.count, "training_hours": c.training_hours, "step_hours": c.step_hours, "usd_per_job": c.usd_per_job,
+              "layout": c.layout.as_dict(), "text": text}
+    limit = {"limit": "long_job_bound", "value": hours, "source": "numbers/objective.py LONG_JOB_HOURS (issue 21)",
+             "text": f"no deadline stated: the plan is sized to finish within {hours / 24:g} days; {text}"}
+    why = {**p.why, "limits": "; ".join(x["text"] for x in p.limits + [limit])}
+    return replace(p, limits=p.limits + [limit], beyond_bound=beyond, why=why)
 
 
 def _kv_words(engine: Engine) -> str:
     share = (", ".join(f"{v:g} at TP {k}" for k, v in engine.kv_by_tp) if engine.kv_by_tp else f"{engine.kv_share:g}")
     return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")
-
-
-def _why_none(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, engine: Engine | None = None,
-              need: float | None = None) -> str:
-    if w.layout and engine is not None and not engine.runs(*w.layout):
-        return f"{engine.name} does not run the given layout ({describe_layout(w.layout)}; it runs {', '.join(sorted(engine.layouts))}, catalog/engines.yaml)"
-    if w.layout and layouts.split_width(w.layout[0], w.layout[3], w.layout[4]) > gpu.gpus_per_node:
-        width = layouts.split_width(w.layout[0], w.layout[3], w.layout[4])
-        what = f"TP {width} spans" if width == w.layout[0] else f"layout splits attention or an expert over {width} GPUs,"
-        return (f"the given {what} more than the {gpu.gpus_per_node} GPUs of one node; "
-                "tensor parallelism stays inside a node (K14)")
-    if w.pools:
-        return (f"the given disaggregated layout ({describe_pools(*w.pools)}) does not hold its work on {gpu.memory_gb:g} GB "
-                f"cards: each pool must hold the weights and its KV cache (the decode pool every sequence's) with "
-                f"tensor splits inside one {gpu.gpus_per_node}-GPU node (K14), and the model's KV size must be known")
-    given = (describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
-             + (" (constraints.max_gpus)" if w.constraints.max_gpus == max_gpus else ""))
-    return (f"needs {_gb(need if need is not None else led.bytes('total_gb'))} and no layout of {given}"
-            f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")
 
 
 def _pool_tuple(lay: Layout) -> tuple:

@@ -12,6 +12,7 @@ from advisor.numbers import objective
 from advisor.numbers.layouts import Layout
 from advisor.numbers.limits import batch_replicas, replica_cap
 from advisor.numbers.plan import Plan
+from advisor.numbers.trainspeed import planned_micro_batches
 
 MAX_CARD_FACTOR = 2      # a plan may use at most this multiple of the fewest cards, unless a deadline or service level needs more
 
@@ -22,9 +23,10 @@ def deadline_cards(tried) -> int:
     return min(ok) * MAX_CARD_FACTOR if ok else max(t[2].count for t in tried)
 
 
-def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: int) -> list[int]:
+def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: int, max_tokens: float = 0.0) -> list[int]:
     """Replica counts worth trying for a base layout: the fewest memory allows, enough to fill the
-    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows."""
+    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows; never
+    more than the global batch feeds (the stated one, or `max_tokens` per step: limits.replica_cap)."""
     m = base.tp * base.pp
     out = {base.min_dp}
     gpn = gpu.gpus_per_node
@@ -42,11 +44,11 @@ def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: 
     cap = max_gpus // m
     if not w.training:
         cap = min(cap, max(base.min_dp, w.concurrency))
-    rc = replica_cap(w)
+    rc = replica_cap(w, max_tokens)
     if rc is not None and base.min_dp > rc:
         return []                    # the batch cannot give each replica the memory's fewest a micro-batch
     cap = min(cap, rc) if rc is not None else cap
-    if rc is not None:
+    if w.global_batch and rc is not None:
         # the planner's own replica counts split the stated batch evenly (a given layout is as given)
         out = {b for b in (batch_replicas(w, d) for d in out) if b is not None}
     return sorted(d for d in out if d <= cap) or [base.min_dp]
@@ -71,20 +73,31 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
             # the goodput falls as the cluster grows (more interruptions per hour): solve for it; the plan's
             # per-step overhead share (calibration.goodput's step term) does not change with the replicas
             # (with a stated global batch it grows as the steps shorten: the planner sizes again from the plan)
-            per_step = p.goodput / cal.goodput(p.count, w.mode == "training", stated=w.goodput)[0]
+            per_step = p.goodput / cal.goodput(p.count, stated=w.goodput)[0]
             for _ in range(4):
                 cards = p.count * p.step_hours / w.constraints.deadline_hours / (
-                    per_step * cal.goodput(max(1, round(cards)), w.mode == "training", stated=w.goodput)[0])
+                    per_step * cal.goodput(max(1, round(cards)), stated=w.goodput)[0])
         need = math.ceil(cards / m - 1e-9)
         out = [need + extra for extra in range(4)]
-        rc = replica_cap(w)
-        if rc is not None and need <= rc:
-            # counts that split the stated batch evenly: the first at or past the need, and the next
-            first = batch_replicas(w, need)
-            nxt = batch_replicas(w, first + 1)
+        tokens = cal.max_batch_tokens if cal is not None else 0.0
+        rc = replica_cap(w, tokens)
+        # the planner's own batch binds once 4 micro-batches per stage of `need` replicas exceed it: then,
+        # as with a stated batch, counts that split it evenly (whole micro-batches per replica, a multiple
+        # of a power-of-two pipeline's stages, so the interleaved schedule runs)
+        even = w.global_batch or (rc is not None and lay.pp > 1 and planned_micro_batches(lay.pp) * need > rc)
+        if rc is not None and need <= rc and even:
+            # counts that split the batch evenly: the first at or past the need, and the next
+            first = batch_replicas(w, need, tokens)
+            nxt = batch_replicas(w, first + 1, tokens)
             out = [first] + ([nxt] if nxt is not None else [])
+        if rc is not None and even and lay.pp > 1:
+            # and the most replicas that still give each one a micro-batch per stage (a full interleaved
+            # pipeline: Llama 3 405B's DP 128 x PP 16 at 2,048 sequences): the closest plan when more miss
+            full = batch_replicas(w, max(1, rc // lay.pp), tokens)
+            out = sorted(set(out) | ({full} if full and full < out[0] else set()))
         if rc is not None and need > rc:
-            # the stated global batch feeds at most rc replicas: the closest plan takes them all
+            # the global batch (stated, or the planner's bound) feeds at most rc replicas: the closest plan
+            # takes them all; a deeper pipeline (another base layout) may meet the deadline within it
             out = [rc]
             if refused is not None:
                 refused["batch"] = max(refused.get("batch", 0), need)
@@ -101,5 +114,16 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
     over = [d * m for d in out if d * m > max_gpus]
     if over and refused is not None:
         refused["needed"] = min(refused.get("needed", math.inf), min(over))
-    rc = replica_cap(w)
+    rc = replica_cap(w, cal.max_batch_tokens if cal is not None else 0.0)
     return [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
+
+
+def fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:
+    """Of the plans tried in the chosen serving layout's shape (TP, PP, EP, attention DP) with fewer
+    replicas than it, the one with the most that missed the service level (None: none did)."""
+    if w.training or lay.pools or lay.dp <= lay.min_dp:
+        return None
+    shape = (lay.tp, lay.pp, lay.ep, lay.attention_dp)
+    missed = [t[2] for t in tried if t[2].misses and t[2].layout is not None and not t[2].layout.pools
+              and (t[2].layout.tp, t[2].layout.pp, t[2].layout.ep, t[2].layout.attention_dp) == shape and t[2].layout.dp < lay.dp]
+    return max(missed, key=lambda p: p.layout.dp, default=None)

@@ -38,16 +38,25 @@ def expected_factor(checkpoint_hours: float, interval_hours: float, restart_hour
     return 1 + checkpoint_hours / interval_hours + (interval_hours / 2 + restart_hours) / mtbf_hours
 
 
-def term(gpu_id: str, count: int, instances: int, state_bytes: float, hours: float, capacity: dict) -> dict:
-    """The spot figures of one plan: rates, checkpoint and restart times, the interval, the factor
-    and the expected hours, with the sources of each input."""
+#: a spot job checkpoints at least once before its middle: the interval is at most this share of the
+#: job's uninterrupted hours (review 10, F12: "every 8.2 h" for a 0.8-hour job), a stated choice, so an
+#: interruption in its second half does not lose the whole run
+MAX_INTERVAL_SHARE_OF_JOB = 0.5
+
+
+def term(gpu_id: str, count: int, instances: int, state_bytes: float, hours: float, capacity: dict,
+         job_hours: float | None = None) -> dict:
+    """The spot figures of one plan: rates, checkpoint and restart times, the interval (Young's, at most
+    half of `job_hours`, the job's uninterrupted hours when its size is known), the factor and the
+    expected hours, with the sources of each input."""
     per_instance, fig = interruption_rate(capacity, gpu_id)
     sp = capacity["spot"]
     mtbf = 1 / (per_instance * max(instances, 1))
     bw = sp["checkpoint_gb_s_per_gpu"]["v"] * GB * max(count, 1)        # every GPU writes its shard
     ckpt_h = state_bytes / bw / 3600
     restart_h = sp["restart_minutes"]["v"] / 60 + ckpt_h                  # recovery, then the checkpoint read back
-    tau = young_interval_hours(ckpt_h, mtbf)
+    young = young_interval_hours(ckpt_h, mtbf)
+    tau = min(young, job_hours * MAX_INTERVAL_SHARE_OF_JOB) if job_hours else young
     f = expected_factor(ckpt_h, tau, restart_h, mtbf)
     interruptions = hours * f / mtbf
     return {"interruption_share_per_month": fig["v"], "interruption_source": f"{fig['src']} ({fig['date']})",
@@ -56,7 +65,8 @@ def term(gpu_id: str, count: int, instances: int, state_bytes: float, hours: flo
             "checkpoint_source": f"{sp['checkpoint_gb_s_per_gpu']['src']} ({sp['checkpoint_gb_s_per_gpu']['date']})",
             "restart_minutes": restart_h * 60,
             "restart_source": f"{sp['restart_minutes']['src']} ({sp['restart_minutes']['date']})",
-            "checkpoint_interval_hours": tau, "expected_factor": f, "expected_interruptions": interruptions,
+            "checkpoint_interval_hours": tau, "young_interval_hours": young, "interval_capped_by_job": tau < young,
+            "expected_factor": f, "expected_interruptions": interruptions,
             "hours_without_interruptions": hours, "expected_hours": hours * f}
 
 
@@ -71,13 +81,22 @@ def describe(t: dict) -> str:
     return (f"spot: {t['interruption_share_per_month']:.1%} of instances reclaimed a month "
             f"({t['interruptions_per_instance_hour']:.2e} per instance-hour x {t['instances']:,} instances: one interruption every "
             f"{t['mtbf_hours']:,.1f} h); checkpoint {t['checkpoint_gb']:,.0f} GB at {t['checkpoint_gb_s']:,.1f} GB/s = "
-            f"{t['checkpoint_seconds']:,.0f} s, restart {t['restart_minutes']:,.1f} min; checkpoint every "
-            f"{interval_text(t['checkpoint_interval_hours'])} (sqrt(2 x {t['checkpoint_seconds']:,.0f} s x {t['mtbf_hours']:,.1f} h), Young); "
+            f"{t['checkpoint_seconds']:,.0f} s, restart {t['restart_minutes']:,.1f} min; checkpoint every {every_text(t)}; "
             f"expected hours x {t['expected_factor']:.3f} ({t['expected_interruptions']:,.1f} interruptions expected)")
 
 
 def interval_text(hours: float) -> str:
     return f"{hours * 60:,.0f} min" if hours < 2 else f"{hours:,.1f} h"
+
+
+def every_text(t: dict) -> str:
+    """The checkpoint interval with where it comes from: Young's, or half the job when that is shorter."""
+    young = (f"sqrt(2 x {t['checkpoint_seconds']:,.0f} s to write a checkpoint x {t['mtbf_hours']:,.1f} h between "
+             "interruptions), Young's interval")
+    if t.get("interval_capped_by_job"):
+        return (f"{interval_text(t['checkpoint_interval_hours'])}, half the job's {interval_text(t['hours_without_interruptions'])} "
+                f"(at least one checkpoint mid-run: {young}, is {interval_text(t['young_interval_hours'])}, longer than the job)")
+    return f"{interval_text(t['checkpoint_interval_hours'])} ({young})"
 
 
 def apply(w, led, gpu, count: int, sp, price, capacity: dict):
@@ -91,7 +110,7 @@ def apply(w, led, gpu, count: int, sp, price, capacity: dict):
         hours = sp.hours_per_million_tokens          # a job of unknown size: per million tokens, the same factor
     if not hours:
         return sp, price
-    t = term(gpu.id, count, offer.get("instances") or 1, state_bytes(led), hours, capacity)
+    t = term(gpu.id, count, offer.get("instances") or 1, state_bytes(led), hours, capacity, sp.training_hours)
     f = t["expected_factor"]
     text = describe(t)
     why = dict(sp.why)

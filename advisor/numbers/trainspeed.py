@@ -14,6 +14,7 @@ from advisor.inputs.workload import Workload
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration, default_calibration
 from advisor.numbers.layouts import expert_split
+from advisor.numbers.limits import batch_bound
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.speed import (ACT_BYTES, CHECKPOINTING_COMPUTE, FP4_NAMES, Speed, compute_precision, _moe_eff,
                                    expert_imbalance, _shape_of)
@@ -69,16 +70,25 @@ def planned_micro_batches(pp: int) -> int:
     return max(1, 4 * pp)
 
 
-def micro_batches(w: Workload, pp: int, dp: int, micro_batch: int | None = None) -> tuple[int, int, str]:
-    """Micro-batches per replica per step and the global batch (sequences) they make, with how."""
+def micro_batches(w: Workload, pp: int, dp: int, micro_batch: int | None = None,
+                  max_tokens: float = 0.0) -> tuple[int, int, str]:
+    """Micro-batches per replica per step and the global batch (sequences) they make, with how: the
+    stated global batch, else the planner's choice (planned_micro_batches), cut to at most `max_tokens`
+    per step (limits.batch_bound, LLAMA3_BATCH) and at least one micro-batch per replica."""
     mbs = micro_batch or w.micro_batch
     if w.global_batch:
         m = max(1, round(w.global_batch / (mbs * dp)))
         return m, w.global_batch, (f"global_batch {w.global_batch:,} / (micro_batch {mbs} x DP {dp}) = {m:,} micro-batches per replica"
                                    + (" (rounded)" if m * mbs * dp != w.global_batch else ""))
     m = planned_micro_batches(pp)
-    return m, m * mbs * dp, (f"planner's choice: {m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}) x "
-                             f"micro_batch {mbs} x DP {dp} = global batch {m * mbs * dp:,} sequences")
+    bound = batch_bound(w, max_tokens)
+    how = (f"{m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}"
+           + (f"; at most {max_tokens / 1e6:,.1f}M tokens a step, LLAMA3_BATCH" if bound else "") + ")")
+    if bound and m * mbs * dp > bound:
+        m = max(1, bound // (mbs * dp))
+        how = (f"{m} micro-batch{'es' if m > 1 else ''} per replica (4 per stage would exceed the bound of {max_tokens / 1e6:,.1f}M tokens "
+               f"per step, {bound:,} sequences of {w.context_tokens:,}: Llama 3 405B's largest batch, LLAMA3_BATCH)")
+    return m, m * mbs * dp, f"planner's choice: {how} x micro_batch {mbs} x DP {dp} = global batch {m * mbs * dp:,} sequences"
 
 
 def attention_train_flops(w: Workload, seq: int) -> float:
@@ -192,13 +202,15 @@ def stage_imbalance(layers: int, pp: int, v: int = 1) -> float:
     return min(math.ceil(n / (pp * v)) * pp * v / n for n in (layers, layers + 2))
 
 
-def schedule(layers: int, pp: int, m: int) -> int:
+def schedule(layers: int, pp: int, m: int, flexible: bool = False) -> int:
     """The chunks per card the planner runs a pipeline of `pp` stages and `m` micro-batches with: of 1
-    and SCHEDULE_CHUNKS that fill whole rounds (m divisible by PP), the one with the shortest step,
-    stage imbalance x (m v + PP - 1) / (m v) (the first of equals: fewer chunks, fewer transfers)."""
+    and SCHEDULE_CHUNKS that fill whole rounds (m divisible by PP, Megatron-LM's assertion; `flexible`:
+    any m of at least PP, Llama 3's modified schedule, LLAMA3_BATCH: fewer than PP micro-batches leave
+    stages idle in every round), the one with the shortest step, stage imbalance x
+    (m v + PP - 1) / (m v) (the first of equals: fewer chunks, fewer transfers)."""
     if pp <= 1 or not layers:
         return 1
-    options = [1] + [v for v in sorted(SCHEDULE_CHUNKS) if pp * v <= layers and m % pp == 0]
+    options = [1] + [v for v in sorted(SCHEDULE_CHUNKS) if pp * v <= layers and (m % pp == 0 or flexible and m >= pp)]
     return min(options, key=lambda v: round(stage_imbalance(layers, pp, v) * (m * v + pp - 1) / (m * v), 9))
 
 
@@ -227,7 +239,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
         flops *= 1 - moe.expert_flops_share + moe.expert_flops_share * moe.imbalance / moe.matmul_efficiency
     flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
     R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
-    m = microbatches or micro_batches(w, pp, dp, mbs)[0]
+    m = microbatches or micro_batches(w, pp, dp, mbs, cal.max_batch_tokens)[0]
     # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
     bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
@@ -277,12 +289,15 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     may not keep."""
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
-    m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp)
+    m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp, max_tokens=cal.max_batch_tokens)
     layers = int(w.model.num("layers") or 0)
-    v = lay.interleave if lay.interleave is not None else schedule(layers, lay.pp, m)
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
-    # requires micro-batches divisible by PP with virtual stages)
-    v = v if lay.pp > 1 and m % lay.pp == 0 else 1
+    # requires micro-batches divisible by PP with virtual stages); the planner's own batch, which its
+    # bound may cut to fewer micro-batches than that (micro_batches), runs Llama 3's modified schedule,
+    # which "allows setting N flexibly" (arXiv 2407.21783 section 3.3.2, LLAMA3_BATCH)
+    flexible = not w.global_batch
+    v = lay.interleave if lay.interleave is not None else schedule(layers, lay.pp, m, flexible)
+    v = v if lay.pp > 1 and (m % lay.pp == 0 or flexible and m >= lay.pp) else 1
     tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep, virtual_stages=v,
                        alltoall_overlapped=w.alltoall_overlap)
     count = lay.count
@@ -295,8 +310,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     # base); charged to language models only, the kind of run it was fitted on (an image model's steps
     # have data loading of another kind: a stated choice)
     step_s = m * w.micro_batch * w.context_tokens / (tr.tokens_per_s_per_gpu * lay.tp * lay.pp)
-    good, good_how = cal.goodput(count, pretraining=w.mode == "training", step_s=step_s if w.task == "llm" else None,
-                                 stated=w.goodput)
+    good, good_how = cal.goodput(count, step_s=step_s if w.task == "llm" else None, stated=w.goodput)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
     explained = {} if not explain else {
@@ -349,6 +363,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         "goodput": ({"value": good, "factor": {"stated": w.goodput}, "source": "the workload's goodput", "formula": good_how}
                     if w.goodput is not None else
                     {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
+                                               "whole_run_scale": cal.whole_run_scale(count),
                                                "step_overhead_s": cal.step_overhead_s,
                                                "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
                                                "hours_lost_per_interruption": cal.hours_lost_per_interruption},

@@ -177,6 +177,10 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
         why = alt["plain_short"]
         why = f"{alt['gpu']}{why[2:]}" if why.startswith("it ") else why
         out.append(f"It beats {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {why}.")
+    cp = x.rec.get("closest_priced")
+    if cp:
+        # no price for the answer: the priced plan a budget owner can weigh against quotes for it
+        out.append(cp["text"][0].upper() + cp["text"][1:] + ".")
     d = x.d
     if d and any(t["rule"] == d["id"] and t["effect"]["kind"] == "exclude" for t in x.rec["trace"]):
         # the rule's own sentence names the excluded GPU and why; its title is in WHY below
