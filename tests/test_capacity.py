@@ -28,6 +28,21 @@ SPOT_7B = {"mode": "training", "model": "mistral-7b", "context_tokens": 4096, "t
            "constraints": {"spot": True}}
 
 
+def _with_edited_catalog(capsys, tmp_path, monkeypatch, name: str, edit) -> tuple[int, str]:
+    """`prices list` on a copy of the shipped catalog with one file edited: its exit code and stderr."""
+    d = tmp_path / "catalog"
+    shutil.copytree(ROOT / "catalog", d)
+    f = d / name
+    f.write_text(edit(f.read_text()))
+    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
+    catalog_mod._CACHE.clear()
+    try:
+        code = main(["prices", "list"])
+    finally:
+        catalog_mod._CACHE.clear()
+    return code, capsys.readouterr().err
+
+
 def warnings_of(d, gpu, rule):
     return [x for x in d.candidate_warnings.get(gpu, []) if x["rule"] == rule]
 
@@ -139,17 +154,7 @@ def test_on_demand_plans_have_no_spot_term(catalog, kb):
     (lambda t: t.replace("    max_instances: 256\n", "    max_instances: 0\n", 1), "reserved.h100-sxm"),      # the reserved tier
 ])
 def test_a_bad_capacity_file_is_refused_in_one_line(capsys, tmp_path, monkeypatch, edit, expected):
-    d = tmp_path / "catalog"
-    shutil.copytree(ROOT / "catalog", d)
-    f = d / "capacity.yaml"
-    f.write_text(edit(f.read_text()))
-    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
-    catalog_mod._CACHE.clear()
-    try:
-        code = main(["prices", "list"])
-    finally:
-        catalog_mod._CACHE.clear()
-    out, err = capsys.readouterr()
+    code, err = _with_edited_catalog(capsys, tmp_path, monkeypatch, "capacity.yaml", edit)
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "capacity.yaml:" in lines[0] and expected in lines[0], err
@@ -186,15 +191,5 @@ def test_a_training_cluster_is_never_spread_over_providers(catalog, kb):
 ])
 def test_a_bad_shipping_date_is_refused_with_its_line(capsys, tmp_path, monkeypatch, edit, expected):
     # catalog/gpus.yaml's dates feed GPU.months_shipping (K12's year): a date that is not YYYY-MM is an error
-    d = tmp_path / "catalog"
-    shutil.copytree(ROOT / "catalog", d)
-    f = d / "gpus.yaml"
-    f.write_text(edit(f.read_text()))
-    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
-    catalog_mod._CACHE.clear()
-    try:
-        code = main(["prices", "list"])
-    finally:
-        catalog_mod._CACHE.clear()
-    _, err = capsys.readouterr()
+    code, err = _with_edited_catalog(capsys, tmp_path, monkeypatch, "gpus.yaml", edit)
     assert code == 2 and "gpus.yaml:" in err and expected in err and "Traceback" not in err, err

@@ -1,7 +1,6 @@
 """Service levels people hold (issue 20, item 4): MLPerf's Interactive limits per model class as the
 interactive default, the figure that missed in every exclusion and the three issue-20 workloads (the
 time to first token at an arrival rate: tests/test_queueing.py)."""
-import json
 
 import pytest
 
