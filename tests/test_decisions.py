@@ -380,3 +380,19 @@ def test_k05_half_the_weights_warning_gives_the_room_the_computed_cache_leaves(c
     [text] = [w["text"] for w in d.record["warnings"] if w.get("rule") == "kv-headroom-below-half-the-weights"]
     assert "less than half of the 65.2 GB of weights" in text
     assert "room for 3 sequences of 8,192 tokens, for the 1 asked" in text
+
+
+def test_a_given_layout_that_cannot_run_is_excluded_with_the_planners_reason(catalog, kb, tmp_path, capsys):
+    # the reviewer's F11: a given TP 16 on 8-GPU H100 nodes was reported as "no layout holds the workload"
+    # (the memory rule's words) where the planner's reason is the node it spans
+    f = tmp_path / "w.yaml"
+    f.write_text("name: b35\nmode: training\nmodel: llama-3.1-8b\ntraining_tokens: 1e9\nlayout: {tp: 16, pp: 1, dp: 1}\n"
+                 "constraints: {gpus: [h100-sxm]}\n")
+    assert main(["recommend", str(f), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    [c] = [c for c in rec["candidates"] if c["gpu"] == "h100-sxm"]
+    assert [e["reason"] for e in c["excluded_by"]] == [
+        "the given TP 16 spans more than the 8 GPUs of one node; tensor parallelism stays inside a node (K14)"]
+    assert main(["recommend", str(f)]) == 0
+    memo = " ".join(capsys.readouterr().out.split())
+    assert "h100-sxm: excluded: the given TP 16 spans more than the 8 GPUs of one node" in memo

@@ -96,6 +96,7 @@ FACTS: dict[str, Fact] = {
     "candidate.software_maturity": Fact("string", "", "mature | maturing | new | limited"),
     # one candidate per GPU option: estimator figures
     "candidate.fits": Fact("boolean", "", "a layout within the GPU limit holds the workload"),
+    "candidate.unfit_reason": Fact("string", "", "when no layout fits: why, in the planner's words (the memory needed, or the given layout that cannot run)"),
     "candidate.count": Fact("integer", "GPUs", "cards needed"),
     "candidate.nodes": Fact("integer", "nodes", "nodes needed"),
     "candidate.replica_nodes": Fact("integer", "nodes", "nodes one copy of the model spans (its tensor and pipeline groups; the wider pool of a disaggregated plan): replicas beyond it exchange nothing when serving"),
@@ -339,6 +340,8 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         cf.update(_gpu_facts(c.gpu))
         price = c.price       # read once: a plan's figures are properties of its parts (numbers.plan)
         cvals = {"fits": c.fits, "price_known": c.usd_per_hour is not None}
+        if not c.fits:
+            cvals["unfit_reason"] = c.reason       # the planner's words: the memory, or the given layout, that failed
         if c.fits:
             cvals.update(count=c.count, nodes=c.nodes, tp=c.tp, pp=c.pp, dp=c.dp, per_card_gb=c.per_card_gb,
                          replica_nodes=-(-c.layout.replica_cards // c.gpu.gpus_per_node),

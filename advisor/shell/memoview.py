@@ -73,8 +73,13 @@ def _recommendation(x: _Record) -> dict:
     r, mode, inputs, cites = x.r, x.mode, x.inputs, x.cites
     if not r:
         headline = "No GPU can be recommended: every candidate was excluded."
+        # each GPU with the reasons its rules gave (the figure that missed, the layout that cannot run), not
+        # only their titles
+        why = {dc["gpu"]: [cites.prose(e["reason"], e.get("source", ())) for e in dc["excluded_by"] if e.get("reason")]
+               for dc in x.rec["candidates"]}
         return {"recommended": False, "headline": headline,
-                "facts": [(g, "excluded by " + ", ".join(x.rule_titles.get(k, k) for k in rules))
+                "facts": [(g, "excluded: " + "; ".join(why[g]) if why.get(g) else
+                           "excluded by " + ", ".join(x.rule_titles.get(k, k) for k in rules))
                           for g, rules in x.rec["no_candidate"].items()]}
     c = x.cands[r["gpu"]]
     gpu = x.catalog.gpus[r["gpu"]]
