@@ -31,6 +31,11 @@ def between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
                 yamlio.line_of(data, "requests_per_s"), "requests_per_s")
     if values.get("concurrency_max") and mode != "inference":
         col.add("'max' applies to inference only; training takes a micro-batch per GPU", yamlio.line_of(data, "concurrency"), "concurrency")
+    cons = values.get("constraints")
+    if cons is not None and getattr(cons, "spot", False) and cons.deployment != "cloud":
+        raw = data.get("constraints") if isinstance(data.get("constraints"), dict) else {}
+        col.add(f"spot instances are a cloud offer; deployment {cons.deployment} runs on the team's own cards",
+                yamlio.line_of(raw, "spot", yamlio.line_of(data, "constraints")), "constraints.spot")
     if mode == "inference" and values.get("method") in ("lora", "qlora"):
         col.add(f"'{values['method']}' is a training method; it does not apply to inference",
                 yamlio.line_of(data, "method"), "method")

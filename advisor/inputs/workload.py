@@ -349,6 +349,11 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         elif data[required] is None:
             col.add("required field is empty", yamlio.line_of(data, required), required)
     mode, model = values.get("mode"), values.get("model")
+    for k in data:
+        # a field of another mode would be ignored without a word (prompt_tokens in a training file)
+        spec = FIELDS.get(k)
+        if spec is not None and mode in MODES and mode not in spec.modes and k != "concurrency":
+            col.add(f"applies to {' and '.join(spec.modes)} only; this workload's mode is {mode}", yamlio.line_of(data, k), k)
     notes = crosschecks.between_fields(values, data, col)
     col.raise_if_any()
     given = set(data) | ({"micro_batch"} if notes else set())
