@@ -192,7 +192,12 @@ def test_an_offer_far_under_the_median_is_set_aside_and_named(catalog, kb):
     assert a["api_usd_per_million_tokens"] == pytest.approx(0.80) and a["offers"][0]["provider"] == "a"
     from advisor.shell import wording
     line = wording.api_line(a)
-    assert "An API costs $0.80 per million tokens (a, 2026-12-01; cheapest of 4, median $2.40; set aside as likely stale, under a quarter of the median: cheap $0.16)" in line
+    assert "An API costs $0.80 per million tokens (a, 2026-12-01; cheapest of 4, median $2.40; set aside as likely stale, apart under a quarter of the median: cheap $0.16)" in line
+    # three of seven providers selling cheap together are a market, not a stale row: none is set aside
+    crowd = dataclasses.replace(catalog, api_prices=[row("p1", 0.30), row("p2", 0.40), row("p3", 0.50), row("b", 2.40),
+                                                     row("c", 3.00), row("d", 3.50), row("e", 4.00)])
+    a3 = decide(crowd, kb, "llama-70b-128-users", model="llama-3.1-405b", precision="fp8", concurrency=32).record["api_comparison"]
+    assert a3["set_aside"] == [] and a3["api_usd_per_million_tokens"] == pytest.approx(0.30)
     # with two providers nothing is set aside: no median to judge by
     two = dataclasses.replace(catalog, api_prices=[row("cheap", 0.16), row("b", 2.40)])
     a2 = decide(two, kb, "llama-70b-128-users", model="llama-3.1-405b", precision="fp8", concurrency=32).record["api_comparison"]

@@ -25,7 +25,7 @@ COST_RULE = {"id": "ranking-cost-per-unit-of-work", "title": "The lower cost per
 CLOSEST_RULE = {"id": "ranking-closest-to-target", "title": "When every plan misses its target, the one that comes closest is the answer",
                 "file": "advisor/judgement/decision.py", "line": None, "source": ["T06", "C16"]}
 DOMINANCE_RULE = {"id": "ranking-cheaper-and-faster",
-                  "title": "A plan cheaper and faster than the one the rules' rules of thumb favour, with no more against it, wins",
+                  "title": "A plan cheaper and faster than the one the rules of thumb favour, with no more against it, wins",
                   "file": "advisor/judgement/ranking.py", "line": None, "source": ["T07", "C16"]}
 OBJECTIVE_RULE = {"id": "ranking-objective", "title": "The workload's objective (time or cards) orders the candidates",
                   "file": "advisor/judgement/ranking.py", "line": None, "source": ["T06", "C16"]}

@@ -28,8 +28,9 @@ from advisor.numbers.cost import ON_PREM
 #: serving cost of a model follows the bytes it moves and the FLOPs it runs, both set by those (K01)
 SIZE_CLASS_FACTOR = 1.25
 #: offers recorded (cheapest first, one per provider); all usable rows are counted
-# an offer under this share of the providers' median price is set aside as a likely stale row (a stated
-# choice: LiteLLM's table carries some; a quarter keeps every offer within 4x of the median)
+# an offer under this share of the providers' median price, below a 2x gap to the next provider and among
+# at most a fifth of them, is set aside as a likely stale row (a stated choice: LiteLLM's table carries
+# some, and one provider alone at a 15th of the rest is more likely one of them than a price to plan on)
 OUTLIER_SHARE = 0.25
 OFFERS_SHOWN = 3
 
@@ -143,8 +144,13 @@ def _offers_priced(w, catalog) -> ApiComparison:
     median = each[mid] if len(each) % 2 else (each[mid - 1] + each[mid]) / 2
     # a listing far under what every other provider asks is more likely a stale or mistyped row of the
     # price table than a price one can buy at (the reviewer's Llama 3.1 405B at $0.16 against a $2.40
-    # median): with three providers or more, those under OUTLIER_SHARE of the median are set aside, named
-    floor = median * OUTLIER_SHARE if len(each) >= 3 else 0.0
+    # median): with three providers or more, those under OUTLIER_SHARE of the median, below a gap of at
+    # least 2x to the next provider's price and at most a fifth of the providers, are set aside, named;
+    # providers that sell cheap together (small models: many list $0.02-0.06) stay in the comparison
+    low = median * OUTLIER_SHARE if len(each) >= 3 else 0.0
+    gaps = [i for i in range(len(each) - 1) if each[i] < low and each[i + 1] >= 2 * each[i]
+            and i + 1 <= max(1, len(each) // 5)]
+    floor = each[gaps[-1]] * (1 + 1e-9) if gaps else 0.0
     aside = tuple(_offer_dict(a, usd) for usd, a in best.values() if usd < floor)
     priced = [(usd, a) for usd, a in priced if usd >= floor]
     best = {k: v for k, v in best.items() if v[0] >= floor}

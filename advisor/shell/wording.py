@@ -422,7 +422,7 @@ def api_line(a: dict | None) -> str | None:
     aside = a.get("set_aside") or []
     spread = (f"; cheapest of {n - len(aside)}, median {_per_m(median)}" if n > 1 and median is not None else "")
     if aside:
-        spread += ("; set aside as likely stale, under a quarter of the median: "
+        spread += ("; set aside as likely stale, apart under a quarter of the median: "
                    + ", ".join(f"{x.get('provider')} {_per_m(x.get('usd_per_million_tokens') or 0)}" for x in aside[:3])
                    + (f" and {len(aside) - 3} more" if len(aside) > 3 else ""))
     text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens{what} ({o.get('provider')}, {o.get('date')}{spread})"
