@@ -330,3 +330,18 @@ def test_a_budget_per_hour_picks_the_plan_of_a_gpu_that_fits_it(catalog, kb):
     assert (r["gpu"], r["count"]) == ("h100-sxm", 4)
     assert r["usd_per_hour"] == pytest.approx(5.16) and r["usd_per_job"] == pytest.approx(21.20, abs=0.01)
     assert not d.excluded["h100-sxm"]
+
+
+@pytest.mark.parametrize("constraints", [{"gpus": ["h100-sxm"], "max_gpus": 40}, {"budget_usd_per_hour": 60}])
+def test_when_a_limit_keeps_the_deadline_out_of_reach_the_closest_plan_uses_what_it_allows(catalog, kb, constraints):
+    # the second review's n9: Llama 3.1 8B on 100B tokens in 72 h needs about 41 H100. Within 40 GPUs, or
+    # within $60/h (5 nodes at $10.32), the plan kept was 8 cards at 316 h (4.4x the deadline); the most the
+    # limit allows, 40 cards in DP 40, comes within 4%: the closest plan
+    w = workload.parse({"name": "n9", "mode": "training", "model": "llama-3.1-8b", "precision": "bf16", "context_tokens": 4096,
+                        "micro_batch": 2, "training_tokens": 100e9, "constraints": {"deadline_hours": 72, **constraints}},
+                       catalog, "n9")
+    d = decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    r, c = d.record["recommendation"], d.estimate.candidate("h100-sxm")
+    assert (r["gpu"], r["count"], r["dp"]) == ("h100-sxm", 40, 40) and r["closest"]
+    assert c.training_hours == pytest.approx(75.2, abs=0.1) and c.usd_per_hour == pytest.approx(51.60)
+    assert "(1.04x the target)" in d.record["decisive_rule"]["because"]

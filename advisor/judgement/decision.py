@@ -13,7 +13,7 @@ from advisor.judgement import ranking, record
 from advisor.numbers import estimate as estimator
 from advisor.numbers import knobs, planner
 from advisor.numbers.estimate import Estimate
-from advisor.numbers.objective import UNIT_LABELS, closeness, shortfall, unit_cost, unit_of_work
+from advisor.numbers.objective import UNIT_LABELS, closeness, shortfall, times, unit_cost, unit_of_work
 from advisor.numbers.plan import Plan
 from advisor.numbers.terms import rounded
 from advisor.judgement.facts import facts_for, prop
@@ -403,7 +403,7 @@ def _closest(est: Estimate, options: dict, excluded: dict, unit: str):
     gap = shortfall(w, best)
     what = "deadline" if w.training else "service level"
     because = (f"Every candidate misses the {what}; {best.gpu.id} comes closest: {best.misses}"
-               f" ({gap:.1f}x the target). " + (f"Next: {near[1]} at {shortfall(w, by_gpu[near[1]]):.1f}x." if len(near) > 1 else ""))
+               f" ({times(gap)} the target). " + (f"Next: {near[1]} at {times(shortfall(w, by_gpu[near[1]]))}." if len(near) > 1 else ""))
     return near[0], near, {**CLOSEST_RULE, "because": because.strip()}, {"missed": best.misses, "shortfall": round(gap, 4)}, ranked
 
 

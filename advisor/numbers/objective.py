@@ -185,3 +185,22 @@ def within_budget(w, tried: list) -> list:
         return tried
     ok = [t for t in tried if t[2].usd_per_hour is None or t[2].usd_per_hour <= b]
     return ok or tried
+
+
+def budget_cards(w, tried: list, rate_per_gpu_hour: float | None, per_node: int = 1) -> int | None:
+    """The cards a stated budget per hour pays for at the GPU's cheapest rate (whole nodes beyond one),
+    when a target is stated and no plan tried both meets it and fits the budget (the planner then searches
+    within that many: the closest plan, not a small one that misses by far); None otherwise."""
+    b = w.constraints.budget_usd_per_hour
+    if not (b and rate_per_gpu_hour and tried and (w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms)):
+        return None
+    if any(not t[2].misses and t[2].usd_per_hour is not None and t[2].usd_per_hour <= b for t in tried):
+        return None
+    cards = int(b // rate_per_gpu_hour)
+    return (cards // per_node * per_node if cards >= per_node else cards) or None
+
+
+def times(ratio: float) -> str:
+    """A shortfall as a multiple of its target: two decimals near 1 (1.04x, not "1.0x" for a plan that
+    misses), one beyond."""
+    return f"{ratio:.2f}x" if ratio < 1.1 else f"{ratio:.1f}x"

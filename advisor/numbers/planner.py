@@ -452,6 +452,10 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             return Plan(gpu, False, compute_precision=cp, reason=cannot, ideal=ideal, why={"ideal": ideal_why})
     variants = variants or knob_variants(w, led)
     tried, fewest, cp, rate, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants, max_gpus, engine)
+    cap = objective.budget_cards(w, tried, gpu_rate, gpu.gpus_per_node)
+    if cap and cap < max_gpus:
+        # the plans that meet the target are over the budget: the most cards it pays for come closest
+        tried = tried + _search(w, led, gpu, catalog, variants, cap, engine)[0]
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
         # the least memory any variant the search tried needs (activation checkpointing's, when it was tried)

@@ -115,7 +115,13 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
     if over and refused is not None:
         refused["needed"] = min(refused.get("needed", math.inf), min(over))
     rc = replica_cap(w, cal.max_batch_tokens if cal is not None else 0.0)
-    return [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
+    within = [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
+    most = max_gpus // m
+    if over and most > max(within, default=lay.dp) and (rc is None or most <= rc):
+        # the target needs more than max_gpus: the most replicas within it come closest (a second
+        # review's 8B in 72 h within 40 H100: 8 cards at 316 h were kept beside a 41-card need)
+        within.append(most)
+    return within
 
 
 def fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:

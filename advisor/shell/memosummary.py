@@ -6,7 +6,7 @@ import re
 
 
 from advisor.judgement.alternatives import titles_line as _titles
-from advisor.numbers.objective import UNIT_LABELS
+from advisor.numbers.objective import UNIT_LABELS, times
 from advisor.shell.wording import (asked_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_hours)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
@@ -171,7 +171,7 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
     if r.get("closest"):
         # no plan meets the target: how near this one comes is the first thing the reader needs
         out[0] = (f"{g} comes closest to the {'deadline' if x.mode != 'inference' else 'service level'}: "
-                  f"{r['closest']['missed']} ({r['closest']['shortfall']:.1f}x the target).")
+                  f"{r['closest']['missed']} ({times(r['closest']['shortfall'])} the target).")
     if alt:
         # "it costs 15% more" would read as the winner's cost after "It beats ...": name the runner-up
         why = alt["plain_short"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from advisor.numbers.estimate import GB, LEDGER_KEYS, Estimate
+from advisor.numbers.objective import times
 from advisor.shell.wording import plain, plan as plan_words
 
 
@@ -77,7 +78,7 @@ def summary_text(rec: dict, cat=None) -> str:
             if r["usd_per_hour"] is not None else f"price unknown ({cites.prose(r['price_unknown'])})")
     if r.get("closest"):
         lines.append(f"No GPU meets the target; the closest plan misses it: {r['closest']['missed']} "
-                     f"({r['closest']['shortfall']:.1f}x the target).")
+                     f"({times(r['closest']['shortfall'])} the target).")
     lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), {plan_words(r)}, {cost}")
     if r["usd_per_hour"] is not None:
         tokens = "training tokens" if rec.get("inputs", {}).get("mode") in ("training", "fine-tuning") else "output tokens"
