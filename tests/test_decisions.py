@@ -396,3 +396,16 @@ def test_a_given_layout_that_cannot_run_is_excluded_with_the_planners_reason(cat
     assert main(["recommend", str(f)]) == 0
     memo = " ".join(capsys.readouterr().out.split())
     assert "h100-sxm: excluded: the given TP 16 spans more than the 8 GPUs of one node" in memo
+
+
+def test_a_closest_plan_forced_by_the_budget_names_the_plan_over_it_that_meets_the_target(catalog, kb):
+    # the second review's n2: Llama 3.1 70B FP8 for 64 users within $2/h. Every plan within the budget misses
+    # the 40 ms per token; 2 x H100 ($2.58/h) holds it but the budget excludes it, and the answer said only
+    # "no GPU meets the service level"
+    d = decide(catalog, kb, mode="inference", model="llama-3.1-70b", precision="fp8", context_tokens=8192,
+               prompt_tokens=1000, output_tokens=500, concurrency=64, constraints={"budget_usd_per_hour": 2})
+    r = d.record["recommendation"]
+    assert r["usd_per_hour"] <= 2 and r["closest"]
+    ob = r["closest"]["over_budget"]
+    assert (ob["gpu"], ob["count"], ob["usd_per_hour"]) == ("h100-sxm", 2, 2.58)
+    assert "Within the service level but over the $2.00/h budget: 2 x h100-sxm at $2.58/h." in d.record["decisive_rule"]["because"]

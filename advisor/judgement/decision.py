@@ -402,9 +402,19 @@ def _closest(est: Estimate, options: dict, excluded: dict, unit: str):
     best = by_gpu[near[0]]
     gap = shortfall(w, best)
     what = "deadline" if w.training else "service level"
-    because = (f"Every candidate misses the {what}; {best.gpu.id} comes closest: {best.misses}"
-               f" ({times(gap)} the target). " + (f"Next: {near[1]} at {times(shortfall(w, by_gpu[near[1]]))}." if len(near) > 1 else ""))
-    return near[0], near, {**CLOSEST_RULE, "because": because.strip()}, {"missed": best.misses, "shortfall": round(gap, 4)}, ranked
+    # plans that meet the target but a budget excluded: the choice the budget forces, said (second review, n2)
+    held = sorted((by_gpu[g] for g in options if excluded[g] and by_gpu[g].misses is None and by_gpu[g].usd_per_hour
+                   and any(f.rule.id == "over-budget" for f in excluded[g])), key=lambda c: c.usd_per_hour)
+    over = (f" Within the {what} but over the ${w.constraints.budget_usd_per_hour:,.2f}/h budget: {held[0].count} x "
+            f"{held[0].gpu.id} at ${held[0].usd_per_hour:,.2f}/h." if held else "")
+    because = (f"Every candidate {'within the budget ' if held else ''}misses the {what}; {best.gpu.id} comes closest: {best.misses}"
+               f" ({times(gap)} the target). " + (f"Next: {near[1]} at {times(shortfall(w, by_gpu[near[1]]))}." if len(near) > 1 else "")
+               + over)
+    closest = {"missed": best.misses, "shortfall": round(gap, 4)}
+    if held:
+        closest["over_budget"] = {"gpu": held[0].gpu.id, "count": held[0].count, "usd_per_hour": rounded(held[0].usd_per_hour),
+                                  "text": over.strip()}
+    return near[0], near, {**CLOSEST_RULE, "because": because.strip()}, closest, ranked
 
 
 def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:

@@ -135,7 +135,9 @@ def _first_clause(text: str) -> str:
 def _closest_label(x: _Record) -> str:
     """The words before the plan when no GPU meets the target: it is the nearest plan, not one that meets it."""
     what = "deadline" if x.mode != "inference" else "service level"
-    return f"No GPU meets the {what}; the closest plan: " if (x.r or {}).get("closest") else ""
+    closest = (x.r or {}).get("closest")
+    within = " within the budget" if (closest or {}).get("over_budget") else ""
+    return f"No GPU{within} meets the {what}; the closest plan: " if closest else ""
 
 
 def _forward_reasons(x: _Record, v: dict) -> list[str]:
@@ -171,7 +173,8 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
     if r.get("closest"):
         # no plan meets the target: how near this one comes is the first thing the reader needs
         out[0] = (f"{g} comes closest to the {'deadline' if x.mode != 'inference' else 'service level'}: "
-                  f"{r['closest']['missed']} ({times(r['closest']['shortfall'])} the target).")
+                  f"{r['closest']['missed']} ({times(r['closest']['shortfall'])} the target)."
+                  + (f" {r['closest']['over_budget']['text']}" if r["closest"].get("over_budget") else ""))
     if alt:
         # "it costs 15% more" would read as the winner's cost after "It beats ...": name the runner-up
         why = alt["plain_short"]
