@@ -62,7 +62,7 @@ def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = No
     why a workstation holds no more)."""
     if box:
         return {"limit": "workstation", "value": max_gpus, "needed_gpus": needed, "source": "numbers/power.py workstation_cards (K02, NEC_15A, C14)",
-                "text": f"{box}: meeting the target needs about {needed:,}"}
+                "text": f"{box}: meeting the target needs about {needed:,} GPUs"}
     given = w.constraints.max_gpus is not None
     return {"limit": "max_gpus", "value": max_gpus, "needed_gpus": needed,
             "source": "constraints.max_gpus in the workload" if given else "the planner's ceiling (numbers/layouts.py MAX_GPUS)",

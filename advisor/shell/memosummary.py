@@ -179,7 +179,8 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
         # "it costs 15% more" would read as the winner's cost after "It beats ...": name the runner-up
         why = alt["plain_short"]
         why = f"{alt['gpu']}{why[2:]}" if why.startswith("it ") else why
-        out.append(f"It beats {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {why}.")
+        # an excluded runner-up was not beaten (the closest plan's next, or a GPU a rule removed): "Next"
+        out.append(f"{'Next' if alt.get('excluded') else 'It beats'} {alt['count']} x {alt['gpu']} ({alt['unit_cost']}): {why}.")
     cp = x.rec.get("closest_priced")
     if cp:
         # no price for the answer: the priced plan a budget owner can weigh against quotes for it
