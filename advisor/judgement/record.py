@@ -187,7 +187,8 @@ def _service_margin(d, by_id: dict, err: float | None, src: list) -> dict | None
 #: every unit, speed and layout are in `alternatives`; their explanations and their price offers'
 #: catalog text are not kept (the catalog is named by its digest in `versions`)
 BRIEF_FIELDS = ("gpu", "count", "per_card_gb", "fits", "reason", "usd_per_hour")
-#: an alternative's fields that its entry in `candidates` holds too
+
+
 def _closest_priced(d, by_id) -> dict | None:
     """When the answer has no price (every priced plan missed the deadline or service level and only unpriced
     ones meet it), the priced plan that comes closest, with its miss and cost: the figure a budget owner can
@@ -219,6 +220,7 @@ def _dominated_by(d, g: str) -> str | None:
     return o.gpu if o else None
 
 
+#: an alternative's fields that its entry in `candidates` holds too
 ALT_IN_CANDIDATES = ("rank", "excluded", "fits", "count", "premium", "cost_range")
 #: an exclusion's fields that are its rule's, said once in `trace_rules` (explain reads them there)
 EXCLUSION_RULE_FIELDS = ("source", "file", "line")
