@@ -5,7 +5,6 @@ checked (a hand-edited catalog gets one line, never a traceback), with per-GPU l
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field, replace
 
 from advisor.base.errors import InputError, Problem
