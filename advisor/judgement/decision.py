@@ -254,7 +254,7 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
     if r.objective == "cost":
         lead = min((options[g] for g in r.priced), key=lambda o: (o.effective, o.count, o.gpu))
         if lead is not W and W.effective > lead.effective:
-            D = ranking.dominator([options[g] for g in r.priced], lead)
+            D = options[r.dominated_by[lead.gpu]]     # ranked behind it: the cost ranking found it dominated
             return {**DOMINANCE_RULE, "because": _dominance_because(r, W, lead, D, contributions, kb) + unpriced_note,
                     "beaten": lead.gpu, "beaten_by": D.gpu}
     gap = ranking.pct(W.cost, R.cost)
@@ -391,8 +391,7 @@ def _closest(est: Estimate, options: dict, excluded: dict, unit: str):
     the target or accept the wait. Returns (winner, order, decisive entry, closest, their ranking) or Nones."""
     w = est.workload
     by_gpu = {c.gpu.id: c for c in est.candidates}
-    near = [g for g in options if excluded[g] and by_gpu[g].misses is not None
-            and all("candidate.misses_target" in f.rule.facts_used for f in excluded[g])]
+    near = [g for g in options if by_gpu[g].misses is not None and record.missed_only(excluded[g])]
     if not near:
         return None, [], None, None, None
     ranked = ranking.rank([options[g] for g in near], unit, w.objective)

@@ -75,6 +75,8 @@ class Ranking:
     options: dict[str, Option]
     break_even: dict[str, float | None] = field(default_factory=dict)
     time_unit: str = "h"
+    # under `objective: cost`, each priced option another dominates -> that one, first by effective cost
+    dominated_by: dict[str, str] = field(default_factory=dict)
 
     @property
     def winner(self) -> str | None:
@@ -90,7 +92,9 @@ def rank(options: list[Option], unit: str, objective: str = "cost") -> Ranking:
     priced = [o for o in options if o.cost is not None]
     basis = "cost" if priced else "preference"
     r = Ranking(basis, unit, objective, [], [], [], {o.gpu: o for o in options})
-    r.priced = _dominance_first([o for o in sorted(priced, key=r.key)], objective)
+    order = sorted(priced, key=r.key)
+    r.dominated_by = _dominators(order) if objective == "cost" else {}
+    r.priced = _dominance_first(order, {g: r.options[d] for g, d in r.dominated_by.items()})
     unpriced = [o for o in options if o.cost is None]
     r.unpriced = [o.gpu for o in sorted(unpriced, key=lambda o: (-o.score, o.count, o.gpu))]
     if basis == "preference":
@@ -121,27 +125,31 @@ def dominates(d: Option, o: Option) -> bool:
             and (d.cost < o.cost or dt < ot))
 
 
-def _dominance_first(order: list[Option], objective: str) -> list[str]:
+def _dominators(order: list[Option]) -> dict[str, str]:
+    """Each option of `order` (by effective cost, as the cost ranking sorts) that another dominates -> the
+    first of those that do."""
+    out = {}
+    for o in order:
+        d = next((d for d in order if d is not o and dominates(d, o)), None)
+        if d is not None:
+            out[o.gpu] = d.gpu
+    return out
+
+
+def _dominance_first(order: list[Option], by: dict[str, Option]) -> list[str]:
     """The priced order by effective cost, except that a plan ranked ahead of the plan that dominates it
-    (cheaper, faster, no riskier, no policy in its favour) moves to just behind it: what the rules of
-    thumb favour does not win against figures that beat it, and it is still shown next to that plan
-    (the runner-up the memo compares). Only under `objective: cost`."""
-    if objective != "cost":
-        return [o.gpu for o in order]
+    (`by`: cheaper, faster, no riskier, no policy in its favour) moves to just behind it: what the rules of
+    thumb favour does not win against figures that beat it, and it is still shown next to that plan (the
+    runner-up the memo compares)."""
     out = list(order)
     for _ in range(len(out)):
-        ahead = [o for o in out if (d := dominator(order, o)) is not None and out.index(o) < out.index(d)]
+        ahead = [o for o in out if o.gpu in by and out.index(o) < out.index(by[o.gpu])]
         if not ahead:
             break
         for o in reversed(ahead):       # each right behind its dominator: those moved keep their own order
             out.remove(o)
-            out.insert(out.index(dominator(order, o)) + 1, o)
+            out.insert(out.index(by[o.gpu]) + 1, o)
     return [o.gpu for o in out]
-
-
-def dominator(order: list[Option], o: Option) -> Option | None:
-    """The option, first by effective cost, that dominates `o` (None if none does)."""
-    return next((d for d in sorted(order, key=lambda x: (x.effective, x.count, x.gpu)) if d is not o and dominates(d, o)), None)
 
 
 def pct(a: float, b: float) -> float:

@@ -62,7 +62,7 @@ def build(d, suggestions: list[dict]) -> dict:
                           "premium": round(ranking.premium(d.scores[g]), 4),
                           "effective_cost": rounded(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
                           # a plan that costs less and is faster, with no more against it (ranking.dominates)
-                          "dominated_by": _dominated_by(d, g),
+                          "dominated_by": d.ranked.dominated_by.get(g) if d.ranked else None,
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.order, d.order.index(g) if g in d.order else 0, g))]
     _stability(rec, d, by_id)
@@ -189,6 +189,12 @@ def _service_margin(d, by_id: dict, err: float | None, src: list) -> dict | None
 BRIEF_FIELDS = ("gpu", "count", "per_card_gb", "fits", "reason", "usd_per_hour")
 
 
+def missed_only(exclusions: list) -> bool:
+    """Excluded (a list of exclude firings), and only by rules about missing the deadline or service level
+    (misses_target): a plan that could be the closest one (decision._closest, _closest_priced)."""
+    return bool(exclusions) and all("candidate.misses_target" in f.rule.facts_used for f in exclusions)
+
+
 def _closest_priced(d, by_id) -> dict | None:
     """When the answer has no price (every priced plan missed the deadline or service level and only unpriced
     ones meet it), the priced plan that comes closest, with its miss and cost: the figure a budget owner can
@@ -198,8 +204,7 @@ def _closest_priced(d, by_id) -> dict | None:
         return None
     w = d.estimate.workload
     cost = {g: unit_cost(c, r.unit) for g, c in by_id.items() if c.fits}
-    near = [g for g in cost if d.excluded[g] and cost[g] is not None and by_id[g].misses is not None
-            and all("candidate.misses_target" in d.kb.rule(e["rule"]).facts_used for e in d.excluded[g])]
+    near = [g for g in cost if cost[g] is not None and by_id[g].misses is not None and missed_only(d.exclusions[g])]
     if not near:
         return None
     g = min(near, key=lambda g: (closeness(w, by_id[g]), cost[g]))
@@ -209,15 +214,6 @@ def _closest_priced(d, by_id) -> dict | None:
             "text": (f"every priced plan misses the {'deadline' if w.training else 'service level'}; the closest, "
                      f"{c.count:,} x {g} ({(c.price or {}).get('kind') or 'priced'}), {c.misses.split('; ')[0]}, at "
                      f"{ranking.money(cost[g])} {UNIT_LABELS[r.unit]}")}
-
-
-def _dominated_by(d, g: str) -> str | None:
-    """The priced plan that beats `g` on cost and time with no more against it (ranking.dominator), if any."""
-    r = d.ranked
-    if not (r and r.objective == "cost" and g in r.priced):
-        return None
-    o = ranking.dominator([r.options[x] for x in r.priced], r.options[g])
-    return o.gpu if o else None
 
 
 #: an alternative's fields that its entry in `candidates` holds too
