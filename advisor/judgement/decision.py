@@ -13,7 +13,7 @@ from advisor.judgement import ranking, record
 from advisor.numbers import estimate as estimator
 from advisor.numbers import knobs, planner
 from advisor.numbers.estimate import Estimate
-from advisor.numbers.objective import UNIT_LABELS, closeness, shortfall, times, unit_cost, unit_of_work
+from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, times, unit_cost, unit_of_work
 from advisor.numbers.plan import Plan
 from advisor.numbers.terms import rounded
 from advisor.judgement.facts import facts_for, prop
@@ -395,7 +395,8 @@ def _closest(est: Estimate, options: dict, excluded: dict, unit: str):
     if not near:
         return None, [], None, None, None
     ranked = ranking.rank([options[g] for g in near], unit, w.objective)
-    near.sort(key=lambda g: (closeness(w, by_gpu[g]),) + ranked.key(options[g]))
+    best = nearest(w, [by_gpu[g] for g in near])
+    near.sort(key=lambda g: (closeness(w, by_gpu[g], best),) + ranked.key(options[g]))
     ranked.order = near
     ranked.priced = [g for g in near if g in ranked.priced]
     best = by_gpu[near[0]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from advisor import __version__
 from advisor.judgement import alternatives, ranking
 from advisor.numbers import api
-from advisor.numbers.objective import UNIT_LABELS, closeness, shortfall, unit_cost
+from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, unit_cost
 from advisor.numbers.terms import rounded
 
 
@@ -207,7 +207,8 @@ def _closest_priced(d, by_id) -> dict | None:
     near = [g for g in cost if cost[g] is not None and by_id[g].misses is not None and missed_only(d.exclusions[g])]
     if not near:
         return None
-    g = min(near, key=lambda g: (closeness(w, by_id[g]), cost[g]))
+    best = nearest(w, [by_id[g] for g in near])
+    g = min(near, key=lambda g: (closeness(w, by_id[g], best), cost[g]))
     c = by_id[g]
     return {"gpu": g, "count": c.count, "missed": c.misses, "shortfall": round(shortfall(w, c), 4),
             "unit_cost": rounded(cost[g]), "unit": r.unit, "price_kind": (c.price or {}).get("kind"),

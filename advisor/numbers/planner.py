@@ -415,7 +415,7 @@ def _fill_pools(w: Workload, led: Ledger, gpu: GPU, p: Plan, pform: tuple, dc: L
 
 def _choose(w: Workload, tried: list, unit: str, gpu_rate):
     tried = objective.within_budget(w, tried)
-    tried.sort(key=lambda t: (t[0], t[1]))
+    objective.nearest_first(w, tried)
     if not objective.minimises_cost(w) or unit == "million_training_tokens":
         return tried[0]     # a job of unknown size gets the smallest rental that holds it (T03, C18)
     if w.training:
