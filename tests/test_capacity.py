@@ -194,3 +194,23 @@ def test_a_bad_shipping_date_is_refused_with_its_line(capsys, tmp_path, monkeypa
     # catalog/gpus.yaml's dates feed GPU.months_shipping (K12's year): a date that is not YYYY-MM is an error
     code, err = _with_edited_catalog(capsys, tmp_path, monkeypatch, "gpus.yaml", edit)
     assert code == 2 and "gpus.yaml:" in err and expected in err and "Traceback" not in err, err
+
+
+def test_a_job_on_a_small_share_of_a_contract_heads_the_memo_with_the_commitment(catalog, kb, tmp_path, capsys):
+    # review 11, F1: Llama 3.1 70B on 2T tokens in 30 days was headlined "$1,939,439 per job" with the
+    # 12-month contract's $23.7M commitment (12x that) a medium risk further down
+    doc = ("mode: training\nmodel: llama-3.1-70b\nprecision: bf16\ncontext_tokens: 8192\nmicro_batch: 1\n"
+           "training_tokens: 2e12\nconstraints: {deadline_hours: 720, gpus: [h100-sxm]}\n")
+    d = decide(catalog, kb, {"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 8192,
+                             "micro_batch": 1, "training_tokens": 2e12, "constraints": {"deadline_hours": 720, "gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    share, term = c.price["job_share_of_term"], c.price["term_usd"]
+    assert c.price["kind"] == "contract" and share < 0.5 and term == pytest.approx(c.usd_per_job / share, rel=1e-6)
+    warn = warnings_of(d, "h100-sxm", "contract-term-longer-than-the-job")
+    assert warn and warn[0]["severity"] == "high" and f"{term:,.0f}" in warn[0]["text"]
+    assert not warnings_of(d, "h100-sxm", "contract-term-partly-used-by-the-job")
+    f = tmp_path / "w.yaml"
+    f.write_text(doc)
+    assert main(["recommend", str(f)]) == 0
+    summary = capsys.readouterr().out.split("RECOMMENDATION IN DETAIL")[0]
+    assert f"the job's {share:.0%} of a 12-month contract that commits ${term:,.0f}" in " ".join(summary.split())

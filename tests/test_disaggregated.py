@@ -199,3 +199,17 @@ def test_a_moe_model_gets_pools_with_expert_parallel_decode(catalog):
     dc, pf = p.layout.pools.decode, p.layout.pools.prefill
     assert (dc.tp, dc.ep, dc.attention_dp) == (8, 8, 8) and pf.attention_dp == 1
     assert p.ttft_ms <= 2000 and p.tpot_ms <= 50
+
+
+def test_pools_that_fit_one_node_together_are_one_node_as_priced_and_as_their_kv_transfer_is_timed(catalog, kb):
+    # review 11, F6: Llama 3.1 8B with 120k-token prompts for 8 users said "8 x H100 on 2 nodes" (6
+    # prefill cards + one TP 2 decode replica, each pool counted on nodes of its own) while its price
+    # was one 8-GPU instance and its KV transfer ran over NVLink
+    import conftest
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 122880,
+                                      "prompt_tokens": 120000, "output_tokens": 300, "concurrency": 8,
+                                      "constraints": {"gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.layout.pools and c.count == 8 and c.nodes == 1 and c.price["instances"] == 1
+    assert "nvlink" in c.speed_explained["kv_transfer_ms"]["formula"]
+    assert d.record["recommendation"]["nodes"] == 1

@@ -931,3 +931,26 @@ def test_the_api_warning_alone_is_not_cut_to_its_first_clause_in_the_summary(tmp
     head = capsys.readouterr().out.split("RECOMMENDATION IN DETAIL")[0]
     assert "the API is cheaper at any load it can carry" in " ".join(head.split())
     assert "Risk:" not in head and "million tokens a day here" not in head
+
+
+def test_a_runner_up_with_a_high_risk_says_it_beside_the_summary_table(capsys, tmp_path):
+    # review 11, F10: Llama 3.1 8B for 50 users listed "6 x rtx-4090 $1.20" (cheaper per hour than the
+    # pick) in the summary's runners-up, and its high GeForce-licence warning only in the evidence
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: inference\nmodel: llama-3.1-8b\ncontext_tokens: 8192\nprompt_tokens: 1500\noutput_tokens: 300\nconcurrency: 50\n")
+    rec = {}
+    for fmt in ("json", "text", "md", "html"):
+        assert main(["recommend", str(f), "--format", fmt]) == 0
+        out = capsys.readouterr().out
+        if fmt == "json":
+            rec = json.loads(out)
+            alts = [a["gpu"] for a in rec["alternatives"] if not a["excluded"]][:2]
+            assert "rtx-4090" in alts
+            warn = next(k for c in rec["candidates"] if c["gpu"] == "rtx-4090" for k in c["warnings"]
+                        if k["rule"] == "geforce-rented-marketplace")
+            assert warn["severity"] == "high"
+            continue
+        summary = " ".join(out.split("RECOMMENDATION IN DETAIL")[0].split()) if fmt == "text" else " ".join(out.split())
+        want = ("Runner-up risk [high]: rtx-4090 is a GeForce card: NVIDIA's driver licence excludes data-centre deployment"
+                if fmt == "text" else "Runner-up risk (high):")
+        assert want in summary, fmt

@@ -144,3 +144,17 @@ def test_a_plan_a_few_percent_nearer_a_target_nobody_meets_does_not_win_at_three
     best = objective.nearest(w, [near, close, far])
     assert best == pytest.approx(1.05)
     assert objective.closeness(w, close, best) == objective.closeness(w, near, best) < objective.closeness(w, far, best)
+
+
+def test_a_context_beyond_the_models_trained_length_is_a_high_risk_of_the_plan(catalog, kb):
+    # review 11, F8: Llama 3.1 8B (131,072 tokens) with 250k-token prompts got a priced plan and only a
+    # note deep in the evidence; up to x4 (YaRN) is accepted, beyond is refused (crosschecks)
+    import conftest
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 300000,
+                                      "prompt_tokens": 250000, "output_tokens": 1000})
+    warn = [k for k in d.record["warnings"] if k["rule"] == "context-beyond-the-models-training"]
+    assert warn and warn[0]["severity"] == "high" and "300,000 is beyond llama-3.1-8b's 131,072-token context" in warn[0]["text"]
+    ok = conftest.decide(catalog, kb, {"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 131072})
+    assert not [k for k in ok.record["warnings"] if k["rule"] == "context-beyond-the-models-training"]
+    with pytest.raises(Exception, match="even at the x4"):
+        workload.parse({"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 600000}, catalog, "w")

@@ -86,3 +86,26 @@ def test_sxm_is_bought_in_servers_and_pcie_by_the_card(catalog, estimate_file):
 
 def test_cloud_workloads_have_no_tco(estimate_file):
     assert all(c.tco is None for c in estimate_file("chat-assistant").candidates)
+
+
+def test_a_purchase_that_never_beats_renting_is_a_high_risk_with_both_monthly_figures(catalog, kb):
+    # review 11, F3: Qwen3-32B for 100 users on premises, busy 60%: "Use 8 x Gaudi 3", $162,500 up
+    # front, owning $6,137 a month against $3,937 to rent the same work ("pays off after 320 months,
+    # beyond the 5-year write-off"), and no risk said so
+    import conftest
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "qwen3-32b", "context_tokens": 16384, "concurrency": 100,
+                                      "constraints": {"deployment": "on-prem", "busy_share": 0.6}})
+    r = d.record["recommendation"]
+    t = r["tco"]
+    assert r["gpu"] == "gaudi-3" and t["break_even_months"] > t["write_off_months"] == 60
+    warn = [k for k in d.candidate_warnings["gaudi-3"] if k["rule"] == "buying-does-not-pay-back"]
+    assert warn and warn[0]["severity"] == "high"
+    own = t["owning_usd_per_hour"] * 730
+    assert f"${own:,.2f} a month" in warn[0]["text"] and f"${t['rent_usd_per_month']:,.2f}" in warn[0]["text"]
+    assert "8 x h100-sxm at Hyperbolic" in warn[0]["text"]         # gaudi-3 is rented nowhere: the rental compared
+    # a purchase that pays back within the write-off is not warned about (on-prem-70b-serving: 8 x MI300X)
+    ok = conftest.decide(catalog, kb, {"mode": "inference", "model": "llama-3.1-70b", "concurrency": 128,
+                                       "constraints": {"deployment": "on-prem", "busy_share": 0.9, "gpus": ["mi300x"]}})
+    t = ok.record["recommendation"]["tco"]
+    assert 0 < t["break_even_months"] <= t["write_off_months"]
+    assert not [k for k in ok.candidate_warnings["mi300x"] if k["rule"] == "buying-does-not-pay-back"]

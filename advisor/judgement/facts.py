@@ -15,6 +15,7 @@ from advisor.numbers.spot import every_text
 from advisor.numbers.estimate import GB, Estimate
 from advisor.numbers.objective import unit_cost, unit_of_work
 from advisor.numbers.power import WORKSTATION_CIRCUIT_KW, WORKSTATION_MAX_CARDS
+from advisor.numbers.terms import HOURS_PER_MONTH
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,8 @@ FACTS: dict[str, Fact] = {
     "workload.power_kw_per_rack": Fact("number", "kW", "power available per rack (absent: no limit given)"),
     "workload.fleet_gpus": Fact("integer", "GPUs", "GPUs the team owns or has reserved, all kinds (absent: no fleet given)"),
     "workload.deployment": Fact("string", "", "cloud | on-prem | air-gapped | workstation"),
+    "workload.model_max_context": Fact("integer", "tokens", "the context the model was trained for (its config's max_position_embeddings; absent: not known)"),
+    "workload.context_over_model": Fact("number", "", "context_tokens / model_max_context (above 1: the model runs only with RoPE scaling, up to x4, crosschecks.ROPE_SCALING_MAX)"),
     "workload.kv_tokens": Fact("integer", "tokens", "tokens of KV cache one sequence is sized at: the stated prompt + output, up to context_tokens"),
     "workload.workstation_max_cards": Fact("integer", "GPUs", "on a workstation: the cards one tower takes (K02; numbers.power, which the planner sizes with)"),
     "workload.workstation_circuit_kw": Fact("number", "kW", "on a workstation: a 15 A / 120 V household circuit's continuous load (NEC_15A; numbers.power)"),
@@ -156,6 +159,12 @@ FACTS: dict[str, Fact] = {
     "candidate.spot_checkpoint_seconds": Fact("number", "s", "spot training: time to write one checkpoint (model state / storage bandwidth)"),
     "candidate.spot_mtbf_hours": Fact("number", "h", "spot training: mean hours between interruptions of the job's instances"),
     "candidate.spot_expected_factor": Fact("number", "", "spot training: expected hours / hours without interruptions"),
+    "candidate.buy_break_even_months": Fact("number", "months", "owned plan (deployment on-prem): months after which buying costs less than renting the same work (absent: it never does)"),
+    "candidate.buy_write_off_months": Fact("number", "months", "owned plan: the write-off the purchase is amortised over (amortisation_years x 12)"),
+    "candidate.buy_pays_back": Fact("boolean", "", "owned plan: buying costs less than renting the same work within the write-off"),
+    "candidate.own_usd_per_month": Fact("number", "USD", "owned plan: amortised purchase, power, hosting and maintenance a month"),
+    "candidate.rent_usd_per_month": Fact("number", "USD", "owned plan: renting the same work a month at the workload's busy share"),
+    "candidate.rent_plan": Fact("string", "", "owned plan: the rental the purchase is compared with (cards x GPU, at the provider)"),
     "candidate.unit_cost": Fact("number", "USD", "cost per unit of work: per job (training with training_tokens), per million training tokens (training without), per million output tokens (batch serving), per hour (interactive serving)"),
     "candidate.cost_ratio_to_cheapest": Fact("number", "", "unit_cost / the lowest unit_cost of the priced candidates that fit (1: the cheapest; absent: unpriced or listing-only)"),
     "candidate.rental_multiple": Fact("number", "", "cards of the plan / the fewest cards any layout needs (1: no card beyond what the memory needs)"),
@@ -247,6 +256,23 @@ def _gpu_facts(g: GPU) -> dict:
     return out
 
 
+def _tco_values(c) -> dict:
+    """An owned plan's buy-or-rent facts, from the estimator's comparison (numbers.cost, `tco`)."""
+    t = c.tco if isinstance(c.tco, dict) else None
+    if not t or t.get("rent_usd_per_month") is None or t.get("write_off_months") is None:
+        return {}
+    be = t.get("break_even_months")
+    be = be if be is not None and be > 0 else None
+    rent = t.get("rent_plan") or {}
+    offer = t.get("rent_offer") or {}
+    own = t["owning_usd_per_hour"] * HOURS_PER_MONTH if t.get("owning_usd_per_hour") is not None else None
+    return {"buy_break_even_months": be, "buy_write_off_months": t["write_off_months"],
+            "buy_pays_back": be is not None and be <= t["write_off_months"], "own_usd_per_month": own,
+            "rent_usd_per_month": t["rent_usd_per_month"],
+            "rent_plan": (f"{rent.get('count', c.count)} x {rent.get('gpu', c.gpu.id)}"
+                          + (f" at {offer['provider']}" if offer.get("provider") else ""))}
+
+
 def _price_values(c, price: dict | None) -> dict:
     """A plan's facts that come from its price: instances and the traffic between them, capacity, the
     listings it spreads over, a contract's or reservation's terms, spot checkpoints, owned cards."""
@@ -314,6 +340,9 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
         "service_level_stated": w.service_level_stated,
     }
+    trained = w.model.num("max_context") if w.model else None
+    if trained:
+        vals.update(model_max_context=int(trained), context_over_model=w.context_tokens / trained)
     desk = w.constraints.deployment == "workstation"
     if desk:
         vals.update(workstation_max_cards=WORKSTATION_MAX_CARDS, workstation_circuit_kw=WORKSTATION_CIRCUIT_KW)
@@ -373,6 +402,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
             cvals["long_request_fits"] = c.long_request_fits
             cvals.update(_price_values(c, price))
+            cvals.update(_tco_values(c))
             if w.constraints.power_kw_per_rack is not None and c.power_kw_per_node:
                 cvals["nodes_per_rack"] = int(w.constraints.power_kw_per_rack // c.power_kw_per_node)
             if w.constraints.power_kw_per_node is not None and c.power_kw_per_node is not None:

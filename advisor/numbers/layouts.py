@@ -93,7 +93,10 @@ class Layout:
         return self.tp * self.pp
 
     def nodes(self, gpu: GPU) -> int:
-        if self.pools:      # each pool on nodes of its own: a node holds one kind of work (Splitwise, DistServe)
+        if self.pools and self.count > gpu.gpus_per_node:
+            # each pool on nodes of its own: a node holds one kind of work (Splitwise, DistServe); pools that
+            # fit one node together share it (Dynamo's single-node 2 x TP 2 prefill + TP 4 decode recipe,
+            # DYNAMO_LLAMA33_70B), as their price (one instance) and KV transfer (over NVLink) take them
             return self.pools.prefill.nodes(gpu) + self.pools.decode.nodes(gpu)
         return math.ceil(self.count / gpu.gpus_per_node)
 

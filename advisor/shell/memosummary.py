@@ -83,6 +83,9 @@ def _summary(x: _Record, v: dict) -> dict:
                                 "layout": a["layout"], "plain": a["plain"], "plain_short": a["plain_short"]}
                                for a in [a for a in v["alternatives"] if not a["excluded"]][:2]]
     summary["alt_table"] = _alt_table(x, [a["gpu"] for a in summary["alternatives"]])
+    # a runner-up cheaper per hour than the pick may carry a high risk the summary's own list (the pick's)
+    # does not show: said beside the table (review 11, F10: 6 x RTX 4090 under the GeForce licence)
+    summary["alt_risks"] = _alt_risks(x, [a["gpu"] for a in summary["alternatives"]])
     line = _unpriced_line([u for u in (x.rec.get("unpriced") or []) if isinstance(u, dict)])
     if line:
         summary["unpriced"].append(line)
@@ -128,6 +131,17 @@ def _first_clause(text: str) -> str:
     for m in re.finditer(r"; |: ", first):
         head = first[:m.start()]
         if head.count("(") == head.count(")") and len(head) > 20:     # a clause that reads as a sentence
+            return head + "."
+    return first + "."
+
+
+def _first_sentence_clause(text: str) -> str:
+    """The first sentence of a text up to its first "; " outside parentheses: a claim with its reason
+    (a GPU's name alone, _first_clause's cut at ": ", says nothing of the risk)."""
+    first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
+    for m in re.finditer(r"; ", first):
+        head = first[:m.start()]
+        if head.count("(") == head.count(")"):
             return head + "."
     return first + "."
 
@@ -288,6 +302,22 @@ def _speed_short(mode: str, c: dict) -> str:
     return f"{_num(c.get('training_hours'), 0)} h" if c.get("training_hours") is not None else "-"
 
 
+def _alt_risks(x: _Record, gpus: list[str]) -> list[dict]:
+    """The high-severity warnings of the summary's runners-up that look cheaper than the pick (per hour or
+    per unit of work before the rules' premiums): each its GPU, first clause and whole text. A dearer
+    runner-up's risks are in the alternatives below; a cheaper-looking one's must not hide there."""
+    warns = {c["gpu"]: c.get("warnings") or [] for c in x.rec.get("candidates") or [] if isinstance(c, dict)}
+    pick = x.cands.get((x.r or {}).get("gpu")) or {}
+    work = "usd_per_million_tokens" if x.mode == "inference" else "usd_per_job"
+
+    def cheaper(c: dict, field: str) -> bool:
+        return c.get(field) is not None and pick.get(field) is not None and c[field] < pick[field]
+
+    return [{"gpu": g, "clause": _first_sentence_clause(k["text"]), "text": k["text"]}
+            for g in gpus if cheaper(x.cands[g], "usd_per_hour") or cheaper(x.cands[g], work)
+            for k in warns.get(g, []) if k.get("kind") == "warn" and k.get("severity") == "high"]
+
+
 def _alt_table(x: _Record, gpus: list[str]) -> dict:
     """The summary's small table of runners-up: cost per hour, per unit of work (per million output tokens
     or per job, whichever the ranking did not already show) and speed, with the units in the heads."""
@@ -313,6 +343,11 @@ def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
     if c.get("usd_per_hour") is not None:
         cost = [("Per hour", f"{_usd(c['usd_per_hour'])} ({_usd(c['usd_per_hour'] * hours, 0)} a month, {hours_how})")]
         unit = _unit_cost(x.mode, c)
+        price = c.get("price") or {}
+        if unit and price.get("kind") == "contract" and (price.get("job_share_of_term") or 1) < 1 and price.get("term_usd"):
+            # the cost per job is the job's hours of the term: what the team signs for is the whole term
+            unit += (f", the job's {price['job_share_of_term']:.0%} of a {price['term_months']}-month contract that commits "
+                     f"{_usd(price['term_usd'], 0)}")
         if unit:
             cost.append(("Per unit of work", unit))
         cost.append(("Offer", _offer(c["price"])))
