@@ -192,7 +192,7 @@ def test_an_offer_far_under_the_median_is_set_aside_and_named(catalog, kb):
     assert a["api_usd_per_million_tokens"] == pytest.approx(0.80) and a["offers"][0]["provider"] == "a"
     from advisor.shell import wording
     line = wording.api_line(a)
-    assert "An API costs $0.80 per million tokens (a, 2026-12-01; cheapest of 4, median $2.40; set aside as likely stale, apart under a quarter of the median: cheap $0.16)" in line
+    assert "An API costs $0.80 per million tokens (a, 2026-12-01; cheapest of 4, median $2.40; not counted: cheap $0.16, under a quarter of the median and apart from the rest: likely a stale row)" in line
     # three of seven providers selling cheap together are a market, not a stale row: none is set aside
     crowd = dataclasses.replace(catalog, api_prices=[row("p1", 0.30), row("p2", 0.40), row("p3", 0.50), row("b", 2.40),
                                                      row("c", 3.00), row("d", 3.50), row("e", 4.00)])

@@ -86,6 +86,11 @@ def test_user_prices_add_quotes(capsys, tmp_path):
     ("mode: inference\nmodel: {params_b: 1e15}\n", "model.params_b: must be at most"),
     ("mode: inference\nmodel: gpt-oss-120b\nconcurency: 3\n", "unknown field; did you mean 'concurrency'?"),
     ("mode: inference\nmodel: gtp-oss-120b\n", "unknown model 'gtp-oss-120b'; did you mean"),
+    # a known key in the wrong mapping says where it goes (review 11: a top-level spot got 30 field names)
+    ("mode: inference\nmodel: gpt-oss-120b\ntpot_ms: 40\n", ":3: tpot_ms: unknown field; a service level goes under latency: (latency: {tpot_ms: ...})"),
+    ("mode: training\nmodel: gpt-oss-120b\nspot: true\n", ":3: spot: unknown field; it is a constraint: write it under constraints: (constraints: {spot: ...})"),
+    ("mode: inference\nmodel: gpt-oss-120b\nconstraints: {ttft_ms: 500}\n", "constraints.ttft_ms: unknown constraint; a service level goes under latency:"),
+    ("mode: inference\nmodel: gpt-oss-120b\nconstraints: {concurrency: 4}\n", "constraints.concurrency: unknown constraint; it is a workload field, not a constraint"),
     ("mode: inference\nmodel: gpt-oss-120b\nconstraints: {gpus: [H300]}\n", "unknown GPU 'H300'; did you mean"),
     ("mode: inference\nmodel: gpt-oss-120b\nmethod: lora\n", ":3: method: 'lora' is a training method"),
     ("mode: inference\nmodel: gpt-oss-120b\nconcurrency: many\n", "must be a number"),

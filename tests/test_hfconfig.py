@@ -418,3 +418,40 @@ def test_names_from_a_config_are_plain_text(tmp_path, capsys):
     write_config(evil, "qwen3-8b", {"_name_or_path": None})        # the folder's name, likewise
     assert main(["estimate", str(w), "--gpu", "h100", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["workload"]["model"]["name"] == "m (config.json)"
+
+
+@pytest.fixture
+def unresolvable_hub(monkeypatch):
+    # no network: the Hub's name does not resolve (review 11: five retries over 23 s, each a warning on stderr)
+    hub = pytest.importorskip("huggingface_hub")
+    import socket
+    from huggingface_hub import constants
+
+    def fail(*a, **k):
+        raise socket.gaierror(-2, "Name or service not known")
+    for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(FIX / "hub"))
+    monkeypatch.setattr(socket, "getaddrinfo", fail)
+    return hub
+
+
+def test_hf_without_dns_answers_from_the_cache_at_once_or_says_so_in_one_line(unresolvable_hub, monkeypatch, tmp_path, capsys):
+    calls = []
+    real = unresolvable_hub.hf_hub_download
+
+    def spy(*a, **k):
+        calls.append(k.get("local_files_only"))
+        return real(*a, **k)
+    monkeypatch.setattr(unresolvable_hub, "hf_hub_download", spy)
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: hf:Qwen/Qwen3-8B\n")
+    assert main(["estimate", str(w), "--gpu", "l40s", "--format", "json"]) == 0      # cached: read without the network
+    assert json.loads(capsys.readouterr().out)["kv_bytes_per_token"] == 147_456
+    w.write_text("mode: inference\nmodel: hf:nobody/not-cached\n")
+    assert main(["estimate", str(w)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "Retrying" not in err and "Traceback" not in err
+    assert f"{w}:2: model: hf:nobody/not-cached: cannot reach the Hugging Face Hub (huggingface.co does not resolve" in err
+    assert calls == [True, True]         # the cache only: never the library's five network retries

@@ -158,3 +158,37 @@ def test_a_context_beyond_the_models_trained_length_is_a_high_risk_of_the_plan(c
     assert not [k for k in ok.record["warnings"] if k["rule"] == "context-beyond-the-models-training"]
     with pytest.raises(Exception, match="even at the x4"):
         workload.parse({"mode": "inference", "model": "llama-3.1-8b", "context_tokens": 600000}, catalog, "w")
+
+
+def test_a_budget_no_16_bit_plan_meets_gets_the_fp8_plan_that_does_as_a_suggestion(catalog, kb):
+    # review 11, F2: Llama 3.1 70B for 32 users within $3/h: "No GPU within the budget meets the
+    # service level" (2 x RTX PRO 6000 at 78.9 ms per token, $1.36/M), while at FP8 2 x H100 meet it
+    # for $2.58/h and $0.64/M; serving memos never suggested FP8
+    import conftest
+    w = {"mode": "inference", "model": "llama-3.1-70b", "context_tokens": 8192, "prompt_tokens": 1000, "output_tokens": 500,
+         "concurrency": 32, "constraints": {"budget_usd_per_hour": 3}}
+    d = conftest.decide(catalog, kb, w)
+    assert d.record["recommendation"]["closest"]
+    s = [x for x in d.record["suggestions"] if x["change"].startswith("precision: fp8")]
+    assert s and s[0]["meets_target"] == "service level" and s[0]["plan"]["usd_per_hour"] <= 3
+    fp8 = conftest.decide(catalog, kb, {**w, "precision": "fp8"})
+    r = fp8.record["recommendation"]
+    assert not r.get("closest") and (r["gpu"], r["count"]) == (s[0]["plan"]["gpu"], s[0]["plan"]["count"])
+    # an answer that meets its service level is not decided twice for the suggestion
+    ok = conftest.decide(catalog, kb, {**w, "constraints": {}})
+    assert not [x for x in ok.record["suggestions"] if x["change"].startswith("precision: fp8")]
+
+
+def test_fp8_weights_on_a_card_without_fp8_units_say_what_runs_them(catalog, kb):
+    # review 11, F7: DeepSeek-V3's FP8 checkpoint on 24 x Ascend 910C (no FP8 in its precisions) said
+    # only "[low] Weights are stored at fp8"
+    import conftest
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "deepseek-v3", "concurrency": 64,
+                                      "constraints": {"import_restricted": True}})
+    g = d.record["recommendation"]["gpu"]
+    assert g.startswith("ascend") and "fp8" not in catalog.gpu(g).native_precisions
+    warn = [k for k in d.candidate_warnings[g] if k["rule"] == "fp8-weights-without-fp8-units"]
+    assert warn and warn[0]["severity"] == "medium" and "has no FP8 units" in warn[0]["text"]
+    free = conftest.decide(catalog, kb, {"mode": "inference", "model": "deepseek-v3", "concurrency": 64,
+                                         "constraints": {"gpus": ["h200-sxm"]}})
+    assert not [k for k in free.candidate_warnings["h200-sxm"] if k["rule"] == "fp8-weights-without-fp8-units"]

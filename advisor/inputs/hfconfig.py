@@ -12,6 +12,7 @@ refused with its name, and a missing field is named; nothing is guessed.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -22,6 +23,7 @@ from pathlib import Path
 from advisor.base.text import clean
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.files import read_input
+from advisor.base.net import unresolvable
 from advisor.inputs.schema import MODEL_FIELDS, Spec, check_value, check_model
 
 DENSE = {"llama", "mistral", "qwen2", "qwen3", "phi3", "gemma", "gemma2", "gemma3_text", "falcon"}
@@ -234,16 +236,28 @@ def fetch(repo: str) -> Path:
         raise MissingConfig(Problem(f"{where}: {msg}", where, None, "model"))
     try:
         import huggingface_hub
-        from huggingface_hub import errors
+        from huggingface_hub import constants, errors
     except ImportError:
         no_config("reading a model from the Hugging Face Hub needs the optional extra: pip install 'gpu-advisor[hub]'")
+    # a host that does not resolve (no network, no proxy) is answered from the local cache at once: the
+    # library retries a failed connection five times over about 23 s, each retry a warning on stderr
+    # (review 11); its own warnings stay out of the one-line error either way
+    down = unresolvable(constants.ENDPOINT)
+    quiet = logging.getLogger("huggingface_hub")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
-        return Path(huggingface_hub.hf_hub_download(repo_id=repo, filename="config.json"))
+        return Path(huggingface_hub.hf_hub_download(repo_id=repo, filename="config.json", local_files_only=bool(down)))
+    except errors.LocalEntryNotFoundError as exc:
+        if down:
+            no_config(f"cannot reach the Hugging Face Hub ({down}) and its config.json is not in the local cache")
+        no_config("cannot reach the Hugging Face Hub and its config.json is not in the local cache "
+                  f"(offline? {type(exc).__name__})")
     except errors.GatedRepoError:           # (a RepositoryNotFoundError: caught first)
         no_config("the repository is gated: accept its licence on the Hub and log in (huggingface-cli login or HF_TOKEN)")
     except errors.RepositoryNotFoundError:
         no_config("no such repository on the Hub (or it is private: log in)")
-    except (errors.LocalEntryNotFoundError, errors.OfflineModeIsEnabled) as exc:   # (an EntryNotFoundError)
+    except errors.OfflineModeIsEnabled as exc:   # (an EntryNotFoundError)
         no_config("cannot reach the Hugging Face Hub and its config.json is not in the local cache "
                   f"(offline? {type(exc).__name__})")
     except errors.EntryNotFoundError:
@@ -252,6 +266,8 @@ def fetch(repo: str) -> Path:
         no_config(f"the Hub refused the request ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})")
     except OSError as exc:                    # no network at all
         no_config(f"cannot reach the Hugging Face Hub ({type(exc).__name__})")
+    finally:
+        quiet.setLevel(level)
 
 
 def _checked(c: dict, col: Collector, prefix: str = "", table: dict = FIELDS) -> dict:

@@ -286,7 +286,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
     for key, raw in data.items():
         line = yamlio.line_of(data, key)
         if key not in FIELDS:
-            col.add(f"unknown field{_suggest(key, FIELDS)}", line, str(key))
+            col.add(f"unknown field{_misplaced(key, 'workload') or _suggest(key, FIELDS)}", line, str(key))
             continue
         if raw is None:
             continue
@@ -448,12 +448,24 @@ def service_class(levels: dict, model) -> dict | None:
     return mine[-1] if mine else None
 
 
+def _misplaced(key, where: str) -> str:
+    """Where a known key goes when it is written in the wrong mapping (a service level at the top level
+    or under constraints, a constraint at the top level, a workload field under constraints), or ''."""
+    if key in LATENCY_FIELDS:
+        return f"; a service level goes under latency: (latency: {{{key}: ...}})"
+    if where == "workload" and key in CONSTRAINTS:
+        return f"; it is a constraint: write it under constraints: (constraints: {{{key}: ...}})"
+    if where == "constraints" and key in FIELDS:
+        return "; it is a workload field, not a constraint: write it at the top level"
+    return ""
+
+
 def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Constraints:
     values = {}
     for key, v in raw.items():
         line = yamlio.line_of(raw, key)
         if key not in CONSTRAINTS:
-            col.add(f"unknown constraint{_suggest(key, CONSTRAINTS)}", line, f"constraints.{key}")
+            col.add(f"unknown constraint{_misplaced(key, 'constraints') or _suggest(key, CONSTRAINTS)}", line, f"constraints.{key}")
             continue
         if v is None:
             continue

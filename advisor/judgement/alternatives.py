@@ -35,8 +35,9 @@ def ratio(unit: str | None, c: dict, base: dict | None) -> float | None:
 
 
 def titles_line(ts: list[str]) -> str:
-    """The first rule title and how many more: a summary line names a reason, the tables list them all."""
-    return ts[0] + (f" and {len(ts) - 1} more" if len(ts) > 1 else "") if ts else ""
+    """The first two rule titles and how many more: a summary line names its reasons (an unnamed "and 1
+    more" said nothing, review 11), the tables list them all."""
+    return "; ".join(ts[:2]) + (f"; and {len(ts) - 2} more" if len(ts) > 2 else "") if ts else ""
 
 
 def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | None, win: dict | None,

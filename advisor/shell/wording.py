@@ -347,6 +347,8 @@ def suggestion(s: dict, cites: Cites) -> str:
             text += f", {s['saving_after_premiums']:.0%} better after the rules' premiums"
     elif saving:
         text += f", saving {words(saving)}"
+    if s.get("meets_target"):
+        text += f", and it meets the {s['meets_target']} the current plan misses"
     return text + "."
 
 
@@ -422,9 +424,11 @@ def api_line(a: dict | None) -> str | None:
     aside = a.get("set_aside") or []
     spread = (f"; cheapest of {n - len(aside)}, median {_per_m(median)}" if n > 1 and median is not None else "")
     if aside:
-        spread += ("; set aside as likely stale, apart under a quarter of the median: "
+        spread += ("; not counted: "
                    + ", ".join(f"{x.get('provider')} {_per_m(x.get('usd_per_million_tokens') or 0)}" for x in aside[:3])
-                   + (f" and {len(aside) - 3} more" if len(aside) > 3 else ""))
+                   + (f" and {len(aside) - 3} more" if len(aside) > 3 else "")
+                   + (", under a quarter of the median and apart from the rest: likely a stale row" if len(aside) == 1
+                      else ", under a quarter of the median and apart from the rest: likely stale rows"))
     text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens{what} ({o.get('provider')}, {o.get('date')}{spread})"
     be = a.get("break_even_tokens_per_day")
     if be is None:
