@@ -356,8 +356,17 @@ def test_training_over_rented_instances_warns_about_their_network(catalog, kb):
                micro_batch=2, constraints={"deadline_hours": 720, "spot": True, "gpus": ["h100-sxm"]})
     c = next(c for c in d.record["estimate"]["candidates"] if c["gpu"] == rec_gpu(d))
     assert c["price"]["instances"] > 1 and c["price"]["kind"] == "spot"
+    # under a deadline the risk is high and names the hours it rests on (review 11, F5)
+    w = next(w for w in d.warnings if w["rule"] == "risk-deadline-on-an-unknown-fabric")
+    assert w["severity"] == "high" and f"trains on {c['price']['instances']} separately rented instances" in w["text"]
+    assert f"meets the 720-hour deadline ({c['training_hours']:,.0f} h)" in w["text"]
+    assert not [w for w in d.warnings if w["rule"] == "risk-training-fabric-between-instances"]
+    # without a deadline the same network is a medium risk
+    d = decide(catalog, kb, mode="training", model="llama-3.1-8b", training_tokens=1e12, context_tokens=8192,
+               micro_batch=2, constraints={"spot": True, "gpus": ["h100-sxm"]})
+    c = next(c for c in d.record["estimate"]["candidates"] if c["gpu"] == rec_gpu(d))
     w = next(w for w in d.warnings if w["rule"] == "risk-training-fabric-between-instances")
-    assert f"trains on {c['price']['instances']} separately rented instances" in w["text"]
+    assert w["severity"] == "medium" and f"trains on {c['price']['instances']} separately rented instances" in w["text"]
 
 
 def test_eight_rented_geforce_cards_do_not_beat_two_h100_on_a_small_saving(catalog, kb):

@@ -135,3 +135,19 @@ def test_a_stated_alltoall_overlap_hides_the_all_to_all_behind_compute(catalog, 
     plain, hidden = got[False]["speed_explained"]["compute_s_per_step"]["value"], got[True]["speed_explained"]["compute_s_per_step"]["value"]
     assert plain - hidden == pytest.approx(m * a2a, abs=1e-3)      # (the record rounds to 4 decimals)
     assert got[True]["training_hours"] < got[False]["training_hours"]
+
+
+def test_a_prime_number_of_layers_is_not_split_one_layer_per_stage(catalog, kb):
+    # review 11, F4: DeepSeek-V3 (61 layers) FP8 on H100 with a 336 h deadline got TP 1 x PP 61 x DP 8,
+    # EP 8 on 488 cards, 28 of 80 GB used: the "fewest stages that split the layers evenly" of a prime
+    # count is a layer per stage. Megatron-LM runs uneven stages; an even split is sought up to twice the fewest
+    import conftest
+    from advisor.numbers import layouts
+    assert layouts._even_stages([20], 61) == [20]
+    assert layouts._even_stages([2], 36) == [2, 4]          # gpt-oss-120b: NeMo's PP 4 where 2 holds
+    assert layouts._even_stages([3], 32) == [3, 4, 8]
+    d = conftest.decide(catalog, kb, {"mode": "training", "model": "deepseek-v3", "precision": "fp8", "context_tokens": 4096,
+                                      "micro_batch": 1, "training_tokens": 100e9, "alltoall_overlap": True,
+                                      "constraints": {"gpus": ["h100-sxm"], "deadline_hours": 336}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.layout.ep > 1 and 2 <= c.pp <= 32 and 61 / c.pp >= 2 and not c.misses

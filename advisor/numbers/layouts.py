@@ -418,11 +418,16 @@ def interleaved_stages(layers: int, pp: int, given: int | None = None) -> int | 
 
 def _even_stages(stages: list[int], layers: int) -> list[int]:
     """Pipeline depths tried for an expert-parallel training layout: the fewest that hold it, the fewest
-    that split the layers evenly, and twice that (NeMo's MoE recipes take PP 4 where 2 would hold
-    gpt-oss-120b: deeper stages leave the memory that spares recomputing activations)."""
+    that split the layers evenly up to twice that, and twice that (NeMo's MoE recipes take PP 4 where 2
+    would hold gpt-oss-120b: deeper stages leave the memory that spares recomputing activations). No
+    deeper search for an even split: Megatron-LM runs uneven stages (--decoder-first/last-pipeline-
+    num-layers; DeepSeek-V3's 61 layers on 16 stages), and the only even split of a prime count of
+    layers is a layer per stage, a depth nobody runs (review 11: PP 61 x EP 8 on 488 H100)."""
     if not stages or stages[0] <= 1:
         return stages
-    even = next((p for p in range(stages[0], layers + 1) if layers % p == 0), stages[0])
+    even = next((p for p in range(stages[0], min(2 * stages[0], layers) + 1) if layers % p == 0), None)
+    if even is None:
+        return stages
     return sorted({stages[0], even} | ({2 * even} if layers % (2 * even) == 0 else set()))
 
 
