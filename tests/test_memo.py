@@ -954,3 +954,19 @@ def test_a_runner_up_with_a_high_risk_says_it_beside_the_summary_table(capsys, t
         want = ("Runner-up risk [high]: rtx-4090 is a GeForce card: NVIDIA's driver licence excludes data-centre deployment"
                 if fmt == "text" else "Runner-up risk (high):")
         assert want in summary, fmt
+
+
+def test_concurrency_max_does_not_show_the_room_its_batch_fills_as_free(capsys, tmp_path):
+    # review 12: a 32k-token batch job said "44.1 GB of 80 GB (35.9 GB free)" at 10 sequences: the free
+    # figure was the ledger's, with one sequence's KV cache
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: inference\nmodel: qwen2.5-32b\ncontext_tokens: 32768\nprompt_tokens: 30000\noutput_tokens: 800\n"
+                 "concurrency: max\nlatency: batch\n")
+    assert main(["recommend", str(f), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    c = next(x for x in rec["estimate"]["candidates"] if x["gpu"] == rec["recommendation"]["gpu"])
+    assert c["concurrency"] > 1
+    assert main(["recommend", str(f)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert (f"with one sequence's KV cache; concurrency: max fills the engine's share of the rest with the KV of "
+            f"{c['concurrency']:,} sequences") in text and "GB free)" not in text.split("Memory per card:")[1].split("Cost:")[0]

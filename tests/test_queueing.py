@@ -235,3 +235,18 @@ def test_an_engines_prefill_schedule_is_checked_where_it_is_written(tmp_path):
     with pytest.raises(InputError) as e:
         catalog_mod.load(d)
     assert f"engines.yaml:{line}: engines.trtllm.prefill: prefill must be {{v: mixed | separate" in str(e.value)
+
+
+def test_a_plan_past_its_capacity_is_priced_at_the_tokens_it_serves(catalog, kb):
+    # review 12: Llama 3.1 70B FP8 at 100 requests/s within 16 GPUs: the closest plan (16 x B200, ~67
+    # requests/s) was priced at one sequence's speed, $337.58 per million output tokens; at its capacity
+    # it serves capacity x 300 output tokens a second
+    import conftest
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192,
+                                      "prompt_tokens": 1500, "output_tokens": 300, "requests_per_s": 100,
+                                      "constraints": {"max_gpus": 16, "gpus": ["b200"]}})
+    c = d.estimate.candidate("b200")
+    assert c.misses and "requests/s < 100 requested" in c.misses and c.ttft_ms is None
+    served = c.capacity_requests_per_s * 300
+    assert c.tokens_per_s == pytest.approx(served, rel=1e-9)
+    assert c.usd_per_million_tokens == pytest.approx(c.usd_per_hour / (served * 3600) * 1e6, rel=1e-6) and c.usd_per_million_tokens < 2

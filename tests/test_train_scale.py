@@ -280,3 +280,18 @@ def test_a_ceiling_no_layout_fits_under_is_named_with_the_least_memory_tried(cat
     ckpt = min(lv.bytes("total_gb") for _, lv in planner.knob_variants(d.estimate.workload, d.estimate.ledger)) / 1e9
     assert not c.fits and ckpt < d.estimate.ledger.bytes("total_gb") / 1e9
     assert f"needs {ckpt:,.0f} GB and no layout of at most 8 (constraints.max_gpus) x 80 GB" in c.reason
+
+
+def test_a_budget_that_rules_out_the_deadline_is_named_with_the_plan_that_meets_it(catalog, kb):
+    # review 12: a 13B run on 300B tokens in 10 days within $50/h said "No GPU meets the deadline" (32 x H100,
+    # 446 h) without naming the budget as the reason or the 72 x H100 at $92.88/h that meet the deadline
+    w = {"model": {"name": "13B", "params_b": 13, "layers": 40, "hidden_size": 5120, "attention_heads": 40, "kv_heads": 40},
+         "context_tokens": 4096, "micro_batch": 1, "training_tokens": 300e9,
+         "constraints": {"deadline_hours": 240, "budget_usd_per_hour": 50, "gpus": ["h100-sxm"]}}
+    d = decide(catalog, kb, w)
+    c = d.estimate.candidate("h100-sxm")
+    assert c.misses and c.usd_per_hour <= 50
+    lim = [x for x in d.record["limits"] if x["gpu"] == "h100-sxm" and x["limit"] == "budget_usd_per_hour"]
+    assert lim and lim[0]["needed_usd_per_hour"] > 50 and "the $50.00/h budget binds" in c.misses
+    free = decide(catalog, kb, {**w, "constraints": {"deadline_hours": 240, "gpus": ["h100-sxm"]}}).estimate.candidate("h100-sxm")
+    assert not free.misses and (free.count, round(free.usd_per_hour, 2)) == (lim[0]["needed_gpus"], lim[0]["needed_usd_per_hour"])

@@ -70,6 +70,20 @@ def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = No
                      f"meeting the target needs about {needed:,} GPUs")}
 
 
+def budget_limit(w: Workload, tried: list) -> dict | None:
+    """The `limits` entry of a budget per hour that kept the planner from a plan meeting the target (the
+    cheapest per hour of the plans tried that meet it, each over the budget), or None (review 12: a 13B
+    run within $50/h said only "no GPU meets the deadline")."""
+    b = w.constraints.budget_usd_per_hour
+    meets = [t for t in tried if b and not t[2].misses and t[2].usd_per_hour is not None and t[2].usd_per_hour > b]
+    if not meets:
+        return None
+    m = min(meets, key=lambda t: (t[0], t[1]))[2]         # the one the planner would choose without the budget
+    return {"limit": "budget_usd_per_hour", "value": b, "needed_gpus": m.count, "needed_usd_per_hour": round(m.usd_per_hour, 2),
+            "source": "constraints.budget_usd_per_hour in the workload",
+            "text": f"the ${b:,.2f}/h budget binds: meeting the target needs {m.count:,} x {m.gpu.id} at ${m.usd_per_hour:,.2f}/h"}
+
+
 def no_layout_reason(w: Workload, led, gpu, max_gpus: int, engine=None, need: float | None = None) -> str:
     """Why no layout of the planner holds the workload on this GPU (a given layout the engine does not run
     or that splits wider than a node, pools that do not fit, or the memory), with the figure."""

@@ -12,7 +12,7 @@ from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
 from advisor.numbers.layouts import Layout, describe_layout, describe_pools
-from advisor.numbers.limits import batch_limit, max_gpus_limit, no_layout_reason, replica_cap
+from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.replicas import MAX_CARD_FACTOR
@@ -476,6 +476,9 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if p.misses and refused.get("batch"):
         limits.append(batch_limit(w, int(refused["batch"]), tokens, p.tp))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
+    if p.misses and (over := budget_limit(w, tried)):        # the budget, not the hardware, is why
+        limits.append(over)
+        p = replace(p, misses=f"{p.misses}; {over['text']}")
     why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
     fewer = replicas.fewer_replicas_missed(w, tried, lay)
     if fewer:

@@ -192,6 +192,12 @@ def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         at_rate = dict(concurrency=load.in_flight * lay.dp, tpot_ms=load.tpot_ms, decode_ms_per_token=load.tpot_ms,
                        tokens_per_s_per_user=1e3 / load.tpot_ms, tokens_per_s=served, tokens_per_s_per_gpu=served / lay.count,
                        hours_per_million_tokens=1e6 / (served * 3600))
+    elif total > 0:
+        # past the capacity the plan serves what it can: its tokens, and so its cost per token, are the
+        # capacity's (review 12: priced at one sequence, $337.58 per million output tokens for 16 x B200
+        # serving 66.6 of 100 requests/s); its miss is the capacity (objective.shortfall)
+        served = total * w.output_tokens
+        at_rate = dict(tokens_per_s=served, tokens_per_s_per_gpu=served / lay.count, hours_per_million_tokens=1e6 / (served * 3600))
     if not explain:
         return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, **at_rate), load
     text = (f"at {w.requests_per_s:g} requests/s (requests_per_s): " +
@@ -202,10 +208,13 @@ def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                                   "capacity_requests_per_s": round(total, 4), "in_flight_per_replica": load.in_flight},
         "source": "catalog/efficiency.yaml (first_token_steps fitted by bench/fit.py on MLPerf Server logs)", "formula": text}}
     why = {**sp.why, "ttft_ms": text}
-    if at_rate:
+    if at_rate and not load.saturated:
         why["tpot_ms"] = (f"the step of the {load.in_flight:,} sequences per replica that {w.requests_per_s:g} requests/s keep in flight "
                           f"(Little's law, over {lay.dp} replica(s)): {load.tpot_ms:,.1f} ms")
         why["tokens_per_s"] = (f"{w.requests_per_s:g} requests/s x {w.output_tokens:,} output tokens = {at_rate['tokens_per_s']:,.0f} "
                                f"tokens/s served (the rate's, below the capacity of {total:,.2f} requests/s)")
+    elif at_rate:
+        why["tokens_per_s"] = (f"the capacity, {total:,.2f} requests/s x {w.output_tokens:,} output tokens = {at_rate['tokens_per_s']:,.0f} tokens/s "
+                               f"served of the {w.requests_per_s:g} requests/s asked")
     return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, speed_explained=explained, why=why, **at_rate), load
 

@@ -187,7 +187,10 @@ def _tco(t: dict) -> str:
     if t.get("opex_usd_per_month") is not None:
         parts.append(f"{_usd(t['opex_usd_per_month'], 0)} per month to run")
     if t.get("rent_usd_per_month") is not None:
-        parts.append(f"renting {_usd(t['rent_usd_per_month'], 0)} per month")
+        alt = t.get("rent_plan") or {}
+        # a GPU rented nowhere is compared with another GPU's rental: which one, said (review 12)
+        instead = f" ({alt['count']} x {alt['gpu']}: {alt['note'].split(':')[0]})" if alt.get("gpu") and alt.get("note") else ""
+        parts.append(f"renting {_usd(t['rent_usd_per_month'], 0)} per month{instead}")
     be = t.get("break_even_months")
     if be is not None:
         parts.append(f"buying pays off after {be:,.0f} months{beyond_write_off(t)}" if be > 0 else "buying never pays off")

@@ -89,7 +89,7 @@ def _recommendation(x: _Record) -> dict:
              ("Cards", f"{r['count']} on {_machines(r, gpu.gpus_per_node)}"),
              ("Layout", _layout(r, gpu.gpus_per_node)),
              *([("Engine", c["why"]["engine"])] if (c.get("why") or {}).get("engine") else []),
-             ("Memory per card", f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB ({_gb(c['headroom_gb'])} free)"),
+             ("Memory per card", _memory_line(c, inputs, gpu)),
              ("Cost", _cost_sentence(mode, c, cites))]
     if mode == "inference":
         facts.append(("Speed", f"first token in {_num(c.get('ttft_ms', c['prefill_ms']))} ms for a {inputs.get('prompt_tokens', 0):,}-token prompt; "
@@ -352,3 +352,13 @@ def _audit(x: _Record) -> dict:
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
     return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog),
             "tradeoff_chart": tradeoff_chart(rec)}
+
+
+def _memory_line(c: dict, inputs: dict, gpu) -> str:
+    """What each card holds: with `concurrency: max` the ledger holds one sequence's KV cache and the
+    engine fills its share of the rest with the batch it runs, so no "free" figure is given (review 12:
+    "35.9 GB free" beside 10 sequences of 30,800 tokens)."""
+    if inputs.get("concurrency") == "max" and (c.get("concurrency") or 0) > 1:
+        return (f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB with one sequence's KV cache; concurrency: max fills "
+                f"the engine's share of the rest with the KV of {c['concurrency']:,} sequences")
+    return f"{_gb(c['per_card_gb'])} of {gpu.memory_gb:g} GB ({_gb(c['headroom_gb'])} free)"
