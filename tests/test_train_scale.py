@@ -1,6 +1,7 @@
 """Training at cluster scale (issue 21): no hidden limits, figures a user would check on
 workloads sized like published runs (Llama 3.1 405B: 15.6T tokens; Llama 3.1 8B: 15T tokens)."""
 import json
+import math
 
 import pytest
 
@@ -295,3 +296,18 @@ def test_a_budget_that_rules_out_the_deadline_is_named_with_the_plan_that_meets_
     assert lim and lim[0]["needed_usd_per_hour"] > 50 and "the $50.00/h budget binds" in c.misses
     free = decide(catalog, kb, {**w, "constraints": {"deadline_hours": 240, "gpus": ["h100-sxm"]}}).estimate.candidate("h100-sxm")
     assert not free.misses and (free.count, round(free.usd_per_hour, 2)) == (lim[0]["needed_gpus"], lim[0]["needed_usd_per_hour"])
+
+
+def test_objective_time_spends_the_budget_or_the_ceiling_on_the_fastest_priced_plan(catalog, kb):
+    # review 12: `objective: time` with $600/h gave 8 x B200 for 327 h (one node, never scaled out), and
+    # with max_gpus 256 gave 256 H100 on a 12-month contract because 256 x B200 was unpriced and hid the
+    # 128 x B200 on demand that are faster and cheaper
+    base = {"model": "llama-3.1-8b", "context_tokens": 8192, "micro_batch": 1, "training_tokens": 200e9, "objective": "time"}
+    for cons in ({"budget_usd_per_hour": 600}, {"max_gpus": 256}):
+        d = decide(catalog, kb, {**base, "constraints": cons})
+        r = d.record["recommendation"]
+        c = d.estimate.candidate(r["gpu"])
+        assert (r["gpu"], r["count"]) == ("b200", 128) and c.price["kind"] == "on-demand", cons
+        assert c.training_hours < 40 and c.usd_per_hour <= cons.get("budget_usd_per_hour", math.inf)
+        slower = [x for x in d.estimate.candidates if x.fits and x.usd_per_hour is not None and x.gpu.id != "b200"]
+        assert all(x.training_hours > c.training_hours for x in slower)

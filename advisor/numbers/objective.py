@@ -141,8 +141,10 @@ def plan_key(w, plan, unit: str, rate: float | None):
     inf = math.inf
     cost_or_inf = cost if cost is not None else inf
     if w.objective == "time":
+        # the fastest priced plan first: the decision ranks time among the priced options, so a faster
+        # unpriced layout of the same GPU would hide it (review 12)
         t = plan_time(w, plan)
-        first = (t if t is not None else inf, cost_or_inf)
+        first = (not priced, t if t is not None else inf, cost_or_inf)
     elif w.objective == "cards":
         first = (count, cost_or_inf)
     else:
@@ -220,9 +222,11 @@ def budget_cards(w, tried: list, rate_per_gpu_hour: float | None, per_node: int 
     when a target is stated and no plan tried both meets it and fits the budget (the planner then searches
     within that many: the closest plan, not a small one that misses by far); None otherwise."""
     b = w.constraints.budget_usd_per_hour
-    if not (b and rate_per_gpu_hour and tried and (w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms)):
+    if b and rate_per_gpu_hour and tried and minimises_time(w):
+        pass     # `objective: time` within a budget: the most cards it pays for is the fastest plan to try (review 12)
+    elif not (b and rate_per_gpu_hour and tried and (w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms)):
         return None
-    if any(not t[2].misses and t[2].usd_per_hour is not None and t[2].usd_per_hour <= b for t in tried):
+    elif any(not t[2].misses and t[2].usd_per_hour is not None and t[2].usd_per_hour <= b for t in tried):
         return None
     cards = int(b // rate_per_gpu_hour)
     return (cards // per_node * per_node if cards >= per_node else cards) or None

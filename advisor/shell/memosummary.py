@@ -346,7 +346,8 @@ def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
         price = c.get("price") or {}
         if unit and price.get("kind") == "contract" and (price.get("job_share_of_term") or 1) < 1 and price.get("term_usd"):
             # the cost per job is the job's hours of the term: what the team signs for is the whole term
-            unit += (f", the job's {price['job_share_of_term']:.0%} of a {price['term_months']}-month contract that commits "
+            share = price["job_share_of_term"]
+            unit += (f", the job's {'under 1%' if share < 0.005 else f'{share:.0%}'} of a {price['term_months']}-month contract that commits "
                      f"{_usd(price['term_usd'], 0)}")
         if unit:
             cost.append(("Per unit of work", unit))
