@@ -917,18 +917,24 @@ def test_a_fleet_the_plan_leaves_out_is_named_with_the_best_plan_on_it(capsys, t
     assert "stay out of this plan" not in capsys.readouterr().out
 
 
+def _record_and_memo(capsys, tmp_path, workload: str) -> tuple[dict, str]:
+    """The decision record and the text memo of a workload given as YAML text."""
+    f = tmp_path / "w.yaml"
+    f.write_text(workload)
+    assert main(["recommend", str(f), "--format", "json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert main(["recommend", str(f)]) == 0
+    return rec, capsys.readouterr().out
+
+
 def test_the_api_warning_alone_is_not_cut_to_its_first_clause_in_the_summary(tmp_path, capsys):
     # a reviewer's case: a workstation serving one user, whose only risk is the API rule's; the summary
     # took it as its one risk and cut it to "serves about 31.3 million tokens a day here, at $0.29 per
     # million", the point (the API is cheaper) lost; the API line above says it whole
-    f = tmp_path / "w.yaml"
-    f.write_text("mode: inference\nmodel: qwen3-30b-a3b\ncontext_tokens: 32768\nprompt_tokens: 4000\noutput_tokens: 1000\n"
-                 "concurrency: 1\nconstraints: {deployment: workstation}\n")
-    assert main(["recommend", str(f), "--format", "json"]) == 0
-    rec = json.loads(capsys.readouterr().out)
+    rec, out = _record_and_memo(capsys, tmp_path, "mode: inference\nmodel: qwen3-30b-a3b\ncontext_tokens: 32768\nprompt_tokens: 4000\n"
+                                "output_tokens: 1000\nconcurrency: 1\nconstraints: {deployment: workstation}\n")
     assert [w["rule"] for w in rec["warnings"]] == ["api-cheaper-at-this-load"]
-    assert main(["recommend", str(f)]) == 0
-    head = capsys.readouterr().out.split("RECOMMENDATION IN DETAIL")[0]
+    head = out.split("RECOMMENDATION IN DETAIL")[0]
     assert "the API is cheaper at any load it can carry" in " ".join(head.split())
     assert "Risk:" not in head and "million tokens a day here" not in head
 
@@ -959,14 +965,10 @@ def test_a_runner_up_with_a_high_risk_says_it_beside_the_summary_table(capsys, t
 def test_concurrency_max_does_not_show_the_room_its_batch_fills_as_free(capsys, tmp_path):
     # review 12: a 32k-token batch job said "44.1 GB of 80 GB (35.9 GB free)" at 10 sequences: the free
     # figure was the ledger's, with one sequence's KV cache
-    f = tmp_path / "w.yaml"
-    f.write_text("mode: inference\nmodel: qwen2.5-32b\ncontext_tokens: 32768\nprompt_tokens: 30000\noutput_tokens: 800\n"
-                 "concurrency: max\nlatency: batch\n")
-    assert main(["recommend", str(f), "--format", "json"]) == 0
-    rec = json.loads(capsys.readouterr().out)
+    rec, out = _record_and_memo(capsys, tmp_path, "mode: inference\nmodel: qwen2.5-32b\ncontext_tokens: 32768\nprompt_tokens: 30000\n"
+                                "output_tokens: 800\nconcurrency: max\nlatency: batch\n")
     c = next(x for x in rec["estimate"]["candidates"] if x["gpu"] == rec["recommendation"]["gpu"])
     assert c["concurrency"] > 1
-    assert main(["recommend", str(f)]) == 0
-    text = " ".join(capsys.readouterr().out.split())
+    text = " ".join(out.split())
     assert (f"with one sequence's KV cache; concurrency: max fills the engine's share of the rest with the KV of "
             f"{c['concurrency']:,} sequences") in text and "GB free)" not in text.split("Memory per card:")[1].split("Cost:")[0]
