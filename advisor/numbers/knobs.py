@@ -22,7 +22,7 @@ def knob_alternatives(w: Workload, missed: bool = False) -> list[tuple[str, Work
         if not missed:
             return []
         shipped = w.precision or (w.model.precision.get("all") if w.model else None)
-        if w.task == "llm" and shipped in ("bf16", "fp16") and set(w.model.precision) == {"all"}:
+        if w.task == "llm" and shipped in ("bf16", "fp16") and w.model is not None and set(w.model.precision) == {"all"}:
             return [("precision: fp8 (weights quantized to 8 bits; check quality on your tasks, K10)", replace(w, precision="fp8"))]
         return []
     out = []

@@ -220,7 +220,8 @@ def within_budget(w, tried: list) -> list:
 def budget_cards(w, tried: list, rate_per_gpu_hour: float | None, per_node: int = 1) -> int | None:
     """The cards a stated budget per hour pays for at the GPU's cheapest rate (whole nodes beyond one),
     when a target is stated and no plan tried both meets it and fits the budget (the planner then searches
-    within that many: the closest plan, not a small one that misses by far); None otherwise."""
+    within that many: the closest plan, not a small one that misses by far), or under `objective: time`
+    (the fastest plan the budget pays for); None otherwise."""
     b = w.constraints.budget_usd_per_hour
     if b and rate_per_gpu_hour and tried and minimises_time(w):
         pass     # `objective: time` within a budget: the most cards it pays for is the fastest plan to try (review 12)

@@ -40,18 +40,17 @@ def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: 
         rented = math.ceil(base.count / s) * s
         out.add(max(base.min_dp, rented // m))
     # `objective: time`: as many as the stated ceiling, or the cards a budget pays for (the planner's search
-    # again within them, objective.budget_cards), allows
+    # again within them, objective.budget_cards), allows, and the doublings below it: a price per GPU-hour
+    # grows with the count (a contract beyond the on-demand listings) or has no source there, so the most
+    # cards allowed may cost more than the budget, or be unpriced where fewer are not (review 12: 256 x
+    # B200 unpriced hid 128 on demand)
     ceiling = w.constraints.max_gpus or (max_gpus if w.constraints.budget_usd_per_hour and max_gpus < MAX_GPUS else None)
     if objective.minimises_time(w) and ceiling:
         out.add(max(base.min_dp, ceiling // m))
-        if w.constraints.budget_usd_per_hour or w.constraints.max_gpus:
-            # and the doublings below it: a price per GPU-hour grows with the count (a contract beyond the
-            # on-demand listings) or has no source at all there, so the most cards allowed may cost more than
-            # the budget, or be unpriced where fewer are not (review 12: 256 x B200 unpriced hid 128 on demand)
-            d = base.min_dp
-            while d * 2 * m < ceiling:
-                d *= 2
-                out.add(d)
+        d = base.min_dp
+        while d * 2 * m < ceiling:
+            d *= 2
+            out.add(d)
     cap = max_gpus // m
     if not w.training:
         cap = min(cap, max(base.min_dp, w.concurrency))
