@@ -437,7 +437,8 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
             continue
         c = alt.estimate.candidate(alt.winner)
         saving = 1 - o.cost / now.cost
-        meets = missed and c.misses is None
+        # the target the turned plan meets where the answer misses it, named once for the field and the text
+        meets = ("deadline" if d.estimate.workload.training else "service level") if missed and c.misses is None else None
         out.append({"change": change,
                     "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "attention_dp": c.attention_dp,
                              "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
@@ -445,13 +446,12 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
                              "unit_label": UNIT_LABELS[unit],
                              "effective_cost": rounded(o.effective)},
                     "saving": round(saving, 4),
-                    "meets_target": ("deadline" if d.estimate.workload.training else "service level") if meets else None,
+                    "meets_target": meets,
                     "saving_after_premiums": round(1 - o.effective / now.effective, 4),
                     "text": (f"With {change}: {c.count} x {c.gpu.id} at {ranking.money(o.cost)} {UNIT_LABELS[unit]} "
                              f"instead of {ranking.money(now.cost)} ("
                              + (f"{saving:.0%} less" if saving >= 0 else f"{-saving:.0%} more")
                              + (f"; {1 - o.effective / now.effective:.0%} less after the rules' premiums" if abs(
                                  (1 - o.effective / now.effective) - saving) >= 0.01 else "") + ")"
-                             + (f", and it meets the {'deadline' if d.estimate.workload.training else 'service level'}"
-                                " the current plan misses" if meets else "") + ".")})
+                             + (f", and it meets the {meets} the current plan misses" if meets else "") + ".")})
     return out

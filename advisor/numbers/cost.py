@@ -497,7 +497,7 @@ def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
     if o is None:
         return text + "; no rental quote for the same plan to compare with"
     plan = t.get("rent_plan")
-    same = (f"the cheapest rentable plan for the same work, {plan['count']} x {plan['gpu']} ({plan['note'].split(':')[0]}; "
+    same = (f"the cheapest rentable plan for the same work, {plan['count']} x {plan['gpu']} ({plan['reason']}; "
             f"{o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']}, scaled to this plan's speed)"
             if plan else f"the same plan ({o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']})")
     return (text + f"; renting {same} "
@@ -541,7 +541,8 @@ def rent_fallback(plans: list, w) -> list:
                   break_even_months_range=[low["break_even_months"], high["break_even_months"]],
                   rent_usd_per_hour=rent_h, rent_offer=ot["rent_offer"],
                   rent_plan={"gpu": other.gpu.id, "count": other.count, "usd_per_hour": ot["rent_usd_per_hour"],
-                             "note": f"{p.gpu.id} is rented {_where_not(w)}: the cheapest rentable plan for the same work"})
+                             "reason": (reason := f"{p.gpu.id} is rented {_where_not(w)}"),
+                             "note": f"{reason}: the cheapest rentable plan for the same work"})
         why = dict(p.cost.why, rent_vs_buy=rent_vs_buy_text(t2, s, p.gpu.id))
         # the plan's own `why` (merged from its parts by the planner, read by the memo) takes the new text too
         out.append(replace(p, cost=replace(p.cost, tco=t2, why=why), why={**p.why, "rent_vs_buy": why["rent_vs_buy"]}))

@@ -223,11 +223,11 @@ def budget_cards(w, tried: list, rate_per_gpu_hour: float | None, per_node: int 
     within that many: the closest plan, not a small one that misses by far), or under `objective: time`
     (the fastest plan the budget pays for); None otherwise."""
     b = w.constraints.budget_usd_per_hour
-    if b and rate_per_gpu_hour and tried and minimises_time(w):
-        pass     # `objective: time` within a budget: the most cards it pays for is the fastest plan to try (review 12)
-    elif not (b and rate_per_gpu_hour and tried and (w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms)):
+    # `objective: time` within a budget: the most cards it pays for is the fastest plan to try (review 12)
+    fastest = minimises_time(w)
+    if not (b and rate_per_gpu_hour and tried and (fastest or w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms)):
         return None
-    elif any(not t[2].misses and t[2].usd_per_hour is not None and t[2].usd_per_hour <= b for t in tried):
+    if not fastest and any(not t[2].misses and t[2].usd_per_hour is not None and t[2].usd_per_hour <= b for t in tried):
         return None
     cards = int(b // rate_per_gpu_hour)
     return (cards // per_node * per_node if cards >= per_node else cards) or None

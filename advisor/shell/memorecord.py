@@ -189,7 +189,7 @@ def _tco(t: dict) -> str:
     if t.get("rent_usd_per_month") is not None:
         alt = t.get("rent_plan") or {}
         # a GPU rented nowhere is compared with another GPU's rental: which one, said (review 12)
-        instead = f" ({alt['count']} x {alt['gpu']}: {alt['note'].split(':')[0]})" if alt.get("gpu") and alt.get("note") else ""
+        instead = f" ({alt['count']} x {alt['gpu']}: {alt['reason']})" if alt.get("gpu") and alt.get("reason") else ""
         parts.append(f"renting {_usd(t['rent_usd_per_month'], 0)} per month{instead}")
     be = t.get("break_even_months")
     if be is not None:

@@ -124,24 +124,15 @@ def _fleet_line(x: _Record) -> str | None:
             f"({p['owned_gpus']} owned{added}), {why}")
 
 
-def _first_clause(text: str) -> str:
-    """The first sentence of a text up to its first clause boundary ("; " or ": " outside parentheses),
-    whole: a risk's claim without its explanation, never cut inside a clause."""
+def _first_clause(text: str, at: str = r"; |: ", shortest: int = 20) -> str:
+    """The first sentence of a text up to its first clause boundary (`at`: "; " or ": " outside
+    parentheses), whole: a risk's claim without its explanation, never cut inside a clause; a head of
+    `shortest` characters or fewer does not read as a sentence and is not cut off. A runner-up's risk
+    cuts at "; " only, so that a claim keeps its reason (a GPU's name alone says nothing of the risk)."""
     first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
-    for m in re.finditer(r"; |: ", first):
+    for m in re.finditer(at, first):
         head = first[:m.start()]
-        if head.count("(") == head.count(")") and len(head) > 20:     # a clause that reads as a sentence
-            return head + "."
-    return first + "."
-
-
-def _first_sentence_clause(text: str) -> str:
-    """The first sentence of a text up to its first "; " outside parentheses: a claim with its reason
-    (a GPU's name alone, _first_clause's cut at ": ", says nothing of the risk)."""
-    first = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0].rstrip(".")
-    for m in re.finditer(r"; ", first):
-        head = first[:m.start()]
-        if head.count("(") == head.count(")"):
+        if head.count("(") == head.count(")") and len(head) > shortest:
             return head + "."
     return first + "."
 
@@ -313,7 +304,7 @@ def _alt_risks(x: _Record, gpus: list[str]) -> list[dict]:
     def cheaper(c: dict, field: str) -> bool:
         return c.get(field) is not None and pick.get(field) is not None and c[field] < pick[field]
 
-    return [{"gpu": g, "clause": _first_sentence_clause(k["text"]), "text": k["text"]}
+    return [{"gpu": g, "clause": _first_clause(k["text"], at="; ", shortest=0), "text": k["text"]}
             for g in gpus if cheaper(x.cands[g], "usd_per_hour") or cheaper(x.cands[g], work)
             for k in warns.get(g, []) if k.get("kind") == "warn" and k.get("severity") == "high"]
 
