@@ -31,8 +31,9 @@ from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E4
 from advisor.inputs.workload import parse  # noqa: E402
 
 MEASUREMENTS = ROOT / "catalog" / "measurements.yaml"
-CLASSES = ("throughput", "ttft", "ttft_load", "ttft_load_own", "tpot", "training", "whole_step", "whole_run", "ratio")
-TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "ttft_load": "TTFT under load (MLPerf)", "ttft_load_own": "TTFT under load, own times", "tpot": "TPOT",
+CLASSES = ("throughput", "ttft", "ttft_load", "ttft_load_own", "tpot_load", "tpot", "training", "whole_step", "whole_run", "ratio")
+TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "ttft_load": "TTFT under load (MLPerf)", "ttft_load_own": "TTFT under load, own times",
+          "tpot_load": "TPOT under load (MLPerf)", "tpot": "TPOT",
           "training": "training tokens/s per GPU", "whole_step": "whole-run GPU-h, step only", "whole_run": "whole-run GPU-hours",
           "ratio": "GPU-to-GPU ratios"}
 TRAINING = ("training", "whole_run")          # classes evaluated with the training speed model
@@ -85,10 +86,11 @@ def whole_run_step_s(r: dict, tokens_per_s_per_gpu: float) -> float:
     return r["global_batch"] * r["seq"] / r["count"] / tokens_per_s_per_gpu
 
 
-def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = False) -> float:
+def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = False, tpot: bool = False) -> float:
     """The tool's figure for a record, in the record's unit (a whole run's GPU-hours: its step time
     over the goodput, or with `step_only` the step time alone; a TTFT under load at the measured Offline
-    capacity, or with `own_capacity` at the speed model's own, as a plan the advisor proposes is timed)."""
+    capacity, or with `own_capacity` at the speed model's own, as a plan the advisor proposes is timed;
+    with `tpot` the TPOT of the batch in flight there instead)."""
     r = p.rec
     tp, pp = r.get("tp") or 1, r.get("pp") or 1
     if r["class"] == "whole_run":
@@ -119,6 +121,8 @@ def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = Fal
         cal = replace(cal, kv_window_memory=False)
     if r.get("prefill") == "separate":     # the engine ran waiting prompts in prefill-only steps (engines.yaml prefill)
         cal = replace(cal, prefill_in_step=False)
+    if r.get("kv_allocation") == "on_demand":     # KV blocks taken as a sequence grows (engines.yaml kv_allocation)
+        cal = replace(cal, kv_on_demand=True)
     if r.get("front_end") == "offline":                   # timed inside the engine: no request handling
         cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
@@ -129,9 +133,10 @@ def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = Fal
         if own_capacity:
             # the run's utilisation of the speed model's own capacity (its throughput at the largest batch)
             own = queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps, cal, harness=harness).capacity_requests_per_s * dp
-            return queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps / cap * own, cal, harness=harness).ttft_ms
-        return queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps, cal, capacity_requests_per_s=cap,
-                                     harness=harness).ttft_ms
+            load = queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps / cap * own, cal, harness=harness)
+        else:
+            load = queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps, cal, capacity_requests_per_s=cap, harness=harness)
+        return load.tpot_ms if tpot else load.ttft_ms
     # expert parallelism and attention DP inside the TP group: "DEP4" is tp 4, ep 4, attention_dp 4
     lay = Layout(tp, pp, dp, 0.0, ep=r.get("ep") or 1, attention_dp=r.get("attention_dp") or 1)
     if r.get("phase") == "decode":       # a disaggregated decode pool: its prompts were prefilled elsewhere
@@ -185,6 +190,11 @@ def rows(prepared: list[Prepared], cal) -> list[dict]:
     out += [{"id": p.rec["id"], "class": "ttft_load_own", "split": p.rec["split"], "tool": evaluate(p, cal, own_capacity=True),
              "measured": p.rec["measured"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
             for p in prepared if p.rec["class"] == "ttft_load"]
+    # the step of the batch in flight there against the log's mean TPOT: whether the queue holds as many
+    # sequences as the engine did (Little's law), which the TTFT alone cannot tell
+    out += [{"id": p.rec["id"], "class": "tpot_load", "split": p.rec["split"], "tool": evaluate(p, cal, tpot=True),
+             "measured": p.rec["tpot_ms"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
+            for p in prepared if p.rec["class"] == "ttft_load" and p.rec.get("tpot_ms")]
     return out + ratio_pairs(prepared, figs)
 
 

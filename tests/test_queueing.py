@@ -89,7 +89,7 @@ def test_mlperf_server_ttft_is_the_steps_of_the_batch_in_flight(catalog):
     sv = at(b)
     assert load.ttft_ms == pytest.approx((cal.request_ms / 1e3 + cal.first_token_steps * sv.tpot + wait) * 1e3)
     # fitted on the fit split of the MLPerf Server logs: theory 1.5 (the step boundary, then the prompt's step);
-    # 2.5 since the MoE expert GEMMs add (docs/accuracy.md, TTFT under load)
+    # 2.3 with the engines' KV taken as sequences grow (docs/accuracy.md, TTFT under load)
     assert 1.5 < cal.first_token_steps < 3
     assert 0.8 < load.ttft_ms / 198.3 < 1.25
 
@@ -250,3 +250,44 @@ def test_a_plan_past_its_capacity_is_priced_at_the_tokens_it_serves(catalog, kb)
     served = c.capacity_requests_per_s * 300
     assert c.tokens_per_s == pytest.approx(served, rel=1e-9)
     assert c.usd_per_million_tokens == pytest.approx(c.usd_per_hour / (served * 3600) * 1e6, rel=1e-6) and c.usd_per_million_tokens < 2
+
+
+def test_an_engine_that_takes_kv_as_sequences_grow_holds_them_at_their_mean_length(catalog):
+    # catalog/engines.yaml kv_allocation: vLLM and SGLang take KV blocks as a sequence grows (preempting or
+    # retracting when they run out); TensorRT-LLM's default capacity scheduler reserves the whole output
+    cals = {e: speed.calibration(catalog).for_engine(engine_for(catalog, catalog.gpus["h100-sxm"], None, e)[0])
+            for e in ("vllm", "sglang", "trtllm")}
+    assert cals["vllm"].kv_on_demand and cals["sglang"].kv_on_demand and not cals["trtllm"].kv_on_demand
+    # the MLPerf row of NVIDIA's DGX H100 (TP2 x 4, llama2-70b-99 Server, gpu_batch_size 1024) ran NVIDIA's
+    # harness with MAX_UTILIZATION: its log's own TTFT, TPOT and completed rate put 839 sequences in flight
+    # per replica by Little's law (74.42 / 4 x (0.2759 + 289 x 0.155 s)), more than fit at full length
+    w, cal = mlperf(catalog, "llama-2-70b", 290, 1024)
+    assert round(74.42 / 4 * (0.2759 + 289 * 0.155)) == 839
+    led, gpu, rate, _, full = pieces(catalog, w, "h100-sxm", 2, cal)
+    rep = max(1.0, 2 / led.kv.kv_heads)
+    mean, _ = speed.max_batch(w, led, gpu, cal, 2, 1, 300, 145, rep)        # 300 + 290 / 2 tokens each
+    assert full < 839 < mean
+    assert mean / full == pytest.approx(led.kv.bytes_per_sequence(590) / led.kv.bytes_per_sequence(445), rel=0.01)
+    lay = Layout(2, 1, 4, 0.0)
+    reserved = queueing.serving_at_rate(w, led, gpu, lay, rate, 75.0, cal, capacity_requests_per_s=84.4792)
+    grown = queueing.serving_at_rate(w, led, gpu, lay, rate, 75.0, replace(cal, kv_on_demand=True), capacity_requests_per_s=84.4792)
+    assert (reserved.slots, grown.slots) == (full, mean)
+    assert "(KV taken as each grows: 445 tokens held on average)" in grown.formula and "KV taken" not in reserved.formula
+    # more slots at the same measured capacity: a larger batch in flight, a longer step, nearer the logged 155 ms
+    assert grown.in_flight > reserved.in_flight and reserved.tpot_ms < grown.tpot_ms < 155
+
+
+def test_an_engines_kv_allocation_is_checked_where_it_is_written(tmp_path):
+    import shutil
+    from advisor.inputs import catalog as catalog_mod
+    from advisor.inputs.catalog import CATALOG_DIR
+    d = tmp_path / "catalog"
+    shutil.copytree(CATALOG_DIR, d)
+    f = d / "engines.yaml"
+    text = f.read_text()
+    at = "kv_allocation: {v: on_demand, src: [VLLM_PREEMPTION]"
+    line = text[:text.index(at)].count("\n") + 1
+    f.write_text(text.replace(at, "kv_allocation: {v: lazy, src: [VLLM_PREEMPTION]"))
+    with pytest.raises(InputError) as e:
+        catalog_mod.load(d)
+    assert f"engines.yaml:{line}: engines.vllm.kv_allocation: kv_allocation must be {{v: on_demand | reserved" in str(e.value)

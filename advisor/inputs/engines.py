@@ -70,6 +70,13 @@ def load_engines(path: Path, sources: dict, software: tuple[str, ...]) -> dict:
                 col.add("prefill must be {v: mixed | separate, src: [...]}", yamlio.line_of(e, "prefill", line), f"engines.{eid}.prefill")
             else:
                 cited(pf, yamlio.line_of(e, "prefill", line), f"engines.{eid}.prefill")
+        ka = e.get("kv_allocation")      # optional: how a running sequence holds its KV (numbers.queueing)
+        if ka is not None:
+            if not isinstance(ka, dict) or ka.get("v") not in ("on_demand", "reserved"):
+                col.add("kv_allocation must be {v: on_demand | reserved, src: [...]}", yamlio.line_of(e, "kv_allocation", line),
+                        f"engines.{eid}.kv_allocation")
+            else:
+                cited(ka, yamlio.line_of(e, "kv_allocation", line), f"engines.{eid}.kv_allocation")
         ro = e.get("runs_on")
         if not isinstance(ro, dict) or not isinstance(ro.get("software"), list) or not set(ro["software"]) <= set(software):
             col.add(f"runs_on must be {{software: [...], src: [...]}} of {', '.join(software)}",

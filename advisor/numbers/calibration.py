@@ -57,6 +57,10 @@ class Calibration:
     # waiting prompts in a prefill-only step of their own, stalling the decodes (vLLM before chunked
     # prefill was its default: catalog/engines.yaml prefill)
     prefill_in_step: bool = True
+    # the engine takes a sequence's KV blocks as it grows (vLLM, SGLang; TensorRT-LLM's MAX_UTILIZATION):
+    # at an arrival rate the slots hold sequences at prompt + output / 2 tokens on average, not their
+    # full length (catalog/engines.yaml kv_allocation; read by the queueing model only)
+    kv_on_demand: bool = False
     # collectives between cards without peer-to-peer (GeForce), staged in host memory by NCCL's SHM
     # transport (efficiency.yaml host_staged): NCCL's own latency model, a base plus one hop per ring
     # step (NCCL_TUNING), with the hop taken from a measured host-staged exchange; sourced, not fitted,
@@ -141,7 +145,7 @@ class Calibration:
         if got is None:
             got = self._engines[key] = replace(self, engine_max_batch=engine.max_batch, memory_utilisation=engine.kv_share,
                                                kv_share_of_free=engine.kv_of_free, kv_share_by_tp=dict(engine.kv_by_tp),
-                                               prefill_in_step=engine.prefill_in_step,
+                                               prefill_in_step=engine.prefill_in_step, kv_on_demand=engine.kv_on_demand,
                                                batch_cap_per_micro_batch=engine.batch_per_micro_batch, _engines={})
         return got
 
@@ -247,6 +251,7 @@ class Engine:
     max_batch_how: str = ""
     prefill_in_step: bool = True  # engines.yaml prefill: mixed (in the decode step) or separate
     batch_per_micro_batch: bool = False   # engines.yaml max_batch per: micro_batch (a cap per pipeline micro-batch)
+    kv_on_demand: bool = False   # engines.yaml kv_allocation: on_demand (KV blocks taken as a sequence grows)
 
     def runs(self, tp: int, pp: int, dp: int, ep: int = 1, attention_dp: int = 1) -> bool:
         """The engine runs this layout: every parallel dimension it uses is one the engine has."""
@@ -302,7 +307,8 @@ def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> 
     return Engine(eid, e["name"], cap, float(kv["v"]), kv.get("of") == "free",
                   tuple(sorted((int(k), float(v)) for k, v in (kv.get("by_tp") or {}).items())),
                   frozenset((e.get("layouts") or {}).get("v") or ("tp",)), why, tuple(dict.fromkeys(refs)), how,
-                  pf.get("v", "mixed") == "mixed", mb.get("per") == "micro_batch"), None
+                  pf.get("v", "mixed") == "mixed", mb.get("per") == "micro_batch",
+                  (e.get("kv_allocation") or {}).get("v") == "on_demand"), None
 
 
 _CAL: dict[int, tuple[object, Calibration]] = {}
