@@ -131,9 +131,13 @@ def test_without_a_harness_the_prompts_of_one_decode_step_are_prefilled_together
     first = cal.request_ms / 1e3 + sv.step / 2 + group
     assert load.ttft_ms == pytest.approx((first + load.wait_ms / 1e3) * 1e3)
     assert f"a prefill-only step over {prompts:,.1f} prompts" in load.formula and "harness" not in load.formula
-    # the same engine mixing the prompt into the step instead: no prefill of its own, the fitted steps
+    # the same engine mixing the prompt into the step instead: the fitted steps, or the prompt's own prefill
+    # where that is longer (here, at a light batch, the 1,000-token prompt alone outlasts the steps)
     mixed = queueing.serving_at_rate(w, led, gpu, Layout(1, 1, 1, 0.0), rate, 10.0, replace(cal, prefill_in_step=True))
-    assert mixed.ttft_ms == pytest.approx(cal.request_ms + cal.first_token_steps * mixed.tpot_ms + mixed.wait_ms)
+    steps = cal.first_token_steps * mixed.tpot_ms
+    assert mixed.prefill_ms > steps
+    assert mixed.ttft_ms == pytest.approx(cal.request_ms + mixed.prefill_ms + mixed.wait_ms)
+    assert "the prompt's own prefill" in mixed.formula
 
 
 def test_a_plans_ttft_at_the_workloads_rate_by_hand(catalog):
@@ -291,3 +295,19 @@ def test_an_engines_kv_allocation_is_checked_where_it_is_written(tmp_path):
     with pytest.raises(InputError) as e:
         catalog_mod.load(d)
     assert f"engines.yaml:{line}: engines.vllm.kv_allocation: kv_allocation must be {{v: on_demand | reserved" in str(e.value)
+
+
+def test_a_long_prompts_first_token_comes_no_sooner_than_its_own_prefill(catalog):
+    # review 13: Llama 3.1 70B with 30k-token prompts at a request rate read "first token in 136.0 ms" beside its
+    # own 3,140 ms prefill (here the 8B on one H100): the fitted few decode steps are a short prompt's, a long one is chunked over more
+    w = parse(catalog, model="llama-3.1-8b", prompt_tokens=30000, output_tokens=300, concurrency=4, requests_per_s=0.2,
+              layout={"tp": 1, "pp": 1, "dp": 1}, constraints={"gpus": ["h100-sxm"]})
+    c = estimator.estimate(w, catalog).candidate("h100-sxm")
+    cal = speed.calibration(catalog).for_engine(engine_for(catalog, catalog.gpus["h100-sxm"], w.model, w.engine)[0])
+    led = inference_ledger(w)
+    gpu = catalog.gpus["h100-sxm"]
+    rate = speed.achievable_tflops(catalog, gpu, speed.compute_precision(w, gpu, led.sized))
+    load = queueing.serving_at_rate(w, led, gpu, Layout(1, 1, 1, 0.0), rate, 0.2, cal)
+    assert not load.saturated and load.prefill_ms > 500 and c.ttft_ms == pytest.approx(cal.request_ms + load.prefill_ms + load.wait_ms)
+    assert c.ttft_ms > cal.first_token_steps * c.tpot_ms + cal.request_ms
+    assert "the prompt's own prefill" in c.why["ttft_ms"]
