@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from advisor.base import yamlio
 from advisor.shell.cli import main
 
 from conftest import EXAMPLES
@@ -410,7 +411,10 @@ def test_text_memo_opens_with_a_summary_of_at_most_30_lines(capsys, name):
     risks = "\n".join(head).partition("Risk: ")[2].partition("Runners-up")[0]
     assert "(...)" not in risks
     summary = "\n".join(head)
-    assert " a month, 730 h" in summary or "price unknown" in summary
+    # a month of 24x7 for serving; a rented training job's cost is per job, without a month (review 13)
+    training = yamlio.load(EXAMPLES / f"{name}.yaml").get("mode") in ("training", "fine-tuning")
+    assert ("Per unit of work: " in summary and " a month" not in summary) if training else (
+        " a month, 730 h" in summary or "price unknown" in summary)
     assert "Why: " in summary
     body = text.split("RECOMMENDATION IN DETAIL")[1]
     order = [body.index(s) for s in ("WHY", "THE NUMBERS", "ALTERNATIVES CONSIDERED", "SOURCES", "AUDIT: RULES")]
@@ -738,10 +742,14 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     # cheaper per token, but the rules' penalties decide: 4 x RTX 5090 at -60% against the winner's -10% (1.6 / 1.1 = 45%)
     assert alts["rtx-5090"]["premium"] == -0.6 and alts["rtx-5090"]["reason"].startswith(
         "it costs 3% less, but the rules count it 45% dearer (")
-    # its penalties beyond the winner's: l40s at -40% against mi300x at -10% (1.4 / 1.1 = 27%); its replicas of 4 cards each
-    # fit one node, so serving-across-many-nodes (one model copy over more than 4 nodes) does not add its -30
+    # its penalties beyond the winner's: l40s's -40 against mi300x's own -20 (1.4 / 1.2 = 17%), naming only those the
+    # winner does not share; then mi300x's +10 (review 13: the -10 both carry is no reason); its replicas of 4 cards
+    # each fit one node, so serving-across-many-nodes (one model copy over more than 4 nodes) does not add its -30
     onprem = {a["gpu"]: a for a in _json(capsys, "on-prem-70b-serving")["alternatives"]}
-    assert onprem["l40s"]["reason"].startswith("it costs 255% more, the rules count it 27% dearer still (")
+    reason = onprem["l40s"]["reason"]
+    assert reason.startswith("it costs 255% more, the rules count it 17% dearer still (Sharding a model over GPUs without NVLink")
+    assert "Serving on several GPUs" not in reason and reason.endswith(
+        "worth paying up to 10% more for the winner (Memory-heavy inference belongs on H200, B200 or MI300X)")
     # an unpriced plan is ranked after the priced ones: said so, not a rule it did not lose by
     assert alts["b300"]["reason"] == "no known price to rank it by"
     rec = _json(capsys, "7b-pretraining-deadline")

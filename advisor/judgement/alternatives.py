@@ -4,7 +4,7 @@ unit and per unit of work, its speed, cards and layout, and why it lost in plain
 """
 from __future__ import annotations
 
-from advisor.judgement.ranking import factor
+from advisor.judgement.ranking import PREMIUM_PER_WEIGHT, factor
 from advisor.numbers.terms import rounded
 
 #: the estimate's cost field for each ranking unit (per hour of interactive serving, per million tokens
@@ -56,8 +56,11 @@ def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | Non
     elif win is not None:
         parts.append("no known price to rank it by")       # ranked after every priced plan, whatever its rules
     p, wp = dc.get("premium") or 0, (win or {}).get("premium") or 0
-    against = [titles.get(k["rule"], k["rule"]) for k in dc["contributions"] if k["weight"] < 0]
-    favour_win = [titles.get(k["rule"], k["rule"]) for k in (win or {}).get("contributions", []) if k["weight"] > 0]
+    # only the rules that separate the two: one both plans have at the same weight decides nothing (review
+    # 13: "10% dearer (Serving on several GPUs ...)" where the winner carried the same -10)
+    mine, theirs = _weights(dc["contributions"]), _weights((win or {}).get("contributions", []))
+    against = [titles.get(r, r) for r, x in mine.items() if x < 0 and x < theirs.get(r, 0)]
+    favour_win = [titles.get(r, r) for r, x in theirs.items() if x > 0 and x > mine.get(r, 0)]
     in_favour = factor(p) / factor(wp) - 1
     by = dc.get("dominated_by")
     if by and in_favour > 0.005:
@@ -72,17 +75,29 @@ def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | Non
         if ratio_ and ratio_ > 1:
             parts.append(f"the rules in its favour are worth {in_favour:.0%}, less than that")
     else:
-        # its own penalties beyond the winner's, then what the rules in the winner's favour are worth
-        dearer = factor(min(wp, 0)) / factor(p) - 1 if p < 0 else 0
+        # its own penalties beyond the winner's, then what the rules in the winner's favour are worth beyond
+        # its own (each side's penalties and preferences apart: a rule both have at one weight cancels)
+        pen = {k: sum(x for x in v.values() if x < 0) * PREMIUM_PER_WEIGHT for k, v in (("mine", mine), ("theirs", theirs))}
+        pref = {k: sum(x for x in v.values() if x > 0) * PREMIUM_PER_WEIGHT for k, v in (("mine", mine), ("theirs", theirs))}
+        dearer = factor(pen["theirs"]) / factor(pen["mine"]) - 1 if pen["mine"] < pen["theirs"] else 0
         if dearer > 0.005 and ratio_ and ratio_ > 1:
             parts.append(f"the rules count it {dearer:.0%} dearer still" + ("" if short else f" ({join(against)})"))
         elif dearer > 0.005:
             parts.append(f"{'but ' if ratio_ is not None else ''}the rules count it {dearer:.0%} dearer ({join(against)})")
-        if wp > p and favour_win and not (short and ratio_ and ratio_ > 1):
-            parts.append(f"worth paying up to {wp - p:.0%} more for the winner ({join(favour_win)})")
+        more = pref["theirs"] - pref["mine"]
+        if more > 0.005 and favour_win and not (short and ratio_ and ratio_ > 1):
+            parts.append(f"worth paying up to {more:.0%} more for the winner ({join(favour_win)})")
     if not parts:
         return reasons[0] if reasons else "ranked lower"
     return ", ".join(parts)
+
+
+def _weights(contributions: list) -> dict[str, float]:
+    """Per rule, the weight it gave a candidate (a rule firing twice adds)."""
+    out: dict[str, float] = {}
+    for k in contributions:
+        out[k["rule"]] = out.get(k["rule"], 0) + k["weight"]
+    return out
 
 
 def record(rec: dict, training: bool) -> list[dict]:

@@ -16,6 +16,7 @@ from advisor.numbers.estimate import GB, Estimate
 from advisor.numbers.objective import unit_cost, unit_of_work
 from advisor.numbers.power import WORKSTATION_CIRCUIT_KW, WORKSTATION_MAX_CARDS
 from advisor.numbers.terms import HOURS_PER_MONTH
+from advisor.judgement.record import model_error
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ FACTS: dict[str, Fact] = {
     "candidate.training_hours": Fact("number", "h", "hours to process the training tokens"),
     "candidate.training_hours_high": Fact("number", "h", "the high end of the training hours' range (the speed and goodput fits' spread)"),
     "candidate.deadline_share_high": Fact("number", "", "training_hours_high / the workload's deadline_hours: above 1, the plan meets the deadline only at its expected figure"),
+    "candidate.service_level_share_high": Fact("number", "", "serving with a stated or default TTFT or TPOT target that the plan meets: the larger of its TTFT and TPOT x (1 + the serving model error) over their targets; above 1, it meets the service level only at its expected figure"),
+    "candidate.service_level_high": Fact("string", "", "the figure behind service_level_share_high in words: the expected figure, its target and the figure at the model error's high end"),
     "candidate.power_kw_per_node": Fact("number", "kW", "power per node incl. host (C14)"),
     "candidate.nodes_per_rack": Fact("integer", "nodes", "whole nodes the rack's power feeds (absent: no rack power given)"),
     "candidate.system_power_known": Fact("boolean", "", "power per node comes from the vendor's system specification, not the C14 host factor"),
@@ -317,6 +320,21 @@ def _deadline_values(c, deadline_hours: float | None) -> dict:
     return {"training_hours_high": high, "deadline_share_high": high / deadline_hours if high and deadline_hours else None}
 
 
+def _service_values(c, w, err: float | None) -> dict:
+    """For a serving plan that meets its service level, how close the model's error brings it to the target:
+    the larger share of (figure x (1 + err)) / target over TTFT and TPOT, and that figure in words (review
+    13: 9,964 ms of a 10 s TTFT target, called stable, beside a plan a third cheaper that missed it by 2.5%)."""
+    if w.training or not err or c.misses is not None:
+        return {}
+    pairs = [(name, got, want) for name, got, want in (("time to first token", c.ttft_ms, w.ttft_ms), ("time per output token", c.tpot_ms, w.tpot_ms))
+             if got and want]
+    if not pairs:
+        return {}
+    name, got, want = max(pairs, key=lambda t: t[1] / t[2])
+    return {"service_level_share_high": got * (1 + err) / want,
+            "service_level_high": f"{name} {got:,.1f} ms against the {want:,.0f} ms target, {got * (1 + err):,.1f} ms at the model's {err:.1%} error"}
+
+
 def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     """The workload fact and one candidate fact per GPU, keyed by flat property names (None omitted);
     with the catalog, serving plans also carry their comparison with the APIs (numbers.api)."""
@@ -359,6 +377,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     for k, v in vals.items():
         _put(wf, f"workload.{k}", v)
     cands = []
+    err = model_error(catalog, False)[0] if catalog is not None and not w.training else None
     weights_gb = led.bytes("weights_gb") / GB
     unit = unit_of_work(w)
     costs = {c.gpu.id: unit_cost(c, unit) for c in est.candidates
@@ -380,7 +399,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          kv_room_sequences=c.max_concurrency,
                          prefill_ms=c.prefill_ms, decode_ms_per_token=c.decode_ms_per_token, tokens_per_s=c.tokens_per_s,
                          tokens_per_s_per_user=c.tokens_per_s_per_user, training_hours=c.training_hours,
-                         **_deadline_values(c, w.constraints.deadline_hours),
+                         **_deadline_values(c, w.constraints.deadline_hours), **_service_values(c, w, err),
                          power_kw_per_node=c.power_kw_per_node, usd_per_hour=c.usd_per_hour,
                          usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
                          price_tier=price["tier"] if price else None,

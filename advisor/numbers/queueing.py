@@ -38,7 +38,7 @@ from advisor.numbers.calibration import Calibration, default_calibration
 from advisor.numbers.layouts import kv_replication
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.poolspeed import md_c_wait
-from advisor.numbers.speed import Serving, Speed, max_batch, replica_times
+from advisor.numbers.speed import Serving, Speed, inference_speed, max_batch, replica_times
 from advisor.numbers.terms import Term
 
 
@@ -212,7 +212,13 @@ def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     text = (f"at {w.requests_per_s:g} requests/s (requests_per_s): " +
             (f"capacity {total:,.2f} requests/s < {w.requests_per_s:g} requested: no steady state" if load.saturated
              else f"{load.ttft_ms:,.0f} ms") + f"; {load.formula}")
-    explained = {**sp.speed_explained, "ttft_at_rate_ms": {
+    terms = dict(sp.speed_explained)
+    if at_rate and not load.saturated and not lay.pools:
+        # the step's terms at the batch the rate keeps in flight, the one whose TPOT is shown (review 13: the
+        # terms of the 32 sequences of `concurrency` beside a 42.4 ms TPOT of 107); the TTFT's stay
+        at_batch = inference_speed(replace(w, concurrency=load.in_flight * lay.dp, concurrency_max=False), led, gpu, lay, rate, cal, True)
+        terms.update({k: v for k, v in at_batch.speed_explained.items() if k != "ttft_ms"})
+    explained = {**terms, "ttft_at_rate_ms": {
         "value": ttft, "factor": {"first_token_steps": cal.first_token_steps, "utilisation": round(load.utilisation, 4),
                                   "capacity_requests_per_s": round(total, 4), "in_flight_per_replica": load.in_flight},
         "source": "catalog/efficiency.yaml (first_token_steps fitted by bench/fit.py on MLPerf Server logs)", "formula": text}}

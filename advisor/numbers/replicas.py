@@ -88,6 +88,7 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
                 cards = p.count * p.step_hours / w.constraints.deadline_hours / (
                     per_step * cal.goodput(max(1, round(cards)), stated=w.goodput)[0])
         need = math.ceil(cards / m - 1e-9)
+        wanted = need * m        # the GPUs the deadline needs, whatever the batch bound lets the planner try
         out = [need + extra for extra in range(4)]
         tokens = cal.max_batch_tokens if cal is not None else 0.0
         rc = replica_cap(w, tokens)
@@ -123,7 +124,9 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
             out.append(d)
     over = [d * m for d in out if d * m > max_gpus]
     if over and refused is not None:
-        refused["needed"] = min(refused.get("needed", math.inf), min(over))
+        # a deadline's need is its own count, not the batch-capped one tried for the closest plan (review 13:
+        # "needs about 2,048 GPUs" for a job that needs 13,096 in its hour)
+        refused["needed"] = min(refused.get("needed", math.inf), max(wanted, max_gpus + 1) if w.training else min(over))
     rc = replica_cap(w, cal.max_batch_tokens if cal is not None else 0.0)
     within = [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
     most = max_gpus // m

@@ -386,7 +386,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                               f"{w.training_tokens:.3g} tokens / ({count} GPUs x {tr.tokens_per_s_per_gpu:,.0f} tokens/s per GPU): "
                               f"{flops_token / 1e9:,.1f} GFLOP/token ({per_param} x {'frozen base + 6 x adapters' if lora else 'active'}"
                               f"{', x1.3 checkpointing (C06)' if w.activation_checkpointing else ''}) + attention at "
-                              f"{rate.formula} x {tr.share:.2f} fitted share"
+                              f"{rate.formula} x {tr.share:.2f} training share"
                               + (f", + {tr.dequant_s / m:,.2f} s per micro-batch dequantising the 4-bit base" if tr.dequant_s else "")
                               + f" (MFU {tr.mfu:.0%}); {good_how}; expected within "
                               f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fits' residual spread); "

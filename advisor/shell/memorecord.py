@@ -85,7 +85,11 @@ def _layout(c: dict, gpus_per_node: int) -> str:
     if ep > 1 and adp == 1:
         parts.append(f"experts spread over {ep} cards (expert-parallel, an all-to-all per MoE layer"
                      + (", inside a node)" if ep <= gpus_per_node else ", across nodes)"))
-    if c["dp"] > 1:
+    copies = _expert_copies(c)
+    if c["dp"] > 1 and copies:
+        parts.append(f"{c['dp']} data-parallel ranks sharing the work (the dense layers on each, the experts in "
+                     f"{copies} cop{'y' if copies == 1 else 'ies'} of {ep} cards)")
+    elif c["dp"] > 1:
         parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
     return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
 
@@ -104,9 +108,22 @@ def _layout_short(c: dict) -> str:
         parts.append(f"{c['pp']} pipeline stages")
     if ep > 1 and adp == 1:
         parts.append(f"experts over {ep} cards")
+    copies = _expert_copies(c)
     if c["dp"] > 1:
-        parts.append(f"{c['dp']} replicas")
+        parts.append(f"{c['dp']} data-parallel ranks, {copies} model cop{'y' if copies == 1 else 'ies'}" if copies
+                     else f"{c['dp']} replicas")
     return ", ".join(parts) or "the whole model on one card"
+
+
+def _expert_copies(c: dict) -> int | None:
+    """Copies of the whole model in a training layout whose expert-parallel ranks are drawn from its TP x DP
+    ranks (review 13: "24 replicas" for DP 24 with the experts over 8 cards, 3 copies of the model); None
+    where DP counts whole copies (serving's EP sits inside the TP group)."""
+    ep = c.get("ep") or 1
+    training = c.get("training_hours") is not None or c.get("unit") in ("job", "million_training_tokens")
+    if ep <= 1 or not training or (c.get("attention_dp") or 1) > 1:
+        return None
+    return max(1, c["tp"] * c["dp"] // ep)
 
 
 def _unit_cost(mode: str, c: dict) -> str:

@@ -8,7 +8,7 @@ import re
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS, times
 from advisor.shell.wording import (asked_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
-                                   api_line as _api_line, month_hours)
+                                   api_line as _api_line, month_shown)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
 
@@ -330,9 +330,9 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
 def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
     """(label, text) pairs: per hour, per month at the workload's utilisation, per unit of work, the offer,
     and buy-or-rent when the record compares them."""
-    hours, hours_how = month_hours(x.inputs, c)
+    month = month_shown(x.inputs, c)
     if c.get("usd_per_hour") is not None:
-        cost = [("Per hour", f"{_usd(c['usd_per_hour'])} ({_usd(c['usd_per_hour'] * hours, 0)} a month, {hours_how})")]
+        cost = [("Per hour", _usd(c["usd_per_hour"]) + (f" ({_usd(c['usd_per_hour'] * month[0], 0)} a month, {month[1]})" if month else ""))]
         unit = _unit_cost(x.mode, c)
         price = c.get("price") or {}
         if unit and price.get("kind") == "contract" and (price.get("job_share_of_term") or 1) < 1 and price.get("term_usd"):

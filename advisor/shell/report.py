@@ -85,8 +85,11 @@ def summary_text(rec: dict, cat=None) -> str:
         unit = (f"; {wording.job_usd(r['usd_per_job'])} per job" if r.get("usd_per_job") is not None
                 else f"; {wording.usd(r['usd_per_million_tokens'])} per million {tokens}" if r.get("usd_per_million_tokens") is not None
                 else "")
-        hours, how = wording.month_hours(rec.get("inputs") or {}, r)
-        lines.append(f"  about {wording.usd(r['usd_per_hour'] * hours, 0)} per month ({how}){unit}")
+        month = wording.month_shown(rec.get("inputs") or {}, r)
+        if month:
+            lines.append(f"  about {wording.usd(r['usd_per_hour'] * month[0], 0)} per month ({month[1]}){unit}")
+        elif unit:
+            lines.append(f"  {unit[2:]}")
     d = rec["decisive_rule"]
     lines.append(f"Decisive rule: {d.get('title', d['id'])} ({d['id']}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
     lines.append(f"  {cites.prose(d['because'], d['source'])}")
@@ -95,6 +98,9 @@ def summary_text(rec: dict, cat=None) -> str:
         decided = {c["gpu"]: c for c in rec["candidates"]}
         titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
         why = "; ".join(wording.why_lost(ru["gpu"], rec, decided, titles, cites)) if ru["gpu"] in decided else ru["why"]
+        # a runner-up with nothing against it lost on the objective alone (review 13: "Runner-up: 56 x gb300-nvl72:")
+        why = why or ru.get("why") or ("its price is unknown" if (decided.get(ru["gpu"]) or {}).get("usd_per_hour") is None
+                                       else "the ranking's objective")
         lines.append(f"Runner-up: {ru['count']} x {ru['gpu']}: {why}")
     for w in rec["warnings"]:
         lines.append(f"{w['kind'].capitalize()} [{w['severity']}] ({w['rule']}): {cites.prose(w['text'], w['source'])}")

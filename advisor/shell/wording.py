@@ -215,6 +215,17 @@ def month_hours(inputs: dict, c: dict) -> tuple[float, str]:
     return HOURS_PER_MONTH, f"{HOURS_PER_MONTH} h: 24x7, no utilisation given"
 
 
+def month_shown(inputs: dict, c: dict) -> tuple[float, str] | None:
+    """month_hours, or None for a rented training job the workload gives no monthly use for (no
+    utilisation, busy_share or jobs_per_month): a bill for 730 h of a seven-minute job is no figure a
+    budget owner should read (review 13: "$7,534 a month" beside a $1.22 job); its cost is per job."""
+    hours, how = month_hours(inputs, c)
+    training = inputs.get("mode") in ("training", "fine-tuning")
+    if training and how == f"{HOURS_PER_MONTH} h: 24x7, no utilisation given":
+        return None
+    return hours, how
+
+
 def gist(text: str, limit: int = 110) -> str:
     """The first sentence of a text, cut at a clause boundary near `limit` characters (the summary's
     one-liners; the full text is in the evidence)."""
