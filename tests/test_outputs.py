@@ -138,7 +138,8 @@ def test_sweep_out_never_overwrites_what_it_read(capsys, inputs, grid, target):
 
 
 def test_prices_import_never_overwrites_its_csv_or_the_catalog(capsys, tmp_path, monkeypatch):
-    csv = tmp_path / "vms.csv"
+    (tmp_path / "lambda").mkdir()
+    csv = tmp_path / "lambda" / "vms.csv"
     csv.write_text((FIX / "skypilot" / "lambda" / "vms.csv").read_text())
     before = digests(csv)
     refused(capsys, ["prices", "import", str(csv), "--out", str(csv)], f"{csv}: is an input of this command")

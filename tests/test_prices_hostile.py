@@ -65,10 +65,11 @@ def digest(path) -> str:
 
 
 def checkout(tmp_path, head: str, **files) -> Path:
-    """A folder holding lambda/vms.csv under a .git folder with this HEAD and these files."""
+    """A skypilot-catalog checkout, catalogs/v7/lambda/vms.csv under a .git folder with this HEAD and these
+    files (a commit is read from such a checkout only: review 14)."""
     root = tmp_path / "checkout"
-    (root / "lambda").mkdir(parents=True)
-    (root / "lambda" / "vms.csv").write_text(LAMBDA)
+    (root / "catalogs" / "v7" / "lambda").mkdir(parents=True)
+    (root / "catalogs" / "v7" / "lambda" / "vms.csv").write_text(LAMBDA)
     (root / ".git").mkdir()
     (root / ".git" / "HEAD").write_text(head)
     for name, text in files.items():
@@ -85,7 +86,7 @@ def checkout(tmp_path, head: str, **files) -> Path:
     ("ref: refs/heads/main\n", {"refs__heads__main": SHA + "\n"}, SHA),      # a loose ref
     ("ref: refs/heads/main\n", {"packed-refs": f"# pack-refs\n{'f' * 40} refs/heads/xmain\n{SHA} refs/heads/main\n"}, SHA),
     ("ref: /etc/hostname\n", {}, None),                                      # an absolute path: not followed
-    ("ref: refs/../../lambda/vms.csv\n", {}, None),                          # out of .git with '..'
+    ("ref: refs/../../catalogs/v7/lambda/vms.csv\n", {}, None),              # out of .git with '..'
     ("ref: refs/heads/main\n", {"refs__heads__main": "not a commit\n"}, None),
     ("ref: refs/heads/main\n", {"packed-refs": f"{'f' * 40} refs/heads/xmain\n"}, None),   # no suffix match
     ("ref: refs/heads/main\n", {}, None),

@@ -71,13 +71,12 @@ def test_ask_writes_the_small_record_and_explain_reads_it(tmp_path, monkeypatch,
     monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 40))      # every default, then yes, md, the default path
     assert main(["ask", "--from", str(EXAMPLES / "chat-assistant.yaml"), "--out-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    path = tmp_path / "gpt-oss-120b-inference-decision.json"
+    path = tmp_path / "chat-assistant-decision.json"          # the file's own name (review 14: it was dropped)
     assert 20_000 < path.stat().st_size < MAX_BYTES, path.stat().st_size
     # the Markdown memo's charts beside it, said in the dialogue's last lines
-    assert sorted(p.name for p in tmp_path.glob("*.svg")) == ["gpt-oss-120b-inference-memo.cost.svg",
-                                                              "gpt-oss-120b-inference-memo.memory.svg",
-                                                              "gpt-oss-120b-inference-memo.tradeoff.svg"]
-    assert "its charts beside it: gpt-oss-120b-inference-memo.cost.svg" in out
+    assert sorted(p.name for p in tmp_path.glob("*.svg")) == ["chat-assistant-memo.cost.svg", "chat-assistant-memo.memory.svg",
+                                                              "chat-assistant-memo.tradeoff.svg"]
+    assert "its charts beside it: chat-assistant-memo.cost.svg" in out
     assert main(["explain", str(path), "--why-not", "rtx-pro-6000"]) == 0
     text = capsys.readouterr().out
     assert "Recommended: 2 x h100-sxm (1 node(s), TP 2 x PP 1 x DP 1)" in text

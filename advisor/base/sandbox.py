@@ -33,7 +33,8 @@ from advisor.base.files import note_read
 
 # --- the limits -----------------------------------------------------------------------------------------
 # `{{ 9 ** (9 ** 9) }}` (also folded at compile time), `'x' * 300000000`, `num(999999999)`, nested
-# `range(100000)` loops: every limit is far above what a memo needs.
+# `range(100000)` loops, a join, replace or indent that would build more than MAX_TEXT (measured before it
+# is built, _check_built): every limit is far above what a memo needs.
 
 MAX_TEXT = 1_000_000          # characters of one string a template builds, and of the whole memo x 10
 MAX_ARG = 10_000              # an integer passed to a filter or method (a width, a digit count)
@@ -111,6 +112,33 @@ def _check_binop(op: str, a, b) -> None:
         _refuse("a format width of 10,000 or more")
 
 
+def _text_len(x) -> int:
+    return len(x) if isinstance(x, str) else len(str(x)) if _is_num(x) or x is None or isinstance(x, bool) else MAX_TEXT + 1
+
+
+def _check_built(name: str, value, args, kwargs) -> None:
+    """A text filter or method whose result would pass the text limit is refused before it is built
+    (review 14: `range(10000)|list|join(',' * 10000)` made 100 million characters, 100 times the limit):
+    join (the items and the separators between them), replace (each match grown by the new text's extra
+    length) and indent (the width on every line)."""
+    def over(n: int) -> None:
+        if n > MAX_TEXT:
+            _refuse(f"a text longer than {MAX_TEXT:,}")
+    if name in ("do_join", "join"):
+        items, sep = (value, (list(args) + [kwargs.get("d", "")])[0]) if name == "do_join" else (args[0] if args else (), value)
+        if isinstance(items, (list, tuple, range, dict, str)) and isinstance(sep, str):
+            n = len(items)
+            over(len(sep) * max(n - 1, 0) + (sum(_text_len(x) for x in items) if n <= MAX_TEXT else MAX_TEXT + 1))
+    elif name in ("do_replace", "replace") and isinstance(value, str):
+        old, new = (list(args) + [kwargs.get("old"), kwargs.get("new")])[:2]
+        if isinstance(old, str) and isinstance(new, str) and len(new) > len(old):
+            over(len(value) + (value.count(old) if old else len(value) + 1) * (len(new) - len(old)))
+    elif name == "do_indent" and isinstance(value, str):
+        width = (list(args) + [kwargs.get("width", 4)])[0]
+        w = width if _is_num(width) else len(width) if isinstance(width, str) else 0
+        over(len(value) + (value.count("\n") + 1) * int(w))
+
+
 def _check_args(args, kwargs) -> None:
     for x in list(args) + list(kwargs.values()):
         if _is_num(x) and abs(x) > MAX_ARG:
@@ -171,6 +199,8 @@ class Sandbox(ImmutableSandboxedEnvironment):
     def call(__self, __context, __obj, *args, **kwargs):      # noqa: N805 (Jinja's own signature)
         _check_args(args, kwargs)
         name = getattr(__obj, "__name__", "")
+        if name in ("join", "replace") and isinstance(getattr(__obj, "__self__", None), str):
+            _check_built(name, __obj.__self__, args, kwargs)
         if name in ("format", "format_map") and isinstance(getattr(__obj, "__self__", None), str) \
                 and _WIDE_FORMAT.search(__obj.__self__):
             _refuse("a format width of 10,000 or more")
@@ -183,6 +213,11 @@ def _bounded_filter(f):
     @functools.wraps(f)
     def run(*args, **kwargs):
         _check_args(args[skip:], kwargs)
+        if len(args) >= skip:
+            if f.__name__ == "do_join" and not isinstance(args[skip - 1], (list, tuple, range, dict, str)):
+                # a generator (`map`, `select`) is measured as the list Jinja's join makes of it anyway
+                args = (*args[:skip - 1], list(args[skip - 1]), *args[skip:])
+            _check_built(f.__name__, args[skip - 1], args[skip:], kwargs)
         if f.__name__ in ("do_format",) and len(args) >= skip and isinstance(args[skip - 1], str) \
                 and _WIDE_FORMAT.search(args[skip - 1]):
             _refuse("a format width of 10,000 or more")

@@ -19,7 +19,7 @@ from pathlib import Path
 from advisor.base.errors import InputError, Problem
 from advisor.base.files import open_input
 from advisor.inputs.prices import MAX_NAME, plain_text
-from advisor.inputs.skypilotnames import TPU
+from advisor.inputs.skypilotnames import PROVIDERS, TPU
 
 SOURCE_REPO = "skypilot-org/skypilot-catalog"
 
@@ -155,6 +155,10 @@ def _records(path: Path, encoding: str, need: tuple[str, ...], what: str):
             header = next(reader, None) or []
             names = [h.strip().lstrip("\ufeff") for h in header]
             missing = [c for c in need if c not in names]
+            if missing and "AcceleratorName" in names and path.name != "vms.csv":
+                # SkyPilot's own vms.csv under another name: its folder is what names the cloud (review 14)
+                raise InputError(Problem("a SkyPilot vms.csv: name it CLOUD/vms.csv (its folder names the cloud, "
+                                         "e.g. lambda/vms.csv)", str(path), 1))
             if missing:
                 raise InputError(Problem(f"not a {what}: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                                          f"(needs {', '.join(need)})", str(path), 1))
@@ -394,7 +398,17 @@ def collect(path: Path, skip: tuple[str, ...] = (), commit: str | None = None,
             cloud = plain_text(f.parent.name)
             if cloud in skip:
                 continue
-            offers += read_vms_csv(f, cloud, commit or commits.get(cloud) or commits.get("*") or _git_commit(f.parent), report)
+            # a commit is SkyPilot's only from a skypilot-catalog checkout (catalogs/v7/CLOUD/vms.csv), not from
+            # whatever repository holds the file (review 14: gpu-advisor's own HEAD was recorded)
+            checkout = f.parent.parent.name == "v7" and f.parent.parent.parent.name == "catalogs"
+            read = read_vms_csv(f, cloud, commit or commits.get(cloud) or commits.get("*")
+                                or (_git_commit(f.parent) if checkout else None), report)
+            if cloud not in PROVIDERS:
+                # the folder names the cloud, and the offer's provider comes from it (review 14: a vms.csv in
+                # Downloads/ became the provider "Downloads" in the memo)
+                raise InputError(Problem(f"a vms.csv's folder names its cloud ({', '.join(sorted(PROVIDERS))}): "
+                                         f"'{cloud[:40]}' is none of them; put the file in CLOUD/vms.csv", str(f)))
+            offers += read
         else:
             cloud = f.stem
             if cloud in skip:

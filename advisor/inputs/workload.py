@@ -260,7 +260,7 @@ def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
     return Model("custom", name or f"custom {figs['params_b'].value:g}B model", (), figs, file, getattr(raw, "line", None))
 
 
-def _is_config(raw: str, file: str) -> bool:
+def is_config(raw: str, file: str) -> bool:
     """A model named by its Hugging Face config (hf:ORG/NAME, a .json file or a folder with config.json,
     relative to the workload's own folder: never the current directory's)."""
     if raw.startswith("hf:") or raw.lower().endswith(".json"):
@@ -296,7 +296,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 values["model"] = _custom_model(raw, col, file)
             elif isinstance(raw, str):
                 try:
-                    if _is_config(raw, file):     # model: path/to/config.json, a folder holding one, or hf:ORG/NAME
+                    if is_config(raw, file):     # model: path/to/config.json, a folder holding one, or hf:ORG/NAME
                         from advisor.inputs import hfconfig
                         try:
                             values["model"] = hfconfig.model_from(raw, Path(file).parent)

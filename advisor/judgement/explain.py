@@ -154,9 +154,10 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a number a decision record holds")
 
 
-def explain_record(rec: dict, gid: str | None, setup) -> str:
+def explain_record(rec: dict, gid: str | None, setup, unloaded: list[str] | None = None) -> str:
     """The explanation of a saved record (and of why GPU `gid` was not chosen), with the rules and
-    catalog in force now (`setup`, judgement.advise)."""
+    catalog in force now (`setup`, judgement.advise); `unloaded`: the notes of recorded rule folders or
+    price files not loaded here (recorded_inputs), when no comparison with today's would be true."""
     out = []
     r = rec.get("recommendation")
     if r:
@@ -190,7 +191,7 @@ def explain_record(rec: dict, gid: str | None, setup) -> str:
         out += replacing.values()
     if gid:
         out += _why_not(rec, gid, setup)
-    out += _drift(rec, setup)
+    out += _drift(rec, setup, unloaded)
     return "\n".join(out) + "\n"
 
 
@@ -261,7 +262,11 @@ def _unfired(rec: dict, c: dict, setup) -> list[str]:
     return lines
 
 
-def _drift(rec: dict, setup) -> list[str]:
+def _drift(rec: dict, setup, unloaded: list[str] | None = None) -> list[str]:
+    if unloaded:
+        # the digests differ because the decision's own rules or prices are not loaded, not because anything
+        # changed (review 14: "the rules changed" and a list of changes right after `recommend --rules`)
+        return ["Not compared with today's rules and catalog: the decision used files that are not loaded here."] + unloaded
     kb, cat = setup.kb, setup.catalog
     v = rec["versions"]
     out = []

@@ -168,7 +168,7 @@ FACTS: dict[str, Fact] = {
     "candidate.own_usd_per_month": Fact("number", "USD", "owned plan: amortised purchase, power, hosting and maintenance a month"),
     "candidate.rent_usd_per_month": Fact("number", "USD", "owned plan: renting the same work a month at the workload's busy share"),
     "candidate.rent_plan": Fact("string", "", "owned plan: the rental the purchase is compared with (cards x GPU, at the provider)"),
-    "candidate.unit_cost": Fact("number", "USD", "cost per unit of work: per job (training with training_tokens), per million training tokens (training without), per million output tokens (batch serving), per hour (interactive serving)"),
+    "candidate.unit_cost": Fact("number", "USD", "cost per unit of work: per job (training with training_tokens), per million training tokens (training without), per million output tokens (serving, batch and interactive alike: objective.unit_of_work)"),
     "candidate.cost_ratio_to_cheapest": Fact("number", "", "unit_cost / the lowest unit_cost of the priced candidates that fit (1: the cheapest; absent: unpriced or listing-only)"),
     "candidate.rental_multiple": Fact("number", "", "cards of the plan / the fewest cards any layout needs (1: no card beyond what the memory needs)"),
     "candidate.min_count": Fact("integer", "GPUs", "the fewest cards any layout of this GPU needs (count may be higher to fill rented instances or meet a deadline)"),

@@ -136,8 +136,13 @@ def cmd_rules(args) -> int:
         print(f"{len(rows)} of {len(rows) + len(missing)} heuristics covered")
         return 1 if missing else 0
     if args.action == "doc":
-        text = rulestools.doc_text(_own_rules(args, kb))
-        if args.out or args.dir:          # a user's folder is never documented over the shipped reference
+        from advisor.judgement import knowledge
+        own = _own_rules(args, kb)
+        # rules beyond the shipped ones (a folder named, --rules, GPU_ADVISOR_RULES) are never written over the
+        # shipped reference (review 14: `rules doc --rules DIR` put the team's rules into docs/knowledge-base.md)
+        added = bool(args.dir) or any(not knowledge.is_shipped(knowledge.HOME / r.file) for r in kb.rules)
+        text = rulestools.doc_text(own, shipped=not added)
+        if args.out or added:
             if not args.out or args.out == "-":
                 sys.stdout.write(text)
                 return 0
@@ -175,8 +180,10 @@ def cmd_explain(args) -> int:
         # the same files under other names (the folder named from another directory): the same rules
         rec = {**rec, "versions": {**v, "rules_sha256": s.kb.digest}}
         notes.append("(The rule folders are named differently than when the decision was made; their files are the same.)")
+    unloaded = [n for n in notes if n.startswith(("Refused:", "Note: the decision used"))]
+    notes = [n for n in notes if n not in unloaded]
     try:
-        text = explain.explain_record(rec, gid, s)
+        text = explain.explain_record(rec, gid, s, unloaded)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
         from advisor.base.errors import Problem
         raise InputError(Problem(f"not a complete decision record ({type(exc).__name__}: {str(exc)[:80]})",
@@ -209,7 +216,7 @@ def cmd_ask(args) -> int:
         if args.from_file:
             data = workload.yamlio.load(args.from_file)
             workload.parse(data, cat, args.from_file)          # refuse an invalid file up front
-            answers = dialogue.answers_from(data, cat)
+            answers = dialogue.answers_from(data, cat, args.from_file)
         dlg = dialogue.Dialogue(s, answers=answers, out_dir=out_dir)
     piped = os.environ.get("GPU_ADVISOR_PIPE") == "1"
     if not sys.stdin.isatty() and not piped:
@@ -277,6 +284,9 @@ def cmd_prices(args) -> int:
         for line in imp.summary():
             print(line, file=sys.stderr)
         return 0
+    for flag in ("out", "skip", "date", "commit"):       # the import's: refused, not ignored (review 14)
+        if getattr(args, flag, None):
+            raise InputError(Problem("is for `prices import`; `prices list` prints to stdout", None, None, f"--{flag}"))
     cat = _catalog(args)
     rows = cat.prices
     if args.gpu:

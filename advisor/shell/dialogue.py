@@ -14,9 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.base import yamlio
 from advisor.base.errors import InputError
 from advisor.inputs.catalog import Catalog
-from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS
+from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, is_config
 from advisor.judgement.advise import Setup
 from advisor.shell import dialoguehelp, session, transcripts
 from advisor.shell.wording import asked_rate
@@ -58,6 +59,7 @@ class Dialogue:
         self.memo_format = "md"
         self.written: list[Path] = []
         self.chart_files: list[Path] = []          # a Markdown memo's SVG charts, written beside it
+        self.replacing: Path | None = None         # a memo path whose files exist, awaiting a yes to replace them
 
     # --- which question -------------------------------------------------------------------------
     def relevant(self, q: Question) -> bool:
@@ -111,6 +113,8 @@ class Dialogue:
             return Prompt("path", f"Write the memo to? [{self.default_path()}] ", [])
         if self.stage == "save":
             return Prompt("save", "Save your answers to resume later? (yes/no) [yes] ", ["yes", "no"])
+        if self.stage == "overwrite":
+            return Prompt("overwrite", "Replace them? (yes/no) [no] ", ["yes", "no"])
         return Prompt(self.stage, "", [])
 
     def _choices(self, q: Question) -> list[str]:
@@ -131,6 +135,10 @@ class Dialogue:
                 lines.append(f"  {q.id}: {_show(self.answers[q.field])}" + ("  (from your file)" if q.field in self.preset else ""))
             elif q.unset and q.id in self.asked:
                 lines.append(f"  {q.id}: {q.unset}")
+        asked = {q.field for q in self.questions}
+        for k in sorted(self.preset - asked):          # the file's fields no question asks, kept as they are
+            if k in self.answers and not k.startswith("model."):
+                lines.append(f"  {k}: {_show(self.answers[k])}  (from your file)")
         return lines
 
     # --- answers ------------------------------------------------------------------------------------
@@ -312,6 +320,23 @@ class Dialogue:
             refused = session.refusal(paths)
             if refused:
                 return [f"  Cannot write there: {refused}"]
+            there = session.existing_outputs(paths)
+            if there:
+                # nothing the user already wrote is lost without a yes (review 14: notes.md was replaced)
+                self.stage, self.replacing = "overwrite", path
+                return [f"  {', '.join(p.name for p in there)} already exist{'s' if len(there) == 1 else ''} in {path.parent}."]
+        return self._write(path, paths)
+
+    def _on_overwrite(self, prompt: Prompt, text: str) -> list[str]:
+        low = text.lower()
+        if low in ("y", "yes"):
+            return self._write(self.replacing, session.output_paths(self.replacing))
+        if low in ("", "n", "no"):
+            self.stage = "path"
+            return ["  Nothing replaced: give another file name."]
+        return ["  Please answer yes or no."]
+
+    def _write(self, path: Path, paths: tuple[Path, Path, Path]) -> list[str]:
         self.stage = "done"
         if self.dry_run:
             return []
@@ -351,7 +376,16 @@ class Dialogue:
         d.resumed_from = Path(path)
         d.preset = set(state.get("preset") or [])
         d.asked = list(state.get("asked") or [])
-        d.steps = list(state.get("steps") or [])
+        # the session goes on as one: the `quit` that paused it and the save answer are not steps of its transcript
+        # (review 14: a replay of a quit-and-resumed session ended at the quit)
+        steps = []
+        for st in state.get("steps") or []:
+            if isinstance(st, dict) and st.get("question") == "save":
+                if steps and str(steps[-1].get("answer", "")).strip().lower() == "quit":
+                    steps.pop()
+                continue
+            steps.append(st)
+        d.steps = steps
         return d
 
     def transcript(self) -> dict:
@@ -396,21 +430,37 @@ def replay(path: str | Path, setup: Setup) -> tuple[bool, list[str]]:
     return transcripts.replay(path, lambda preset: Dialogue(setup, answers=preset, dry_run=True))
 
 
-def answers_from(data: dict, catalog: Catalog) -> dict:
-    """The dialogue's answers from a workload document (for `ask --from`)."""
+def answers_from(data: dict, catalog: Catalog, file: str | None = None) -> dict:
+    """The dialogue's answers from a workload document (for `ask --from`): every field the file gives,
+    those no question asks included (review 14: `constraints.gpus` and `name` were dropped, and the dialogue
+    recommended a GeForce card the file ruled out), as plain values (the loader's line-carrying lists and
+    maps do not go into a transcript)."""
     answers = {}
     for k, v in data.items():
         if k == "constraints" and isinstance(v, dict):
             for ck, cv in v.items():
-                if cv is not None and ck in CONSTRAINTS and ck != "gpus":
-                    answers[f"constraints.{ck}"] = cv
+                if cv is not None and ck in CONSTRAINTS:
+                    answers[f"constraints.{ck}"] = yamlio.plain(cv)
         elif k == "model" and isinstance(v, dict):
             answers["model"] = "other"
             for mk, mv in v.items():
                 if mk in MODEL_FIELDS and mk != "name":
-                    answers[f"model.{mk}"] = mv
+                    answers[f"model.{mk}"] = yamlio.plain(mv)
+        elif k == "model" and file and _config_path(str(v), file):
+            answers["model"] = _config_path(str(v), file)     # a config.json, as the file names it (review 14)
         elif k == "model":
             answers["model"] = catalog.model(str(v)).id
-        elif k in FIELDS and v is not None and k != "name":
-            answers[k] = v
+        elif k in FIELDS and v is not None:
+            answers[k] = yamlio.plain(v)
     return answers
+
+
+def _config_path(raw: str, file: str) -> str | None:
+    """A model the workload names by its Hugging Face config: hf:ORG/NAME as it is, a path made absolute
+    against the workload's own folder (the dialogue's workload has none); None for a catalog name."""
+    if not is_config(raw, file):
+        return None
+    if raw.startswith("hf:"):
+        return raw
+    p = Path(raw).expanduser()
+    return str(p if p.is_absolute() else (Path(file).parent / p).resolve())

@@ -133,6 +133,13 @@ def refusal(paths) -> str:
     return ""
 
 
+def existing_outputs(paths) -> list[Path]:
+    """The outputs (the memo, its decision record and transcript, a Markdown memo's charts) already there."""
+    from advisor.shell.memo import chart_paths
+    charts = chart_paths(paths[0]).values() if str(paths[0]).endswith(".md") else ()
+    return [p for p in [*paths, *charts] if Path(p).exists()]
+
+
 def write_outputs(dlg, paths: tuple[Path, Path, Path]) -> list[Path]:
     """The memo in the dialogue's chosen format, the decision record and the session's transcript."""
     from advisor.shell import memo           # Jinja and the templates load only when a memo is written

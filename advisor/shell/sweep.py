@@ -298,7 +298,8 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
     counts = {g: sum(1 for r in rows if (r["gpu"] or "none") == g) for g in gpus}
     legend = [{"colour": colour[g], "gpu": g, "n": str(counts[g])} for g in gpus]
     table = [[_shown(r[f]) for f in fields] + [r["gpu"], r["count"], f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}" if r["gpu"] else "",
-                                               r["usd_per_hour"] or "unknown", r["decisive_rule"]] for r in rows]
+                                               f"${costs[i]:,.2f}" if costs[i] is not None else "unknown", r["decisive_rule"]]
+             for i, r in enumerate(rows)]
     return {"fields": fields, "rows": table, "cells": cells, "header": header, "legend": legend, "count": str(len(rows)),
             "height": str(axis_y + 44), "width": f"{label_w + cell_w + 20:.0f}",
             "bar_x": f"{label_w:.0f}", "head_y": str(last_head),

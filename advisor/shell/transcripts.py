@@ -38,6 +38,21 @@ def transcript_yaml(dlg) -> str:
     return yaml.safe_dump(transcript(dlg), sort_keys=False, allow_unicode=True, width=100)
 
 
+def _decision_steps(steps: list) -> list:
+    """The steps a replay types: not the answers about files already there (a replay writes nothing, so it
+    is never asked whether to replace them), nor a file name the user then declined to replace them with."""
+    out = []
+    for i, st in enumerate(steps):
+        if isinstance(st, dict) and st.get("question") == "overwrite":
+            continue
+        nxt = steps[i + 1] if i + 1 < len(steps) else None
+        if (isinstance(st, dict) and st.get("question") == "path" and isinstance(nxt, dict) and nxt.get("question") == "overwrite"
+                and str(nxt.get("answer", "")).strip().lower() in ("", "n", "no")):
+            continue
+        out.append(st)
+    return out
+
+
 def replay(path: str | Path, start: Callable[[dict], object]) -> tuple[bool, list[str]]:
     """Feed a transcript's answers through the dialogue that `start(preset answers)` opens (a dry run);
     (same, differences)."""
@@ -46,7 +61,7 @@ def replay(path: str | Path, start: Callable[[dict], object]) -> tuple[bool, lis
         raise InputError(f"{path}: not a gpu-advisor transcript")
     dlg = start(dict(t.get("preset") or {}))
     diffs = []
-    for i, step in enumerate(t["steps"]):
+    for i, step in enumerate(_decision_steps(t["steps"])):
         if dlg.stage in ("done", "quit"):
             diffs.append(f"step {i + 1}: the dialogue ended before '{step['question']}' was asked")
             break
