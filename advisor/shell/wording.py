@@ -219,11 +219,12 @@ def month_shown(inputs: dict, c: dict) -> tuple[float, str] | None:
     """month_hours, or None for a rented training job the workload gives no monthly use for (no
     utilisation, busy_share or jobs_per_month): a bill for 730 h of a seven-minute job is no figure a
     budget owner should read (review 13: "$7,534 a month" beside a $1.22 job); its cost is per job."""
-    hours, how = month_hours(inputs, c)
-    training = inputs.get("mode") in ("training", "fine-tuning")
-    if training and how == f"{HOURS_PER_MONTH} h: 24x7, no utilisation given":
+    cons = inputs.get("constraints") or {}
+    rented = (c.get("price") or {}).get("kind") not in ("purchase", "owned")
+    said = _share(inputs.get("utilisation")) or _share(cons.get("busy_share")) or cons.get("jobs_per_month")
+    if inputs.get("mode") in ("training", "fine-tuning") and rented and not said:
         return None
-    return hours, how
+    return month_hours(inputs, c)
 
 
 def gist(text: str, limit: int = 110) -> str:
