@@ -177,3 +177,8 @@ def test_prices_list_refuses_the_imports_flags_rather_than_ignoring_them(tmp_pat
     out = tmp_path / "listed.txt"
     assert main(["prices", "list", "--gpu", "h100-sxm", "--out", str(out)]) == 2
     assert "--out: is for `prices import`; `prices list` prints to stdout" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_sandbox_joins_items_that_are_not_text():
+    env = sandbox.environment(None)
+    assert sandbox.render(env.from_string("{{ [[1, 2], [3], none, 1.5]|join('; ') }}"), {}) == "[1, 2]; [3]; None; 1.5"

@@ -112,8 +112,15 @@ def _check_binop(op: str, a, b) -> None:
         _refuse("a format width of 10,000 or more")
 
 
-def _text_len(x) -> int:
-    return len(x) if isinstance(x, str) else len(str(x)) if _is_num(x) or x is None or isinstance(x, bool) else MAX_TEXT + 1
+def _joined_len(items) -> int:
+    """Characters of the items as join writes them (str of each), counted up to just past the limit: what
+    join would build anyway, so measuring it costs no more than the items themselves."""
+    n = 0
+    for x in items:
+        n += len(x) if isinstance(x, str) else len(str(x))
+        if n > MAX_TEXT:
+            break
+    return n
 
 
 def _check_built(name: str, value, args, kwargs) -> None:
@@ -127,8 +134,7 @@ def _check_built(name: str, value, args, kwargs) -> None:
     if name in ("do_join", "join"):
         items, sep = (value, (list(args) + [kwargs.get("d", "")])[0]) if name == "do_join" else (args[0] if args else (), value)
         if isinstance(items, (list, tuple, range, dict, str)) and isinstance(sep, str):
-            n = len(items)
-            over(len(sep) * max(n - 1, 0) + (sum(_text_len(x) for x in items) if n <= MAX_TEXT else MAX_TEXT + 1))
+            over(len(sep) * max(len(items) - 1, 0) + _joined_len(items))
     elif name in ("do_replace", "replace") and isinstance(value, str):
         old, new = (list(args) + [kwargs.get("old"), kwargs.get("new")])[:2]
         if isinstance(old, str) and isinstance(new, str) and len(new) > len(old):
