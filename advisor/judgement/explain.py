@@ -55,7 +55,8 @@ def _same(a, b) -> bool:
 
 
 def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
-    """The rule folders and price file `explain` loads: (rules, prices, notes, same_files).
+    """The rule folders and price file `explain` loads: (rules, prices, notes, same_files, unloaded), `unloaded`
+    the notes of recorded ones not loaded here (refused, not among those given, or gone).
     A record can be edited by hand, so the folders and file it names are loaded only where the user
     allows them again: without --rules (--prices) the recorded ones under the project (advisor.HOME)
     are re-used, so that explain does not report changes that did not happen; any other is not
@@ -67,13 +68,13 @@ def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
     from advisor import HOME
     from advisor.judgement import knowledge
     v = rec.get("versions") or {}
-    notes, same_files = [], False
+    notes, unloaded, same_files = [], [], False
     if isinstance(v.get("rule_dirs"), list):
         kept, same_files = [], bool(v["rule_dirs"])
         from_env = {Path(p).resolve() for p in knowledge.rule_dirs(shipped=False)}     # GPU_ADVISOR_RULES adds these itself
         for d in v["rule_dirs"]:
             if not (isinstance(d, dict) and isinstance(d.get("path"), str)):
-                notes.append("Refused: a rule_dirs entry of the record that is not {path: FOLDER}; nothing loaded for it")
+                unloaded.append("Refused: a rule_dirs entry of the record that is not {path: FOLDER}; nothing loaded for it")
                 same_files = False
                 continue
             path = d["path"]
@@ -81,17 +82,17 @@ def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
                 continue
             if rules:
                 if not any(_same(path, r) for r in rules):
-                    notes.append(f"Note: the decision used the rules in {path}, which are not loaded: they are not "
+                    unloaded.append(f"Note: the decision used the rules in {path}, which are not loaded: they are not "
                                  "among the --rules given")
                     same_files = False
                     continue
             elif not _under(path, [HOME]):
-                notes.append(f"Refused: the record names the rule folder {path}, outside the project: not loaded "
+                unloaded.append(f"Refused: the record names the rule folder {path}, outside the project: not loaded "
                              f"(pass --rules {path} to use it)")
                 same_files = False
                 continue
             if not Path(path).exists():
-                notes.append(f"Note: the decision used the rules in {path}, which are gone")
+                unloaded.append(f"Note: the decision used the rules in {path}, which are gone")
                 same_files = False
                 continue
             given = d.get("given") if isinstance(d.get("given"), str) else None
@@ -110,18 +111,18 @@ def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
     if isinstance(v.get("price_files"), list):
         for p in v["price_files"][:1]:
             if not (isinstance(p, dict) and isinstance(p.get("path"), str)):
-                notes.append("Refused: a price_files entry of the record that is not {path: FILE}; nothing loaded for it")
+                unloaded.append("Refused: a price_files entry of the record that is not {path: FILE}; nothing loaded for it")
                 continue
             path = p["path"]
             if prices:
                 if not _same(prices, path):
                     continue                  # the user's own prices: the catalog digest tells what differs
             elif not _under(path, [HOME]):
-                notes.append(f"Refused: the record names the price file {path}, outside the project: not loaded "
+                unloaded.append(f"Refused: the record names the price file {path}, outside the project: not loaded "
                              f"(pass --prices {path} to use it)")
                 continue
             if not Path(path).is_file():
-                notes.append(f"Note: the decision used the prices in {path}, which are gone")
+                unloaded.append(f"Note: the decision used the prices in {path}, which are gone")
                 continue
             given = p.get("given") if isinstance(p.get("given"), str) else None
             if not prices:
@@ -133,7 +134,7 @@ def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
             except InputError:
                 same = False
             notes.append(f"Prices: the catalog's and {path}, as the decision recorded" + ("" if same else " (changed since)"))
-    return rules, prices, notes, same_files
+    return rules, prices, notes, same_files, unloaded
 
 
 def _offline_refusal(rec: dict, cat) -> str | None:

@@ -232,12 +232,11 @@ class Calibration:
             return self.train_share[gpu.generation][precision], f"fitted for {gpu.generation} {precision}"
         p = precision if precision in self.train_default else "bf16"
         how = f"the lowest share measured on a GPU family in {p}: no {gpu.generation} {precision} training measurement"
-        m = self.maturity(gpu)
-        if m < 1 and gpu.fig("software").value != "cuda":
+        m, sw = self.maturity(gpu), gpu.fig("software")
+        if m < 1 and sw.value != "cuda":
             # a stack other than CUDA whose kernels are still maturing (CANN, Habana, ROCm) reaches less of the
             # borrowed CUDA share, as its serving does (review 13: Ascend 910C trained at 52% MFU, a B200's);
             # CUDA's newer parts keep it, their training records fit without it
-            sw = gpu.fig("software")
             return self.train_default[p] * m, (f"{how}, x {m:g} for its {sw.value} stack ({(sw.extra or {}).get('maturity')}: the "
                                                f"serving fit's maturing_software_share, K12, K18)")
         return self.train_default[p], how

@@ -114,7 +114,8 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     own = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)[0]     # as the plan's own serving is timed
     # the slots: the sequences whose KV fits at once; an engine that takes KV blocks as a sequence grows
     # holds a stream of them at their mean length, prompt + output / 2 (catalog/engines.yaml kv_allocation)
-    b_max, _ = max_batch(w, led, gpu, cal, tp, pp, prompt, (output + 1) // 2 if cal.kv_on_demand else output, rep, adp)
+    held_output = (output + 1) // 2 if cal.kv_on_demand else output
+    b_max, _ = max_batch(w, led, gpu, cal, tp, pp, prompt, held_output, rep, adp)
     own_mu = own(b_max).tokens_per_s / output
     lam = requests_per_s / dp
     # the speed model's own capacity, or the measured one: then every time of the replica is scaled by
@@ -176,7 +177,7 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
                  f"from the decodes)")
     basis = (f"the measured {capacity_requests_per_s / dp:,.2f}, the speed model's times x {k:.2f}" if capacity_requests_per_s
              else f"its throughput at batch {b_max:,} / {output:,} output tokens")
-    slots_how = f" (KV taken as each grows: {prompt + (output + 1) // 2:,} tokens held on average)" if cal.kv_on_demand else ""
+    slots_how = f" (KV taken as each grows: {prompt + held_output:,} tokens held on average)" if cal.kv_on_demand else ""
     how = (f"{requests_per_s:g} requests/s over {dp} replica(s): utilisation {rho:.2f} of {mu:,.2f} requests/s per replica "
            f"({basis}); {lo:,} sequences in flight (Little's law); TTFT = {cal.request_ms:g} ms request handling + {first} + "
            + (f"{wait * 1e3:,.1f} ms for one of {b_max:,} sequence slots{slots_how} (M/D/c, each held {in_engine(sv):,.1f} s)" if not saturated

@@ -170,7 +170,7 @@ def cmd_rules(args) -> int:
 def cmd_explain(args) -> int:
     from advisor.judgement import explain
     rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
-    args.rules, args.prices, notes, same_files = explain.recorded_inputs(rec, args.rules, args.prices)
+    args.rules, args.prices, notes, same_files, unloaded = explain.recorded_inputs(rec, args.rules, args.prices)
     from advisor.judgement import advise
     cat = _catalog(args)
     gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
@@ -180,8 +180,6 @@ def cmd_explain(args) -> int:
         # the same files under other names (the folder named from another directory): the same rules
         rec = {**rec, "versions": {**v, "rules_sha256": s.kb.digest}}
         notes.append("(The rule folders are named differently than when the decision was made; their files are the same.)")
-    unloaded = [n for n in notes if n.startswith(("Refused:", "Note: the decision used"))]
-    notes = [n for n in notes if n not in unloaded]
     try:
         text = explain.explain_record(rec, gid, s, unloaded)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:

@@ -121,12 +121,17 @@ def output_paths(memo_path: Path) -> tuple[Path, Path, Path]:
             base.parent / (base.name.removesuffix("-memo") + "-transcript.yaml"))
 
 
-def refusal(paths) -> str:
-    """Why one of the outputs may not be written (an input, a FIFO, ...), or "" when all may: all three,
-    and the chart files a Markdown memo gets beside it, are checked before any is written."""
+def _all_outputs(paths) -> list[Path]:
+    """The memo, its decision record and transcript, and the chart files a Markdown memo gets beside it."""
     from advisor.shell.memo import chart_paths
+    return [*paths, *(chart_paths(paths[0]).values() if str(paths[0]).endswith(".md") else ())]
+
+
+def refusal(paths) -> str:
+    """Why one of the outputs may not be written (an input, a FIFO, ...), or "" when all may: all of them
+    (_all_outputs) are checked before any is written."""
     try:
-        for p in [*paths, *(chart_paths(paths[0]).values() if str(paths[0]).endswith(".md") else ())]:
+        for p in _all_outputs(paths):
             refuse_output(p)
     except InputError as exc:
         return str(exc.problems[0])
@@ -134,10 +139,8 @@ def refusal(paths) -> str:
 
 
 def existing_outputs(paths) -> list[Path]:
-    """The outputs (the memo, its decision record and transcript, a Markdown memo's charts) already there."""
-    from advisor.shell.memo import chart_paths
-    charts = chart_paths(paths[0]).values() if str(paths[0]).endswith(".md") else ()
-    return [p for p in [*paths, *charts] if Path(p).exists()]
+    """The outputs (_all_outputs) already there."""
+    return [p for p in _all_outputs(paths) if Path(p).exists()]
 
 
 def write_outputs(dlg, paths: tuple[Path, Path, Path]) -> list[Path]:
