@@ -51,7 +51,7 @@ def test_the_same_one_node_job_takes_the_same_hours_as_pre_training_and_as_fine_
     big = {"model": "llama-3.1-70b", "context_tokens": 8192, "training_tokens": 2e11, "layout": {"tp": 8, "pp": 1, "dp": 32}}
     a = decide(catalog, kb, {"mode": "training", **big}).estimate.candidate("h100-sxm")
     b = decide(catalog, kb, {"mode": "fine-tuning", **big}).estimate.candidate("h100-sxm")
-    assert a.goodput == pytest.approx(b.goodput) and a.goodput < 0.7
+    assert a.goodput == pytest.approx(b.goodput) and a.goodput < 0.75      # goodput_base 0.741, a 256+ GPU job's
 
 
 def test_a_spot_checkpoint_interval_never_exceeds_the_job(catalog, kb):

@@ -363,6 +363,8 @@ def derive(cfg: dict, where: str = "config.json") -> dict:
     V, H, L, nh, nkv, d = _dimensions(c, mt, need, where, pre)
     tied = bool(c.get("tie_word_embeddings", outer.get("tie_word_embeddings", mt in TIED_BY_DEFAULT)))
     norms_per_layer = (4 if mt in ("gemma2", "gemma3_text", "falcon") else 2) * H    # Falcon: 2 LayerNorms with bias
+    if mt == "falcon" and not c.get("new_decoder_architecture") and c.get("parallel_attn", True):
+        norms_per_layer = 2 * H          # Falcon's first decoder with parallel attention: one LayerNorm per layer
     parts = {"embeddings": V * H, "lm_head": 0 if tied else V * H, "final_norm": 2 * H if mt == "falcon" else H}
     attn, mla = _attention(c, mt, need, H, nh, nkv, d)
     parts["attention"] = attn * L
@@ -446,9 +448,11 @@ def _dimensions(c: dict, mt: str, need, where: str, pre: str) -> tuple[int, int,
     if (c.get("first_k_dense_replace") or 0) > L:
         _fail(f"cannot exceed num_hidden_layers ({c['first_k_dense_replace']:,} > {L:,})", where, pre + "first_k_dense_replace")
     if mt == "falcon" and not c.get("new_decoder_architecture"):
-        _fail("only Falcon's new decoder architecture (new_decoder_architecture: true, Falcon 40B/180B) is counted",
-              where, pre + "new_decoder_architecture")
-    nkv = int(c.get("num_key_value_heads") or c.get("num_kv_heads") or nh)
+        # Falcon's first decoder (Falcon 7B): one K and V head with multi_query (FalconConfig's default),
+        # else one per query head; num_kv_heads is read only by the new decoder (transformers FalconAttention)
+        nkv = 1 if c.get("multi_query", True) else nh
+    else:
+        nkv = int(c.get("num_key_value_heads") or c.get("num_kv_heads") or nh)
     d = int(c.get("head_dim") or H // nh)
     return V, H, L, nh, nkv, d
 

@@ -39,6 +39,7 @@ NAMES = {
     "gemma-3-1b": "Google Gemma 3 1B", "gemma-3-4b": "Google Gemma 3 4B", "gemma-3-12b": "Google Gemma 3 12B",
     "gemma-3-27b": "Google Gemma 3 27B", "phi-3-mini": "Microsoft Phi-3 mini (3.8B)", "phi-3-medium": "Microsoft Phi-3 medium (14B)",
     "phi-4": "Microsoft Phi-4 (14B)", "falcon-180b": "TII Falcon 180B",
+    "falcon-40b": "TII Falcon 40B", "falcon-7b": "TII Falcon 7B",
 }
 #: kept by hand above the generated block: figures published more exactly than a config gives (gpt-oss's
 #: model card) or no public config (Kimi K3: seed figures only)
@@ -53,6 +54,7 @@ OLD_ALIASES = {
     "qwen2.5-72b": ["qwen-2.5-72b"], "qwen3-235b-a22b": ["qwen3-235b"], "qwen3-30b-a3b": ["qwen3-30b"],
     "deepseek-v3": ["DeepSeek V3", "deepseek-v3-671b"], "kimi-k2": ["Kimi K2", "Kimi-K2"],
     "falcon-180b": ["Falcon 180B", "Falcon-180B"],
+    "falcon-40b": ["Falcon 40B", "Falcon-40B"], "falcon-7b": ["Falcon 7B", "Falcon-7B"],
 }
 
 
