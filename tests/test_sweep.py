@@ -61,7 +61,7 @@ def test_markdown_summary(tmp_path, capsys):
 @pytest.mark.parametrize("text, expected", [
     ("vary: {concurency: [1, 2]}\nbase: {mode: inference, model: gpt-oss-20b}\n", "unknown field; did you mean 'concurrency'?"),
     ("vary: {concurrency: 3}\nbase: {mode: inference, model: gpt-oss-20b}\n", "vary.concurrency: must be a non-empty list"),
-    ("vary: {method: [full, lora]}\nbase: {mode: inference, model: gpt-oss-20b}\n", "method=lora]:"),
+    ("vary: {method: [full, lora]}\nbase: {mode: inference, model: gpt-oss-20b}\n", "(method=lora)"),
     ("base: {mode: inference}\n", "a grid is a mapping with 'base'"),
 ])
 def test_invalid_grids_are_refused(tmp_path, capsys, text, expected):
@@ -69,6 +69,29 @@ def test_invalid_grids_are_refused(tmp_path, capsys, text, expected):
     grid.write_text(text)
     assert main(["sweep", str(grid), "--out", str(tmp_path / "t.csv")]) == 2
     assert expected in capsys.readouterr().err
+
+
+def test_a_bad_value_in_a_grid_is_named_once_with_its_line(tmp_path, capsys):
+    # left in session 12: a bad value was reported once per combination, as "g.yaml [model=..., concurrency=lots]"
+    # without a line; now once, at the line of the value in the grid, with how many combinations it broke
+    grid = tmp_path / "g.yaml"
+    grid.write_text("base: {mode: inference, model: gpt-oss-20b}\nvary:\n  model: [gpt-oss-20b, llama-3.1-8b]\n"
+                    "  concurrency:\n    - 1\n    - lots\n")
+    assert main(["sweep", str(grid), "--out", str(tmp_path / "t.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"gpu-advisor: error: {grid}:6: vary.concurrency: must be a number (got 'lots') "
+                   "(in 2 of 4 combinations, e.g. model=gpt-oss-20b, concurrency=lots)"]
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_a_misspelt_field_offers_both_names_it_is_as_near_to(tmp_path, capsys):
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: inference\nmodel: gpt-oss-20b\nmodle: 1\n")
+    assert main(["estimate", str(f)]) == 2
+    assert "w.yaml:3: modle: unknown field; did you mean 'mode' or 'model'?" in capsys.readouterr().err
+    f.write_text("mode: inference\nmodel: gpt-oss-20b\ncontxt_tokens: 1\n")      # output_tokens is far: not offered
+    assert main(["estimate", str(f)]) == 2
+    assert capsys.readouterr().err.strip().endswith("contxt_tokens: unknown field; did you mean 'context_tokens'?")
 
 
 def test_interrupting_keeps_the_rows_decided(tmp_path):

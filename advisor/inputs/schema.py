@@ -51,8 +51,12 @@ MODEL_FIELDS: dict[str, Spec] = {
 
 def _suggest(key: str, known) -> str:
     import difflib      # only when there is something to suggest
-    close = difflib.get_close_matches(str(key), list(known), n=1)
-    return f"; did you mean '{close[0]}'?" if close else f"; known: {', '.join(known)}"
+    # two names about as near as each other are both offered ('modle': mode or model), a far second is not
+    close = difflib.get_close_matches(str(key), list(known), n=2, cutoff=0.6)
+    near = [difflib.SequenceMatcher(None, str(key), c).ratio() for c in close]
+    if len(close) == 2 and not (near[1] >= 0.8 and near[0] - near[1] <= 0.1):
+        close = close[:1]
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else f"; known: {', '.join(known)}"
 
 
 def _n(x: float) -> str:

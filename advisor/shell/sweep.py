@@ -82,9 +82,11 @@ def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[d
         if any(g.startswith(f + ".") for g in fields):
             col.add("varies a whole field and a part of it at once", yamlio.line_of(vary, f), f"vary.{f}")
     col.raise_if_any()
-    combos = list(itertools.product(*(vary[f] for f in fields)))
-    docs, problems = [], []
-    for combo in combos:
+    picks = list(itertools.product(*(range(len(vary[f])) for f in fields)))
+    combos = [tuple(vary[f][i] for f, i in zip(fields, pick)) for pick in picks]
+    docs = []
+    found: dict = {}        # each problem once: (file, line, field, message) -> the combinations it was found in
+    for pick, combo in zip(picks, combos):
         doc = copy.deepcopy(yamlio.plain(base))
         for f, v in zip(fields, combo):
             target = doc
@@ -94,13 +96,29 @@ def load_grid(path: str | Path, catalog) -> tuple[list[str], list[tuple], list[d
             target[parts[-1]] = v
         label = ", ".join(f"{f}={v}" for f, v in zip(fields, combo))
         try:
-            workload.parse(doc, catalog, f"{path} [{label}]")
+            workload.parse(doc, catalog, str(path))
         except InputError as exc:
-            problems.extend(exc.problems)
+            for pr in exc.problems:
+                found.setdefault(_where(pr, path, vary, fields, pick), []).append(label)
         docs.append(doc)
-    if problems:
-        raise InputError(problems[:50])
+    if found:
+        raise InputError([Problem(f"{msg} ({labels[0]})" if len(labels) == 1 else
+                                  f"{msg} (in {len(labels):,} of {len(combos):,} combinations, e.g. {labels[0]})",
+                                  file, line, field)
+                          for (file, line, field, msg), labels in list(found.items())[:50]])
     return fields, combos, docs
+
+
+def _where(pr: Problem, path: Path, vary, fields: list[str], pick: tuple) -> tuple:
+    """(file, line, field, message) of a combination's problem: the grid line of the value that caused
+    it when the problem is in a varied field (`vary.FIELD` and the line of that value in its list),
+    else the grid and the workload's own field name."""
+    for f, i in zip(fields, pick):
+        if pr.field and (pr.field == f or pr.field.startswith(f + ".") or f.startswith(pr.field + ".")):
+            values = vary[f]
+            line = values.line_of(i) if hasattr(values, "line_of") else None
+            return str(path), line or yamlio.line_of(vary, f), f"vary.{f}", pr.message
+    return str(path), None, pr.field, pr.message
 
 
 # --- workers ---------------------------------------------------------------------------------------------
