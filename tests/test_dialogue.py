@@ -316,7 +316,7 @@ def test_numbers_with_units(text, unit, value):
 
 @pytest.mark.parametrize("text, unit", [("lots", "count"), ("4x", "tokens"), ("$", "usd_per_hour"), ("", "count"),
                                         ("5 MW?", "kw"), ("1e999", "tokens"), ("25h/day", "share"), ("24x8", "share"),
-                                        ("half", "share")])
+                                        ("half", "share"), ("150%", "share"), ("101", "share"), ("-5%", "share")])
 def test_numbers_that_are_not(text, unit):
     with pytest.raises(UnitError):
         parse_number(text, unit)
@@ -379,6 +379,15 @@ def test_dialogue_takes_units(catalog, kb, qid, typed, field, value, before):
     d = _at(catalog, kb, qid, *before)
     assert d.submit(typed) == []
     assert d.answers[field] == value and type(d.answers[field]) is type(value)
+
+
+def test_a_share_of_the_month_reads_back_in_percent_and_hours_and_over_100_is_refused(catalog, kb):
+    # left in session 12: 8x5 read back as "utilisation: 0.238095", and 150% was passed on to fail as "at most 1"
+    d = _at(catalog, kb, "utilisation", "inference", "llama-3.1-8b")
+    said = d.submit("150%")
+    assert any("'150%': a share of the month is from 0 to 100% (24x7)" in x for x in said) and d.current().id == "utilisation"
+    assert d.submit("8x5") == []
+    assert "  utilisation: 24% of the month (174 h)" in d.summary()         # 40 of 168 hours x 730 h
 
 
 def test_help_is_plain_words_without_seed_codes(catalog, kb):

@@ -23,7 +23,7 @@ from advisor.base import yamlio
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.files import read_input
 from advisor.inputs.figures import is_number
-from advisor.inputs.names import name_index, resolve
+from advisor.inputs.names import RELEASE_WORDS, name_index, resolve
 
 #: the price table is ~3.5 MB (2026); anything past this is not that file
 MAX_BYTES = 64 * 2**20
@@ -37,10 +37,9 @@ ORDER = ("model", "provider", "provider_model", "usd_per_million_input", "usd_pe
 #: OCI's 'meta.llama-3.1-70b-instruct'): where the model is served or who published it, not which it is
 _PREFIXES = re.compile(r"^(?:(?:us|eu|apac|jp|au|ca|global|us-gov)\.)?(?:meta|openai|mistral|qwen|deepseek|google|"
                        r"moonshotai|microsoft|tii)\.|^(?:meta|databricks|databricks-meta)-(?=llama)")
-#: trailing words that name how a provider serves a model (instruction-tuned release, quantised fast
-#: tier, a cloud's own label), not another model: the catalog sizes the same weights either way
-SERVING_WORDS = {"instruct", "turbo", "versatile", "maas", "fp8", "fast", "dynamic", "chat", "it", "hf",
-                 "instant", "reference"}
+#: trailing words that name how a provider serves a model (instruction-tuned release: names.RELEASE_WORDS,
+#: quantised fast tier, a cloud's own label), not another model: one price per token either way
+SERVING_WORDS = RELEASE_WORDS | {"turbo", "versatile", "maas", "fp8", "fast", "dynamic", "instant", "reference"}
 
 
 def canonical(name: str) -> str:

@@ -24,7 +24,7 @@ from advisor.base.files import read_input
 from advisor.inputs import prices as prices_mod
 from advisor.inputs.figures import (NONE, Figure, check_enum, check_non_negative, check_numbers, check_sources, figures_of,
                                     is_number)
-from advisor.inputs.names import name_index, norm, resolve
+from advisor.inputs.names import release_of, name_index, norm, resolve
 from advisor.inputs.prices import PRICE_FILES, Price, PriceFile, PriceSource
 
 CATALOG_DIR = HOME / "catalog"
@@ -172,6 +172,16 @@ class Catalog:
 
     def model(self, name: str, field_name: str = "model", file: str | None = None, line: int | None = None) -> Model:
         return self.models[resolve(name, self._model_names, "model", field_name, file, line)]
+
+    def model_release(self, name: str, field_name: str = "model", file: str | None = None,
+                      line: int | None = None) -> tuple[Model, str | None]:
+        """`model`, also for a release of a catalog architecture (names.release_of), with how it was read."""
+        got = None if norm(name) in self._model_names else release_of(name, self._model_names)
+        if not got:
+            return self.model(name, field_name, file, line), None
+        m = self.models[got[0]]
+        return m, (f"model: '{name}' is read as {m.id} ({m.name}), the architecture it is a release of ({got[1]}): memory "
+                   "and speed are that model's; give the release's config.json as the model if its architecture or context differs")
 
     @cached_property
     def _prices_by_gpu(self) -> dict[str, list[Price]]:

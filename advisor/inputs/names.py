@@ -22,6 +22,35 @@ def norm(name: str) -> str:
     return re.sub(r"[\s_]+", "-", str(name).strip().lower())
 
 
+#: words a model's published releases add to its architecture's name: the instruction-tuned or chat
+#: weights (Llama-3.1-8B-Instruct, gemma-2-9b-it, Mistral-7B-Instruct-v0.1), a base marker, the Hugging
+#: Face conversion (Llama-2-70b-chat-hf). A version (v0.3) or a precision (FP8) is not among them: those
+#: releases differ in context or in the bytes of their weights
+RELEASE_WORDS = frozenset({"instruct", "chat", "it", "base", "hf"})
+#: a dated or numbered release (DeepSeek-V3-0324, Qwen3-235B-A22B-Instruct-2507), taken off last
+RELEASE_DATE = re.compile(r"\d{4}")
+
+
+def release_of(name, index: dict[str, str]) -> tuple[str, str] | None:
+    """(id, what was taken off its name) of a model named by a release of a catalog architecture: the publisher's
+    prefix ('meta-llama/'), then the release words, then a trailing date taken off until the name is
+    known ('meta-llama/Llama-3.1-8B-Instruct' -> llama-3.1-8b); None when nothing known remains."""
+    key = norm(name)
+    org, short = key.split("/", 1) if "/" in key else ("", key)
+    words = short.split("-")
+    plain = [x for x in words if x not in RELEASE_WORDS]
+    tries = [(short, [])]
+    if len(plain) < len(words):
+        tries.append(("-".join(plain), [x for x in words if x in RELEASE_WORDS]))
+    if plain and RELEASE_DATE.fullmatch(plain[-1]) and len(plain) > 1:
+        tries.append(("-".join(plain[:-1]), [x for x in words if x in RELEASE_WORDS] + plain[-1:]))
+    for k, off in tries:
+        if k in index and (off or org):
+            took = "; ".join(x for x in (f"'{'-'.join(off)}' weights" if off else "", f"publisher '{org}'" if org else "") if x)
+            return index[k], took
+    return None
+
+
 def resolve(name, index: dict[str, str], kind: str, field_name: str, file, line) -> str:
     key = norm(name)
     if key in index:

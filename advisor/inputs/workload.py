@@ -39,7 +39,7 @@ FLEET_FIELDS = {"gpu": "GPU id or alias", "count": "GPUs owned or reserved", "no
 FIELDS: dict[str, Spec] = {
     "name": Spec("str", "A short name for the workload, used in titles."),
     "mode": Spec("enum", "What the GPUs will do: serve a model, train one from scratch, or fine-tune one.", MODES),
-    "model": Spec("model", "A catalog model id or alias, a Hugging Face config.json (path, folder, or hf:ORG/NAME), or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
+    "model": Spec("model", "A catalog model id or alias (or a release of one: meta-llama/Llama-3.1-8B-Instruct is read as llama-3.1-8b, and the workload says so), a Hugging Face config.json (path, folder, or hf:ORG/NAME), or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
     "precision": Spec("enum", "Precision of the weights; default: the model's shipped precision.", PRECISIONS),
     "kv_precision": Spec("enum", "Precision of the KV cache.", KV_PRECISIONS, default="bf16", modes=("inference",)),
     "method": Spec("enum", "Full training, LoRA adapters, or QLoRA (4-bit base weights + adapters).", ("full", "lora", "qlora"), default="full", modes=TRAIN),
@@ -283,6 +283,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         col.raise_if_any()
     values: dict[str, object] = {}
     pending_speculative = None
+    release_notes: list[str] = []     # a model named by one of its releases, and how it was read
     for key, raw in data.items():
         line = yamlio.line_of(data, key)
         if key not in FIELDS:
@@ -303,7 +304,9 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                         except hfconfig.MissingConfig as exc:
                             col.add(exc.problems[0].message, line, "model")
                     else:
-                        values["model"] = catalog.model(raw, "model", file, line)
+                        values["model"], read_as = catalog.model_release(raw, "model", file, line)
+                        if read_as:
+                            release_notes.append(read_as)
                 except InputError as exc:
                     col.problems.extend(exc.problems)
             else:
@@ -354,9 +357,10 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         spec = FIELDS.get(k)
         if spec is not None and mode in MODES and mode not in spec.modes and k != "concurrency":
             col.add(f"applies to {' and '.join(spec.modes)} only; this workload's mode is {mode}", yamlio.line_of(data, k), k)
-    notes = crosschecks.between_fields(values, data, col)
+    renamed = crosschecks.between_fields(values, data, col)
+    notes = tuple(release_notes) + tuple(renamed)
     col.raise_if_any()
-    given = set(data) | ({"micro_batch"} if notes else set())
+    given = set(data) | ({"micro_batch"} if renamed else set())
     defaults = tuple(k for k, s in FIELDS.items()
                      if k not in given and s.default is not None and mode in s.modes)
     if values.get("constraints", Constraints()).deployment in ("on-prem", "air-gapped") and "liquid_cooling" not in (data.get("constraints") or {}):

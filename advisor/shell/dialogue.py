@@ -19,6 +19,7 @@ from advisor.base.errors import InputError
 from advisor.inputs.catalog import Catalog
 from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, is_config
 from advisor.judgement.advise import Setup
+from advisor.numbers.terms import HOURS_PER_MONTH
 from advisor.shell import dialoguehelp, session, transcripts
 from advisor.shell.wording import asked_rate
 # re-exported: the dialogue's callers (cli.py, the tests) reach the questions and the session through it
@@ -132,7 +133,7 @@ class Dialogue:
         lines = ["Your workload (edit ID to change an answer):"]
         for q in self.questions:
             if q.field in self.answers and (q.id in self.asked or q.field in self.preset):
-                lines.append(f"  {q.id}: {_show(self.answers[q.field])}" + ("  (from your file)" if q.field in self.preset else ""))
+                lines.append(f"  {q.id}: {_show(self.answers[q.field], q.unit)}" + ("  (from your file)" if q.field in self.preset else ""))
             elif q.unset and q.id in self.asked:
                 lines.append(f"  {q.id}: {q.unset}")
         asked = {q.field for q in self.questions}
@@ -412,7 +413,10 @@ def _speed_line(rec: dict) -> str:
             + (f" (the service level asks {asked})" if asked else ""))
 
 
-def _show(v) -> str:
+def _show(v, unit: str | None = None) -> str:
+    if unit == "share" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        # 8x5 reads back as "24% of the month (174 h)", not 0.238095
+        return f"{v:.0%} of the month ({v * HOURS_PER_MONTH:,.0f} h)"
     if isinstance(v, dict) and v.get("tpot_ms"):            # a service level, in the words it was asked in
         return f"{1000 / v['tpot_ms']:g} tokens/s per user" + (f", first token within {v['ttft_ms'] / 1000:g} s"
                                                               if v.get("ttft_ms") else "")
@@ -449,7 +453,7 @@ def answers_from(data: dict, catalog: Catalog, file: str | None = None) -> dict:
         elif k == "model" and file and _config_path(str(v), file):
             answers["model"] = _config_path(str(v), file)     # a config.json, as the file names it (review 14)
         elif k == "model":
-            answers["model"] = catalog.model(str(v)).id
+            answers["model"] = catalog.model_release(str(v))[0].id
         elif k in FIELDS and v is not None:
             answers[k] = yamlio.plain(v)
     return answers

@@ -126,7 +126,7 @@ def read_answer(q: Question, text: str, catalog: Catalog, default=None):
         if text.lower() == "other":
             return "other", None
         try:
-            return catalog.model(text).id, None
+            return catalog.model_release(text)[0].id, None     # a release name (Llama-3.1-8B-Instruct) too
         except InputError as exc:
             return None, exc.problems[0].message.replace("unknown model", "Unknown model") + " (or 'other')"
     if norm(text) in q.synonyms:

@@ -76,10 +76,12 @@ def _share(s: str, text: str) -> float:
         if float(daily.group(1)) > 24:
             raise UnitError(f"'{text}': at most 24 hours a day")
         return float(daily.group(1)) / 24
-    if s.endswith("%"):
-        return _plain(s[:-1]) / 100
-    value = _plain(s)
-    return value / 100 if 1 < value <= 100 else value
+    value = _plain(s[:-1]) / 100 if s.endswith("%") else _plain(s)
+    value = value / 100 if not s.endswith("%") and 1 < value <= 100 else value
+    if not 0 <= value <= 1:
+        # a share of the month: "150%" is more hours than the month has, not a figure to pass on
+        raise UnitError(f"'{text}': a share of the month is from 0 to 100% (24x7)")
+    return value
 
 
 def _plain(s: str) -> float:
