@@ -27,7 +27,14 @@ def test_a_release_name_is_read_as_its_architecture_and_said_so(catalog, name, m
                           "the model if its architecture or context differs")
 
 
-@pytest.mark.parametrize("name", ["mistralai/Mistral-7B-Instruct-v0.3", "Qwen/Qwen3-30B-A3B-FP8", "llama3.1:8b", "instruct"])
+def test_an_fp8_checkpoint_is_refused_with_how_to_ask_for_it(catalog):
+    # its weights are 1 byte a parameter: read as the BF16 architecture it would be sized twice too large
+    for name, model in (("Qwen/Qwen3-30B-A3B-FP8", "qwen3-30b-a3b"), ("nvidia/Llama-3.1-8B-Instruct-FP8", "llama-3.1-8b")):
+        with pytest.raises(InputError, match=f"unknown model '{name}'; its FP8 weights are model: {model} with precision: fp8"):
+            workload.parse({"mode": "inference", "model": name}, catalog, "w.yaml")
+
+
+@pytest.mark.parametrize("name", ["mistralai/Mistral-7B-Instruct-v0.3", "llama3.1:8b", "instruct", "foo-fp8"])
 def test_a_version_or_precision_is_not_a_release_word(catalog, name):
     with pytest.raises(InputError, match="unknown model"):
         workload.parse({"mode": "inference", "model": name}, catalog, "w.yaml")

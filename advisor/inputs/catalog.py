@@ -173,10 +173,11 @@ class Catalog:
     def model(self, name: str, field_name: str = "model", file: str | None = None, line: int | None = None) -> Model:
         return self.models[resolve(name, self._model_names, "model", field_name, file, line)]
 
-    def model_release(self, name: str, field_name: str = "model", file: str | None = None,
-                      line: int | None = None) -> tuple[Model, str | None]:
+    def model_release(self, name: str, field_name: str = "model", file=None, line=None) -> tuple[Model, str | None]:
         """`model`, also for a release of a catalog architecture (names.release_of), with how it was read."""
         got = None if norm(name) in self._model_names else release_of(name, self._model_names)
+        if got and got[1] is None:      # an FP8 checkpoint is its architecture with other bytes: how to ask for it
+            raise InputError(Problem(f"unknown model '{name}'; its FP8 weights are model: {got[0]} with precision: fp8", file, line, field_name))
         if not got:
             return self.model(name, field_name, file, line), None
         m = self.models[got[0]]
