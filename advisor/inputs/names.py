@@ -32,9 +32,10 @@ RELEASE_DATE = re.compile(r"\d{4}")
 
 
 def release_of(name, index: dict[str, str]) -> tuple[str, str | None] | None:
-    """(id, what was taken off its name; None for an FP8 checkpoint of it) of a model named by a release of a catalog architecture: the publisher's
-    prefix ('meta-llama/'), then the release words, then a trailing date taken off until the name is
-    known ('meta-llama/Llama-3.1-8B-Instruct' -> llama-3.1-8b); None when nothing known remains."""
+    """(id, what was taken off its name; None for an FP8 checkpoint of it) of a model named by a release
+    of a catalog architecture: the publisher's prefix ('meta-llama/'), then the release words, then a
+    trailing date taken off until the name is known ('meta-llama/Llama-3.1-8B-Instruct' -> llama-3.1-8b);
+    None when nothing known remains."""
     key = norm(name)
     if key.endswith("-fp8") and len(key) > 4:
         # an FP8 checkpoint (Qwen3-30B-A3B-FP8) is no release of the same bytes: (id, None) names its architecture
