@@ -70,7 +70,7 @@ def test_a_rack_is_not_taken_under_a_ceiling_below_it_and_a_runner_up_says_why(c
                              "micro_batch": 1, "training_tokens": 1e12, "constraints": {"deadline_hours": 336, "max_gpus": 64}})
     for g in ("gb200-nvl72", "gb300-nvl72"):
         c = next(x for x in d.record["candidates"] if x["gpu"] == g)
-        assert c["excluded"] and c["excluded_by"][0]["rule"] == "rack-scale-system-for-a-small-job"
+        assert c["excluded"] and c["excluded_by"][0]["rule"] == "rack-scale-system-above-the-gpu-ceiling"
     out = run(tmp_path, capsys, "mode: training\nmodel: llama-3.1-8b\nprecision: bf16\ncontext_tokens: 8192\nmicro_batch: 1\n"
                                 "training_tokens: 1e12\nconstraints: {deadline_hours: 336, max_gpus: 64}\n", "--format", "summary")
     runner = next(x for x in out.splitlines() if x.startswith("Runner-up:"))

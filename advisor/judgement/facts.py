@@ -13,6 +13,7 @@ from advisor.inputs.catalog import GPU
 from advisor.numbers import api
 from advisor.numbers.spot import every_text
 from advisor.numbers.estimate import GB, Estimate
+from advisor.numbers.layouts import rack_unit
 from advisor.numbers.objective import unit_cost, unit_of_work
 from advisor.numbers.power import WORKSTATION_CIRCUIT_KW, WORKSTATION_MAX_CARDS
 from advisor.numbers.terms import HOURS_PER_MONTH
@@ -73,6 +74,7 @@ FACTS: dict[str, Fact] = {
     "workload.tpot_ms": Fact("number", "ms", "service level: time per output token (absent: none stated)"),
     "workload.service_level_stated": Fact("boolean", "", "the workload states its own service level (latency: {ttft_ms, tpot_ms}); false: none, or the catalog's default for interactive use"),
     "workload.deadline_hours": Fact("number", "h", "training: hours by which the job must finish (absent: none stated)"),
+    "workload.max_gpus": Fact("integer", "GPUs", "the most GPUs the workload allows (constraints.max_gpus; absent: none stated)"),
     # one candidate per GPU option: catalog fields
     "candidate.gpu": Fact("string", "", "catalog GPU id"),
     "candidate.vendor": Fact("string", "", "nvidia | amd | huawei | intel | google"),
@@ -140,7 +142,7 @@ FACTS: dict[str, Fact] = {
     "candidate.usd_per_million_tokens": Fact("number", "USD", "cost per million output tokens (T07); training without training_tokens: per million training tokens"),
     "candidate.usd_per_job": Fact("number", "USD", "cost of the training job (C16)"),
     "candidate.price_known": Fact("boolean", "", "a price quote exists for this layout"),
-    "candidate.idle_gpus": Fact("integer", "GPUs", "GPUs rented with the instances but not used by the layout (K13)"),
+    "candidate.idle_gpus": Fact("integer", "GPUs", "GPUs rented with the instances but not used by the layout (K13); unpriced, of a GPU sold only as whole racks (NVL72): those of its racks"),
     "candidate.idle_share": Fact("number", "", "idle_gpus / GPUs rented: 0 when the layout uses every rented GPU"),
     "candidate.price_tier": Fact("string", "", "quote | catalog | listing: how trustworthy the price is"),
     "candidate.price_kind": Fact("string", "", "on-demand | spot | reserved | endpoint | contract (a cluster beyond on-demand capacity) | purchase | owned (the team's fleet): what kind of offer prices the plan"),
@@ -335,6 +337,18 @@ def _service_values(c, w, err: float | None) -> dict:
             "service_level_high": f"{name} {got:,.1f} ms against the {want:,.0f} ms target, {got * (1 + err):,.1f} ms at the model's {err:.1%} error"}
 
 
+def _idle(c, price: dict | None) -> dict:
+    """idle_gpus and idle_share of a plan: of the instances its price rents, or for an unpriced plan of a
+    GPU sold only as a whole rack (NVL72, layouts.rack_unit), of the racks it needs (64 GPUs: 8 of a rack)."""
+    if price:
+        return {"idle_gpus": price["idle_gpus"], "idle_share": price["idle_gpus"] / (price["instances"] * price["gpus_per_instance"])}
+    unit = rack_unit(c.gpu)
+    if not unit or not c.count:
+        return {"idle_gpus": None, "idle_share": None}
+    idle = -c.count % unit
+    return {"idle_gpus": idle, "idle_share": idle / (c.count + idle)}
+
+
 def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     """The workload fact and one candidate fact per GPU, keyed by flat property names (None omitted);
     with the catalog, serving plans also carry their comparison with the APIs (numbers.api)."""
@@ -355,7 +369,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "power_kw_per_rack": w.constraints.power_kw_per_rack,
         "fleet_gpus": sum(f.count for f in w.fleet) if w.fleet else None,
         "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
-        "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours,
+        "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours, "max_gpus": w.constraints.max_gpus,
         "service_level_stated": w.service_level_stated,
     }
     trained = w.model.num("max_context") if w.model else None
@@ -404,9 +418,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
                          price_tier=price["tier"] if price else None,
                          price_kind=price.get("kind") if price else None,
-                         idle_gpus=price["idle_gpus"] if price else None,
-                         idle_share=(price["idle_gpus"] / (price["instances"] * price["gpus_per_instance"]))
-                         if price else None,
+                         **_idle(c, price),
                          unit_cost=unit_cost(c, unit), min_count=c.min_count,
                          rental_multiple=(c.count / c.min_count) if c.min_count else None, zero_stage=c.zero_stage,
                          activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
