@@ -177,6 +177,7 @@ FACTS: dict[str, Fact] = {
     "candidate.zero_stage": Fact("integer", "", "training: ZeRO stage of the plan (3 = FSDP full sharding)"),
     "candidate.activation_checkpointing": Fact("boolean", "", "training: activations recomputed in the plan"),
     "candidate.misses_target": Fact("boolean", "", "the best plan misses a stated deadline or service level"),
+    "candidate.beyond_bound_met": Fact("boolean", "", "the plan that replaces beyond_bound_plan finishes within the 30 days (false: none does within the workload's limits, and it is the fastest of them)"),
     "candidate.beyond_bound_plan": Fact("string", "", "a training job without a deadline whose cheapest plan runs past 30 days (numbers.objective.LONG_JOB_HOURS): that plan, which the plan within them replaces (absent: none needed or none meets them)"),
     "candidate.missed": Fact("string", "", "the figure that missed the deadline or service level (absent: none missed)"),
     # serving: the plan against the APIs that sell the model (numbers.api, catalog/api-prices.yaml)
@@ -423,6 +424,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          rental_multiple=(c.count / c.min_count) if c.min_count else None, zero_stage=c.zero_stage,
                          activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
                          missed=c.misses, beyond_bound_plan=c.beyond_bound["text"] if c.beyond_bound else None,
+                         beyond_bound_met=c.beyond_bound["met"] if c.beyond_bound else None,
                          cost_ratio_to_cheapest=(costs[c.gpu.id] / cheapest) if cheapest and costs.get(c.gpu.id) else None)
             a = compared.get(c.gpu.id)
             if a is not None:

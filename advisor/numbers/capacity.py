@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from advisor.inputs.capacity import contract_rate, on_demand_instances, reserved_tiers
-from advisor.inputs.prices import PRICE_TIERS, Price
+from advisor.inputs.prices import PRICE_TIERS, Price, provider_key, provider_names
 from advisor.numbers.terms import HOURS_PER_MONTH
 
 
@@ -86,10 +86,13 @@ def several(count: int, usd: float, taken: list, capacity: dict) -> tuple[float,
     return usd, offer, why
 
 
-def contract(gpu, capacity: dict, count: int, group: int, beyond: tuple) -> tuple[float | None, dict | str, dict]:
+def contract(gpu, capacity: dict, count: int, group: int, beyond: tuple,
+             providers: tuple = ()) -> tuple[float | None, dict | str, dict]:
     """A plan no listing has the instances for on demand: a contracted cluster of whole nodes at the
     sourced $/GPU-hour of catalog/capacity.yaml (kind 'contract', with its term), or unknown when no
-    rate is sourced (never guessed). `beyond`: the cheapest listing ignoring capacity, for the text.
+    rate is sourced (never guessed). `beyond`: the cheapest listing ignoring capacity, for the text;
+    `providers`: the workload's (constraints.providers): a market rate or reservation sold by none of
+    them does not price its cluster (review 16: AWS only, priced at a rental index AWS does not offer).
     Returns (usd_per_hour, offer, why), or (None, why it is unknown, why)."""
     _, p, n = beyond
     most, src = on_demand_instances(capacity, p.provider)
@@ -98,6 +101,13 @@ def contract(gpu, capacity: dict, count: int, group: int, beyond: tuple) -> tupl
             f"on demand (at most {most:,} instances of one listing, catalog/capacity.yaml)")
     rate = contract_rate(capacity, gpu.id)
     tiers = _tiers_that_hold(capacity, gpu.id, count)
+    wanted = frozenset(provider_key(x) for x in providers)
+    if wanted:
+        rate = rate if rate is not None and not wanted.isdisjoint(provider_names(rate["provider"])) else None
+        tiers = [t for t in tiers if not wanted.isdisjoint(provider_names(t["provider"]))]
+        if rate is None and not tiers:
+            return None, (f"{over}; no contract rate or reservation sourced from the workload's providers "
+                          f"({', '.join(providers)}): ask them for a quote"), {"capacity": over}
     if rate is None and tiers:
         # no contract rate, but a reservation is sold that holds the cluster: priced as it, its term
         # checked against the job's hours once they are known (reserve_for_job, via cost.per_unit)

@@ -123,6 +123,10 @@ def per_unit(c: Cost, speed, w, explain: bool = True) -> Cost:
     # without the texts the Cost's own `why` is passed on as it is (never written to)
     why = dict(c.why) if explain else c.why
     jobs = w.constraints.jobs_per_month
+    if speed.training_hours is not None and jobs and c.tco and w.constraints.busy_share is None:
+        # the jobs a month set the hours the cluster is busy, which renting instead would be paid for
+        # (review 16: "2 jobs a month keep it 96% busy" beside a buy-or-rent at the default 70%)
+        c = _owned_busy(c, min(speed.training_hours * jobs / HOURS_PER_MONTH, 1.0), jobs, explain)
     if speed.training_hours is not None and jobs and c.price and c.price.get("kind") == "purchase":
         # owned hardware is paid for every hour of the month, busy or not: each job carries its share
         month = c.usd_per_hour * HOURS_PER_MONTH
@@ -171,6 +175,15 @@ def _region_ok(p: Price, wanted: frozenset[str]) -> bool:
 
 
 _OFFERS: dict[int, tuple] = {}
+
+
+def on_demand_gpus(gpu, catalog, w) -> int | None:
+    """The most GPUs one on-demand listing of the workload's rents at once (its capacity figure or the
+    sourced default, inputs.capacity.on_demand_instances); None without such a listing: a larger
+    cluster is a contract or reservation."""
+    cap = getattr(catalog, "capacity", None) or {}
+    return max(((on_demand_instances(cap, p.provider)[0] or 0) * p.gpus_per_instance
+                for p in offers(gpu, catalog, w) if p.kind == "on-demand"), default=None) or None
 
 
 def offers(gpu, catalog, w=None, nodes: int | None = None) -> tuple[Price, ...]:
@@ -278,7 +291,7 @@ def _price(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
             usd, offer, why = several(count, *spread, capacity)
             return Cost(usd_per_hour=usd, price=offer, why=why)
         if beyond:
-            usd, offer, why = contract(gpu, capacity, count, group, beyond)
+            usd, offer, why = contract(gpu, capacity, count, group, beyond, tuple(w.constraints.providers or ()) if w is not None else ())
             return Cost(price_unknown=offer, why=why) if usd is None else Cost(usd_per_hour=usd, price=offer, why=why)
         return Cost(price_unknown=_why_unknown(gpu, catalog, w, group, nodes or 1))
     usd, p, n = found
@@ -401,7 +414,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
         "owning_usd_per_hour_range": [low["owning_usd_per_hour"], high["owning_usd_per_hour"]],
         "energy_usd_per_month": mid["energy_usd_per_month"], "hosting_usd_per_month": mid["hosting_usd_per_month"],
         "maintenance_usd_per_month": mid["maintenance_usd_per_month"],
-        "gpus_bought": bought, "it_kw": it_kw,
+        "gpus_bought": bought, "it_kw": it_kw, "gpu_id": gpu.id,
         "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]), "usd_per_gpu_sources": list(fig.get("sources", [])),
         "usd_per_gpu_date": fig.get("date"), "usd_per_gpu_basis": entry.get("basis"),
         "rent_offer": offer_dict(rented[1], rented[2], count) if rented else None,
@@ -413,6 +426,22 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
                             f"/month to run, per {HOURS_PER_MONTH} h"),
            "rent_vs_buy": rent_vs_buy_text(t, s, gpu.id)}
     return Cost(usd_per_hour=usd_per_hour, price=offer, tco=t, why=why)
+
+
+def _owned_busy(c: Cost, share: float, jobs: float, explain: bool) -> Cost:
+    """An owned plan's rent-versus-buy (`own`) again at the busy share its jobs a month give."""
+    t = c.tco
+    s = {k: {"v": x["value"], "range": x["range"], "source": x["source"]} for k, x in t["inputs"].items()}
+    s["utilisation"] = {"v": share, "range": None, "source": f"the workload's {jobs:g} jobs a month of this plan's hours"}
+    mid, low, high = (tco(t["gpus_bought"], v, t["it_kw"], t["rent_usd_per_hour"], s) for v in [t["usd_per_gpu"], *t["usd_per_gpu_range"]])
+    t = {**t, **{k: mid[k] for k in ("opex_usd_per_month", "rent_usd_per_month", "break_even_months", "owning_usd_per_hour",
+                                     "energy_usd_per_month")},
+         "break_even_months_range": [low["break_even_months"], high["break_even_months"]],
+         "owning_usd_per_hour_range": [low["owning_usd_per_hour"], high["owning_usd_per_hour"]],
+         "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()}}
+    why = {**c.why, "rent_vs_buy": rent_vs_buy_text(t, s, t["gpu_id"]) if explain else c.why.get("rent_vs_buy")}
+    price = {**c.price, "usd_per_instance_hour": mid["owning_usd_per_hour"] / max(c.price["instances"], 1)}
+    return replace(c, usd_per_hour=mid["owning_usd_per_hour"], price=price, tco=t, why=why)
 
 
 def fleet_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cost:

@@ -5,8 +5,9 @@ ranking, choosing among GPUs, both ask this module; no other place reads `object
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
-from advisor.numbers.layouts import TENSOR_SPLIT_MAX
+from advisor.numbers.layouts import TENSOR_SPLIT_MAX, describe_layout
 
 # issue 21: with `objective: cost`, cost per job is nearly flat across data-parallel widths (the same
 # GPU-hours), so the cheapest alone picks whichever width a tie-break favours; plans within this share
@@ -237,3 +238,21 @@ def times(ratio: float) -> str:
     """A shortfall as a multiple of its target: two decimals near 1 (1.04x, not "1.0x" for a plan that
     misses), one beyond."""
     return f"{ratio:.2f}x" if ratio < 1.1 else f"{ratio:.1f}x"
+
+
+def bounded(cheapest, p):     # planner.plan_candidate: a Plan and the plan within the bound
+    """`p`, the plan within the bound, as the GPU's plan: the cheapest plan beside it (`beyond_bound`)
+    and the bound in its `limits` (the rule long-training-job names both)."""
+    hours = LONG_JOB_HOURS
+    c = cheapest
+    cost = f" for ${c.usd_per_job:,.0f} per job" if c.usd_per_job is not None else ""
+    text = (f"{c.count:,} x {c.gpu.id} ({describe_layout((c.tp, c.pp, c.dp, c.ep, c.attention_dp))}), the cheapest plan, "
+            f"would take {c.training_hours:,.0f} h ({c.training_hours / 24 / 365:,.1f} years){cost}")
+    beyond = {"count": c.count, "training_hours": c.training_hours, "step_hours": c.step_hours, "usd_per_job": c.usd_per_job,
+              "layout": c.layout.as_dict(), "text": text, "met": p.bound_missed is None}
+    sized = (f"the plan is sized to finish within {hours / 24:g} days" if p.bound_missed is None else
+             f"no plan finishes within {hours / 24:g} days, and this is the fastest the limits allow ({p.bound_missed})")
+    limit = {"limit": "long_job_bound", "value": hours, "source": "numbers/objective.py LONG_JOB_HOURS (issue 21)",
+             "text": f"no deadline stated: {sized}; {text}"}
+    why = {**p.why, "limits": "; ".join(x["text"] for x in p.limits + [limit])}
+    return replace(p, limits=p.limits + [limit], beyond_bound=beyond, why=why)

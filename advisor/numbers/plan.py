@@ -57,6 +57,7 @@ class Plan:
     # training without a deadline whose cheapest plan runs past objective.LONG_JOB_HOURS: that plan
     # (count, hours, cost, text), kept beside the plan that finishes within them (planner._bounded)
     beyond_bound: dict | None = None
+    bound_missed: str | None = None    # no plan within the 30-day bound: how the fastest the limits allow misses it
     ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
     why: dict = field(default_factory=dict)       # figure -> how it was computed, in the memo's order
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
-from advisor.numbers.layouts import Layout, describe_layout, describe_pools
+from advisor.numbers.layouts import Layout, describe_pools
 from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
@@ -165,6 +165,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     # a rack sold and rented only whole (NVL72) is the unit even where no price source sells it
     sizes = cost.instance_sizes(gpu, catalog, w) or ([layouts.rack_unit(gpu)] if layouts.rack_unit(gpu) else [])
     gpu_rate = min((p.usd_per_hour / p.gpus_per_instance for p in cost.offers(gpu, catalog, w)), default=None)
+    on_demand = cost.on_demand_gpus(gpu, catalog, w) if objective.minimises_time(w) and w.training else None   # review 16
     unit = objective.unit_of_work(w)
     prepared, fewest = _prepare(w, variants, gpu, max_gpus, stages, engine)
     limit = None
@@ -185,14 +186,14 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     # was tried: those are not evaluated at all (if none within it is found, the search runs again
     # whole). Its search has no target to miss, so a plan it skips steers nothing else it tries.
     skip_above = limit if limit is not None and w.training and not targeted else None
-    tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above)
+    tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above, on_demand)
     if skip_above is not None and not tried:
-        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None)
+        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None, on_demand)
     if w.training and targeted and not w.layout_given and _batch_starved(tried, refused):
         # the global batch fed no more replicas, or fewer micro-batches than stages: the search again
         # with deeper pipelines (layouts.deeper_stages), the way to more GPUs within the same batch
         prepared, _ = _prepare(w, variants, gpu, max_gpus, stages, engine, deep=True)
-        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above)
+        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above, on_demand)
     if tried and limit is not None:
         # deadline_cards reads the whole list: asked once, when a plan beyond the limit first needs it,
         # not once per such plan (the same figure each time)
@@ -228,8 +229,8 @@ def _batch_starved(tried: list, refused: dict) -> bool:
     return bool(refused.get("batch")) or any(t[3].pp > 1 and (t[2].micro_batches or 0) < t[3].pp for t in tried)
 
 
-def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int,
-                    engine: Engine | None, cp: str, rate: Term, unit: str, gpu_rate, skip_above=None):
+def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int, engine: Engine | None,
+                    cp: str, rate: Term, unit: str, gpu_rate, skip_above=None, on_demand=None):
     """The layouts of `_search` tried, each variant's bases and wider ones (and disaggregated pools),
     as (tried, refused); a layout of more cards than `skip_above(its base)` is not tried."""
     tried: list[tuple] = []
@@ -273,7 +274,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             key = (base.tp * base.pp, base.count, base.min_dp)
             got = dp_memo.get(key)
             if got is None:
-                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens)
+                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens, on_demand)
             return got
 
         def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
@@ -305,9 +306,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         # than the replicas the narrowest plans needed to hold the service level (Mixtral for 121
         # users: TP 1 x DP 4 holds 30 ms per token, TP 2 on 2 cards does too)
         met = [t[2].count for t in tried[start:] if not t[2].misses]
-        wider = [b for b in wider if not met or b.count < min(met)]
-        if wider:
-            search(wider)
+        search([b for b in wider if not met or b.count < min(met)])
         if disaggregation_tried(w, catalog):
             _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
     return tried, refused
@@ -489,10 +488,10 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
     p = replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits)
-    bounded = _within_bound(w, led, gpu, catalog, variants) if objective.long_job(w, p) else None
+    bounded = _within_bound(w, led, gpu, catalog, variants, p) if objective.long_job(w, p) else None
     # no deadline stated and the cheapest plan runs past 30 days: the plan that finishes within them is
     # the answer (review 10, F8: nobody runs an 8.6-year job), the cheapest one kept beside it, stated
-    return _bounded(p, bounded) if bounded is not None else p
+    return objective.bounded(p, bounded) if bounded is not None else p
 
 
 _ENGINES: dict[tuple, tuple] = {}
@@ -508,28 +507,16 @@ def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
     return got[3]
 
 
-def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants) -> Plan | None:
+def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, cheapest: Plan) -> Plan | None:
     """The plan on this GPU that finishes within objective.LONG_JOB_HOURS: the search again, with that
-    bound as the deadline; None when none does."""
+    bound as the deadline; when none does, the closest it found (the fastest the limits allow: review 16,
+    405B on 112 H100 for 34 years had been the answer), its miss kept as `bound_missed`; None when that
+    is no faster than the cheapest plan."""
     wb = replace(w, constraints=replace(w.constraints, deadline_hours=objective.LONG_JOB_HOURS))
     p = plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in (variants or knob_variants(w, led))])
-    return p if p.fits and not p.misses else None
-
-
-def _bounded(cheapest: Plan, p: Plan) -> Plan:
-    """`p`, the plan within the bound, as the GPU's plan: the cheapest plan beside it (`beyond_bound`)
-    and the bound in its `limits` (the rule long-training-job names both)."""
-    hours = objective.LONG_JOB_HOURS
-    c = cheapest
-    cost = f" for ${c.usd_per_job:,.0f} per job" if c.usd_per_job is not None else ""
-    text = (f"{c.count:,} x {c.gpu.id} ({describe_layout((c.tp, c.pp, c.dp, c.ep, c.attention_dp))}), the cheapest plan, "
-            f"would take {c.training_hours:,.0f} h ({c.training_hours / 24 / 365:,.1f} years){cost}")
-    beyond = {"count": c.count, "training_hours": c.training_hours, "step_hours": c.step_hours, "usd_per_job": c.usd_per_job,
-              "layout": c.layout.as_dict(), "text": text}
-    limit = {"limit": "long_job_bound", "value": hours, "source": "numbers/objective.py LONG_JOB_HOURS (issue 21)",
-             "text": f"no deadline stated: the plan is sized to finish within {hours / 24:g} days; {text}"}
-    why = {**p.why, "limits": "; ".join(x["text"] for x in p.limits + [limit])}
-    return replace(p, limits=p.limits + [limit], beyond_bound=beyond, why=why)
+    if not p.fits or (p.misses and not p.training_hours < cheapest.training_hours):
+        return None
+    return replace(p, misses=None, bound_missed=p.misses)
 
 
 def _kv_words(engine: Engine) -> str:

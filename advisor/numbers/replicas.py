@@ -23,10 +23,12 @@ def deadline_cards(tried) -> int:
     return min(ok) * MAX_CARD_FACTOR if ok else max(t[2].count for t in tried)
 
 
-def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: int, max_tokens: float = 0.0) -> list[int]:
+def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: int, max_tokens: float = 0.0,
+               on_demand: int | None = None) -> list[int]:
     """Replica counts worth trying for a base layout: the fewest memory allows, enough to fill the
-    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows; never
-    more than the global batch feeds (the stated one, or `max_tokens` per step: limits.replica_cap)."""
+    instances they are rented in (K13), and, with `objective: time`, as many as max_gpus allows (without
+    it, as many as `on_demand` GPUs, what one listing rents at once); never more than the global batch
+    feeds (the stated one, or `max_tokens` per step: limits.replica_cap)."""
     m = base.tp * base.pp
     out = {base.min_dp}
     gpn = gpu.gpus_per_node
@@ -39,18 +41,6 @@ def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: 
             continue
         rented = math.ceil(base.count / s) * s
         out.add(max(base.min_dp, rented // m))
-    # `objective: time`: as many as the stated ceiling, or the cards a budget pays for (the planner's search
-    # again within them, objective.budget_cards), allows, and the doublings below it: a price per GPU-hour
-    # grows with the count (a contract beyond the on-demand listings) or has no source there, so the most
-    # cards allowed may cost more than the budget, or be unpriced where fewer are not (review 12: 256 x
-    # B200 unpriced hid 128 on demand)
-    ceiling = w.constraints.max_gpus or (max_gpus if w.constraints.budget_usd_per_hour and max_gpus < MAX_GPUS else None)
-    if objective.minimises_time(w) and ceiling:
-        out.add(max(base.min_dp, ceiling // m))
-        d = base.min_dp
-        while d * 2 * m < ceiling:
-            d *= 2
-            out.add(d)
     cap = max_gpus // m
     if not w.training:
         cap = min(cap, max(base.min_dp, w.concurrency))
@@ -58,6 +48,21 @@ def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: 
     if rc is not None and base.min_dp > rc:
         return []                    # the batch cannot give each replica the memory's fewest a micro-batch
     cap = min(cap, rc) if rc is not None else cap
+    # `objective: time`: as many as the stated ceiling, or the cards a budget pays for (the planner's search
+    # again within them, objective.budget_cards), or else what one listing rents on demand (without a
+    # ceiling the fastest plan had been the fewest cards, 8 x B200 for 1,637 h where `cost` took 663 h,
+    # review 16), and the doublings below it: a price per GPU-hour grows with the count (a contract beyond
+    # the on-demand listings) or has no source there, so the most cards allowed may cost more than the
+    # budget, or be unpriced where fewer are not (review 12: 256 x B200 unpriced hid 128 on demand)
+    ceiling = (w.constraints.max_gpus or (max_gpus if w.constraints.budget_usd_per_hour and max_gpus < MAX_GPUS else None)
+               or on_demand)
+    top = min(cap, ceiling // m) if ceiling else None
+    if objective.minimises_time(w) and top:
+        out.add(max(base.min_dp, top))
+        d = base.min_dp
+        while d * 2 <= top:
+            d *= 2
+            out.add(d)
     if w.global_batch and rc is not None:
         # the planner's own replica counts split the stated batch evenly (a given layout is as given)
         out = {b for b in (batch_replicas(w, d) for d in out) if b is not None}

@@ -99,8 +99,8 @@ def _recommendation(x: _Record) -> dict:
         rng = c.get("training_hours_range") or [c["training_hours"], c["training_hours"]]
         facts.append(("Time", f"about {_num(c['training_hours'])} hours ({_num(rng[0])}-{_num(rng[1])}) for "
                               f"{_count(inputs.get('training_tokens', 0))} tokens at {_num((c.get('mfu') or 0) * 100, 0)}% MFU "
-                              + (f"(the whole run: {_num(c['step_hours'])} h of steps / {c['goodput']:.2f} goodput for interruptions, "
-                                 "checkpoints and evaluation; " if c.get("step_hours") and c.get("goodput") else "(")
+                              + (f"(the whole run: {_num(c['step_hours'])} h of steps / {c['goodput']:.2f} goodput, fitted on published "
+                                 "whole runs: interruptions, stalls, checkpoints, evaluation; " if c.get("step_hours") and c.get("goodput") else "(")
                               + _calibrated(c) + ")"))
     if mode != "inference" and c.get("global_batch"):
         facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({'as given' if inputs.get('global_batch') else 'chosen by the planner: 4 micro-batches per pipeline stage' if c.get('pp', 1) > 1 else 'chosen by the planner: 4 micro-batches of gradient accumulation'}), "
