@@ -45,3 +45,17 @@ def test_a_cluster_is_not_priced_at_a_market_rate_none_of_the_workloads_provider
     # without providers the same cluster is priced at the index, labelled contract
     free = decide(catalog, kb, {"model": "llama-3.1-70b", "training_tokens": 2e12, "constraints": {"deadline_hours": 720}})
     assert free.estimate.candidate("h100-sxm").price["kind"] == "contract"
+
+
+def test_a_job_no_plan_finishes_in_30_days_gets_the_fastest_the_limits_allow(catalog, kb):
+    # F1: Llama 3.1 405B on 15.6T tokens, H100 only, no deadline: 112 x H100 for 297,415 h (34 years) was the
+    # answer, its risk telling the user to raise a max_gpus never set. The 30-day search's closest plan is the
+    # fastest the global batch allows (16,384 at TP 8), the cheapest named beside it
+    d = decide(catalog, kb, {"model": "llama-3.1-405b", "precision": "bf16", "context_tokens": 8192, "training_tokens": 15.6e12,
+                             "constraints": {"gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.count == 16_384 and 720 < c.training_hours < 3_000 and c.misses is None
+    assert c.beyond_bound["count"] == 112 and c.beyond_bound["met"] is False and c.beyond_bound["training_hours"] > 200_000
+    rules = {w["rule"]: w for w in d.record["warnings"]}
+    assert "long-training-job" not in rules and "this is the fastest" in rules["long-training-job-no-plan-within-30-days"]["text"]
+    assert "no plan finishes within 30 days, and this is the fastest the limits allow" in c.why["limits"]
