@@ -59,3 +59,17 @@ def test_a_job_no_plan_finishes_in_30_days_gets_the_fastest_the_limits_allow(cat
     rules = {w["rule"]: w for w in d.record["warnings"]}
     assert "long-training-job" not in rules and "this is the fastest" in rules["long-training-job-no-plan-within-30-days"]["text"]
     assert "no plan finishes within 30 days, and this is the fastest the limits allow" in c.why["limits"]
+
+
+def test_a_fleet_left_out_says_which_rule_refused_its_plan(tmp_path, capsys):
+    # F10: 64 owned H100 for Llama 3.1 70B on 1T tokens: the plan on them (544 cards, 64 owned and 480 rented
+    # to finish in 30 days) was refused for spanning the fleet's site and a provider's, and the memo said
+    # "no plan on them holds the workload"
+    from advisor.shell.cli import main
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: training\nmodel: llama-3.1-70b\ntraining_tokens: 1e12\n"
+                 "fleet:\n  - {gpu: h100-sxm, count: 64, nodes: 8, interconnect: infiniband}\n")
+    assert main(["recommend", str(f)]) == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "no plan on them holds the workload" not in flat
+    assert "The team's 64 x h100-sxm stay out of this plan: its plan on them, 544 x h100-sxm, is out: one job would span" in flat

@@ -116,6 +116,13 @@ def _fleet_line(x: _Record) -> str | None:
     best = next((a for a in x.rec.get("alternatives") or []
                  if not a["excluded"] and (x.cands[a["gpu"]].get("price") or {}).get("kind") == "owned"), None)
     if best is None:
+        # the fleet GPU's plan was excluded: say by what (review 16: a plan of 64 owned and 480 rented H100,
+        # refused for spanning the fleet's site and a provider's, had read "no plan on them holds the workload")
+        mine = {f["gpu"] for f in fleet}
+        out = next((c for c in x.rec.get("candidates") or [] if c.get("gpu") in mine and c.get("excluded") and c.get("excluded_by")), None)
+        if out is not None:
+            return (f"The team's {owned} stay out of this plan: its plan on them, {out['count']:,} x {out['gpu']}, is out: "
+                    + x.cites.prose(out["excluded_by"][0]["reason"]))
         return f"The team's {owned} stay out of this plan: no plan on them holds the workload"
     p = x.cands[best["gpu"]]["price"]
     added = f", {p['added_gpus']} more rented" if p.get("added_gpus") else ""
