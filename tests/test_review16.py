@@ -73,3 +73,13 @@ def test_a_fleet_left_out_says_which_rule_refused_its_plan(tmp_path, capsys):
     flat = " ".join(capsys.readouterr().out.split())
     assert "no plan on them holds the workload" not in flat
     assert "The team's 64 x h100-sxm stay out of this plan: its plan on them, 544 x h100-sxm, is out: one job would span" in flat
+
+
+def test_the_stability_verdict_says_it_is_about_the_ranking(capsys):
+    # F7: "Stable (10.0% model error): h100-sxm $4,335-$5,299" beside "Time: about 46.7 hours (35.2-61.9)"
+    # read as a claim about the hours; the verdict compares the two plans' costs at the model's median error
+    from advisor.shell.cli import main
+    from conftest import EXAMPLES
+    assert main(["recommend", str(EXAMPLES / "7b-pretraining-deadline.yaml")]) == 0
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "Stable ranking (10.0% model error): h100-sxm $4,335-$5,299, b200" in flat

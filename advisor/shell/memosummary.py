@@ -247,8 +247,10 @@ def _stability_short(x: _Record) -> list[str]:
     if not o or r.get("within_error") is None:
         return []
     err = (r.get("cost_range_basis") or {}).get("model_error") or 0
-    head = "Close call" if o["overlap"] else "Stable"
     # the unit is the summary's "Per unit of work" line; the ends and the measurement are in the detail
+    # the verdict is on the ranking: both costs moved by the model's median error (a training job's own
+    # hours range wider, over the fits' spread: the Time line; review 16 read "Stable" as about the hours)
+    head = "Close call" if o["overlap"] else "Stable ranking"
     return [f"{head} ({err:.1%} model error): {r['gpu']} {_range(o['winner_range'])}, {o['gpu']} {_range(o['runner_up_range'])}"
             + "."]
 
