@@ -55,7 +55,7 @@ class Plan:
     layouts_considered: int | None = None
     limits: list = field(default_factory=list)   # the planner's limits that bound this plan, each with its figure
     # training without a deadline whose cheapest plan runs past objective.LONG_JOB_HOURS: that plan
-    # (count, hours, cost, text), kept beside the plan that finishes within them (planner._bounded)
+    # (count, hours, cost, text, met), kept beside the plan that finishes within them (objective.bounded)
     beyond_bound: dict | None = None
     bound_missed: str | None = None    # no plan within the 30-day bound: how the fastest the limits allow misses it
     ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
