@@ -114,11 +114,15 @@ def per_unit(c: Cost, speed, w, explain: bool = True) -> Cost:
     if not w.training:
         if not speed.tokens_per_s:
             return c
-        figure = c.usd_per_hour / (speed.tokens_per_s * 3600) * 1e6
+        # owned hardware is paid for every hour and makes tokens in its busy ones only (review 15: the
+        # on-prem 70B read $0.80 per million output tokens at 80% busy, $0.99 by its own figures)
+        busy = c.tco["inputs"]["utilisation"]["value"] if c.tco and (c.price or {}).get("kind") == "purchase" else None
+        figure = c.usd_per_hour / (speed.tokens_per_s * 3600 * (busy or 1)) * 1e6
         if not explain:
             return replace(c, usd_per_million_tokens=figure)
         why = dict(c.why)
-        why["usd_per_million_tokens"] = f"${c.usd_per_hour:,.2f}/h / ({speed.tokens_per_s:,.0f} tokens/s x 3600) x 10^6 (T07)"
+        why["usd_per_million_tokens"] = (f"${c.usd_per_hour:,.2f}/h / ({speed.tokens_per_s:,.0f} tokens/s x 3600"
+                                         + (f" x {busy:.0%} busy: owned, paid for every hour" if busy else "") + ") x 10^6 (T07)")
         return replace(c, usd_per_million_tokens=figure, why=why)
     # without the texts the Cost's own `why` is passed on as it is (never written to)
     why = dict(c.why) if explain else c.why
