@@ -410,20 +410,13 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
                "usd_per_instance_hour": usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
                "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]),
                **({"basis": entry["basis"]} if entry.get("basis") else {})}
-    t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months", "write_off_months")}
+    t = _tco_figures(mid, low, high, s)
     t.update({
-        "capex_usd_range": [low["capex_usd"], high["capex_usd"]],
-        "break_even_months_range": [low["break_even_months"], high["break_even_months"]],
-        "owning_usd_per_hour": mid["owning_usd_per_hour"],
-        "owning_usd_per_hour_range": [low["owning_usd_per_hour"], high["owning_usd_per_hour"]],
-        "energy_usd_per_month": mid["energy_usd_per_month"], "hosting_usd_per_month": mid["hosting_usd_per_month"],
-        "maintenance_usd_per_month": mid["maintenance_usd_per_month"],
         "gpus_bought": bought, "it_kw": it_kw, "gpu_id": gpu.id,
         "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]), "usd_per_gpu_sources": list(fig.get("sources", [])),
         "usd_per_gpu_date": fig.get("date"), "usd_per_gpu_basis": entry.get("basis"),
         "rent_offer": offer_dict(rented[1], rented[2], count) if rented else None,
         "rent_usd_per_hour": rent_h,
-        "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()},
     })
     why = {"usd_per_hour": (f"owning {bought} x {gpu.id} at ${fig['v']:,.0f} each x {s['server_overhead']['v']:g} server overhead "
                              f"= ${t['capex_usd']:,.0f} written off over {s['amortisation_years']['v']:g} years, + ${t['opex_usd_per_month']:,.0f}"
@@ -432,17 +425,24 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     return Cost(usd_per_hour=usd_per_hour, price=offer, tco=t, why=why)
 
 
+def _tco_figures(mid: dict, low: dict, high: dict, s: dict) -> dict:
+    """The record's `tco` figures of three `tco` results (the purchase price's middle and ends) and the
+    site figures `s` they were had at (as `inputs`)."""
+    t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months", "write_off_months",
+                             "owning_usd_per_hour", "energy_usd_per_month", "hosting_usd_per_month", "maintenance_usd_per_month")}
+    for k in ("capex_usd", "break_even_months", "owning_usd_per_hour"):
+        t[f"{k}_range"] = [low[k], high[k]]
+    t["inputs"] = {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()}
+    return t
+
+
 def _owned_busy(c: Cost, share: float, jobs: float, explain: bool) -> Cost:
     """An owned plan's rent-versus-buy (`own`) again at the busy share its jobs a month give."""
     t = c.tco
     s = {k: {"v": x["value"], "range": x["range"], "source": x["source"]} for k, x in t["inputs"].items()}
     s["utilisation"] = {"v": share, "range": None, "source": f"the workload's {jobs:g} jobs a month of this plan's hours"}
     mid, low, high = (tco(t["gpus_bought"], v, t["it_kw"], t["rent_usd_per_hour"], s) for v in [t["usd_per_gpu"], *t["usd_per_gpu_range"]])
-    t = {**t, **{k: mid[k] for k in ("opex_usd_per_month", "rent_usd_per_month", "break_even_months", "owning_usd_per_hour",
-                                     "energy_usd_per_month")},
-         "break_even_months_range": [low["break_even_months"], high["break_even_months"]],
-         "owning_usd_per_hour_range": [low["owning_usd_per_hour"], high["owning_usd_per_hour"]],
-         "inputs": {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()}}
+    t = {**t, **_tco_figures(mid, low, high, s)}
     why = {**c.why, "rent_vs_buy": rent_vs_buy_text(t, s, t["gpu_id"]) if explain else c.why.get("rent_vs_buy")}
     price = {**c.price, "usd_per_instance_hour": mid["owning_usd_per_hour"] / max(c.price["instances"], 1)}
     return replace(c, usd_per_hour=mid["owning_usd_per_hour"], price=price, tco=t, why=why)
