@@ -55,6 +55,8 @@ def test_a_job_no_plan_finishes_in_30_days_gets_the_fastest_the_limits_allow(cat
                              "constraints": {"gpus": ["h100-sxm"]}})
     c = d.estimate.candidate("h100-sxm")
     assert c.count == 16_384 and 720 < c.training_hours < 3_000 and c.misses is None
+    # 128 H100 on demand would take decades, beyond the contract's 12-month term: the contract stays the plan
+    assert c.price["kind"] == "contract" and c.bound_contract is None
     assert c.beyond_bound["count"] == 112 and c.beyond_bound["met"] is False and c.beyond_bound["training_hours"] > 200_000
     rules = {w["rule"]: w for w in d.record["warnings"]}
     assert "long-training-job" not in rules and "this is the fastest" in rules["long-training-job-no-plan-within-30-days"]["text"]

@@ -85,38 +85,43 @@ def test_a_binding_gpu_ceiling_is_stated_with_its_figure(catalog, kb):
     assert "binds" in ex["reason"]                            # the memo's exclusion line names it
 
 
-def test_an_8b_job_on_15t_tokens_without_a_deadline_is_planned_to_finish_in_30_days(catalog, kb):
-    # review 10, F8: the summary said "Use 8 x H100 ... 75,455 hours" (8.6 years) and the 30-day plan
-    # (848 x H100, priced at AWS Capacity Blocks' 2024-12 rate, past its own stated validity) appeared
-    # only deep in the memo. Without a deadline the plan that finishes within 30 days is the answer, the
-    # cheapest plan named beside it, priced at a current rate
+def test_an_8b_job_on_15t_tokens_without_a_deadline_warns_and_shows_the_plan_that_finishes_in_30_days(catalog, kb):
+    # review 10, F8: the summary said "Use 8 x H100 ... 75,455 hours" (8.6 years). Review 16, F4: the
+    # 30-day plan then became the answer, 840 x H100 on a 12-month contract committing $17.3M for a
+    # $1.41M share of it, where 128 H100 on demand take 4,134 h for $682,613. Without a deadline the plan
+    # is the fastest on what one listing rents on demand; the 30-day plan is shown beside it, contracted
     d = decide(catalog, kb, {"model": "llama-3.1-8b", "training_tokens": 15e12})
     c = d.estimate.candidate(d.winner)
-    assert d.winner == "h100-sxm" and d.record["recommendation"]["count"] == c.count
-    assert c.training_hours <= 30 * 24 and not c.misses
+    assert d.winner == "h100-sxm" and d.record["recommendation"]["count"] == c.count == 128
+    assert c.price["kind"] == "on-demand" and c.price["instances"] == 16 and 30 * 24 < c.training_hours < 365 * 24
     b = c.beyond_bound
-    assert b["training_hours"] > 30 * 24 and b["count"] < c.count
+    assert b["training_hours"] > c.training_hours and b["count"] < c.count and b["met"] is False
     # about the same GPU-hours of steps on more cards (the cluster's goodput is lower than one node's)
-    assert c.count * c.step_hours == pytest.approx(b["count"] * b["step_hours"], rel=0.1) and c.goodput < 0.75
-    # priced as contracted capacity at the index's 2026-03 rate: the Capacity Block rate of 2024-12 was
-    # "scheduled to be updated on January 1, 2025" and is not taken as current (catalog/capacity.yaml)
-    p = c.price
-    assert p["kind"] == "contract" and p["usd_per_gpu_hour"] == 2.35 and p["date"] == "2026-03"
+    assert c.count * c.step_hours == pytest.approx(b["count"] * b["step_hours"], rel=0.1) and c.goodput < 0.8
+    k = c.bound_contract
+    assert k["training_hours"] <= 30 * 24 and k["count"] > c.count and k["usd_per_job"] > c.usd_per_job
+    # priced as contracted capacity at the index's 2026-03 rate for 12 months: the Capacity Block rate
+    # of 2024-12 was "scheduled to be updated on January 1, 2025" and is not taken as current
+    assert k["term_months"] == 12 and k["term_usd"] == pytest.approx(k["count"] * 2.35 * 8760, rel=0.01)
     assert catalog.capacity["expired"]["h100-sxm"][0]["valid_until"] == "2025-01-01" and not catalog.capacity["reserved"]
     lim = [x for x in d.record["limits"] if x["gpu"] == d.winner]
-    assert lim and lim[-1]["limit"] == "long_job_bound" and lim[-1]["value"] == 720
-    warn = [x for x in d.candidate_warnings[d.winner] if x["rule"] == "long-training-job"]
-    assert warn and f"planned to finish in {c.training_hours:,.0f} h, within 30 days" in warn[0]["text"]
-    assert f"{b['count']:,} x {d.winner}" in warn[0]["text"] and "the cheapest plan, would take" in warn[0]["text"]
+    assert [x["limit"] for x in lim][-2:] == ["on_demand_capacity", "long_job_bound"] and lim[-1]["value"] == 720
+    assert lim[-2]["value"] == 128
+    rules = {x["rule"]: x["text"] for x in d.candidate_warnings[d.winner]}
+    assert "long-training-job" not in rules and "long-training-job-no-plan-within-30-days" not in rules
+    text = rules["long-training-job-without-a-contract"]
+    assert f"{k['count']:,} x h100-sxm" in text and f"committing ${k['term_usd']:,.0f}" in text
+    assert f"on demand ({c.training_hours:,.0f} h, no commitment beyond the job)" in text
 
 
-def test_the_summary_leads_with_the_30_day_plan(capsys, tmp_path):
+def test_the_summary_leads_with_the_on_demand_plan_and_the_warning_names_the_contract(capsys, tmp_path):
     f = tmp_path / "8b.yaml"
     f.write_text("name: x\nmode: training\nmodel: llama-3.1-8b\nprecision: bf16\ncontext_tokens: 8192\ntraining_tokens: 15e12\n")
     assert main(["recommend", str(f), "--format", "summary"]) == 0
-    first = capsys.readouterr().out.splitlines()[0]
-    assert first.startswith("Recommendation: ") and " x NVIDIA H100" in first and "Recommendation: 8 x" not in first
-    assert "contracted capacity" in first
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("Recommendation: 128 x NVIDIA H100") and "on-demand" in first
+    assert "finishing within 30 days needs 840 x h100-sxm (TP 1 x PP 1 x DP 840) on a 12-month contract" in out
 
 
 def test_cost_objective_takes_the_fastest_plan_within_5_percent_of_the_cheapest(catalog, kb):

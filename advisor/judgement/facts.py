@@ -178,7 +178,8 @@ FACTS: dict[str, Fact] = {
     "candidate.activation_checkpointing": Fact("boolean", "", "training: activations recomputed in the plan"),
     "candidate.misses_target": Fact("boolean", "", "the best plan misses a stated deadline or service level"),
     "candidate.beyond_bound_met": Fact("boolean", "", "the plan that replaces beyond_bound_plan finishes within the 30 days (false: none does within the workload's limits, and it is the fastest of them)"),
-    "candidate.beyond_bound_plan": Fact("string", "", "a training job without a deadline whose cheapest plan runs past 30 days (numbers.objective.LONG_JOB_HOURS): that plan, which the plan within them replaces (absent: none needed or none meets them)"),
+    "candidate.beyond_bound_plan": Fact("string", "", "a training job without a deadline whose cheapest plan runs past 30 days (numbers.longjob.LONG_JOB_HOURS): that plan, which the plan within them replaces (absent: none needed or none meets them)"),
+    "candidate.bound_contract_plan": Fact("string", "", "a training job without a deadline that finishes within 30 days only on a contract it did not ask for: that contracted plan, with what it commits; the plan is then the fastest on what one listing rents on demand (numbers.longjob; absent: no such contract)"),
     "candidate.missed": Fact("string", "", "the figure that missed the deadline or service level (absent: none missed)"),
     # serving: the plan against the APIs that sell the model (numbers.api, catalog/api-prices.yaml)
     "workload.api_match": Fact("string", "", "model | size-class | none: whether APIs sell this model, only models of its size class, or neither"),
@@ -425,6 +426,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          activation_checkpointing=c.activation_checkpointing, misses_target=c.misses is not None,
                          missed=c.misses, beyond_bound_plan=c.beyond_bound["text"] if c.beyond_bound else None,
                          beyond_bound_met=c.beyond_bound["met"] if c.beyond_bound else None,
+                         bound_contract_plan=c.bound_contract["text"] if c.bound_contract else None,
                          cost_ratio_to_cheapest=(costs[c.gpu.id] / cheapest) if cheapest and costs.get(c.gpu.id) else None)
             a = compared.get(c.gpu.id)
             if a is not None:

@@ -57,11 +57,13 @@ def batch_limit(w: Workload, needed: int, max_tokens: float = 0.0, tp: int = 1) 
                      "state global_batch to train with a larger one")}
 
 
-def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = None) -> dict:
+def max_gpus_limit(w: Workload, max_gpus: int, needed: int, box: str | None = None, on_demand: bool = False) -> dict:
     """The `limits` entry of a GPU ceiling that kept the planner from a plan meeting the target (`box`:
-    why a workstation holds no more)."""
+    why a workstation holds no more, or with `on_demand`, what one listing rents at once: numbers.longjob)."""
     if box:
-        return {"limit": "workstation", "value": max_gpus, "needed_gpus": needed, "source": "numbers/power.py workstation_cards (K02, NEC_15A, C14)",
+        kind, src = (("on_demand_capacity", "catalog/capacity.yaml (numbers/cost.py on_demand_gpus, review 16 F4)") if on_demand
+                     else ("workstation", "numbers/power.py workstation_cards (K02, NEC_15A, C14)"))
+        return {"limit": kind, "value": max_gpus, "needed_gpus": needed, "source": src,
                 "text": f"{box}: meeting the target needs about {needed:,} GPUs"}
     given = w.constraints.max_gpus is not None
     return {"limit": "max_gpus", "value": max_gpus, "needed_gpus": needed,

@@ -5,17 +5,13 @@ ranking, choosing among GPUs, both ask this module; no other place reads `object
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
-from advisor.numbers.layouts import TENSOR_SPLIT_MAX, describe_layout
+from advisor.numbers.layouts import TENSOR_SPLIT_MAX
 
 # issue 21: with `objective: cost`, cost per job is nearly flat across data-parallel widths (the same
 # GPU-hours), so the cheapest alone picks whichever width a tie-break favours; plans within this share
 # of the cheapest cost per job count as equally cheap and the fastest of them wins
 TIME_TOLERANCE = 0.05
-# a training job without a deadline whose cheapest plan runs longer than this (30 days, issue 21) is
-# planned to finish within it, the cheapest plan named beside it (review 10, F8)
-LONG_JOB_HOURS = 30 * 24
 
 UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
               "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
@@ -199,13 +195,6 @@ def fastest_within_tolerance(w, ordered: list, unit: str, rate: float | None):
     return min(as_fast, key=lambda ct: (float(f"{ct[0]:.9g}"), ordered.index(ct[1])))[1]
 
 
-def long_job(w, plan) -> bool:
-    """A training job without a deadline whose cheapest plan runs past LONG_JOB_HOURS: it is planned to
-    finish within them (review 10, F8; `objective: cards` or `time` asks for its own plan, kept)."""
-    return (w.training and minimises_cost(w) and not w.constraints.deadline_hours and plan.training_hours is not None
-            and plan.training_hours > LONG_JOB_HOURS)
-
-
 def within_budget(w, tried: list) -> list:
     """The planner's tried plans (entries whose third item is a plan) a stated budget per hour allows
     (unpriced ones cannot be held to it), or all of them when none is within it: the rule over-budget then
@@ -238,21 +227,3 @@ def times(ratio: float) -> str:
     """A shortfall as a multiple of its target: two decimals near 1 (1.04x, not "1.0x" for a plan that
     misses), one beyond."""
     return f"{ratio:.2f}x" if ratio < 1.1 else f"{ratio:.1f}x"
-
-
-def bounded(cheapest, p):     # planner.plan_candidate: a Plan and the plan within the bound
-    """`p`, the plan within the bound, as the GPU's plan: the cheapest plan beside it (`beyond_bound`)
-    and the bound in its `limits` (the rule long-training-job names both)."""
-    hours = LONG_JOB_HOURS
-    c = cheapest
-    cost = f" for ${c.usd_per_job:,.0f} per job" if c.usd_per_job is not None else ""
-    text = (f"{c.count:,} x {c.gpu.id} ({describe_layout((c.tp, c.pp, c.dp, c.ep, c.attention_dp))}), the cheapest plan, "
-            f"would take {c.training_hours:,.0f} h ({c.training_hours / 24 / 365:,.1f} years){cost}")
-    beyond = {"count": c.count, "training_hours": c.training_hours, "step_hours": c.step_hours, "usd_per_job": c.usd_per_job,
-              "layout": c.layout.as_dict(), "text": text, "met": p.bound_missed is None}
-    sized = (f"the plan is sized to finish within {hours / 24:g} days" if p.bound_missed is None else
-             f"no plan finishes within {hours / 24:g} days, and this is the fastest the limits allow ({p.bound_missed})")
-    limit = {"limit": "long_job_bound", "value": hours, "source": "numbers/objective.py LONG_JOB_HOURS (issue 21)",
-             "text": f"no deadline stated: {sized}; {text}"}
-    why = {**p.why, "limits": "; ".join(x["text"] for x in p.limits + [limit])}
-    return replace(p, limits=p.limits + [limit], beyond_bound=beyond, why=why)

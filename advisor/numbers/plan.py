@@ -54,10 +54,13 @@ class Plan:
     min_count: int | None = None                  # the fewest cards any layout needs (the seeds' figure)
     layouts_considered: int | None = None
     limits: list = field(default_factory=list)   # the planner's limits that bound this plan, each with its figure
-    # training without a deadline whose cheapest plan runs past objective.LONG_JOB_HOURS: that plan
-    # (count, hours, cost, text, met), kept beside the plan that finishes within them (objective.bounded)
+    # training without a deadline whose cheapest plan runs past longjob.LONG_JOB_HOURS: that plan
+    # (count, hours, cost, text, met), kept beside the plan that finishes within them (longjob.bounded)
     beyond_bound: dict | None = None
     bound_missed: str | None = None    # no plan within the 30-day bound: how the fastest the limits allow misses it
+    # the 30-day bound met only on a contract the workload did not ask for: that plan (count, hours, cost,
+    # term, commitment, text), kept beside the fastest on on-demand capacity (numbers.longjob.within)
+    bound_contract: dict | None = None
     ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
     why: dict = field(default_factory=dict)       # figure -> how it was computed, in the memo's order
 

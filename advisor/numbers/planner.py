@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
+from advisor.numbers import cost, fleet, layouts, longjob, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
 from advisor.numbers.layouts import Layout, describe_pools
 from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
@@ -431,12 +431,12 @@ def _choose(w: Workload, tried: list, unit: str, gpu_rate):
     return best[pick]
 
 
-def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants=None) -> Plan:
+def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants=None, ceiling=None) -> Plan:
     """Size one GPU for the workload: every layout the planner offers, each priced and timed, the best
-    by the workload's objective kept, with why."""
+    by the workload's objective kept, with why (`ceiling`: at most so many cards, and why: longjob)."""
     max_gpus = w.constraints.max_gpus or layouts.MAX_GPUS
     gpu = fleet.shaped(gpu, w)      # on the team's own cards: the fleet's nodes and links, not the catalog's
-    box = power.workstation_cards(gpu, w)
+    box = ceiling or power.workstation_cards(gpu, w)
     if box and box[0] < max_gpus:
         # a desk machine is one box: size within it, and when the target needs more, the closest plan
         # that fits is the answer with the limit stated (not a plan the workstation rules then exclude)
@@ -470,7 +470,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     fed = (replica_cap(w, tokens) or 0) * layouts.tensor_split_max(gpu) if refused.get("batch") else 0
     if p.misses and refused.get("needed") and not (fed and max_gpus >= fed):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said
-        limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"]), box_why))
+        limits.append(max_gpus_limit(w, max_gpus, int(refused["needed"]), box_why, on_demand=ceiling is not None))
         p = replace(p, misses=f"{p.misses}; {limits[-1]['text']}")
     if p.misses and refused.get("batch"):
         limits.append(batch_limit(w, int(refused["batch"]), tokens, p.tp))
@@ -488,10 +488,15 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
     p = replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits)
-    bounded = _within_bound(w, led, gpu, catalog, variants, p) if objective.long_job(w, p) else None
+    if not longjob.applies(w, p):
+        return p
     # no deadline stated and the cheapest plan runs past 30 days: the plan that finishes within them is
-    # the answer (review 10, F8: nobody runs an 8.6-year job), the cheapest one kept beside it, stated
-    return objective.bounded(p, bounded) if bounded is not None else p
+    # the answer (review 10, F8: nobody runs an 8.6-year job), on no contract the workload did not ask
+    # for (review 16, F4), the cheapest one kept beside it, stated
+    def search(wb, ceiling=None):
+        return plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in variants], ceiling)
+    bounded = longjob.within(w, p, search, cost.on_demand_gpus(gpu, catalog, w))
+    return longjob.bounded(p, bounded) if bounded is not None else p
 
 
 _ENGINES: dict[tuple, tuple] = {}
@@ -505,18 +510,6 @@ def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
             _ENGINES.clear()
         got = _ENGINES[key] = (catalog, gpu, w.model, engine_for(catalog, gpu, w.model, w.engine))
     return got[3]
-
-
-def _within_bound(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, cheapest: Plan) -> Plan | None:
-    """The plan on this GPU that finishes within objective.LONG_JOB_HOURS: the search again, with that
-    bound as the deadline; when none does, the closest it found (the fastest the limits allow: review 16,
-    405B on 112 H100 for 34 years had been the answer), its miss kept as `bound_missed`; None when that
-    is no faster than the cheapest plan."""
-    wb = replace(w, constraints=replace(w.constraints, deadline_hours=objective.LONG_JOB_HOURS))
-    p = plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in (variants or knob_variants(w, led))])
-    if not p.fits or (p.misses and not p.training_hours < cheapest.training_hours):
-        return None
-    return replace(p, misses=None, bound_missed=p.misses)
 
 
 def _kv_words(engine: Engine) -> str:
