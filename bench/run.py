@@ -13,6 +13,7 @@ machine: README.md quotes them from there (docs/readme.py), so the README never 
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -28,8 +29,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 EXAMPLE = ROOT / "examples" / "chat-assistant.yaml"
-QUICK = "--quick" in sys.argv
-LAST = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else ROOT / "bench" / "last.json"
+_ARGS = argparse.ArgumentParser(description="Performance figures, printed as medians (see the module docstring).")
+_ARGS.add_argument("--quick", action="store_true", help="3 runs instead of 9, smaller sweep")
+_ARGS.add_argument("--out", type=Path, default=ROOT / "bench" / "last.json", help="where the figures go (JSON)")
+_OPTS = _ARGS.parse_args() if __name__ == "__main__" else _ARGS.parse_args([])
+QUICK, LAST = _OPTS.quick, _OPTS.out.resolve()
 
 
 def median_ms(samples):
@@ -99,13 +103,15 @@ print(json.dumps({"load": t1 - t0, "decide": t2 - t1, "firings": len(d.firings)}
 
 def scaling(n: int, cache: str, runs: int, guarded: float = 0.8) -> dict:
     import synthetic
-    d = Path(tempfile.mkdtemp(prefix=f"kb{n}-"))
-    synthetic.write(d, n, guarded=guarded)
     env = {**os.environ, "GPU_ADVISOR_CACHE": cache}
     out = []
-    for _ in range(runs + (1 if cache != "0" else 0)):
-        r = subprocess.run([sys.executable, "-c", SCALE_CHILD, str(d), str(ROOT)], env=env, capture_output=True, text=True, check=True)
-        out.append(json.loads(r.stdout))
+    with tempfile.TemporaryDirectory(prefix=f"kb{n}-") as tmp:
+        d = Path(tmp)
+        synthetic.write(d, n, guarded=guarded)
+        for _ in range(runs + (1 if cache != "0" else 0)):
+            r = subprocess.run([sys.executable, "-c", SCALE_CHILD, str(d), str(ROOT)], env=env, capture_output=True,
+                               text=True, check=True)
+            out.append(json.loads(r.stdout))
     if cache != "0":
         out = out[1:]          # the first run filled the cache
     return {"load+decide": median_ms([o["load"] + o["decide"] for o in out]),
@@ -115,18 +121,22 @@ def scaling(n: int, cache: str, runs: int, guarded: float = 0.8) -> dict:
 
 def sweep_throughput(n_conc: int) -> tuple[float, int]:
     from advisor.shell import sweep
-    d = Path(tempfile.mkdtemp(prefix="sweep-"))
-    grid = d / "grid.yaml"
-    grid.write_text(f"base: {EXAMPLE}\nvary:\n  model: [gpt-oss-120b, llama-3.1-70b, llama-3.1-8b, mixtral-8x7b]\n"
-                    f"  concurrency: {list(range(1, n_conc + 1))}\n  context_tokens: [4096, 32768]\n")
-    t = time.perf_counter()
-    written, total, _, _ = sweep.run(grid, d / "t.csv", progress=False)
-    return written / (time.perf_counter() - t), written
+    with tempfile.TemporaryDirectory(prefix="sweep-") as tmp:
+        grid = Path(tmp) / "grid.yaml"
+        grid.write_text(f"base: {EXAMPLE}\nvary:\n  model: [gpt-oss-120b, llama-3.1-70b, llama-3.1-8b, mixtral-8x7b]\n"
+                        f"  concurrency: {list(range(1, n_conc + 1))}\n  context_tokens: [4096, 32768]\n")
+        t = time.perf_counter()
+        written, total, _, _ = sweep.run(grid, Path(tmp) / "t.csv", progress=False)
+        return written / (time.perf_counter() - t), written
 
 
 def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "advisor")], check=True)
-    cache = tempfile.mkdtemp(prefix="gpu-advisor-bench-cache-")
+    with tempfile.TemporaryDirectory(prefix="gpu-advisor-bench-cache-") as cache:
+        measure(cache)
+
+
+def measure(cache: str) -> None:
     runs = 3 if QUICK else 9
     fig: dict = {"date": datetime.date.today().isoformat(), "runs": runs, "quick": QUICK,
                  "machine": {"cores": os.cpu_count(), "python": sys.version.split()[0],
