@@ -160,7 +160,7 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
-    assert "An API costs $0.10 per million tokens (wandb, 2026-12-01; cheapest of 29, median $0.38)" in line
+    assert "An API: $0.10 per million tokens in + out (wandb, 2026-12-01; cheapest of 29, median $0.38)" in line
     # 2 x H100 SXM at $2.58/h ($61.92 a day / $0.10 per million = 619 million a day) serve 693 million
     # (about 4,010 output tokens/s x 86,400 s, with as many prompt tokens: $61.92 / 693 million = $0.089)
     assert "; this plan $0.089 at 693 million a day: self-hosting is cheaper above 619 million a day" in line
@@ -173,7 +173,7 @@ def test_a_break_even_past_the_plans_whole_day_is_said_so():
     a = {"match": "model", "offers": [{"provider": "hyperbolic", "date": "2026-12-01"}], "providers": 9,
          "median_usd_per_million_tokens": 2.4, "api_usd_per_million_tokens": 0.21, "plan_usd_per_million_tokens": 1.72,
          "break_even_tokens_per_day": 1.18e9, "load_tokens_per_day": 144e6, "break_even_utilisation": 8.21}
-    assert api_line(a) == ("An API costs $0.21 per million tokens (hyperbolic, 2026-12-01; cheapest of 9, median $2.40); "
+    assert api_line(a) == ("An API: $0.21 per million tokens in + out (hyperbolic, 2026-12-01; cheapest of 9, median $2.40); "
                            "this plan $1.72: the API is cheaper at any load it can carry")
     assert api_line({**a, "break_even_utilisation": 0.8}).endswith("the API is cheaper below 1,180 million a day")
 
@@ -192,7 +192,7 @@ def test_an_offer_far_under_the_median_is_set_aside_and_named(catalog, kb):
     assert a["api_usd_per_million_tokens"] == pytest.approx(0.80) and a["offers"][0]["provider"] == "a"
     from advisor.shell import wording
     line = wording.api_line(a)
-    assert "An API costs $0.80 per million tokens (a, 2026-12-01; cheapest of 4, median $2.40; not counted: cheap $0.16, under a quarter of the median and apart from the rest: likely a stale row)" in line
+    assert "An API: $0.80 per million tokens in + out (a, 2026-12-01; cheapest of 4, median $2.40; not counted: cheap $0.16, under a quarter of the median and apart from the rest: likely a stale row)" in line
     # three of seven providers selling cheap together are a market, not a stale row: none is set aside
     crowd = dataclasses.replace(catalog, api_prices=[row("p1", 0.30), row("p2", 0.40), row("p3", 0.50), row("b", 2.40),
                                                      row("c", 3.00), row("d", 3.50), row("e", 4.00)])

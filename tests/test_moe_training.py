@@ -51,7 +51,7 @@ def test_all_to_all_bytes_of_one_step_by_hand(catalog):
     moe = trainspeed.moe_terms(w, led, gpu, cal, tp=1, pp=4, ep=8, seq=4096, mbs=1, precision="bf16")
     per_micro_batch = 4096 * 4 * 2880 * (2 + 2) * 7 / 8 * 9 * 2
     assert moe.alltoall_bytes == pytest.approx(per_micro_batch)
-    m, gbs, _ = trainspeed.micro_batches(w, 4, 16)
+    m, gbs, _, _ = trainspeed.micro_batches(w, 4, 16)
     assert (m, gbs) == (80, 1280)
     assert m * moe.alltoall_bytes / GB == pytest.approx(237.8, abs=0.1)
     assert moe.link.startswith("nvlink")            # EP 8 on one 8-GPU node

@@ -67,8 +67,11 @@ def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | Non
         # a plan beats it on cost and time with no more against it: what favours it are rules of thumb
         # about cost and speed (prefer proxy: true), which the figures answer (ranking.dominates)
         who = "the winner" if win and by == win.get("gpu") else by
-        parts = [(parts[0] if parts else "it costs no less") + (" and is slower" if who == "the winner" else ""),
-                 f"the rules of thumb in its favour stand for cost and speed, and {who} is cheaper and faster"]
+        same = dc.get("dominated_as_fast")
+        parts = [(parts[0] if parts else "it costs no less") + ((" at the same speed" if same else " and is slower")
+                                                                if who == "the winner" else ""),
+                 f"the rules of thumb in its favour stand for cost and speed, and {who} is "
+                 + ("as fast and cheaper" if same else "cheaper and faster")]
     elif in_favour > 0.005:
         # the rules favour it over the winner (2 x H100 at -10% beside 4 x RTX 5090 at -50%): the price
         # decided, as the decisive rule's sentence says, and the rules do not count it dearer still

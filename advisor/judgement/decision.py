@@ -206,8 +206,11 @@ def _decisive(r: ranking.Ranking, options, excluded, contributions, firings, kb,
                         and r.key(o)[:-1] <= r.key(W)[:-1]), key=r.key)   # a tie broken only by the id counts
     basis = ""
     if r.basis == "preference":
+        # review 17, F1: "No candidate has a known price" beside the summary's priced H100 plan, which a rule excluded
+        priced_out = any(o.cost is not None for g, o in options.items() if excluded[g])
         basis = (("On premises without purchase prices (rental quotes are not what owned hardware costs): "
-                  if on_prem else "No candidate has a known price: ") + "ranked on the rules' preferences, then card count. ")
+                  if on_prem else "No plan the rules kept has a known price (each priced one was excluded): " if priced_out
+                  else "No candidate has a known price: ") + "ranked on the rules' preferences, then card count. ")
     if would_win:
         g = would_win[0].gpu
         ex = excluded[g][0].exclusion()

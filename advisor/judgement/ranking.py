@@ -125,6 +125,13 @@ def dominates(d: Option, o: Option) -> bool:
             and (d.cost < o.cost or dt < ot))
 
 
+def as_fast(d: Option, o: Option) -> bool:
+    """`d` and `o` take the same time within half a percent (the same tokens/s per GPU on both: review 17,
+    F3, where the memo called an H200 slower at the H100's 0.393 h)."""
+    dt, ot = (d.time, o.time) if d.time is not None and o.time is not None else (d.hours_per_unit, o.hours_per_unit)
+    return dt is not None and ot is not None and abs(dt - ot) <= 0.005 * max(abs(ot), abs(dt))
+
+
 def _dominators(order: list[Option]) -> dict[str, str]:
     """Each option of `order` (by effective cost, as the cost ranking sorts) that another dominates -> the
     first of those that do."""

@@ -63,6 +63,8 @@ def build(d, suggestions: list[dict]) -> dict:
                           "effective_cost": rounded(d.ranked.options[g].effective) if d.ranked and g in d.ranked.options else None,
                           # a plan that costs less and is faster, with no more against it (ranking.dominates)
                           "dominated_by": d.ranked.dominated_by.get(g) if d.ranked else None,
+                          "dominated_as_fast": (ranking.as_fast(d.ranked.options[d.ranked.dominated_by[g]], d.ranked.options[g])
+                                                if d.ranked and g in d.ranked.dominated_by else None),
                           "warnings": d.candidate_warnings.get(g, [])}
                          for g in sorted(d.scores, key=lambda g: (g not in d.order, d.order.index(g) if g in d.order else 0, g))]
     _stability(rec, d, by_id)

@@ -71,24 +71,31 @@ def planned_micro_batches(pp: int) -> int:
 
 
 def micro_batches(w: Workload, pp: int, dp: int, micro_batch: int | None = None,
-                  max_tokens: float = 0.0) -> tuple[int, int, str]:
-    """Micro-batches per replica per step and the global batch (sequences) they make, with how: the
-    stated global batch, else the planner's choice (planned_micro_batches), cut to at most `max_tokens`
-    per step (limits.batch_bound, LLAMA3_BATCH) and at least one micro-batch per replica."""
+                  max_tokens: float = 0.0) -> tuple[int, int, str, str]:
+    """Micro-batches per replica per step and the global batch (sequences) they make, with how (the
+    arithmetic) and its basis (the memo's words): the stated global batch, else the planner's choice
+    (planned_micro_batches), cut to at most `max_tokens` per step (limits.batch_bound, LLAMA3_BATCH) and
+    at least one micro-batch per replica."""
     mbs = micro_batch or w.micro_batch
     if w.global_batch:
         m = max(1, round(w.global_batch / (mbs * dp)))
         return m, w.global_batch, (f"global_batch {w.global_batch:,} / (micro_batch {mbs} x DP {dp}) = {m:,} micro-batches per replica"
-                                   + (" (rounded)" if m * mbs * dp != w.global_batch else ""))
+                                   + (" (rounded)" if m * mbs * dp != w.global_batch else "")), "as given"
     m = planned_micro_batches(pp)
     bound = batch_bound(w, max_tokens)
     how = (f"{m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}"
            + (f"; at most {max_tokens / 1e6:,.1f}M tokens a step, LLAMA3_BATCH" if bound else "") + ")")
+    basis = ("chosen by the planner: 4 micro-batches per pipeline stage" if pp > 1 else
+             "chosen by the planner: 4 micro-batches of gradient accumulation")
     if bound and m * mbs * dp > bound:
         m = max(1, bound // (mbs * dp))
         how = (f"{m} micro-batch{'es' if m > 1 else ''} per replica (4 per stage would exceed the bound of {max_tokens / 1e6:,.1f}M tokens "
                f"per step, {bound:,} sequences of {w.context_tokens:,}: Llama 3 405B's largest batch, LLAMA3_BATCH)")
-    return m, m * mbs * dp, f"planner's choice: {how} x micro_batch {mbs} x DP {dp} = global batch {m * mbs * dp:,} sequences"
+        # review 17, F6: the memo said "4 micro-batches per pipeline stage" of a plan the bound cut to 2 per replica
+        basis = (f"chosen by the planner: {'4 micro-batches per pipeline stage' if pp > 1 else '4 micro-batches'} would exceed "
+                 f"{max_tokens / 1e6:,.1f}M tokens a step, Llama 3 405B's largest batch (LLAMA3_BATCH), so "
+                 f"{m} per replica")
+    return m, m * mbs * dp, f"planner's choice: {how} x micro_batch {mbs} x DP {dp} = global batch {m * mbs * dp:,} sequences", basis
 
 
 def attention_train_flops(w: Workload, seq: int) -> float:
@@ -289,7 +296,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     may not keep."""
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
-    m, gbs, batch_how = micro_batches(w, lay.pp, lay.dp, max_tokens=cal.max_batch_tokens)
+    m, gbs, batch_how, batch_basis = micro_batches(w, lay.pp, lay.dp, max_tokens=cal.max_batch_tokens)
     layers = int(w.model.num("layers") or 0)
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
     # requires micro-batches divisible by PP with virtual stages); the planner's own batch, which its
@@ -391,7 +398,8 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                               + f" (MFU {tr.mfu:.0%}); {good_how}; expected within "
                               f"{hours / spread:,.1f}-{hours * spread:,.1f} h (the fits' residual spread); "
                               f"at the peak matmul rate the steps would take {at_peak:,.1f} h (K08)"),
-           "step_hours": f"{w.training_tokens:.3g} tokens / {step_tps:,.0f} tokens/s: the calibrated step rate, no stall, restart or checkpoint"}
+           "step_hours": f"{w.training_tokens:.3g} tokens / {step_tps:,.0f} tokens/s: the calibrated step rate, no stall, restart or checkpoint",
+           "global_batch": batch_basis}
     return Speed(training_tokens_per_s=step_tps, mfu=tr.mfu, training_hours=hours, training_hours_range=[hours / spread, hours * spread],
                  step_hours=step_hours, hours_per_million_tokens=hours * 1e6 / w.training_tokens,
                  speed_explained=explained, why=why, **batch)

@@ -7,7 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS, times
-from advisor.shell.wording import (asked_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+from advisor.shell.wording import (asked_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_shown)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
@@ -299,7 +299,7 @@ def _speed_short(mode: str, c: dict) -> str:
         return "-"
     if mode == "inference":
         return f"{_num(c.get('tokens_per_s_per_user'), 0)} tokens/s per user"
-    return f"{_num(c.get('training_hours'), 0)} h" if c.get("training_hours") is not None else "-"
+    return duration_short(c["training_hours"]) if c.get("training_hours") is not None else "-"
 
 
 def _alt_risks(x: _Record, gpus: list[str]) -> list[dict]:

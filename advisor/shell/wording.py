@@ -47,6 +47,13 @@ def machines(r: dict, gpus_per_node: int) -> str:
     return f"{r['nodes']} node{'s' if r['nodes'] > 1 else ''}"
 
 
+def duration_short(hours: float) -> str:
+    """Hours for a table cell: 24 min, 1.5 h, 42 h (a 24-minute job had shown as "0 h": review 17, F3)."""
+    if hours < 1:
+        return f"{max(1, round(hours * 60))} min"
+    return f"{hours:.1f} h" if hours < 10 else f"{hours:,.0f} h"
+
+
 def duration(hours: float) -> str:
     """Hours in words a reader takes in at once: 40 minutes, 1.5 hours, 42 hours, 12 days."""
     if hours < 1:
@@ -441,7 +448,7 @@ def api_line(a: dict | None) -> str | None:
                    + (f" and {len(aside) - 3} more" if len(aside) > 3 else "")
                    + (", under a quarter of the median and apart from the rest: likely a stale row" if len(aside) == 1
                       else ", under a quarter of the median and apart from the rest: likely stale rows"))
-    text = f"An API costs {_per_m(a['api_usd_per_million_tokens'])} per million tokens{what} ({o.get('provider')}, {o.get('date')}{spread})"
+    text = f"An API: {_per_m(a['api_usd_per_million_tokens'])} per million tokens in + out{what} ({o.get('provider')}, {o.get('date')}{spread})"
     be = a.get("break_even_tokens_per_day")
     if be is None:
         return text + "; the plan has no price or speed to compare"
