@@ -260,7 +260,9 @@ def test_no_recommendation_memo_names_the_rules(capsys, tmp_path):
     text = capsys.readouterr().out
     assert "No GPU can be recommended" in text and "import-restricted-excludes-us-accelerators" in text
     summary = text.split("## Recommendation in detail")[0]
-    assert "- Export-controlled accelerators are out when import is restricted: h100-sxm." in summary
+    # a lone GPU's own reason beside the rule's title (review 17), its name said once
+    assert ("- Export-controlled accelerators are out when import is restricted: h100-sxm is subject to US export "
+            "control and cannot be obtained under the import restriction (T08, T12).") in summary
 
 
 def test_out_writes_atomically(capsys, tmp_path):

@@ -84,3 +84,26 @@ def test_an_unpriced_winner_beside_an_excluded_priced_plan_does_not_say_no_candi
     because = d.record["decisive_rule"]["because"]
     assert because.startswith("No plan the rules kept has a known price (each priced one was excluded)")
     assert "No candidate has a known price" not in because
+
+
+def test_a_plan_just_above_its_service_level_is_shown_to_the_tenth_it_is_judged_at(catalog, kb):
+    # "at 33 tokens/s per user (the service level asks 33.3)" for a plan of 33.47 at a 30 ms TPOT read as a miss
+    from advisor.shell.wording import per_user_rate
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "qwen3-235b-a22b", "precision": "fp8", "prompt_tokens": 2000,
+                                      "output_tokens": 400, "concurrency": 512, "latency": {"ttft_ms": 2000, "tpot_ms": 30},
+                                      "constraints": {"gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    assert not c.misses and 33.3 < c.tokens_per_s_per_user < 34
+    text = _flat(memo_mod.render(d.record, catalog, "text"))
+    assert f"at {per_user_rate(c.tokens_per_s_per_user)} tokens/s per user (the service level asks 33.3)" in text
+    assert per_user_rate(33.47) == "33.5" and per_user_rate(40.0) == "40" and per_user_rate(123.4) == "123"
+
+
+def test_a_lone_excluded_gpu_has_its_own_reason_in_the_summary(catalog, kb):
+    # "No GPU can be recommended ... Why: A GPU on which no layout holds the workload is out: mi300x." for a
+    # workload that asked for TensorRT-LLM on an MI300X: the reason (the engine) was only in the detail
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "concurrency": 16,
+                                      "engine": "trtllm", "constraints": {"gpus": ["mi300x"]}})
+    assert d.record["recommendation"] is None
+    head = _flat(memo_mod.render(d.record, catalog, "text").split("RECOMMENDATION IN DETAIL")[0])
+    assert "is out: mi300x: TensorRT-LLM does not run on AMD Instinct MI300X 192GB" in head

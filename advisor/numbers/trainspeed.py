@@ -383,7 +383,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     if not w.training_tokens:
         # the same plan on one million tokens: what the job costs per million, whatever its size
         return Speed(training_tokens_per_s=step_tps, mfu=tr.mfu, hours_per_million_tokens=1e6 / step_tps / 3600 / good,
-                     speed_explained=explained, **batch)
+                     speed_explained=explained, why={"global_batch": batch_basis} if explain else {}, **batch)
     step_hours = w.training_tokens / step_tps / 3600
     hours = step_hours / good
     sigma = max(cal.train_spread, cal.train_moe_spread) if led.sized.experts else cal.train_spread

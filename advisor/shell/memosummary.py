@@ -7,7 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS, times
-from advisor.shell.wording import (asked_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+from advisor.shell.wording import (asked_rate, per_user_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_shown)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
@@ -38,6 +38,20 @@ def _cheaper_per_token(x: _Record, alts: list[dict], short: bool = False) -> str
             f"work; per hour, which is what serving them costs, {r['gpu']} is cheaper ({_usd(wh)})")
 
 
+def _short_reason(text: str, limit: int = 160) -> str:
+    """An exclusion's reason for the summary: whole when short, else without its parenthesised detail."""
+    text = text.strip().rstrip(".")
+    return text if len(text) <= limit else _gist(text.split(" (")[0], limit).rstrip(".")
+
+
+def _excluded_line(title: str, gpus: list[str], reason: str | None) -> str:
+    """A rule and the GPUs it excluded, with a lone GPU's own reason (its name once)."""
+    if reason and reason.startswith(gpus[0]):
+        return f"{title}: {_short_reason(reason)}."
+    named = ", ".join(gpus[:4]) + (f" and {len(gpus) - 4} more" if len(gpus) > 4 else "")
+    return f"{title}: {named}" + (f": {_short_reason(reason)}" if reason else "") + "."
+
+
 def _summary(x: _Record, v: dict) -> dict:
     """The one-screen summary, drawn from the sections: what to use, its cost, the reasons, the two best
     alternatives, the top risks, unpriced GPUs and the planner's suggestions."""
@@ -58,7 +72,11 @@ def _summary(x: _Record, v: dict) -> dict:
         for g, rules in x.rec["no_candidate"].items():
             for k in rules:
                 by_rule.setdefault(x.rule_titles.get(k, k), []).append(g)
-        summary["reasons"] = [f"{t}: {', '.join(gs[:4])}{f' and {len(gs) - 4} more' if len(gs) > 4 else ''}."
+        # one GPU under a rule: its own reason beside the rule's title (review 17: "no layout holds the
+        # workload: mi300x" where the reason was that TensorRT-LLM does not run on it)
+        why = {(x.rule_titles.get(e["rule"], e["rule"]), c["gpu"]): e.get("reason") for c in x.rec["candidates"]
+               for e in (c.get("excluded_by") or [])}
+        summary["reasons"] = [_excluded_line(t, gs, why.get((t, gs[0])) if len(gs) == 1 else None)
                               for t, gs in sorted(by_rule.items(), key=lambda kv: -len(kv[1]))][:3]
     if r:
         summary["reasons"] = _forward_reasons(x, v)
@@ -208,7 +226,8 @@ def _speed_against_level(x: _Record, c: dict) -> str:
     """The winner's speed per user against the service level, or its hours against the deadline."""
     if x.mode == "inference" and c.get("tokens_per_s_per_user") is not None:
         sl = x.rec.get("service_level") or {}
-        text = f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user"
+        text = (f"{per_user_rate(c['tokens_per_s_per_user']) if sl.get('tpot_ms') else _num(c['tokens_per_s_per_user'], 0)} "
+                "tokens/s per user")
         if sl.get("tpot_ms"):
             text += f" (the service level asks {asked_rate(sl['tpot_ms'])})"
         return text

@@ -103,7 +103,7 @@ def _recommendation(x: _Record) -> dict:
                                  "whole runs: interruptions, stalls, checkpoints, evaluation; " if c.get("step_hours") and c.get("goodput") else "(")
                               + _calibrated(c) + ")"))
     if mode != "inference" and c.get("global_batch"):
-        facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({c['why'].get('global_batch') or 'as given'}), "
+        facts.append(("Batch", f"global batch {c['global_batch']:,} sequences ({c['why'].get('global_batch') or ('as given' if inputs.get('global_batch') else 'chosen by the planner')}), "
                                f"micro-batch {c.get('micro_batch')}, {c.get('micro_batches'):,} micro-batches per replica per step"
                                + (f", pipeline bubble {c['pipeline_bubble'] * 100:.1f}% ((PP - 1) / (micro-batches"
                                   + (f" x {c['virtual_stages']} interleaved chunks" if (c.get("virtual_stages") or 1) > 1 else "") + " + PP - 1))"

@@ -33,7 +33,12 @@ def job_usd(x) -> str:
 def asked_rate(tpot_ms: float) -> str:
     """A service level's time per token as the tokens/s per user it asks, to a tenth where rounding would
     hide what the level excludes (80 ms: 12.5, not 12, beside a plan of 12.3 excluded)."""
-    rate = 1000 / tpot_ms
+    return per_user_rate(1000 / tpot_ms)
+
+
+def per_user_rate(rate: float) -> str:
+    """Tokens/s per user to a tenth below 100, as the level it is read against (a plan of 33.47 had shown
+    as "33" beside "the service level asks 33.3": review 17)."""
     return f"{rate:,.0f}" if rate >= 100 else f"{rate:,.1f}".rstrip("0").rstrip(".")
 
 
