@@ -111,14 +111,19 @@ def rank(options: list[Option], unit: str, objective: str = "cost") -> Ranking:
     return r
 
 
+def _times(d: Option, o: Option) -> tuple:
+    """The two options' times on one basis: training hours or ms per output token, else (a training job
+    without a token budget has no hours) the wall-clock hours per unit of work."""
+    return (d.time, o.time) if d.time is not None and o.time is not None else (d.hours_per_unit, o.hours_per_unit)
+
+
 def dominates(d: Option, o: Option) -> bool:
     """`d` costs no more per unit of work than `o`, is no slower (training hours, ms per output token),
     no rule holds more against it and no policy preference favours `o` more: the preferences left for
     `o` are proxies (`prefer: {proxy: true}`: a seed's rule of thumb on which cards are cheaper or
     faster), and `d`'s own figures already beat `o` on both counts (a memo that shows a cheaper, faster
     plan than the one it recommends is wrong). Strictly better on cost or time, so equals stay as ranked."""
-    # a training job without a token budget has no hours: its wall-clock hours per million tokens instead
-    dt, ot = (d.time, o.time) if d.time is not None and o.time is not None else (d.hours_per_unit, o.hours_per_unit)
+    dt, ot = _times(d, o)
     if dt is None or ot is None or d.cost is None or o.cost is None:
         return False
     return (d.cost <= o.cost and dt <= ot and d.penalty >= o.penalty and d.policy_weight >= o.policy_weight
@@ -128,7 +133,7 @@ def dominates(d: Option, o: Option) -> bool:
 def as_fast(d: Option, o: Option) -> bool:
     """`d` and `o` take the same time within half a percent (the same tokens/s per GPU on both: review 17,
     F3, where the memo called an H200 slower at the H100's 0.393 h)."""
-    dt, ot = (d.time, o.time) if d.time is not None and o.time is not None else (d.hours_per_unit, o.hours_per_unit)
+    dt, ot = _times(d, o)
     return dt is not None and ot is not None and abs(dt - ot) <= 0.005 * max(abs(ot), abs(dt))
 
 
