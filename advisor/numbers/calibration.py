@@ -276,6 +276,12 @@ def _matches(when: dict, gpu: GPU, model) -> bool:
             and ("generations" not in when or gpu.generation in when["generations"]))
 
 
+def _runs_on(ro: dict, gpu: GPU) -> bool:
+    """An engine's `runs_on` (software stacks, and for CUDA the generations) admits `gpu`."""
+    sw = gpu.fig("software").value
+    return sw in (ro.get("software") or ()) and not ("generations" in ro and sw == "cuda" and gpu.generation not in ro["generations"])
+
+
 def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> tuple[Engine | None, str | None]:
     """(the engine that serves `model` on `gpu`, None) or (None, why the wanted engine cannot run there):
     the workload's `engine` when it names one, else the first rule of engines.yaml `defaults` that
@@ -297,11 +303,12 @@ def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> 
     if e is None:
         return None, f"the catalog has no engine '{eid}' (catalog/engines.yaml)"
     ro = e.get("runs_on") or {}
-    sw = gpu.fig("software").value
-    if sw not in (ro.get("software") or ()) or ("generations" in ro and sw == "cuda" and gpu.generation not in ro["generations"]):
-        return None, (f"{e['name']} does not run on {gpu.name} ({sw}, {gpu.generation}; it runs on "
-                      f"{', '.join(ro.get('software') or ())}" + (f" of the {', '.join(ro['generations'])} generations" if ro.get("generations") else "")
-                      + ", catalog/engines.yaml)")
+    if not _runs_on(ro, gpu):
+        # the way out the catalog gives: the engines that do run on this GPU
+        others = [o["name"] for k, o in engines.items() if k != eid and _runs_on(o.get("runs_on") or {}, gpu)]
+        return None, (f"{e['name']} does not run on {gpu.name}" + (f": {' and '.join(others)} {'do' if len(others) > 1 else 'does'}" if others else "")
+                      + f" ({gpu.fig('software').value}, {gpu.generation}; {e['name']} runs on {', '.join(ro.get('software') or ())}"
+                      + (f" of the {', '.join(ro['generations'])} generations" if ro.get("generations") else "") + ", catalog/engines.yaml)")
     mb = e["max_batch"]
     cap, how = int(mb["v"]), f"{e['name']} default batch cap {int(mb['v']):,}"
     big = mb.get("large_cards")

@@ -21,7 +21,7 @@ from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, is_config
 from advisor.judgement.advise import Setup
 from advisor.numbers.terms import HOURS_PER_MONTH
 from advisor.shell import dialoguehelp, session, transcripts
-from advisor.shell.wording import asked_rate, per_user_rate
+from advisor.shell.wording import asked_rate, rate_beside
 # re-exported: the dialogue's callers (cli.py, the tests) reach the questions and the session through it
 from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, SERVICE_LEVEL, Question, accepted, glossary, load_questions, read_answer  # noqa: F401
 from advisor.shell.session import RESUME_FILE, run_interactive, run_lines  # noqa: F401
@@ -409,7 +409,7 @@ def _speed_line(rec: dict) -> str:
     sl = rec.get("service_level") or {}
     asked = " and ".join(x for x in (f"{asked_rate(sl['tpot_ms'])} tokens/s" if sl.get("tpot_ms") else "",
                                      f"{sl['ttft_ms'] / 1000:,.2g} s" if sl.get("ttft_ms") else "") if x)
-    return (f"  each user: {per_user_rate(tps) if sl.get('tpot_ms') else f'{tps:,.0f}'} tokens/s" + (f", first token in {ttft / 1000:,.2g} s" if ttft is not None else "")
+    return (f"  each user: {rate_beside(tps, sl)} tokens/s" + (f", first token in {ttft / 1000:,.2g} s" if ttft is not None else "")
             + (f" (the service level asks {asked})" if asked else ""))
 
 

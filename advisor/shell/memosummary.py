@@ -7,7 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS, times
-from advisor.shell.wording import (asked_rate, per_user_rate, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
+from advisor.shell.wording import (asked_rate, rate_beside, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_shown)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
                                       _objective, _unpriced_line, _tco)
@@ -226,8 +226,7 @@ def _speed_against_level(x: _Record, c: dict) -> str:
     """The winner's speed per user against the service level, or its hours against the deadline."""
     if x.mode == "inference" and c.get("tokens_per_s_per_user") is not None:
         sl = x.rec.get("service_level") or {}
-        text = (f"{per_user_rate(c['tokens_per_s_per_user']) if sl.get('tpot_ms') else _num(c['tokens_per_s_per_user'], 0)} "
-                "tokens/s per user")
+        text = f"{rate_beside(c['tokens_per_s_per_user'], sl)} tokens/s per user"
         if sl.get("tpot_ms"):
             text += f" (the service level asks {asked_rate(sl['tpot_ms'])})"
         return text

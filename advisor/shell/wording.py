@@ -42,6 +42,11 @@ def per_user_rate(rate: float) -> str:
     return f"{rate:,.0f}" if rate >= 100 else f"{rate:,.1f}".rstrip("0").rstrip(".")
 
 
+def rate_beside(rate: float, level: dict) -> str:
+    """A plan's tokens/s per user: to a tenth beside a service level's time per token, whole otherwise."""
+    return per_user_rate(rate) if level.get("tpot_ms") else f"{rate:,.0f}"
+
+
 def machines(r: dict, gpus_per_node: int) -> str:
     """Where the cards sit: "2 nodes", or the rented instances when they are smaller than a node
     ("3 x 4-GPU instances"): the plan's node count is in whole 8-GPU nodes, the offer's in what is rented."""
