@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from advisor.shell.cli import main
-from advisor.numbers import cost
+from advisor.numbers import cost, owning
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -21,7 +21,7 @@ def site(**over):
 
 def test_tco_arithmetic():
     # 8 GPUs at $30,000, 7 kW of IT load, renting the same plan at $20/h
-    t = cost.tco(8, 30_000, 7.0, 20.0, site())
+    t = owning.tco(8, 30_000, 7.0, 20.0, site())
     assert t["capex_usd"] == pytest.approx(312_000)                          # 8 x 30,000 x 1.3 server overhead
     busy = 730 * 0.7
     energy = 7.0 * 1.3 * 0.08 * busy                                          # kW x PUE x $/kWh x busy hours
@@ -35,8 +35,8 @@ def test_tco_arithmetic():
 
 
 def test_renting_cheaper_than_running_never_breaks_even():
-    assert cost.tco(8, 30_000, 7.0, 2.0, site())["break_even_months"] is None
-    assert cost.tco(8, 30_000, 7.0, None, site())["rent_usd_per_month"] is None
+    assert owning.tco(8, 30_000, 7.0, 2.0, site())["break_even_months"] is None
+    assert owning.tco(8, 30_000, 7.0, None, site())["rent_usd_per_month"] is None
 
 
 def test_on_prem_example_compares_buying_with_renting(capsys):

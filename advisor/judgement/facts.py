@@ -165,6 +165,8 @@ FACTS: dict[str, Fact] = {
     "candidate.spot_mtbf_hours": Fact("number", "h", "spot training: mean hours between interruptions of the job's instances"),
     "candidate.spot_expected_factor": Fact("number", "", "spot training: expected hours / hours without interruptions"),
     "candidate.buy_break_even_months": Fact("number", "months", "owned plan (deployment on-prem): months after which buying costs less than renting the same work (absent: it never does)"),
+    "candidate.purchase_quote_age_years": Fact("integer", "years", "owned plan: years between its purchase price's quote and the newest quote in catalog/purchase.yaml"),
+    "candidate.purchase_quote_date": Fact("string", "", "owned plan: when its purchase price was quoted (catalog/purchase.yaml)"),
     "candidate.buy_write_off_months": Fact("number", "months", "owned plan: the write-off the purchase is amortised over (amortisation_years x 12)"),
     "candidate.buy_pays_back": Fact("boolean", "", "owned plan: buying costs less than renting the same work within the write-off"),
     "candidate.own_usd_per_month": Fact("number", "USD", "owned plan: amortised purchase, power, hosting and maintenance a month"),
@@ -291,6 +293,8 @@ def _price_values(c, price: dict | None) -> dict:
         per, pooled = price["gpus_per_instance"], c.layout is not None and c.layout.pools is not None
         out.update(instances=price["instances"], crosses_instances=price.get("kind") not in ("purchase", "owned")
                and price["instances"] > 1 and (c.tp * c.pp > per or pooled))
+    if price and price.get("kind") == "purchase" and price.get("quote_age_years") is not None:
+        out.update(purchase_quote_age_years=price["quote_age_years"], purchase_quote_date=str(price.get("date")))
     if price and price.get("capacity_instances"):
         out["capacity_instances"] = price["capacity_instances"]
     if price and price.get("listings"):

@@ -72,6 +72,7 @@ def build(d, suggestions: list[dict]) -> dict:
                         for g in d.ranked.unpriced] if d.ranked and d.ranked.basis == "cost" else [])
     rec["suggestions"] = suggestions
     rec["closest_priced"] = _closest_priced(d, by_id)
+    rec["over_budget"] = _over_budget(d, by_id)
     rec["api_comparison"] = api.record(by_id.get(d.winner), est.workload, d.catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
@@ -217,6 +218,23 @@ def _closest_priced(d, by_id) -> dict | None:
             "text": (f"every priced plan misses the {'deadline' if w.training else 'service level'}; the closest, "
                      f"{c.count:,} x {g} ({(c.price or {}).get('kind') or 'priced'}), {c.misses.split('; ')[0]}, at "
                      f"{ranking.money(cost[g])} {UNIT_LABELS[r.unit]}")}
+
+
+def _over_budget(d, by_id) -> dict | None:
+    """When no GPU is left and some plans meet the workload but were excluded by the budget alone, the
+    cheapest of them per hour: the budget the workload needs (review 18, F9: a $5/h budget read only
+    "No GPU can be recommended", the 4 x MI300X at $9.96/h among thirty exclusion lines)."""
+    budget = d.estimate.workload.constraints.budget_usd_per_hour
+    if d.winner or budget is None:
+        return None
+    held = [c for g, c in by_id.items() if c.fits and c.misses is None and c.usd_per_hour is not None and d.exclusions.get(g)
+            and all(f.rule.id == "over-budget" for f in d.exclusions[g])]
+    if not held:
+        return None
+    c = min(held, key=lambda c: (c.usd_per_hour, c.count))
+    return {"gpu": c.gpu.id, "count": c.count, "usd_per_hour": rounded(c.usd_per_hour), "budget_usd_per_hour": budget,
+            "text": (f"the cheapest plan that meets the workload is {c.count} x {c.gpu.id} at ${c.usd_per_hour:,.2f}/h, "
+                     f"{c.usd_per_hour / budget:.1f}x the ${budget:,.2f}/h budget")}
 
 
 #: an alternative's fields that its entry in `candidates` holds too

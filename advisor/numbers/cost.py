@@ -19,6 +19,7 @@ from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price, provider_key, provider_matches
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, reserve_for_job, several
 from advisor.numbers.power import kw_per_card, power
+from advisor.numbers.owning import _tco_figures, quote_age, rent_vs_buy_text, tco
 from advisor.numbers.terms import HOURS_PER_MONTH
 
 INSTANCE_KINDS = ("on-demand", "reserved", "spot")
@@ -127,10 +128,13 @@ def per_unit(c: Cost, speed, w, explain: bool = True) -> Cost:
     # without the texts the Cost's own `why` is passed on as it is (never written to)
     why = dict(c.why) if explain else c.why
     jobs = w.constraints.jobs_per_month
-    if speed.training_hours is not None and jobs and c.tco and w.constraints.busy_share is None:
+    jobs_share = min(speed.training_hours * jobs / HOURS_PER_MONTH, 1.0) if speed.training_hours is not None and jobs else None
+    if jobs_share is not None and c.tco and jobs_share > (w.constraints.busy_share or 0.0):
         # the jobs a month set the hours the cluster is busy, which renting instead would be paid for
-        # (review 16: "2 jobs a month keep it 96% busy" beside a buy-or-rent at the default 70%)
-        c = _owned_busy(c, min(speed.training_hours * jobs / HOURS_PER_MONTH, 1.0), jobs, explain)
+        # (review 16: "2 jobs a month keep it 96% busy" beside a buy-or-rent at the default 70%); a stated
+        # busy_share below what the jobs need cannot hold them (review 18: "4 jobs a month of 117.9 h keep
+        # it 65% busy" beside energy and rent at the stated 60%), one above it is other work the cluster does
+        c = _owned_busy(c, jobs_share, jobs, explain)
     if speed.training_hours is not None and jobs and c.price and c.price.get("kind") == "purchase":
         # owned hardware is paid for every hour of the month, busy or not: each job carries its share
         month = c.usd_per_hour * HOURS_PER_MONTH
@@ -350,27 +354,6 @@ def _site(catalog, w) -> dict:
     return out
 
 
-def tco(count: int, usd_per_gpu: float, it_kw: float, rent_usd_per_hour: float | None, s: dict) -> dict:
-    """Rent versus buy for `count` GPUs bought at `usd_per_gpu` drawing `it_kw` of IT power:
-    capex = count x price x server overhead; opex per month = energy (kW x PUE x $/kWh x busy hours)
-    + hosting ($/kW-month x kW) + maintenance (share of capex per year / 12); rent per month = the
-    rental price x busy hours; break-even = capex / (rent - opex) months (None when renting is cheaper)."""
-    v = {k: x["v"] for k, x in s.items()}
-    busy_hours = HOURS_PER_MONTH * v["utilisation"]
-    capex = count * usd_per_gpu * v["server_overhead"]
-    energy = it_kw * v["pue"] * v["usd_per_kwh"] * busy_hours
-    hosting = it_kw * v["hosting_usd_per_kw_month"]
-    maintenance = capex * v["maintenance_share_per_year"] / 12
-    opex = energy + hosting + maintenance
-    rent_month = rent_usd_per_hour * busy_hours if rent_usd_per_hour is not None else None
-    saving = (rent_month - opex) if rent_month is not None else None
-    return {"capex_usd": capex, "opex_usd_per_month": opex, "rent_usd_per_month": rent_month,
-            "break_even_months": (capex / saving) if saving and saving > 0 else None,
-            "energy_usd_per_month": energy, "hosting_usd_per_month": hosting, "maintenance_usd_per_month": maintenance,
-            "write_off_months": v["amortisation_years"] * 12,
-            "owning_usd_per_hour": (capex / (v["amortisation_years"] * 12) + opex) / HOURS_PER_MONTH}
-
-
 def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     """On premises: the hourly cost of owning the plan (kind 'purchase'), and its tco:
     buying against renting the same plan at the workload's utilisation, with the range the purchase
@@ -378,20 +361,24 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     entry = (catalog.purchase or {}).get("gpus", {}).get(gpu.id)
     if not entry:
         return Cost(price_unknown="no purchase price known for this GPU (on premises it is bought, not rented)")
-    tdp = gpu.num("tdp_w")
-    if not tdp:
-        return Cost(price_unknown="no TDP known for this GPU: its power cost cannot be computed")
     s = _site(catalog, w)
     if entry.get("includes_server"):
         # a rack price (NVL72) already holds the CPUs, switch trays, power shelves and cooling around the GPUs
         s = {**s, "server_overhead": {"v": 1.0, "range": None, "source": "catalog/purchase.yaml: the price is of the whole rack, servers included"}}
+    unit = 1 if w.constraints.deployment == "workstation" else int(entry.get("unit_gpus", 1))
+    bought = math.ceil(count / unit) * unit
+    fig = entry["usd_per_gpu"]
+    if not gpu.num("tdp_w"):
+        # the purchase is known, the running cost is not: the capex is said, the hourly cost stays unknown
+        # (review 18: 16 Ascend 910C read only "price unknown" beside a sourced $28,571 a card)
+        over = s["server_overhead"]["v"]
+        capex = (f"; buying them alone costs ${bought * fig['v'] * over:,.0f} ({bought} x ${fig['v']:,.0f}, {fig.get('date', 'undated')}"
+                 + (f", x {over:g} server overhead" if over != 1 else "") + ", catalog/purchase.yaml)" if over is not None else "")
+        return Cost(price_unknown=f"no TDP known for this GPU: its power cost cannot be computed{capex}")
     if any(x["v"] is None for x in s.values()):
         missing = [k for k, x in s.items() if x["v"] is None]
         return Cost(price_unknown=f"no data-centre figure for {', '.join(missing)} (catalog/purchase.yaml or the workload)")
-    unit = 1 if w.constraints.deployment == "workstation" else int(entry.get("unit_gpus", 1))
-    bought = math.ceil(count / unit) * unit
     it_kw = bought * kw_per_card(gpu)[0]
-    fig = entry["usd_per_gpu"]
     # renting the same plan: instances only (an endpoint does not stand in for owned hardware)
     rented = pick_price([p for p in offers(gpu, catalog, _as_cloud(w), nodes) if p.kind in ("on-demand", "reserved")],
                         count, group)
@@ -409,6 +396,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
                "tier": "quote", "instances": bought // unit, "gpus_per_instance": unit,
                "usd_per_instance_hour": usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
                "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]),
+               "quote_age_years": quote_age(catalog, fig.get("date"))[0], "newest_quote_year": quote_age(catalog, fig.get("date"))[1],
                **({"basis": entry["basis"]} if entry.get("basis") else {})}
     t = _tco_figures(mid, low, high, s)
     t.update({
@@ -423,17 +411,6 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
                             f"/month to run, per {HOURS_PER_MONTH} h"),
            "rent_vs_buy": rent_vs_buy_text(t, s, gpu.id)}
     return Cost(usd_per_hour=usd_per_hour, price=offer, tco=t, why=why)
-
-
-def _tco_figures(mid: dict, low: dict, high: dict, s: dict) -> dict:
-    """The record's `tco` figures of three `tco` results (the purchase price's middle and ends) and the
-    site figures `s` they were had at (as `inputs`)."""
-    t = {k: mid[k] for k in ("capex_usd", "opex_usd_per_month", "rent_usd_per_month", "break_even_months", "write_off_months",
-                             "owning_usd_per_hour", "energy_usd_per_month", "hosting_usd_per_month", "maintenance_usd_per_month")}
-    for k in ("capex_usd", "break_even_months", "owning_usd_per_hour"):
-        t[f"{k}_range"] = [low[k], high[k]]
-    t["inputs"] = {k: {"value": x["v"], "range": x["range"], "source": x["source"]} for k, x in s.items()}
-    return t
 
 
 def _owned_busy(c: Cost, share: float, jobs: float, explain: bool) -> Cost:
@@ -501,91 +478,6 @@ def fleet_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cos
     if added and added.tco:
         why["rent_vs_buy"] = added.why.get("rent_vs_buy")
     return Cost(usd_per_hour=usd, price=offer, tco=added.tco if added else None, why=why)
-
-
-def _months(x) -> str:
-    return "never (renting is cheaper)" if x is None else f"{x:,.1f} months"
-
-
-def beyond_write_off(t: dict) -> str:
-    """The clause a break-even later than the hardware's write-off needs: the cards are written off before
-    buying has paid for itself."""
-    be, off = t.get("break_even_months"), t.get("write_off_months")
-    return f", beyond the {off / 12:g}-year write-off" if be and off and be > off else ""
-
-
-def rent_vs_buy_text(t: dict, s: dict, gpu_id: str) -> str:
-    """One paragraph for the memo: buying against renting the same plan, with the ranges of the sources."""
-    lo, hi = t["break_even_months_range"]
-    be = _months(t["break_even_months"])
-    span = "" if (lo, hi) == (t["break_even_months"],) * 2 else f" (purchase-price range: {_months(lo)} to {_months(hi)})"
-    text = (f"buy {t['gpus_bought']} x {gpu_id}: ${t['capex_usd']:,.0f} capex (${t['capex_usd_range'][0]:,.0f}-${t['capex_usd_range'][1]:,.0f}: "
-            f"${t['usd_per_gpu_range'][0]:,.0f}-${t['usd_per_gpu_range'][1]:,.0f} per GPU from "
-            f"{t['usd_per_gpu_basis'] or str(len(t['usd_per_gpu_sources'])) + ' source(s)'}, "
-            f"{t['usd_per_gpu_date']}) + ${t['opex_usd_per_month']:,.0f}/month to run (energy {t['it_kw']:.1f} kW x PUE {s['pue']['v']:g} x "
-            f"${s['usd_per_kwh']['v']:g}/kWh at {s['utilisation']['v']:.0%} busy: ${t['energy_usd_per_month']:,.0f}; hosting "
-            f"${s['hosting_usd_per_kw_month']['v']:g}/kW-month: ${t['hosting_usd_per_month']:,.0f}; maintenance "
-            f"{s['maintenance_share_per_year']['v']:.0%} of capex a year: ${t['maintenance_usd_per_month']:,.0f})")
-    o = t["rent_offer"]
-    if o is None:
-        return text + "; no rental quote for the same plan to compare with"
-    plan = t.get("rent_plan")
-    same = (f"the cheapest rentable plan for the same work, {plan['count']} x {plan['gpu']} ({plan['reason']}; "
-            f"{o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']}, scaled to this plan's speed)"
-            if plan else f"the same plan ({o['instances']} x {o['provider']} {o['instance'] or ''} {o['kind']}, {o['date']})")
-    return (text + f"; renting {same} "
-            f"{s['utilisation']['v']:.0%} of the time: ${t['rent_usd_per_month']:,.0f}/month; break-even: {be}{beyond_write_off(t)}{span}")
-
-
-def _hours_per_unit(plan, w) -> float | None:
-    sp = plan.speed
-    if sp is None:
-        return None
-    if w.training:
-        return sp.training_hours or sp.hours_per_million_tokens
-    return 1 / sp.tokens_per_s if sp.tokens_per_s else None
-
-
-def rent_fallback(plans: list, w) -> list:
-    """Rent versus buy always answered: an owned plan whose GPU is rented nowhere is compared with the
-    cheapest rentable plan (another GPU's same-plan rental) that does the same work, its hourly rent
-    scaled by how long each takes per unit of work."""
-    rentals = []
-    for p in plans:
-        t = p.cost.tco if p.fits and p.cost is not None else None
-        hpu = _hours_per_unit(p, w)
-        if t and t.get("rent_offer") and hpu:
-            rentals.append((t["rent_usd_per_hour"] * hpu, p, t))   # rented cost per unit of work
-    if not rentals:
-        return plans
-    out = []
-    for p in plans:
-        t = p.cost.tco if p.fits and p.cost is not None else None
-        mine = _hours_per_unit(p, w)
-        if not t or t.get("rent_offer") or not mine:
-            out.append(p)
-            continue
-        rate, other, ot = min(rentals, key=lambda r: r[0])
-        rent_h = rate / mine       # renting `other` long enough to do what this plan does in an hour
-        s = {k: {"v": x["value"], "range": x["range"], "source": x["source"]} for k, x in t["inputs"].items()}
-        mid, low, high = (tco(t["gpus_bought"], v, t["it_kw"], rent_h, s)
-                          for v in (t["usd_per_gpu"], *t["usd_per_gpu_range"]))
-        t2 = dict(t, rent_usd_per_month=mid["rent_usd_per_month"], break_even_months=mid["break_even_months"],
-                  break_even_months_range=[low["break_even_months"], high["break_even_months"]],
-                  rent_usd_per_hour=rent_h, rent_offer=ot["rent_offer"],
-                  rent_plan={"gpu": other.gpu.id, "count": other.count, "usd_per_hour": ot["rent_usd_per_hour"],
-                             "reason": (reason := f"{p.gpu.id} is rented {_where_not(w)}"),
-                             "note": f"{reason}: the cheapest rentable plan for the same work"})
-        why = dict(p.cost.why, rent_vs_buy=rent_vs_buy_text(t2, s, p.gpu.id))
-        # the plan's own `why` (merged from its parts by the planner, read by the memo) takes the new text too
-        out.append(replace(p, cost=replace(p.cost, tco=t2, why=why), why={**p.why, "rent_vs_buy": why["rent_vs_buy"]}))
-    return out
-
-
-def _where_not(w) -> str:
-    """Where a GPU without a rental quote is not rented: nowhere, or by none of the workload's providers."""
-    names = w.constraints.providers
-    return f"by none of the workload's providers ({', '.join(names)})" if names else "nowhere"
 
 
 def _as_cloud(w):

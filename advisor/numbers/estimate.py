@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, trainspeed
+from advisor.numbers import cost, owning, trainspeed
 from advisor.numbers.ledger import LEDGER_KEYS, Ledger, inference_ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.planner import knob_variants, plan_candidate
@@ -81,7 +81,7 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
     variants = knob_variants(w, led)
     cands = [plan_candidate(w, led, g, catalog, variants) for g in candidate_gpus(w, catalog, only)]
     if w.constraints.deployment in cost.ON_PREM:
-        cands = cost.rent_fallback(cands, w)
+        cands = owning.rent_fallback(cands, w)
     need = min(lv.bytes("total_gb") for _, lv in variants)
     notes = list(w.notes) + list(led.notes)
     if need < led.bytes("total_gb"):

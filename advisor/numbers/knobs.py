@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.inputs.workload import Workload
+from advisor.inputs.workload import LAYOUT_FIELDS, Workload
 from advisor.numbers.ledger import training_precision
 
 
@@ -13,19 +13,27 @@ def knob_alternatives(w: Workload, missed: bool = False) -> list[tuple[str, Work
     """The settings the user fixed that an expert would try turning, each with the workload turned:
     activation checkpointing off (C06), a micro-batch above 1 (C06, C13), 16-bit training on a card
     with native FP8 (T02, K10), a fixed ZeRO stage (the planner chooses one); in serving, when every
-    plan `missed` its service level (or budget), 16-bit weights at FP8."""
+    plan `missed` its service level (or budget), 16-bit weights at FP8; and a stated layout, against the
+    planner's own (review 18, F4: a stated TP 8 cost $2.36 per million output tokens where the planner's
+    1 x H200 costs $1.21, and nothing said so: the user who insists on a layout is the one who needs
+    to know what insisting costs)."""
+    given = []
+    if w.layout_given:
+        stated = (" x ".join(f"{k.upper()} {v}" for k, v in zip(LAYOUT_FIELDS, w.layout) if k in ("tp", "pp", "dp") or v != 1)
+                  if w.layout else "disaggregated")
+        given = [(f"layout {stated} to the one the planner chooses", replace(w, layout=None, pools=None))]
     if not w.training:
         # serving 16-bit weights: FP8 weights halve them and run at the FP8 rate where the card has one
         # (K10); the suggestion is the plan with them, the quality check the user's (review 11, F2: 70B
         # within $3/h met the service level only at FP8, and the memo said no GPU could). Only for an
         # answer that is a closest plan: a second decision for every serving answer would double its time
         if not missed:
-            return []
+            return given
         shipped = w.precision or (w.model.precision.get("all") if w.model else None)
         if w.task == "llm" and shipped in ("bf16", "fp16") and w.model is not None and set(w.model.precision) == {"all"}:
-            return [("precision: fp8 (weights quantized to 8 bits; check quality on your tasks, K10)", replace(w, precision="fp8"))]
-        return []
-    out = []
+            return given + [("precision: fp8 (weights quantized to 8 bits; check quality on your tasks, K10)", replace(w, precision="fp8"))]
+        return given
+    out = list(given)
     if "activation_checkpointing" not in w.defaults and not w.activation_checkpointing:
         out.append(("activation_checkpointing: true", replace(w, activation_checkpointing=True)))
     if "micro_batch" not in w.defaults and w.micro_batch > 1:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.numbers.cost import beyond_write_off
+from advisor.numbers.owning import beyond_write_off
 from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd, job_usd as _job_usd, small_usd as _small_usd
 
 

@@ -73,6 +73,9 @@ def _recommendation(x: _Record) -> dict:
     r, mode, inputs, cites = x.r, x.mode, x.inputs, x.cites
     if not r:
         headline = "No GPU can be recommended: every candidate was excluded."
+        if x.rec.get("over_budget"):
+            # the plans the budget alone excluded: the budget the workload needs, said first
+            headline = f"No GPU can be recommended within the budget: {x.rec['over_budget']['text']}."
         # each GPU with the reasons its rules gave (the figure that missed, the layout that cannot run), not
         # only their titles
         why = {dc["gpu"]: [cites.prose(e["reason"], e.get("source", ())) for e in dc["excluded_by"] if e.get("reason")]
