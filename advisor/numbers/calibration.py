@@ -191,12 +191,13 @@ class Calibration:
             return 0.0
         return math.log(nodes) / math.log(full / WHOLE_RUN_NODE_GPUS)
 
-    def goodput(self, count: int, step_s: float | None = None, stated: float | None = None) -> tuple[float, str]:
+    def goodput(self, count: int, step_s: float | None = None, stated: float | None = None,
+                explain: bool = True) -> tuple[float, str]:
         """Share of a run's wall-clock that advances training on `count` GPUs, and how it was had: the
         fitted whole-run base (evaluation, data stalls, restarts, loss spikes) and per-step overhead, which
         a step of `step_s` seconds (one optimizer step of the step model) pays, both at the job's scale
         (whole_run_scale), over the interruptions of its GPUs; the same for pre-training and fine-tuning:
-        a job is charged by its size, not its name."""
+        a job is charged by its size, not its name. `explain` false: the figure without its text."""
         if stated is not None:
             # the team's own figure (workload `goodput`: its infrastructure's record) replaces the fitted one
             return stated, f"goodput {stated:.3f}, stated in the workload (the fitted figure is not applied)"
@@ -207,6 +208,8 @@ class Calibration:
         overhead = self.step_overhead_s * scale
         per_step = step_s / (step_s + overhead) if step_s and overhead else 1.0
         g = base * per_step / (1 + lost)
+        if not explain:        # the figure alone, for a layout the planner may not keep
+            return g, ""
         between = f"{1 / self.interruptions_per_gpu_hour:,.0f}" if self.interruptions_per_gpu_hour else "no"
         if scale >= 1:
             fitted = f"{base:.3f} fitted on published whole runs' GPU-hours (checkpoints, evaluation, stalls)"

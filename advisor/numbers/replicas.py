@@ -88,10 +88,10 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
             # the goodput falls as the cluster grows (more interruptions per hour): solve for it; the plan's
             # per-step overhead share (calibration.goodput's step term) does not change with the replicas
             # (with a stated global batch it grows as the steps shorten: the planner sizes again from the plan)
-            per_step = p.goodput / cal.goodput(p.count, stated=w.goodput)[0]
+            per_step = p.goodput / cal.goodput(p.count, stated=w.goodput, explain=False)[0]
             for _ in range(4):
                 cards = p.count * p.step_hours / w.constraints.deadline_hours / (
-                    per_step * cal.goodput(max(1, round(cards)), stated=w.goodput)[0])
+                    per_step * cal.goodput(max(1, round(cards)), stated=w.goodput, explain=False)[0])
         need = math.ceil(cards / m - 1e-9)
         wanted = need * m        # the GPUs the deadline needs, whatever the batch bound lets the planner try
         out = [need + extra for extra in range(4)]

@@ -312,12 +312,12 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     flops_token, per_param = train_flops_per_token(w, led)
     at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
     p = "fp4" if cp in FP4_NAMES else cp
-    _, share_how = cal.train_share_for(gpu, p)
+    share_how = cal.train_share_for(gpu, p)[1] if explain else ""
     # one optimizer step of a replica: its micro-batches' tokens at the step rate (the per-step overhead's
     # base); charged to language models only, the kind of run it was fitted on (an image model's steps
     # have data loading of another kind: a stated choice)
     step_s = m * w.micro_batch * w.context_tokens / (tr.tokens_per_s_per_gpu * lay.tp * lay.pp)
-    good, good_how = cal.goodput(count, step_s=step_s if w.task == "llm" else None, stated=w.goodput)
+    good, good_how = cal.goodput(count, step_s=step_s if w.task == "llm" else None, stated=w.goodput, explain=explain)
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
     explained = {} if not explain else {
