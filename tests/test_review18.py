@@ -166,3 +166,50 @@ def test_a_closest_plan_inside_the_models_error_is_not_called_a_plan_nothing_mee
     assert (f"No GPU meets the service level by the speed model's expected figure; the closest misses it by "
             f"{r['closest']['shortfall'] - 1:.0%}, within the model's {err:.1%} error: Use 1 x NVIDIA RTX PRO 6000") in text
     # a miss beyond the error keeps the plain label (tests/test_planner.py: 8 x B200 for a 20 ms TPOT)
+
+
+# Review 19 (a second helper: 17 workloads of MoE serving and cluster-scale training), the findings fixed here
+
+
+def test_a_contracted_cluster_is_not_warned_about_pipeline_stages_over_rented_instances(catalog, kb):
+    # F9: "[high] The plan splits each copy of the model over 2 pipeline stages on 2 rented b200 instances" of a
+    # 2,048-node contracted cluster, whose InfiniBand fabric comes with it (Llama 3 405B ran PP 16 on one)
+    d = conftest.decide(catalog, kb, {"mode": "training", "model": "llama-3.1-405b", "precision": "bf16", "context_tokens": 8192,
+                                      "micro_batch": 1, "training_tokens": 15.6e12, "constraints": {"deadline_hours": 2160, "gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.price["kind"] == "contract" and c.pp > 1 and c.nodes > 1
+    assert "model-split-across-rented-instances" not in {f["rule"] for f in d.record["trace"] if f["gpu"] == "h100-sxm"}
+
+
+def test_a_max_batch_job_is_not_told_of_the_one_sequence_it_asked(catalog, kb):
+    # F8: "room for 900 sequences of 3,000 tokens, for the 1 asked" under concurrency: max
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "kimi-k2", "precision": "fp8", "context_tokens": 8192,
+                                      "prompt_tokens": 1500, "output_tokens": 1500, "concurrency": "max", "latency": "batch"})
+    fired = [f for f in d.record["trace"] if f["rule"].startswith("kv-headroom-below-half")]
+    assert fired and {f["rule"] for f in fired} == {"kv-headroom-below-half-the-weights-max-batch"}
+    texts = [w["text"] for c in d.record["candidates"] for w in c["warnings"] if w["rule"].startswith("kv-headroom")]
+    assert texts and all("asked" not in t and "with concurrency: max the batch it runs" in t for t in texts)
+
+
+def test_a_stated_disaggregated_layout_that_copies_the_mla_cache_says_how_to_split_it(catalog, kb):
+    # F4: DeepSeek-V3 with decode {tp: 8} was refused with "... and the model's KV size must be known", nothing
+    # about TP copying the one latent KV head onto all 8 cards, or that attention_dp 8 with ep 8 holds it
+    w = {"mode": "inference", "model": "deepseek-v3", "precision": "fp8", "context_tokens": 8192, "prompt_tokens": 4000,
+         "output_tokens": 1000, "concurrency": 512, "constraints": {"gpus": ["h200-sxm"]},
+         "layout": {"prefill": {"tp": 8, "replicas": 2}, "decode": {"tp": 8, "replicas": 4}}}
+    c = conftest.decide(catalog, kb, w).estimate.candidate("h200-sxm")
+    assert not c.fits and "the decode pool's TP 8 keeps 8 copies of each sequence's KV cache (the model has 1 KV head): " \
+                          "attention_dp 8 with ep 8 splits the sequences over its cards instead" in c.reason
+    split = {"prefill": {"tp": 8, "ep": 8, "attention_dp": 8, "replicas": 2}, "decode": {"tp": 8, "ep": 8, "attention_dp": 8, "replicas": 4}}
+    assert conftest.decide(catalog, kb, {**w, "layout": split}).estimate.candidate("h200-sxm").fits
+
+
+def test_a_stated_global_batch_is_whole_micro_batches_on_every_replica_the_planner_picks(catalog, kb):
+    # F6: with global_batch 512 and micro_batch 2 the suggestion was TP 8 x PP 3 x DP 5: 51.2 micro-batches a replica
+    w = {"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 8192, "micro_batch": 2,
+         "global_batch": 512, "training_tokens": 300e9, "constraints": {"gpus": ["h100-sxm"]}}
+    d = conftest.decide(catalog, kb, w)
+    plans = [c for c in d.estimate.candidates if c.fits] + [s["plan"] for s in conftest.decide(
+        catalog, kb, {**w, "layout": {"tp": 8, "pp": 4, "dp": 8}}).record["suggestions"]]
+    dps = [c.dp if hasattr(c, "dp") else c["dp"] for c in plans]
+    assert dps and all(512 % (2 * dp) == 0 for dp in dps)

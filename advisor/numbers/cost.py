@@ -357,7 +357,7 @@ def _site(catalog, w) -> dict:
 def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     """On premises: the hourly cost of owning the plan (kind 'purchase'), and its tco:
     buying against renting the same plan at the workload's utilisation, with the range the purchase
-    price's sources span."""
+    price's sources span (owning.rent_fallback then sets it against the cheapest rental of the work)."""
     entry = (catalog.purchase or {}).get("gpus", {}).get(gpu.id)
     if not entry:
         return Cost(price_unknown="no purchase price known for this GPU (on premises it is bought, not rented)")
@@ -396,7 +396,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
                "tier": "quote", "instances": bought // unit, "gpus_per_instance": unit,
                "usd_per_instance_hour": usd_per_hour / max(bought // unit, 1), "idle_gpus": bought - count,
                "usd_per_gpu": fig["v"], "usd_per_gpu_range": list(fig["range"]),
-               "quote_age_years": quote_age(catalog, fig.get("date"))[0], "newest_quote_year": quote_age(catalog, fig.get("date"))[1],
+               **dict(zip(("quote_age_years", "newest_quote_year"), quote_age(catalog, fig.get("date")))),
                **({"basis": entry["basis"]} if entry.get("basis") else {})}
     t = _tco_figures(mid, low, high, s)
     t.update({

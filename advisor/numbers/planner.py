@@ -256,6 +256,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp, lay.pools)
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
+            if wv.global_batch and not w.layout_given and wv.global_batch % (wv.micro_batch * lay.dp):
+                return None       # a stated global batch is whole micro-batches on every replica (review 19, F6: DP 5 of 512 / 2)
             seen.add(sig)
             if engine is not None and not w.training:
                 used = (lay.pp > 1, lay.dp > 1, lay.ep > 1, lay.attention_dp > 1)
