@@ -806,7 +806,7 @@ def test_summary_shows_the_top_three_risks_whole(capsys):
                      "[medium] The model's layers, KV heads and head size are unknown, so its KV cache is taken as 50% "
                      "of the weights (780.0 GB) whatever the context and the number of users, and decode speed leaves "
                      "out cache reads. [medium] mi300x serves from 2 rented instances and its traffic crosses them "
-                     "(pipeline stages of one model copy, or the KV cache between prefill and decode pools).")
+                     "(pipeline stages or the expert-parallel all-to-all of one model copy, or the KV cache between prefill and decode pools).")
     # the API warning is the summary's API line already (8 x MI300X: three risks, the API's first)
     head = memo(capsys, "on-prem-70b-serving", "text").split("RECOMMENDATION IN DETAIL")[0]
     risks = " ".join(head.partition("Risk: ")[2].partition("Runners-up")[0].split())
@@ -887,7 +887,8 @@ def test_the_memo_names_expert_parallel_and_attention_dp_layouts(capsys, tmp_pat
     # so; they used to show "TP 8 x PP 1 x DP 1: each layer split over 8 cards", a layout that does not fit
     src = Path(__file__).parent / "data" / "slo" / "deepseek-v3-fp8-256-users.yaml"
     wl = tmp_path / "deepseek-v3-fp8-256-users.yaml"
-    wl.write_text(src.read_text() + "constraints: {gpus: [b200, h100-sxm]}\n")
+    # (H100 left out: two H100 nodes in DEP 16 are cheaper since review 19, tests/test_service_levels.py)
+    wl.write_text(src.read_text() + "constraints: {gpus: [b200, h200-sxm]}\n")
     assert main(["recommend", str(wl), "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)["recommendation"]
     assert (r["tp"], r["ep"], r["attention_dp"]) == (8, 8, 8)
@@ -898,7 +899,7 @@ def test_the_memo_names_expert_parallel_and_attention_dp_layouts(capsys, tmp_pat
                                         "(each with its own sequences and KV cache), the experts spread over 8 (expert-parallel)")
     assert "attention data-parallel over 8 cards, experts over 8" in " ".join(text.split())     # the summary's short form
     # an alternative shows its hourly cost once and its cost per unit of work once
-    alt = re.search(r"^- NVIDIA H100 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
+    alt = re.search(r"^- NVIDIA H200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
     assert " ".join(alt.split()).count("per million output tokens") == 1
 
 

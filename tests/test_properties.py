@@ -2,7 +2,7 @@
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from advisor.inputs import workload
-from advisor.numbers import estimate as estimator
+from advisor.numbers import estimate as estimator, layouts
 
 GB = 1e9
 MODELS = ["gpt-oss-120b", "llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b", "kimi-k3"]
@@ -42,7 +42,8 @@ def check_invariants(est):
         pools = c.layout.pools
         # every card is in a replica: tp x pp x dp, or the two pools' replicas of a disaggregated plan
         assert c.count == (pools.prefill.count + pools.decode.count if pools else c.tp * c.pp * c.dp)
-        assert c.tp <= c.gpu.gpus_per_node
+        # no tensor split leaves a node (K14); a DEP group (attention DP = EP = its cards) may span nodes
+        assert layouts.split_width(c.tp, c.layout.ep, c.layout.attention_dp) <= c.gpu.gpus_per_node
         assert c.per_card_gb <= c.gpu.memory_gb + 1e-9
         # the chosen cards together hold the whole need: count x per-card need covers the ledger
         assert c.count * c.per_card_gb * GB >= led.bytes("total_gb") * (1 - 1e-9)

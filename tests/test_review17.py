@@ -93,7 +93,7 @@ def test_a_plan_just_above_its_service_level_is_shown_to_the_tenth_it_is_judged_
                                       "output_tokens": 400, "concurrency": 512, "latency": {"ttft_ms": 2000, "tpot_ms": 30},
                                       "constraints": {"gpus": ["h100-sxm"]}})
     c = d.estimate.candidate("h100-sxm")
-    assert not c.misses and 33.3 < c.tokens_per_s_per_user < 34
+    assert not c.misses and 33.3 < c.tokens_per_s_per_user < 35      # (34.3 since DEP 16 over two nodes, review 19)
     text = _flat(memo_mod.render(d.record, catalog, "text"))
     assert f"at {per_user_rate(c.tokens_per_s_per_user)} tokens/s per user (the service level asks 33.3)" in text
     assert per_user_rate(33.47) == "33.5" and per_user_rate(40.0) == "40" and per_user_rate(123.4) == "123"

@@ -1,4 +1,6 @@
 """Review 18 (the session's own runs and a helper's workloads, read as a senior engineer would), the findings fixed."""
+import pytest
+
 import conftest
 from advisor.shell import memo as memo_mod
 
@@ -213,3 +215,22 @@ def test_a_stated_global_batch_is_whole_micro_batches_on_every_replica_the_plann
         catalog, kb, {**w, "layout": {"tp": 8, "pp": 4, "dp": 8}}).record["suggestions"]]
     dps = [c.dp if hasattr(c, "dp") else c["dp"] for c in plans]
     assert dps and all(512 % (2 * dp) == 0 for dp in dps)
+
+
+def test_a_dep_group_over_two_nodes_sends_its_in_node_share_over_nvlink(catalog, kb):
+    # F1: MoE serving never used expert parallelism across nodes, and an EP group wider than the NVLink domain
+    # would have sent its whole all-to-all over the network. By hand: 1,000 tokens x top-8 x 7,168 hidden x
+    # (1.03 B FP8 dispatch with its scales + 2 B combine) = 173.8 MB from each card of a 16-card group; 7/16 to its
+    # own node's peers at 450 GB/s, 8/16 to the other node at 50 GB/s, both at once: 1.738 ms + 2 x 10 us
+    from advisor.numbers import comm
+    sent = 1000 * 8 * 7168 * (comm.DISPATCH_FP8_BYTES + comm.COMBINE_BYTES)
+    t = comm.moe_layer_alltoall_split_s(1000, 8, 7168, 16, 8, 450e9, 50e9, 10e-6, comm.DISPATCH_FP8_BYTES)
+    assert t == pytest.approx(2 * 10e-6 + sent * 0.5 / 50e9) and sent * (7 / 16) / 450e9 < sent * 0.5 / 50e9
+    # DeepSeek-R1 FP8 for 2,048 users: 320 H100 at TP 8 x PP 2 x DP 20 ($2.70 per million output tokens) was the
+    # plan; DEP groups of 16 over two nodes hold the same service level on about a third of the cards
+    d = conftest.decide(catalog, kb, {"mode": "inference", "model": "deepseek-r1", "precision": "fp8", "context_tokens": 16384,
+                                      "prompt_tokens": 2000, "output_tokens": 4000, "concurrency": 2048,
+                                      "constraints": {"gpus": ["h100-sxm"]}})
+    c = d.estimate.candidate("h100-sxm")
+    assert c.tp == c.ep == c.attention_dp == 16 and c.count <= 128 and not c.misses
+    assert c.usd_per_million_tokens < 1.0 and c.tokens_per_s / c.count > 450

@@ -289,8 +289,8 @@ def _price_values(c, price: dict | None) -> dict:
     listings it spreads over, a contract's or reservation's terms, spot checkpoints, owned cards."""
     out: dict = {}
     if price and price.get("instances") and price.get("gpus_per_instance"):
-        # traffic between rented instances: a model copy larger than one instance (its pipeline stages
-        # cross them), or disaggregated pools whose KV transfer crosses them (independent replicas
+        # traffic between rented instances: a model copy larger than one instance (its pipeline stages or
+        # a DEP group's all-to-all cross them), or disaggregated pools whose KV transfer crosses them (independent replicas
         # exchange nothing); bought or owned boxes have no provider's network between them
         per, pooled = price["gpus_per_instance"], c.layout is not None and c.layout.pools is not None
         out.update(instances=price["instances"], crosses_instances=price.get("kind") not in ("purchase", "owned")

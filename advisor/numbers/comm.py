@@ -52,6 +52,16 @@ def moe_layer_alltoall_s(tokens_per_gpu: float, k: int, hidden: float, ep: int, 
             + alltoall_s(tokens_per_gpu * k * hidden * COMBINE_BYTES, ep, link_bytes_s, latency_s))
 
 
+def moe_layer_alltoall_split_s(tokens_per_gpu: float, k: int, hidden: float, ep: int, domain: int, nvlink_bytes_s: float,
+                               net_bytes_s: float, latency_s: float, dispatch_bytes_per_value: float = DISPATCH_FP8_BYTES) -> float:
+    """One MoE layer's dispatch and combine over an EP group wider than the NVLink domain: the peers on
+    the card's own domain over NVLink, the rest over the network, both at once (DeepEP: NVLink inside a
+    node, RDMA between nodes), each with the latency floor."""
+    local, remote = (domain - 1) / ep, (ep - domain) / ep
+    sent = tokens_per_gpu * k * hidden * (dispatch_bytes_per_value + COMBINE_BYTES)
+    return 2 * latency_s + sent * max(local / nvlink_bytes_s, remote / net_bytes_s)
+
+
 def nvlink_domain(gpu) -> int:
     """GPUs that reach each other over the scale-up link (NVLink/NVSwitch, xGMI): the catalog's
     `nvlink_domain` (72 for an NVL72 rack), else one node."""

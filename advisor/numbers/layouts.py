@@ -29,6 +29,9 @@ TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
 # 72 GPUs per "node", the unit rented and bought) tensor parallelism stays at 8 too; the rest of the
 # domain takes expert-parallel / attention-DP groups, pipeline stages and replicas
 TENSOR_SPLIT_MAX = 8
+# the widest MoE serving DEP group beyond a node's NVLink (a stated choice: SGLang serves DeepSeek-V3 on
+# 2-12 H100 nodes with DP attention and EP over DeepEP, DeepSeek's own decode runs EP 144)
+CROSS_NODE_DEP = 32
 ZERO_STAGES = (0, 1, 2, 3)         # 3 = weights sharded too (FSDP FULL_SHARD)
 
 
@@ -231,8 +234,8 @@ def _per_shape(kind: str, w: Workload, led: Ledger, gpu: GPU, max_gpus: int, ext
 
 def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
     """Every (TP, PP) that holds one replica, with the fewest data-parallel replicas its KV cache
-    needs; for a MoE model also every expert-parallel and attention-DP form of each TP group that
-    stays inside the GPU's NVLink domain (numbers.comm.nvlink_domain)."""
+    needs; for a MoE model also every expert-parallel and attention-DP form of each TP group inside a
+    node, and DEP groups (attention DP = EP = the group) up to the NVLink domain or CROSS_NODE_DEP cards."""
     return _per_shape("inference", w, led, gpu, max_gpus, None, lambda: _inference_layouts(w, led, gpu, max_gpus))
 
 
@@ -241,10 +244,11 @@ def _inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> lis
     layers = int(w.model.num("layers") or 64)
     out = []
     # a rack-scale NVLink domain (NVL72) holds DEP groups wider than a node: each card one attention
-    # rank and 1/tp of the experts, so no tensor split leaves a card and the all-to-all stays on NVLink
+    # rank and 1/tp of the experts, so no tensor split leaves a card and the all-to-all stays on NVLink;
+    # elsewhere up to CROSS_NODE_DEP cards over the network too (review 19, F1: DeepSeek-R1, 2,048 users)
     domain = comm.nvlink_domain(gpu)
     widest = tensor_split_max(gpu)
-    wide = [t for t in TP_SIZES if widest < t <= domain and moe_options(w, gpu, t)[-1] == (t, t)]
+    wide = [t for t in TP_SIZES if widest < t <= max(domain, CROSS_NODE_DEP) and moe_options(w, gpu, t)[-1] == (t, t)]
     for t in wide:
         r = inference_replicas(w, led, gpu, t, 1, t)
         if r and t * r[2] <= max_gpus:
@@ -329,10 +333,8 @@ EP_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
 def training_ep_options(w: Workload, gpu: GPU, tp: int) -> tuple[list[int], list[int]]:
     """(EP sizes inside the NVLink domain, EP sizes beyond it) for training a MoE model at TP `tp`:
     sizes dividing its experts; an EP group inside the domain (one card per rank) keeps the all-to-all
-    on NVLink, and the narrowest wider one that holds the model is tried beside them: it shards the
-    experts further and frees memory for shallower pipelines (DeepSeek-V3 trained with EP 64 over 8
-    nodes; review 19, F2: with its all-to-all overlapped, EP 16 x PP 2 on 3,072 H100 is $9.0M where the
-    in-node EP 8 x PP 4 took 3,840 for $12.3M). A dense model has EP 1 only."""
+    on NVLink, and the narrowest wider one that holds the model is tried beside them, for shallower
+    pipelines (DeepSeek-V3 trained with EP 64 over 8 nodes; review 19, F2). A dense model has EP 1 only."""
     n, k = w.model.num("experts"), w.model.num("experts_per_token")
     if not (n and k and n > k):
         return [1], []

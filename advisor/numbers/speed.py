@@ -242,7 +242,7 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
 
 
 def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gpu: float, tp: int, att: int, ep: int,
-                link: float, alpha: float, dispatch_bytes: float = ACT_BYTES) -> float:
+                link: float, alpha: float, dispatch_bytes: float = ACT_BYTES, split: tuple[int, float] | None = None) -> float:
     """Seconds of one step's collectives in a TP group: in every layer attention's all-reduce of its
     rank's `att_tokens` over its tp / attention_dp cards; then with EP, in each MoE layer a dispatch
     (`dispatch_bytes` per value: FP8 with scales under DeepEP) and a BF16 combine all-to-all of each
@@ -250,12 +250,15 @@ def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gp
     dense-MLP layers (DeepSeek-V3's first 3) the attention rank's all-reduce again: their MLP runs
     like attention, on each rank's own tokens (SGLang's --moe-dense-tp-size 1 with DP attention; held
     whole on each attention rank, as the ledger counts it); without EP an all-reduce of `moe_tokens`
-    over the group in every layer."""
+    over the group in every layer. `split`: (NVLink domain, its link) of an EP group wider than the
+    domain, whose all-to-all sends the in-domain share over NVLink and the rest over `link`, the network
+    (DeepEP; as training's, trainspeed.moe_terms)."""
     L, h = sh.layers or 0, sh.hidden or 0.0
     t = L * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     if ep > 1:
         moe_L = min(sh.moe_layers or L, L)
-        t += moe_L * comm.moe_layer_alltoall_s(dispatch_per_gpu, sh.k, h, ep, link, alpha, dispatch_bytes)
+        t += moe_L * (comm.moe_layer_alltoall_split_s(dispatch_per_gpu, sh.k, h, ep, split[0], split[1], link, alpha, dispatch_bytes)
+                      if split and ep > split[0] else comm.moe_layer_alltoall_s(dispatch_per_gpu, sh.k, h, ep, link, alpha, dispatch_bytes))
         t += (L - moe_L) * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     else:
         t += L * comm.allreduce_s(moe_tokens * h * ACT_BYTES, tp, link, alpha)
@@ -316,6 +319,8 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     R = rate_tflops * TFLOP * cal.compute_share * mat
     link, _ = group_link(gpu, cal, tp)
     alpha = group_latency_s(gpu, cal, tp)
+    # a DEP group wider than the NVLink domain: its all-to-all's in-domain share stays on NVLink
+    split = (comm.nvlink_domain(gpu), cal.link_bytes_s(gpu)[0]) if tp > comm.nvlink_domain(gpu) else None
     L = sh.layers or 0
     over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
     d = sh.attn_dim or 0.0
@@ -347,7 +352,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
         exp_mem, exp_cmp = expert_gemm_s(exp_bytes / mix, batch * q * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb,
                                          tp, pp, bw, R)
-        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
+        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
         # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
         # pipeline stages: only the last one samples (TensorRT-LLM's _executor_loop_pp runs _sample_async on
         # the last PP rank alone), so it pays the per-sequence cost of every micro-batch of the cycle; and a
@@ -377,7 +382,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
     f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
-    pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes) + (pp - 1) * alpha
+    pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
     # the rest of the model at its roofline, then the expert GEMMs' weight reads and matmuls one after the other
     prefill = (max(f_dense / (att * R), sh.dense_bytes / att / bw) + sum(expert_gemm_s(exp_pf / mix, f_exp * imb_pf, tp, 1, bw, R))
                + pf_comm + over)
@@ -386,7 +391,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
     # is paid once per chunk, not once per prompt (its bytes still grow with every prompt's tokens)
     if tp > 1 and batch > 1:
-        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, tp, att, ep if moe else 1, link, alpha, dispatch_bytes)
+        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, tp, att, ep if moe else 1, link, alpha, dispatch_bytes, split)
         sharing = min(max(cal.prefill_chunk_tokens / new, 1.0), batch)
         pf_comm_b = pf_comm - pf_floor + pf_floor / sharing
     else:

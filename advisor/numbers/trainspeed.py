@@ -173,10 +173,8 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     else:
         # an EP group over several NVLink domains: the peers on the card's own domain over NVLink, the
         # rest over the network, both at once (DeepEP: NVLink inside a node, RDMA between nodes)
-        net = cal.scale_out_gb_s * 1e9
-        local, remote = (domain - 1) / ep, (ep - domain) / ep
-        sent = tokens_gpu * sh.k * sh.hidden * (d + comm.COMBINE_BYTES)
-        secs = 2 * latency + sent * max(local / nvlink, remote / net)
+        remote = (ep - domain) / ep
+        secs = comm.moe_layer_alltoall_split_s(tokens_gpu, sh.k, sh.hidden, ep, domain, nvlink, cal.scale_out_gb_s * 1e9, latency, d)
         where = (f"the network at {cal.scale_out_gb_s:g} GB/s per GPU for {remote:.0%} of it (EP {ep} spans "
                  f"{math.ceil(ep / domain)} NVLink domains of {domain}), {where} for the rest")
     return MoETerms(share, eff, imb, passes * layers * per_layer, passes * layers * secs, where)
