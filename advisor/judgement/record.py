@@ -222,8 +222,9 @@ def _closest_priced(d, by_id) -> dict | None:
 
 def _over_budget(d, by_id) -> dict | None:
     """When no GPU is left and some plans meet the workload but were excluded by the budget alone, the
-    cheapest of them per hour: the budget the workload needs (review 18, F9: a $5/h budget read only
-    "No GPU can be recommended", the 4 x MI300X at $9.96/h among thirty exclusion lines)."""
+    cheapest of them per hour: the budget the workload needs (review 18, F9: Llama 3.3 70B FP8 for 128
+    users within $5/h read only "No GPU can be recommended", the plans that held its service level
+    among thirty exclusion lines)."""
     budget = d.estimate.workload.constraints.budget_usd_per_hour
     if d.winner or budget is None:
         return None
