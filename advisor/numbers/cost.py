@@ -13,13 +13,14 @@ purchase (`catalog/purchase.yaml`). Which kinds may price a plan (`offers`):
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 
 from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price, provider_key, provider_matches
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, reserve_for_job, several
 from advisor.numbers.power import kw_per_card, power
-from advisor.numbers.owning import _tco_figures, quote_age, rent_vs_buy_text, tco
+from advisor.numbers.owning import _tco_figures, rent_vs_buy_text, tco
 from advisor.numbers.terms import HOURS_PER_MONTH
 
 INSTANCE_KINDS = ("on-demand", "reserved", "spot")
@@ -354,10 +355,24 @@ def _site(catalog, w) -> dict:
     return out
 
 
+def _years(date) -> list[int]:
+    return [int(y) for y in re.findall(r"(?:19|20)\d\d", str(date or ""))]
+
+
+def quote_age(catalog, date) -> tuple[int | None, int | None]:
+    """(years between a purchase quote's latest year and the newest quote in catalog/purchase.yaml, that
+    newest year): the age of a price against the catalog's own present, not the day the tool runs."""
+    newest = _kept(catalog, ("newest purchase quote",), lambda: max(
+        (y for e in ((catalog.purchase or {}).get("gpus") or {}).values() for y in _years((e.get("usd_per_gpu") or {}).get("date"))),
+        default=0))
+    mine = _years(date)
+    return (newest - max(mine), newest) if mine and newest else (None, None)
+
+
 def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     """On premises: the hourly cost of owning the plan (kind 'purchase'), and its tco:
     buying against renting the same plan at the workload's utilisation, with the range the purchase
-    price's sources span (owning.rent_fallback then sets it against the cheapest rental of the work)."""
+    price's sources span (owning.rent_comparison then sets it against the cheapest rental of the work)."""
     entry = (catalog.purchase or {}).get("gpus", {}).get(gpu.id)
     if not entry:
         return Cost(price_unknown="no purchase price known for this GPU (on premises it is bought, not rented)")

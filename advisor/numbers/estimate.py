@@ -81,7 +81,7 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
     variants = knob_variants(w, led)
     cands = [plan_candidate(w, led, g, catalog, variants) for g in candidate_gpus(w, catalog, only)]
     if w.constraints.deployment in cost.ON_PREM:
-        cands = owning.rent_fallback(cands, w)
+        cands = owning.rent_comparison(cands, w)
     need = min(lv.bytes("total_gb") for _, lv in variants)
     notes = list(w.notes) + list(led.notes)
     if need < led.bytes("total_gb"):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.inputs.workload import LAYOUT_FIELDS, Workload
+from advisor.inputs.workload import Workload
+from advisor.numbers.layouts import describe_layout, describe_pools
 from advisor.numbers.ledger import training_precision
 
 
@@ -19,8 +20,7 @@ def knob_alternatives(w: Workload, missed: bool = False) -> list[tuple[str, Work
     to know what insisting costs)."""
     given = []
     if w.layout_given:
-        stated = (" x ".join(f"{k.upper()} {v}" for k, v in zip(LAYOUT_FIELDS, w.layout) if k in ("tp", "pp", "dp") or v != 1)
-                  if w.layout else "disaggregated")
+        stated = describe_layout(w.layout) if w.layout else describe_pools(*w.pools)
         given = [(f"layout {stated} to the one the planner chooses", replace(w, layout=None, pools=None))]
     if not w.training:
         # serving 16-bit weights: FP8 weights halve them and run at the FP8 rate where the card has one

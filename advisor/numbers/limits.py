@@ -99,11 +99,10 @@ def no_layout_reason(w: Workload, led, gpu, max_gpus: int, engine=None, need: fl
     if w.pools:
         # a pool whose TP cards each keep a copy of every sequence's cache (MLA's one latent head, or fewer
         # KV heads than cards) is the usual cause: said with the fix (review 19, F4)
-        copied = [(name, tp, kv_replication(led, tp, adp)) for name, (tp, _pp, _r, _ep, adp) in zip(("prefill", "decode"), w.pools)
-                  if kv_replication(led, tp, adp) > 1]
+        copies = [(name, tp, kv_replication(led, tp, adp)) for name, (tp, _pp, _r, _ep, adp) in zip(("prefill", "decode"), w.pools)]
         why = "".join(f"; the {name} pool's TP {tp} keeps {rep:g} copies of each sequence's KV cache (the model has "
                       f"{led.kv.kv_heads} KV head{'s' if led.kv.kv_heads > 1 else ''}): attention_dp {tp} with ep {tp} splits the "
-                      f"sequences over its cards instead" for name, tp, rep in copied)
+                      f"sequences over its cards instead" for name, tp, rep in copies if rep > 1)
         return (f"the given disaggregated layout ({describe_pools(*w.pools)}) does not hold its work on {gpu.memory_gb:g} GB "
                 f"cards: each pool must hold the weights and its KV cache (the decode pool every sequence's) with "
                 f"tensor splits inside one {gpu.gpus_per_node}-GPU node (K14), and the model's KV size must be known{why}")

@@ -3,13 +3,9 @@ renting, and the rental it is weighed against (the cheapest that does the same w
 each plan, owned or rented; this module holds the comparison's pure figures and texts."""
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from advisor.numbers.terms import HOURS_PER_MONTH
-
-_NEWEST: dict[int, tuple] = {}       # purchase table -> (the table, its newest quote's year)
-
 
 def tco(count: int, usd_per_gpu: float, it_kw: float, rent_usd_per_hour: float | None, s: dict) -> dict:
     """Rent versus buy for `count` GPUs bought at `usd_per_gpu` drawing `it_kw` of IT power:
@@ -30,23 +26,6 @@ def tco(count: int, usd_per_gpu: float, it_kw: float, rent_usd_per_hour: float |
             "energy_usd_per_month": energy, "hosting_usd_per_month": hosting, "maintenance_usd_per_month": maintenance,
             "write_off_months": v["amortisation_years"] * 12,
             "owning_usd_per_hour": (capex / (v["amortisation_years"] * 12) + opex) / HOURS_PER_MONTH}
-
-
-def _years(date) -> list[int]:
-    return [int(y) for y in re.findall(r"(?:19|20)\d\d", str(date or ""))]
-
-
-def quote_age(catalog, date) -> tuple[int | None, int | None]:
-    """(years between a purchase quote's latest year and the newest quote in catalog/purchase.yaml, that
-    newest year): the age of a price against the catalog's own present, not the day the tool runs."""
-    table = (catalog.purchase or {}).get("gpus") or {}
-    hit = _NEWEST.get(id(table))
-    if hit is None or hit[0] is not table:
-        hit = _NEWEST[id(table)] = (table, max((y for e in table.values() for y in _years((e.get("usd_per_gpu") or {}).get("date"))),
-                                               default=0))
-    newest = hit[1]
-    mine = _years(date)
-    return (newest - max(mine), newest) if mine and newest else (None, None)
 
 
 def _tco_figures(mid: dict, low: dict, high: dict, s: dict) -> dict:
@@ -103,7 +82,12 @@ def _hours_per_unit(plan, w) -> float | None:
     return 1 / sp.tokens_per_s if sp.tokens_per_s else None
 
 
-def rent_fallback(plans: list, w) -> list:
+def _bought_tco(p) -> dict | None:
+    """A bought plan's rent-versus-buy figures (a fleet plan's tco is of the cards added to the fleet only)."""
+    return p.cost.tco if p.fits and p.cost is not None and (p.cost.price or {}).get("kind") == "purchase" else None
+
+
+def rent_comparison(plans: list, w) -> list:
     """Rent versus buy against the cheapest way to rent the same work: an owned plan is compared with the
     rentable plan (any GPU's same-plan rental, its hourly rent scaled by how long each takes per unit of
     work) that does the work for the least, its own rental when that is the cheapest or the only one.
@@ -113,9 +97,7 @@ def rent_fallback(plans: list, w) -> list:
     a plan that misses the workload's deadline or service level does not stand in for it."""
     rentals = []
     for p in plans:
-        # a bought plan's own rental (a fleet plan's tco rents only the cards added to the fleet)
-        t = p.cost.tco if p.fits and p.cost is not None and (p.cost.price or {}).get("kind") == "purchase" else None
-        hpu = _hours_per_unit(p, w)
+        t, hpu = _bought_tco(p), _hours_per_unit(p, w)
         if (t and t.get("rent_offer") and hpu and not p.misses
                 and (p.gpu.gpu_class != "consumer" or w.constraints.deployment == "workstation")):
             rentals.append((t["rent_usd_per_hour"] * hpu, p, t))   # rented cost per unit of work
@@ -124,12 +106,9 @@ def rent_fallback(plans: list, w) -> list:
     rate, other, ot = min(rentals, key=lambda r: r[0])
     out = []
     for p in plans:
-        t = p.cost.tco if p.fits and p.cost is not None else None
-        mine = _hours_per_unit(p, w)
+        t, mine = _bought_tco(p), _hours_per_unit(p, w)
         own_rate = t["rent_usd_per_hour"] * mine if t and t.get("rent_offer") and mine else None
-        # a fleet plan's tco is of the cards added to the fleet, not of the whole work: it keeps its own rental
-        bought = p.cost is not None and (p.cost.price or {}).get("kind") == "purchase"
-        if not t or not mine or not bought or other is p or (own_rate is not None and own_rate <= rate * 1.0001):
+        if not t or not mine or other is p or (own_rate is not None and own_rate <= rate * 1.0001):
             out.append(p)
             continue
         rent_h = rate / mine       # renting `other` long enough to do what this plan does in an hour
