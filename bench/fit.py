@@ -142,6 +142,51 @@ def fit_serving(prepared, cal):
     return best_cal, serving
 
 
+#: bounds of the model width at which a training step reaches half the fitted matmul share: none (0) to
+#: twice the widest dense model of the records (a term that would halve the share of every model)
+HALF_HIDDEN = (0.0, 8192.0)
+
+
+def _backfit(cal, dense, groups, sharded, prec):
+    """The dense training shares by backfitting of a model additive in logs (precision + GPU generation +
+    ZeRO-3): each factor in turn is the geometric mean of measured / tool over its records with the others
+    held; the rate is proportional to the share except where communication binds, hence the iterations.
+    Returns `cal` with the shares, the pooled defaults (a GPU family without three records of its own takes
+    the lowest measured share) and the ZeRO-3 factor."""
+    share: dict = {}                               # fixed start, as for serving
+    default = {"bf16": 0.5, "fp8": 0.5}
+    zero3 = 1.0
+
+    def gain(sel, shares) -> float:
+        """Geometric mean of measured / tool over `sel` with the factors as they stand."""
+        c = replace(cal, train_share=shares, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
+        return math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
+
+    for _ in range(40):       # converged: the shares move by less than 0.1% over the last passes
+        for pr in ("bf16", "fp8"):
+            # the pooled share, for a GPU generation without three records of its own, from GPU records
+            # only (a TPU's compiler and memory system are not a GPU's)
+            sel = [p for p in dense if prec(p) == pr and p.gpu.generation != "tpu"]
+            if sel:
+                default[pr] = default.get(pr, 0.5) * gain(sel, {})
+        for (gen, pr), sel in groups.items():
+            if len(sel) < 3:
+                continue
+            share.setdefault(gen, {}).setdefault(pr, default[pr])
+            share[gen][pr] *= gain(sel, share)
+        if len(sharded) >= 3 and len(sharded) < len(dense):
+            zero3 *= gain(sharded, share)
+    # a GPU family without training records of its own (L40S, MI300X, Gaudi ...) takes the lowest share
+    # measured on a GPU family in that precision, not the pool: an unmeasured card is never assumed to
+    # train better than every measured one (the pool is kept where no family has three records)
+    for pr in ("bf16", "fp8"):
+        measured = [fam[pr] for gen, fam in share.items() if pr in fam and gen != "tpu"]
+        if measured:
+            default[pr] = min(measured)
+    default["fp4"] = default["fp8"]    # no FP4 training record: FP4 training takes the FP8 share (said in the YAML)
+    return replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
+
+
 def fit_training(prepared, cal):
     train = [p for p in prepared if p.rec["class"] == "training" and p.rec["split"] == "fit"]
     # a Q-LoRA record's step is partly dequantisation of its 4-bit base, which no matmul share explains:
@@ -162,9 +207,6 @@ def fit_training(prepared, cal):
     groups: dict[tuple, list] = {}
     for p in dense:
         groups.setdefault((p.gpu.generation, prec(p)), []).append(p)
-    share: dict = {}                               # fixed start, as for serving
-    default = {"bf16": 0.5, "fp8": 0.5}
-    zero3 = 1.0
     # a generation measured on ZeRO-3 runs only cannot tell its share from the ZeRO-3 factor: its share
     # is fitted as an FSDP share (the factor is not applied to it), and the factor is learnt from the
     # generations that have both kinds of run
@@ -172,38 +214,20 @@ def fit_training(prepared, cal):
                  if all(p.w.zero_stage >= 3 for p in dense if p.gpu.generation == gen)}
     cal = replace(cal, train_fsdp_only=frozenset(fsdp_only))
     sharded = [p for p in dense if p.w.zero_stage >= 3 and p.gpu.generation not in fsdp_only]
-    # backfitting of a model additive in logs (precision + GPU generation + ZeRO-3): each factor in turn is
-    # the geometric mean of measured / tool over its records with the others held; the rate is
-    # proportional to the share except where communication binds, hence the iterations
-    def gain(sel, shares) -> float:
-        """Geometric mean of measured / tool over `sel` with the factors as they stand."""
-        c = replace(cal, train_share=shares, train_default=default, train_moe_share=1.0, train_zero3_share=zero3)
-        return math.exp(statistics.fmean(-_log_err(p, c) for p in sel))
 
-    for _ in range(40):       # converged: the shares move by less than 0.1% over the last passes
-        for pr in ("bf16", "fp8"):
-            # the pooled share, for a GPU generation without three records of its own, from GPU records
-            # only (a TPU's compiler and memory system are not a GPU's)
-            sel = [p for p in dense if prec(p) == pr and p.gpu.generation != "tpu"]
-            if sel:
-                default[pr] = default.get(pr, 0.5) * gain(sel, {})
-        for (gen, pr), sel in groups.items():
-            if len(sel) < 3:
-                continue
-            share.setdefault(gen, {}).setdefault(pr, default[pr])
-            share[gen][pr] *= gain(sel, share)
-        if len(sharded) >= 3 and len(sharded) < len(dense):
-            zero3 *= gain(sharded, share)
-    cal = replace(cal, train_zero3_share=zero3)
-    # a GPU family without training records of its own (L40S, MI300X, Gaudi ...) takes the lowest share
-    # measured on a GPU family in that precision, not the pool: an unmeasured card is never assumed to
-    # train better than every measured one (the pool is kept where no family has three records)
-    for pr in ("bf16", "fp8"):
-        measured = [fam[pr] for gen, fam in share.items() if pr in fam and gen != "tpu"]
-        if measured:
-            default[pr] = min(measured)
-    default["fp4"] = default["fp8"]    # no FP4 training record: FP4 training takes the FP8 share (said in the YAML)
-    cal = replace(cal, train_share=share, train_default=default, train_moe_share=1.0, train_moe_half_width=0.0)
+    def shares_at(half: float):
+        """The shares, the pooled defaults and the ZeRO-3 factor fitted with the width term at `half`."""
+        return _backfit(replace(cal, train_half_hidden=half), dense, groups, sharded, prec)
+
+    def dense_loss(half: float) -> float:
+        c = shares_at(half)
+        return statistics.fmean(_log_err(p, c) ** 2 for p in dense)
+
+    # the width at half share (golden-section search over the dense records' squared log ratios), the
+    # shares refitted at each width tried
+    # the narrowest fitted model's width: a narrower one is charged as it (calibration.width_share)
+    cal = replace(cal, train_width_min=min(p.w.model.num("hidden_size") or math.inf for p in dense))
+    cal = replace(shares_at(golden(dense_loss, *HALF_HIDDEN)), train_moe_half_width=0.0)
     if len(moe) >= 2:
         # the MoE mechanism (all-to-all, busiest EP rank, grouped-matmul width) is computed; two factors
         # are fitted on the MoE records: the expert width at half efficiency (golden-section search) and,
@@ -327,6 +351,12 @@ def render(cal, serving, train, groups, moe, sharded, whole=(), load=(), qlora=(
     lines.append(f'  zero3_share: {{v: {cal.train_zero3_share:.3f}, src: [CALIBRATION], fit: "{_resid(sharded, cal)}", '
                  'note: "runs that shard weights with ZeRO-3/FSDP reach this share of ZeRO-0/1 runs of the same GPU and precision: '
                  'weight gathers every micro-batch are not all hidden, and the FSDP stacks of the records fuse fewer kernels than Megatron"}')
+    lines.append(f'  half_hidden: {{v: {cal.train_half_hidden:.0f}, src: [CALIBRATION], fit: "{_resid([p for sel in groups.values() for p in sel], cal)}", '
+                 'note: "model width at which a training step reaches half the fitted share of the matmul rate: per token and layer '
+                 'the matmul FLOPs grow with hidden^2 and the norms, activations, residuals and optimizer element-wise work with hidden, '
+                 'so share x hidden / (hidden + this); fitted with the shares on the dense records (bench/fit.py)"}')
+    lines.append(f'  half_hidden_min_width: {{v: {cal.train_width_min:.0f}, src: [CALIBRATION], note: "the narrowest model of the records '
+                 'half_hidden was fitted on: a narrower one is charged as this width (the term is not extrapolated)"}')
     lines.append(f'  moe_share: {{v: {cal.train_moe_share:.3f}, src: [CALIBRATION], fit: "{_resid(moe, cal) if moe else "no MoE record"}", '
                  'note: "MoE training reaches this share of a dense model beyond the computed MoE terms (the all-to-all, the busiest EP rank, '
                  'the grouped matmuls at moe_half_width): router, permutation and expert-load kernels"}')

@@ -43,13 +43,13 @@ def test_70b_qlora_on_one_a100_pays_2_2_s_per_micro_batch_by_hand(catalog):
     assert secs == pytest.approx(2 * 70.5537e9 * 2.5 / (2.039e12 * 0.079), rel=0.01)
     assert secs == pytest.approx(2.19, abs=0.02)
     assert "2 passes (forward, backward)" in how and "35.3 GB 4-bit read + 141.1 GB 16-bit written" in how
-    # the micro-batch takes LoRA's compute time plus that: 4,096 tokens / 602.6 tokens/s + 2.19 s = 8.99 s,
-    # 456 tokens/s (LoRA alone: 603)
+    # the micro-batch takes LoRA's compute time plus that: 4,096 tokens / 681.7 tokens/s + 2.19 s = 8.20 s,
+    # 500 tokens/s (LoRA alone: 682)
     lora = trainspeed.training_rate(*_rate(catalog, {**QLORA_70B, "method": "lora"})[:3], cal, rate, 1, 1, 1)
     qlora = trainspeed.training_rate(w, led, gpu, cal, rate, 1, 1, 1)
-    assert lora.tokens_per_s_per_gpu == pytest.approx(603, abs=2) and lora.dequant_s == 0
+    assert lora.tokens_per_s_per_gpu == pytest.approx(682, abs=2) and lora.dequant_s == 0
     assert qlora.tokens_per_s_per_gpu == pytest.approx(4096 / (4096 / lora.tokens_per_s_per_gpu + secs), rel=1e-6)
-    assert qlora.tokens_per_s_per_gpu == pytest.approx(456, abs=2)
+    assert qlora.tokens_per_s_per_gpu == pytest.approx(500, abs=2)
 
 
 def test_checkpointing_adds_the_recomputed_forward_and_short_sequences_pay_most(catalog):
@@ -60,22 +60,23 @@ def test_checkpointing_adds_the_recomputed_forward_and_short_sequences_pay_most(
     assert secs == pytest.approx(1.5 * 2.19, abs=0.03) and how.startswith("3 passes")
     with_term = trainspeed.training_rate(w, led, gpu, cal, rate, 1, 1, 1).tokens_per_s_per_gpu
     without = trainspeed.training_rate(w, led, gpu, replace(cal, qlora_dequant_share=0.0), rate, 1, 1, 1).tokens_per_s_per_gpu
-    # the issue's ~490 tokens/s at 256 tokens was LoRA's time; dequantising 70B takes 3.3 s of each 3.8 s
-    assert without == pytest.approx(490, abs=10)
+    # LoRA's time alone is ~550 tokens/s at 256 tokens (the issue's ~490 before the width term of the training
+    # share); dequantising 70B takes 3.3 s of each 3.75 s
+    assert without == pytest.approx(552, abs=10)
     assert with_term == pytest.approx(256 / (256 / without + secs), rel=1e-6)
-    assert with_term == pytest.approx(67, abs=1)
+    assert with_term == pytest.approx(68, abs=1)
 
 
 def test_a_qlora_record_left_out_of_the_fit_by_its_length(catalog):
     # Qwen-72B Q-LoRA at 256 tokens (8 x 256 / 27.4 s/iter = 75 tokens/s, QWEN1_FINETUNE_PROFILE) is not in
     # catalog/measurements.yaml (the short rows carry a fixed per-iteration time); the term, fitted on
-    # 2,048-8,192 tokens, comes out at 66 against 75
+    # 2,048-8,192 tokens, comes out at 67 against 75
     records, models = accuracy.load_records()
     base = next(r for r in records if r["id"] == "qwen1-a100-72b-qlora-s2048")
     rec = {**base, "id": "qwen1-72b-qlora-s256", "seq": 256, "measured": 8 * 256 / 27.4, "split": "check"}
     p = accuracy.prepare([rec], models, catalog)[0]
     ratio = accuracy.evaluate(p, speed.calibration(catalog)) / rec["measured"]
-    assert ratio == pytest.approx(0.88, abs=0.01)
+    assert ratio == pytest.approx(0.89, abs=0.01)
 
 
 def test_the_fitted_qlora_records_and_their_lora_baseline(catalog):
@@ -89,11 +90,11 @@ def test_the_fitted_qlora_records_and_their_lora_baseline(catalog):
     by_id = {p.rec["id"]: p for p in accuracy.prepare(qwen, models, catalog)}
     # Qwen-72B Q-LoRA, 4,096 tokens on one A100: 8 x 4,096 / 97.7 s/iter = 335 tokens/s measured
     assert by_id["qwen1-a100-72b-qlora-s4096"].rec["measured"] == 335
-    assert accuracy.evaluate(by_id["qwen1-a100-72b-qlora-s4096"], cal) == pytest.approx(330, abs=3)
+    assert accuracy.evaluate(by_id["qwen1-a100-72b-qlora-s4096"], cal) == pytest.approx(361, abs=3)
     # bitsandbytes NF4 with FSDP: Llama-2 70B on 8 x A100 40GB, batch 4, 1,024 x 2,048 tokens in 672 s =
     # 390 tokens/s per GPU; every card dequantises the whole gathered layer (DP divides nothing)
     a100 = accuracy.prepare([r for r in records if r["id"] == "answerai-8xa100-40gb-llama2-70b-qlora-bs4"], models, catalog)[0]
-    assert a100.rec["measured"] == 390 and accuracy.evaluate(a100, cal) == pytest.approx(389, abs=3)
+    assert a100.rec["measured"] == 390 and accuracy.evaluate(a100, cal) == pytest.approx(429, abs=3)
     # LoRA is timed without the term: the Qwen-7B LoRA row is what the step model says of LoRA
     lora7 = by_id["qwen1-a100-7b-lora-s4096"]
     assert accuracy.evaluate(lora7, cal) == accuracy.evaluate(lora7, replace(cal, qlora_dequant_share=0.0))

@@ -121,7 +121,7 @@ def test_the_summary_leads_with_the_on_demand_plan_and_the_warning_names_the_con
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert first.startswith("Recommendation: 128 x NVIDIA H100") and "on-demand" in first
-    assert "finishing within 30 days needs 840 x h100-sxm (TP 1 x PP 1 x DP 840) on a 12-month contract" in out
+    assert "finishing within 30 days needs 976 x h100-sxm (TP 1 x PP 1 x DP 976) on a 12-month contract" in out
 
 
 def test_cost_objective_takes_the_fastest_plan_within_5_percent_of_the_cheapest(catalog, kb):

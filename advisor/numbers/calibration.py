@@ -105,6 +105,14 @@ class Calibration:
     # expert matmuls of a training step run at half efficiency, fitted with moe_share on the MoE records
     train_moe_half_width: float = 0.0
     train_moe_half_tokens: float = 0.0    # tokens per expert per micro-batch at which they run at half efficiency
+    # the model width at which a training step's share of the matmul rate is half the fitted one: per token
+    # and layer the matmul FLOPs grow with hidden^2, the norms, activations, residuals and optimizer's
+    # element-wise work with hidden, so their share of a step falls as 1 / hidden (share x hidden / (hidden
+    # + this)); fitted by bench/fit.py with the shares on the dense records; 0: no such term
+    train_half_hidden: float = 0.0
+    # the narrowest model of the records it was fitted on (2,048): a narrower one (a ViT-S's 384) is charged
+    # as that width, so the term is not extrapolated beyond its fit
+    train_width_min: float = 0.0
     hours_lost_per_interruption: float = 0.0
     # a whole pre-training run's wall-clock per optimizer step beyond the step model's time (the gradient
     # norm and optimizer update, data loading, logging and metrics of each step): it weighs on the short
@@ -229,6 +237,15 @@ class Calibration:
     def fitted_for(self, gpu: GPU, precision: str) -> bool:
         """Whether training records of this GPU family at this precision set its share (else it borrows)."""
         return precision in (self.train_share.get(gpu.generation) or {})
+
+    def width_share(self, hidden: float | None) -> float:
+        """The part of the fitted training share a model of width `hidden` reaches: hidden / (hidden +
+        train_half_hidden), a model narrower than the fit's narrowest charged as that one; 1 without the
+        term or a width."""
+        if not (self.train_half_hidden and hidden):
+            return 1.0
+        hidden = max(hidden, self.train_width_min)
+        return hidden / (hidden + self.train_half_hidden)
 
     def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:
         if self.fitted_for(gpu, precision):
@@ -389,6 +406,8 @@ def calibration(catalog: Catalog) -> Calibration:
         train_moe_share=_v(tr, "moe_share", 1.0, T),
         train_moe_half_width=_v(tr, "moe_half_width", 0.0, T),
         train_moe_half_tokens=_v(tr, "moe_half_tokens", 0.0, T),
+        train_half_hidden=_v(tr, "half_hidden", 0.0, T),
+        train_width_min=_v(tr, "half_hidden_min_width", 0.0, T),
         train_zero3_share=_v(tr, "zero3_share", 1.0, T),
         train_spread=_v(tr, "residual_spread", 0.0, T),
         train_moe_spread=_v(tr, "moe_residual_spread", _v(tr, "residual_spread", 0.0, T), T),

@@ -180,6 +180,13 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     return MoETerms(share, eff, imb, passes * layers * per_layer, passes * layers * secs, where)
 
 
+def width_how(cal: Calibration, hidden: float) -> str:
+    """The width share's figure and formula, as the training share's text gives it."""
+    at = max(hidden, cal.train_width_min)
+    floor = (f" (a {hidden:,.0f}-wide model charged as the fit's narrowest, {at:,.0f})" if at > hidden else "")
+    return f"{cal.width_share(hidden):.3f} = hidden {at:,.0f} / ({at:,.0f} + {cal.train_half_hidden:,.0f} fitted half width){floor}"
+
+
 def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
     """FP4 training without a fitted FP4 share on this GPU family is credited the FP8 rate, not FP4's
     (published low-precision training gains are tens of percent over BF16, not the 2x of the FP4 peak,
@@ -233,6 +240,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     p = precision or compute_precision(w, gpu, led.sized)
     p = "fp4" if p in FP4_NAMES else p if p == "fp8" else "bf16"   # nvfp4/mxfp4 matmuls run at the FP4 rate
     share, _ = cal.train_share_for(gpu, p)
+    share *= cal.width_share(w.model.num("hidden_size"))
     if led.sized.experts and led.sized.experts_per_token:
         share *= cal.train_moe_share
     if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only:
@@ -326,6 +334,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
                                     + (f", x {fp4_training_credit(gpu, cal, p):.2f} FP8 / FP4 peak: no FP4 training measurement, credited the FP8 rate"
                                        if fp4_training_credit(gpu, cal, p) != 1.0 else "")
+                                    + (f", x {width_how(cal, w.model.num('hidden_size'))}" if cal.width_share(w.model.num("hidden_size")) != 1.0 else "")
                                     + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
                                     + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
                                        else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
