@@ -10,7 +10,9 @@ pp_return_us, learnt on the pipeline-parallel rows), fitted together by minimisi
 tool/measured, each class (throughput, TTFT, TPOT) weighted equally. Training: the share of the
 achievable matmul rate per GPU generation and precision (a group of its own only with at least three
 fitted records; a generation without one takes the lowest measured share) fitted together with one
-ZeRO-3 factor (learnt where both FSDP and other runs were measured), then two MoE factors beside the computed MoE terms (expert half width and moe_share),
+ZeRO-3 factor (learnt where both FSDP and other runs were measured) and, around them, the model width at
+which a step reaches half its share (half_hidden: x hidden / (hidden + half_hidden), golden-section search
+with the shares refitted at each width), then two MoE factors beside the computed MoE terms (expert half width and moe_share),
 then the share of HBM bandwidth at which QLoRA dequantises its 4-bit base (on the Q-LoRA records alone, which the matmul shares leave out). Whole runs:
 goodput_base, the geometric mean of step GPU-hours x the sourced interruption term / published
 GPU-hours over the fitted `whole_run` records (capped at 1), with the per-step overhead (step_overhead_s,
@@ -143,7 +145,7 @@ def fit_serving(prepared, cal):
 
 
 #: bounds of the model width at which a training step reaches half the fitted matmul share: none (0) to
-#: twice the widest dense model of the records (a term that would halve the share of every model)
+#: 8,192 (that large, the term would halve the share of a Llama 3.1 70B-wide model: a stated bound)
 HALF_HIDDEN = (0.0, 8192.0)
 
 
@@ -223,10 +225,10 @@ def fit_training(prepared, cal):
         c = shares_at(half)
         return statistics.fmean(_log_err(p, c) ** 2 for p in dense)
 
-    # the width at half share (golden-section search over the dense records' squared log ratios), the
-    # shares refitted at each width tried
     # the narrowest fitted model's width: a narrower one is charged as it (calibration.width_share)
     cal = replace(cal, train_width_min=min(p.w.model.num("hidden_size") or math.inf for p in dense))
+    # the width at half share (golden-section search over the dense records' squared log ratios), the
+    # shares refitted at each width tried
     cal = replace(shares_at(golden(dense_loss, *HALF_HIDDEN)), train_moe_half_width=0.0)
     if len(moe) >= 2:
         # the MoE mechanism (all-to-all, busiest EP rank, grouped-matmul width) is computed; two factors
