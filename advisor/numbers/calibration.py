@@ -238,14 +238,18 @@ class Calibration:
         """Whether training records of this GPU family at this precision set its share (else it borrows)."""
         return precision in (self.train_share.get(gpu.generation) or {})
 
+    def charged_width(self, hidden: float) -> float:
+        """The width the training share's width term takes for a model `hidden` wide: a model narrower than
+        the fit's narrowest is charged as that one (the term is not extrapolated)."""
+        return max(hidden, self.train_width_min)
+
     def width_share(self, hidden: float | None) -> float:
-        """The part of the fitted training share a model of width `hidden` reaches: hidden / (hidden +
-        train_half_hidden), a model narrower than the fit's narrowest charged as that one; 1 without the
-        term or a width."""
+        """The part of the fitted training share a model of width `hidden` reaches: width / (width +
+        train_half_hidden) at its charged width; 1 without the term or a width."""
         if not (self.train_half_hidden and hidden):
             return 1.0
-        hidden = max(hidden, self.train_width_min)
-        return hidden / (hidden + self.train_half_hidden)
+        at = self.charged_width(hidden)
+        return at / (at + self.train_half_hidden)
 
     def train_share_for(self, gpu: GPU, precision: str) -> tuple[float, str]:
         if self.fitted_for(gpu, precision):

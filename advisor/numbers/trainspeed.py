@@ -180,11 +180,15 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     return MoETerms(share, eff, imb, passes * layers * per_layer, passes * layers * secs, where)
 
 
-def width_how(cal: Calibration, hidden: float) -> str:
-    """The width share's figure and formula, as the training share's text gives it."""
-    at = max(hidden, cal.train_width_min)
+def width_how(cal: Calibration, hidden: float | None) -> str:
+    """The width share's factor in the training share's text (", x 0.849 = hidden 8,192 / ..."), or ""
+    where the term is 1 (no fitted term, or no width)."""
+    share = cal.width_share(hidden)
+    if share == 1.0:
+        return ""
+    at = cal.charged_width(hidden)
     floor = (f" (a {hidden:,.0f}-wide model charged as the fit's narrowest, {at:,.0f})" if at > hidden else "")
-    return f"{cal.width_share(hidden):.3f} = hidden {at:,.0f} / ({at:,.0f} + {cal.train_half_hidden:,.0f} fitted half width){floor}"
+    return f", x {share:.3f} = hidden {at:,.0f} / ({at:,.0f} + {cal.train_half_hidden:,.0f} fitted half width){floor}"
 
 
 def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
@@ -334,7 +338,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
                          "formula": f"{rate.formula} x {tr.share:.3f} ({share_how}"
                                     + (f", x {fp4_training_credit(gpu, cal, p):.2f} FP8 / FP4 peak: no FP4 training measurement, credited the FP8 rate"
                                        if fp4_training_credit(gpu, cal, p) != 1.0 else "")
-                                    + (f", x {width_how(cal, w.model.num('hidden_size'))}" if cal.width_share(w.model.num("hidden_size")) != 1.0 else "")
+                                    + width_how(cal, w.model.num("hidden_size"))
                                     + (f", x {cal.train_moe_share:g} MoE" if led.sized.experts else "")
                                     + (f", x {cal.train_zero3_share:g} ZeRO-3/FSDP" if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only
                                        else ", measured on FSDP runs" if gpu.generation in cal.train_fsdp_only else "") + ")"},
