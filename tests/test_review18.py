@@ -159,7 +159,7 @@ def test_the_dialogue_does_not_ask_qlora_for_a_precision_it_would_refuse(catalog
 
 
 def test_a_closest_plan_inside_the_models_error_is_not_called_a_plan_nothing_meets(catalog, kb):
-    # review 15, F9: "No GPU meets the service level" headed a plan 3% short of it, inside the speed model's 11.5%
+    # review 15, F9: "No GPU meets the service level" headed a plan 3% short of it, inside the speed model's 11.8%
     from conftest import EXAMPLES
     from advisor.base import yamlio
     d = conftest.decide(catalog, kb, dict(yamlio.load(EXAMPLES / "workstation-gemma-27b.yaml")))
