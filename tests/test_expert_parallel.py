@@ -101,3 +101,27 @@ def test_a_dep_group_wider_than_the_nvlink_domain_goes_over_the_network(catalog)
     got = {(lay.tp, lay.ep, lay.attention_dp) for lay in layouts.inference_layouts(w, led, rack, 4096)}
     assert {(16, 16, 16), (32, 32, 32), (64, 64, 64)} <= got
     assert (16, 1, 1) not in got
+
+
+def test_an_unpriced_rack_gets_the_layout_that_does_the_work_in_the_fewest_gpu_hours(catalog):
+    # review 19, F12: DeepSeek-R1 FP4 for 4,096 users on one GB200 NVL72 rack (no price known, the rack rented
+    # whole) got DEP 4 x 18, which fills the rack but serves 1,590 tokens/s per GPU, because every plan of one
+    # rack tied on cards rented and the narrower TP won the tie; the DEP groups of 32 and 64 were never tried,
+    # as the wider groups were only tried on fewer cards than DEP 8 x 4 held the 40 ms limit with (32)
+    from advisor.numbers import estimate as estimator
+    doc = {"name": "r1-rack", "mode": "inference", "model": "deepseek-r1", "precision": "nvfp4", "context_tokens": 4096,
+           "concurrency": 4096, "latency": "interactive", "constraints": {"gpus": ["gb200-nvl72"]}}
+    chosen = estimator.estimate(workload.parse(doc, catalog, "r1-rack"), catalog).candidate("gb200-nvl72")
+    assert (chosen.count, chosen.tp, chosen.ep, chosen.attention_dp, chosen.dp) == (32, 32, 32, 32, 1)
+    assert chosen.tpot_ms < 40
+    assert "a DEP group of 32 cards inside the rack's NVLink domain" in chosen.why["layout"]
+    # every other one-rack layout that holds the limit does the work in more GPU-hours per token
+    for lay in ({"tp": 4, "ep": 4, "attention_dp": 4, "dp": 18}, {"tp": 8, "ep": 8, "attention_dp": 8, "dp": 4},
+                {"tp": 16, "ep": 16, "attention_dp": 16, "dp": 2}, {"tp": 64, "ep": 64, "attention_dp": 64}):
+        other = estimator.estimate(workload.parse({**doc, "layout": lay}, catalog, "r1-rack"), catalog).candidate("gb200-nvl72")
+        assert other.tpot_ms < 40 and other.tokens_per_s / other.count < chosen.tokens_per_s / chosen.count, lay
+    # a small workload on the same rack keeps its one card (it does not spread over the idle ones)
+    small = estimator.estimate(workload.parse({"name": "one", "mode": "inference", "model": "gpt-oss-120b", "concurrency": 64,
+                                               "latency": "interactive", "constraints": {"gpus": ["gb200-nvl72"]}},
+                                              catalog, "one"), catalog).candidate("gb200-nvl72")
+    assert small.count == 1

@@ -49,7 +49,9 @@ def _estimate(capsys, tmp_path, text):
 def test_the_rack_is_rented_whole_even_without_a_price(capsys, tmp_path):
     c = _estimate(capsys, tmp_path, "mode: inference\nmodel: deepseek-v3\nconcurrency: 256\n"
                                     "constraints: {gpus: [gb200-nvl72]}\n")["gb200-nvl72"]
-    assert c["count"] == 72 and c["nodes"] == 1 and c["power_kw_per_node"] == 120
+    # DEP 8 on 8 of the rack's GPUs holds the 256 users: the plan is one rack (one "node" of 72 GPUs, its 120 kW),
+    # not 72 GPUs spread over 9 replicas to fill it (the rules then refuse a rack for a job this small)
+    assert c["count"] == 8 and c["nodes"] == 1 and c["power_kw_per_node"] == 120
     assert c["price_unknown"] == "no price known for this GPU"
 
 

@@ -55,13 +55,14 @@ def plan_time(w, plan) -> float | None:
     return plan.training_hours if w.training else plan.tpot_ms
 
 
-def money(plan, unit: str, rate_per_gpu_hour: float | None):
+def money(plan, unit: str, rate_per_gpu_hour: float | None, cards: int | None = None):
     """(cost per unit of work, priced?): the plan's own price, or, to compare one GPU's layouts only,
-    its cards at the cheapest per-GPU rate of the GPU's own quotes (never shown as a price)."""
+    its cards (`cards`, else the plan's) at the cheapest per-GPU rate of the GPU's own quotes (never
+    shown as a price)."""
     v = unit_cost(plan, unit)
     if v is not None or rate_per_gpu_hour is None:
         return v, v is not None
-    per_hour = rate_per_gpu_hour * plan.count
+    per_hour = rate_per_gpu_hour * (cards or plan.count)
     if unit == "hour":
         return per_hour, False
     if unit == "job":
@@ -146,7 +147,18 @@ def plan_key(w, plan, unit: str, rate: float | None):
         first = (count, cost_or_inf)
     else:
         # the smallest rental that holds the job first: more replicas only pay under perfect scaling,
-        # which experts do not count on (T03, C18); a deadline or service level adds them
+        # which experts do not count on (T03, C18); a deadline or service level adds them. A GPU with
+        # no quote at all is costed at one rate per GPU-hour (the order of its own layouts is the same
+        # at any rate): the nodes a job rents are its own, so their cards count whether it uses them or
+        # not; on a rack sold whole (NVL72) only the cards it uses count, so that of the layouts on one
+        # rack the one doing the work in the fewest GPU-hours comes first (DeepSeek-R1 FP4 for 4,096
+        # users: DEP 32 at 4,180 tokens/s per GPU, not DEP 4 x 18 at 1,590, which had won as the
+        # narrower TP with no idle cards), and a small job is not spread over the rack to fill it (a
+        # LoRA of a 7B model had read 72 GB200s): whether its rack pays is the rules' call
+        # (rack-scale-system-for-a-small-job, most-rented-gpus-idle)
+        if cost is None and rate is None:
+            cost_or_inf = money(plan, unit, 1.0, count if gpn > TENSOR_SPLIT_MAX else count + idle)[0]
+            cost_or_inf = inf if cost_or_inf is None else float(f"{cost_or_inf:.9g}")
         first = (count + idle, cost_or_inf)
     # last, among one TP group's expert-parallel and attention-DP forms (same cards, same price): the faster
     return ((plan.misses is not None, closeness(w, plan)) + first + (not priced, idle, count, lay.tp * lay.pp, lay.zero_stage or 0, lay.tp, lay.pp)

@@ -9,9 +9,9 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, longjob, objective, poolspeed, power, queueing, replicas, speed, spot, trainspeed
+from advisor.numbers import cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
-from advisor.numbers.layouts import Layout, describe_pools
+from advisor.numbers.layouts import Layout
 from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
@@ -326,7 +326,12 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         # than the replicas the narrowest plans needed to hold the service level (Mixtral for 121
         # users: TP 1 x DP 4 holds 30 ms per token, TP 2 on 2 cards does too)
         met = [t[2].count for t in tried[start:] if not t[2].misses]
-        search([b for b in wider if not met or b.count < min(met)])
+        # on a rack rented and bought whole (NVL72) the cards a plan takes are its racks: a wider group
+        # that rents no more racks is tried too (DeepSeek-R1 FP4 for 4,096 users: DEP 8 x 4 held the
+        # service level on 32 cards of one rack at 37.0 ms per token, DEP 32 on the same 32 cards 30.6 ms)
+        rack = layouts.rack_unit(gpu)
+        search([b for b in wider if not met or b.count < min(met)
+                or (rack and -(-b.count // rack) <= -(-min(met) // rack))])
         if disaggregation_tried(w, catalog):
             _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
     return tried, refused
@@ -498,7 +503,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if p.misses and (over := budget_limit(w, tried)):        # the budget, not the hardware, is why
         limits.append(over)
         p = replace(p, misses=f"{p.misses}; {over['text']}")
-    why = {**p.why, "ideal": ideal_why, **_explain(w, p, lay, wv, unit, len(tried))}
+    why = {**p.why, "ideal": ideal_why, **planwhy.explain(w, p, lay, wv, unit, len(tried))}
     fewer = replicas.fewer_replicas_missed(w, tried, lay)
     if fewer:
         # why replicas beyond memory's: the same layout with fewer of them missed the target
@@ -535,66 +540,3 @@ def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
 def _kv_words(engine: Engine) -> str:
     share = (", ".join(f"{v:g} at TP {k}" for k, v in engine.kv_by_tp) if engine.kv_by_tp else f"{engine.kv_share:g}")
     return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")
-
-
-def _pool_tuple(lay: Layout) -> tuple:
-    return (lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
-
-
-def _explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: int) -> dict:
-    """The `why` of the chosen plan: its memory split, layout, ZeRO stage, checkpointing, idle GPUs."""
-    if lay.pools:
-        return _explain_pools(w, p, lay, unit, tried)
-    why = {}
-    why["per_card_gb"] = (f"ledger split over TP {lay.tp} x PP {lay.pp}" + (f" with KV heads replicated x{lay.rep:g}" if lay.rep > 1 else "")
-                          + (f", the experts' weights, gradients and optimizer states over PP {lay.pp} x EP {lay.ep} (whole experts per rank)"
-                             if w.training and lay.ep > 1 else "")
-                          + (f", non-expert weights on each of {lay.attention_dp} attention ranks" if lay.attention_dp > 1 else "")
-                          + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
-                          + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
-                          + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
-    why["layout"] = (("the layout given in the workload" if w.layout_given else f"{objective.describe(w, unit)} of {tried} layout{'s' if tried != 1 else ''} tried")
-                     + f": TP {lay.tp} inside a node (K14, C12)" + ((f", PP {lay.pp} across nodes" if lay.nodes(p.gpu) > 1 else f", PP {lay.pp} inside the rack's NVLink domain") if lay.pp > 1 else "")
-                     + (f", experts over EP {lay.ep} (dispatch and combine all-to-all)" if lay.ep > 1 else "")
-                     + (f", attention as {lay.attention_dp} data-parallel ranks of TP {lay.attention_tp} (the KV cache split, not copied)"
-                        if lay.attention_dp > 1 else "")
-                     + (f", DP {lay.dp} ({lay.min_dp} for memory" + (f", {lay.dp - lay.min_dp} more" if lay.dp > lay.min_dp else "") + ")"
-                        if lay.dp > 1 else ""))
-    if w.method == "qlora":
-        why["layout"] += ("; QLoRA: " + ("one card" if lay.count == 1 else
-                                         f"FSDP-QLoRA over {lay.dp} data-parallel ranks" if lay.zero_stage == 3 else
-                                         f"{lay.dp} data-parallel replicas")
-                          + ", never tensor or pipeline parallelism (bitsandbytes' 4-bit layers have neither; QLORA_FSDP)")
-    if w.training and "zero_stage" in w.defaults and lay.zero_stage is not None:
-        why["zero_stage"] = (f"ZeRO-{lay.zero_stage} chosen by the planner: the lowest stage that fits this layout"
-                             + (" (3 = FSDP full sharding)" if lay.zero_stage == 3 else ""))
-    if w.training and "activation_checkpointing" in w.defaults:
-        why["activation_checkpointing"] = ("on, chosen by the planner: it saves most activation memory for ~30% more compute (C06)"
-                                           if wv.activation_checkpointing else "off: the plan fits without recomputing activations")
-    idle = (p.price or {}).get("idle_gpus") or 0
-    if idle:
-        why["idle_gpus"] = (f"{idle} rented GPU(s) idle: a replica of TP {lay.tp} x PP {lay.pp} = {lay.tp * lay.pp} cards does not fill "
-                            f"the {p.price['gpus_per_instance']}-GPU instances, "
-                            + ("and the workload fixes the layout (K13)" if w.layout_given else "and every smaller or fuller plan costs more (K13)"))
-    if p.misses:
-        why["misses"] = f"no layout meets the target: the best misses it ({p.misses})"
-    return why
-
-
-def _explain_pools(w: Workload, p: Plan, lay: Layout, unit: str, tried: int) -> dict:
-    pf, dc = lay.pools.prefill, lay.pools.decode
-    how = ("the layout given in the workload" if w.layout_given else
-           f"{objective.describe(w, unit)} of {tried} layouts tried, disaggregated ones among them "
-           f"(prompts of {w.prompt_tokens:,} tokens" + (f", TPOT {w.tpot_ms:g} ms" if w.tpot_ms else "") + ")")
-    why = {"per_card_gb": p.why.get("per_card_gb", ""),
-           "layout": (f"{how}: disaggregated prefill and decode, {describe_pools(_pool_tuple(pf), _pool_tuple(dc))}; "
-                      f"the prefill pool sized for the prompts arriving, the decode pool for every sequence's KV cache "
-                      f"({dc.min_dp} replica(s) for memory) at the TPOT; each prompt's KV cache sent between them "
-                      "(DistServe, Splitwise, Mooncake; K14 for the TP groups)")}
-    idle = (p.price or {}).get("idle_gpus") or 0
-    if idle:
-        why["idle_gpus"] = (f"{idle} rented GPU(s) idle: the prefill and decode pools take {lay.count} cards, which "
-                            f"does not fill the {p.price['gpus_per_instance']}-GPU instances, and every fuller plan costs more (K13)")
-    if p.misses:
-        why["misses"] = f"no layout meets the target: the best misses it ({p.misses})"
-    return why
