@@ -882,25 +882,26 @@ def test_a_markdown_memo_to_a_device_gets_no_chart_files(capsys, tmp_path, monke
 
 
 def test_the_memo_names_expert_parallel_and_attention_dp_layouts(capsys, tmp_path):
-    # DeepSeek-V3 FP8 for 256 users on B200 (or H100): DEP 8 on one B200 node (on H200 one node misses the 40 ms
-    # limit and two nodes of TP 8 win: tests/test_service_levels.py). The record's recommendation and the memo must say
-    # so; they used to show "TP 8 x PP 1 x DP 1: each layer split over 8 cards", a layout that does not fit
+    # DeepSeek-V3 FP8 for 256 users on B200 or H200: DEP 16 over two H200 nodes ($1.21 per million output tokens)
+    # beats DEP 8 on one B200 node ($1.40); one H200 node misses the 40 ms limit (tests/test_service_levels.py).
+    # The record's recommendation and the memo must say so; they used to show "TP 8 x PP 1 x DP 1: each layer
+    # split over 8 cards", a layout that does not fit
     src = Path(__file__).parent / "data" / "slo" / "deepseek-v3-fp8-256-users.yaml"
     wl = tmp_path / "deepseek-v3-fp8-256-users.yaml"
     # (H100 left out: two H100 nodes in DEP 16 are cheaper since review 19, tests/test_service_levels.py)
     wl.write_text(src.read_text() + "constraints: {gpus: [b200, h200-sxm]}\n")
     assert main(["recommend", str(wl), "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)["recommendation"]
-    assert (r["tp"], r["ep"], r["attention_dp"]) == (8, 8, 8)
+    assert (r["gpu"], r["tp"], r["ep"], r["attention_dp"]) == ("h200-sxm", 16, 16, 16)
     assert main(["recommend", str(wl)]) == 0
     text = capsys.readouterr().out
     layout = re.search(r"^Layout: +(.*?)\n(?=\S)", text, re.S | re.M).group(1)
-    assert " ".join(layout.split()) == ("TP 8 x PP 1 x DP 1, EP 8, attention DP 8: attention data-parallel over 8 cards "
-                                        "(each with its own sequences and KV cache), the experts spread over 8 (expert-parallel)")
-    assert "attention data-parallel over 8 cards, experts over 8" in " ".join(text.split())     # the summary's short form
-    # an alternative shows its hourly cost once and its cost per unit of work once
-    alt = re.search(r"^- NVIDIA H200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
-    assert " ".join(alt.split()).count("per million output tokens") == 1
+    assert " ".join(layout.split()) == ("TP 16 x PP 1 x DP 1, EP 16, attention DP 16: attention data-parallel over 16 cards "
+                                        "(each with its own sequences and KV cache), the experts spread over 16 (expert-parallel)")
+    assert "attention data-parallel over 16 cards, experts over 16" in " ".join(text.split())     # the summary's short form
+    # an alternative shows its hourly cost once and its cost per unit of work once: B200's DEP 8 on one node
+    alt = re.search(r"^- NVIDIA B200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
+    assert " ".join(alt.split()).count("per million output tokens") == 1 and "EP 8, attention DP 8" in " ".join(alt.split())
 
 
 def test_a_training_plan_on_a_family_without_a_training_record_is_not_called_calibrated(tmp_path, capsys):

@@ -353,3 +353,22 @@ def test_when_a_limit_keeps_the_deadline_out_of_reach_the_closest_plan_uses_what
     assert (r["gpu"], r["count"], r["dp"]) == ("h100-sxm", 40, 40) and r["closest"]
     assert c.training_hours == pytest.approx(84.4, abs=0.1) and c.usd_per_hour == pytest.approx(51.60)
     assert "(1.2x the target)" in d.record["decisive_rule"]["because"]
+
+
+def test_a_wider_tp_on_as_many_cards_is_weighed_where_the_cards_have_a_scale_up_link(catalog):
+    # the on-premises example (Llama 3.1 70B BF16, 64 users): TP 4 x DP 2 held the 450 ms / 40 ms service level
+    # on 8 H100, and the wider TP 8 was tried only on fewer cards, never on the same 8; on NVLink it is the cheaper
+    import yaml
+    doc = yaml.safe_load((EXAMPLES / "on-prem-70b-serving.yaml").read_text())
+    h100 = estimator.estimate(workload.parse(doc, catalog, "onprem"), catalog).candidate("h100-sxm")
+    assert (h100.count, h100.tp, h100.dp) == (8, 8, 1)
+    pair = estimator.estimate(workload.parse({**doc, "layout": {"tp": 4, "pp": 1, "dp": 2}}, catalog, "onprem"),
+                              catalog).candidate("h100-sxm")
+    assert not pair.misses and h100.usd_per_million_tokens < pair.usd_per_million_tokens * 0.85
+    # over PCIe the replicas stay (K14): 4 RTX PRO 6000 for 32 users of the 70B at FP8 on premises, in 5 kW air-cooled
+    # nodes (the on-prem-no-liquid-5kw transcript), keep TP 2 x DP 2; weighing TP 4 on the 4 cards had taken it
+    doc = {"name": "rtx", "mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "context_tokens": 8192,
+           "prompt_tokens": 1000, "output_tokens": 1000, "concurrency": 32, "latency": "interactive",
+           "constraints": {"deployment": "on-prem", "liquid_cooling": False, "power_kw_per_node": 5.0, "gpus": ["rtx-pro-6000"]}}
+    rtx = estimator.estimate(workload.parse(doc, catalog, "rtx"), catalog).candidate("rtx-pro-6000")
+    assert (rtx.count, rtx.tp, rtx.dp) == (4, 2, 2)

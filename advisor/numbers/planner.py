@@ -324,13 +324,17 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         search(bases)
         # a wider TP is tried when the narrowest plans miss, and also when it might take fewer cards
         # than the replicas the narrowest plans needed to hold the service level (Mixtral for 121
-        # users: TP 1 x DP 4 holds 30 ms per token, TP 2 on 2 cards does too)
+        # users: TP 1 x DP 4 holds 30 ms per token, TP 2 on 2 cards does too), or as many on a
+        # scale-up link (Llama 3.1 70B BF16 for 64 users on 8 owned H100: TP 8 at $1.60 per million
+        # output tokens, TP 4 x DP 2 $1.98); over PCIe the replicas stay (K14: TP wants NVLink)
         met = [t[2].count for t in tried[start:] if not t[2].misses]
+        link = gpu.fig("interconnect").value
+        scale_up = bool(link) and link not in ("none", "nvlink-bridge")
         # on a rack rented and bought whole (NVL72) the cards a plan takes are its racks: a wider group
         # that rents no more racks is tried too (DeepSeek-R1 FP4 for 4,096 users: DEP 8 x 4 held the
         # service level on 32 cards of one rack at 37.0 ms per token, DEP 32 on the same 32 cards 30.6 ms)
         rack = layouts.rack_unit(gpu)
-        search([b for b in wider if not met or b.count < min(met)
+        search([b for b in wider if not met or b.count < min(met) or (scale_up and b.count == min(met))
                 or (rack and -(-b.count // rack) <= -(-min(met) // rack))])
         if disaggregation_tried(w, catalog):
             _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
