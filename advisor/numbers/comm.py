@@ -69,6 +69,14 @@ def nvlink_domain(gpu) -> int:
     return int(n) if n else gpu.gpus_per_node
 
 
+def scale_up_link(gpu) -> bool:
+    """Whether the GPU's cards reach each other over a scale-up link (NVLink/NVSwitch, xGMI, HCCS, ICI,
+    Gaudi's RoCE) rather than PCIe: none given, or an NVLink bridge that joins pairs only, is PCIe, as
+    link_gb_s times it."""
+    kind = gpu.fig("interconnect").value
+    return bool(kind) and kind != "nvlink-bridge"
+
+
 def allreduce_s(message_bytes: float, n: int, link_bytes_s: float, latency_s: float) -> float:
     """Seconds for one all-reduce: the latency floor plus the ring's bytes over the link."""
     if n <= 1:

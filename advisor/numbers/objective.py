@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.numbers.layouts import TENSOR_SPLIT_MAX
+from advisor.numbers.layouts import rack_unit
 
 # issue 21: with `objective: cost`, cost per job is nearly flat across data-parallel widths (the same
 # GPU-hours), so the cheapest alone picks whichever width a tie-break favours; plans within this share
@@ -133,8 +133,8 @@ def plan_key(w, plan, unit: str, rate: float | None):
     price, lay, tpot = plan.price, plan.layout, plan.tpot_ms
     count = lay.count
     idle = (price or {}).get("idle_gpus") or 0
-    gpn = plan.gpu.gpus_per_node
-    if price is None and (gpn > TENSOR_SPLIT_MAX or (w.training and count > gpn)):
+    gpn, rack = plan.gpu.gpus_per_node, rack_unit(plan.gpu)
+    if price is None and (rack or (w.training and count > gpn)):
         idle = -count % gpn        # unpriced: a multi-node job (or any job on a rack sold whole, NVL72) takes whole nodes (K14)
     inf = math.inf
     cost_or_inf = cost if cost is not None else inf
@@ -157,7 +157,7 @@ def plan_key(w, plan, unit: str, rate: float | None):
         # LoRA of a 7B model had read 72 GB200s): whether its rack pays is the rules' call
         # (rack-scale-system-for-a-small-job, most-rented-gpus-idle)
         if cost is None and rate is None:
-            cost_or_inf = money(plan, unit, 1.0, count if gpn > TENSOR_SPLIT_MAX else count + idle)[0]
+            cost_or_inf = money(plan, unit, 1.0, count if rack else count + idle)[0]
             cost_or_inf = inf if cost_or_inf is None else float(f"{cost_or_inf:.9g}")
         first = (count + idle, cost_or_inf)
     # last, among one TP group's expert-parallel and attention-DP forms (same cards, same price): the faster

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
+from advisor.numbers import comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
 from advisor.numbers.layouts import Layout
 from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
@@ -328,14 +328,12 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         # scale-up link (Llama 3.1 70B BF16 for 64 users on 8 owned H100: TP 8 at $1.60 per million
         # output tokens, TP 4 x DP 2 $1.98); over PCIe the replicas stay (K14: TP wants NVLink)
         met = [t[2].count for t in tried[start:] if not t[2].misses]
-        link = gpu.fig("interconnect").value
-        scale_up = bool(link) and link not in ("none", "nvlink-bridge")
         # on a rack rented and bought whole (NVL72) the cards a plan takes are its racks: a wider group
         # that rents no more racks is tried too (DeepSeek-R1 FP4 for 4,096 users: DEP 8 x 4 held the
         # service level on 32 cards of one rack at 37.0 ms per token, DEP 32 on the same 32 cards 30.6 ms)
         rack = layouts.rack_unit(gpu)
-        search([b for b in wider if not met or b.count < min(met) or (scale_up and b.count == min(met))
-                or (rack and -(-b.count // rack) <= -(-min(met) // rack))])
+        search([b for b in wider if not met or b.count < min(met) or (comm.scale_up_link(gpu) and b.count == min(met))
+                or (rack and b.nodes(gpu) <= math.ceil(min(met) / rack))])
         if disaggregation_tried(w, catalog):
             _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
     return tried, refused
