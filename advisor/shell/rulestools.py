@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from advisor import HOME
 from advisor.numbers import estimate
@@ -9,6 +10,7 @@ from advisor.inputs.catalog import Catalog
 from advisor.judgement.engine import runner
 from advisor.judgement.facts import FACTS, prop
 from advisor.judgement.knowledge import KnowledgeBase, Node
+from advisor.shell import verdicts
 
 DOC_PATH = HOME / "docs" / "knowledge-base.md"
 
@@ -21,23 +23,70 @@ def example_fact(given: dict) -> dict:
     return fact
 
 
-def run_examples(kb: KnowledgeBase) -> tuple[int, list[str]]:
-    """Every example of every rule through the real engine; returns (checked, failures)."""
+@dataclass
+class TestRun:
+    """What `rules test` ran and found: every example counted once, as passed or failed."""
+
+    rules: int = 0                   # rules with at least one example
+    examples: int = 0                # examples run (fires and verdicts)
+    verdicts: int = 0                # of which verdicts on a whole workload
+    failures: list[str] = field(default_factory=list)      # one line per failed example
+    problems: list[str] = field(default_factory=list)      # rules whose examples leave a case untested
+    untested: list[str] = field(default_factory=list)      # rules without examples
+
+    @property
+    def ok(self) -> bool:
+        return not (self.failures or self.problems or self.untested)
+
+    def summary(self) -> str:
+        verdicts = f" ({self.verdicts} of them verdicts on a whole workload)" if self.verdicts else ""
+        lines = [f"{self.examples} examples of {self.rules} {_plural(self.rules, 'rule')}{verdicts}: "
+                 f"{self.examples - len(self.failures)} passed, {len(self.failures)} failed"]
+        if self.problems:
+            lines.append(f"{len(self.problems)} {_plural(len(self.problems), 'rule')} lack an example that fires "
+                         "or one that does not")
+        if self.untested:
+            lines.append(f"{len(self.untested)} {_plural(len(self.untested), 'rule')} "
+                         f"{'has' if len(self.untested) == 1 else 'have'} no examples: {', '.join(self.untested)}")
+        return "\n".join(lines)
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def untested_rules(kb: KnowledgeBase) -> list[str]:
+    """The rules without an example, as `ID (FILE:LINE)`: lint warns of them, `rules test` fails them."""
+    return [f"{r.id} ({r.where})" for r in kb.rules if not r.examples]
+
+
+def run_examples(kb: KnowledgeBase, full: KnowledgeBase | None = None, catalog: Catalog | None = None) -> TestRun:
+    """Every example of every rule of `kb`: a fact example through the real engine, a verdict example
+    through the whole decision with and without its rule (in `full`, the knowledge base in force:
+    the shipped rules with the user's; `kb` itself when not given)."""
     run = runner(kb)
-    failures, checked = [], 0
+    out = TestRun()
     for r in kb.rules:
+        if not r.examples:
+            out.untested.append(f"{r.id} ({r.where})")
+            continue
+        out.rules += 1
+        facts = [ex for ex in r.examples if "verdict" not in ex]
         for i, ex in enumerate(r.examples):
-            fact = example_fact(ex["given"])
-            fired = {rid for rid, _ in run.fire(r.stratum, r.scope, [fact])}
-            got = r.id in fired
-            checked += 1
-            if got != ex["fires"]:
-                failures.append(f"{r.where}: {r.id}: example {i + 1} should {'fire' if ex['fires'] else 'not fire'} but "
-                                f"{'fired' if got else 'did not'}")
-        kinds = {ex["fires"] for ex in r.examples}
-        if kinds != {True, False}:
-            failures.append(f"{r.where}: {r.id}: needs at least one example that fires and one that does not")
-    return checked, failures
+            out.examples += 1
+            if "verdict" in ex:
+                out.verdicts += 1
+                why = verdicts.check(r, ex, full or kb, catalog)
+                if why:
+                    out.failures.append(f"{r.where}: {r.id}: example {i + 1}: {why}")
+                continue
+            fired = {rid for rid, _ in run.fire(r.stratum, r.scope, [example_fact(ex["given"])])}
+            if (r.id in fired) != ex["fires"]:
+                out.failures.append(f"{r.where}: {r.id}: example {i + 1} should {'fire' if ex['fires'] else 'not fire'} "
+                                    f"but {'fired' if r.id in fired else 'did not'}")
+        if {ex["fires"] for ex in facts} != {True, False}:
+            out.problems.append(f"{r.where}: {r.id}: needs at least one example that fires and one that does not")
+    return out
 
 
 def coverage(kb: KnowledgeBase, catalog: Catalog) -> tuple[list[tuple[str, str]], list[str]]:
@@ -104,7 +153,18 @@ def doc_text(kb: KnowledgeBase, shipped: bool = True) -> str:
                 out += ["", f"Because: {r.because}"]
             out += ["", "Examples:", ""]
             for ex in r.examples:
-                given = "; ".join(f"{s}: " + ", ".join(f"{k}={v}" for k, v in vals.items()) for s, vals in ex["given"].items())
-                out.append(f"- {'fires' if ex['fires'] else 'does not fire'}: {given}")
+                out.append(f"- {_example_text(ex)}")
             out.append("")
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).rstrip() + "\n"
+
+
+def _example_text(ex: dict) -> str:
+    """One example in the reference: the facts and whether the rule fires, or the verdict it changes."""
+    if "verdict" in ex:
+        v, work = ex["verdict"], ex["workload"]
+        said = (f"recommends {v['count']} x {v['recommends']}" if v.get("count") else f"recommends {v['recommends']}"
+                ) if "recommends" in v else f"excludes {v['excludes']}, which wins without it"
+        on = work if isinstance(work, str) else ", ".join(f"{k}={w}" for k, w in work.items())
+        return f"verdict: {said}{'; decided by ' + v['decisive'] if v.get('decisive') else ''} (workload: {on})"
+    given = "; ".join(f"{s}: " + ", ".join(f"{k}={v}" for k, v in vals.items()) for s, vals in ex["given"].items())
+    return f"{'fires' if ex['fires'] else 'does not fire'}: {given}"

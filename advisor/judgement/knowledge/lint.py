@@ -11,6 +11,7 @@ import re
 from advisor.base import yamlio
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.judgement.facts import FACTS
+from advisor.judgement.knowledge.examples import check_examples
 from advisor.judgement.knowledge.evaluation import _bad_number, number_of, parse_pattern
 from advisor.judgement.knowledge.language import (DERIVED_RE, EFFECTS, ID_RE, LEAVES_PER_SET, MAX_LIST, MAX_PROPERTIES,
                                                   MAX_WEIGHT, NEGATE, OPS, RULE_KEYS, SAFE_PATTERN, SELECTORS,
@@ -407,23 +408,7 @@ def _parse_rule(r, rel, line, col: Collector, derived, vocab: dict | None = None
         if leaves(when) > LEAVES_PER_SET:
             col.add(f"too complex to run safely on the engine: {leaves(when)} tests (at most {LEAVES_PER_SET}); "
                     "split the rule", yamlio.line_of(r, "when", line), "when")
-    examples = r.get("examples") or []
-    if not isinstance(examples, list):
-        col.add("examples must be a list of {given: {...}, fires: true|false}", yamlio.line_of(r, "examples", line), "examples")
-        examples = []
-    for i, ex in enumerate(examples):
-        eline = yamlio.line_of(examples, i, line)
-        if not isinstance(ex, dict) or not isinstance(ex.get("given"), dict) or not isinstance(ex.get("fires"), bool):
-            col.add("an example is {given: {workload: {...}, candidate: {...}}, fires: true|false}", eline, "examples")
-            continue
-        for scope, vals in ex["given"].items():
-            if scope not in ("workload", "candidate", "derived") or not isinstance(vals, dict):
-                col.add(f"example 'given' has scopes workload, candidate, derived (got '{scope}')", eline, "examples")
-                continue
-            for k in vals:
-                name = f"{scope}.{k}"
-                if scope != "derived" and name not in FACTS:
-                    col.add(f"example uses unknown fact '{name}'", eline, "examples")
+    examples = check_examples(r, col, line, vocab)
     if len(col.problems) > before or when is None:
         return None
     return Rule(rid, str(r.get("title", "")), tuple(src), str(r.get("group", "general")), prio, when, effects, because,
