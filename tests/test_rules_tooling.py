@@ -1,4 +1,6 @@
 """The rule language's checks: every lint error kind, examples, coverage, the generated reference."""
+import re
+
 import pytest
 
 from advisor.judgement import knowledge
@@ -107,7 +109,7 @@ def test_a_rule_without_examples_is_a_lint_warning_and_fails_rules_test_with_hon
     assert main(["rules", "test", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "0 examples of 0 rules: 0 passed, 0 failed" in out
-    assert "1 rule has no examples: x (" in out and "-1" not in out
+    assert "1 rule has no examples: x (" in out and not re.search(r"-\d+ (passed|failed)", out)
 
 
 def test_rules_test_counts_each_example_once(tmp_path, capsys):
