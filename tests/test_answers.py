@@ -9,6 +9,8 @@ import math
 
 import pytest
 
+from advisor.base import yamlio
+from conftest import EXAMPLES
 from record_answers import ANSWERS, SHIPPED_VERDICTS, answer, examples, verdict
 
 
@@ -54,3 +56,23 @@ def test_every_example_recommends_on_the_shipped_catalog_as_recorded():
     moved = [f"{k}: {want[k]['count']} x {want[k]['gpu']} -> {got[k]['count']} x {got[k]['gpu']}"
              for k in sorted(got) if got[k] != want[k]]
     assert not moved, "on the shipped catalog: " + "; ".join(moved)
+
+
+def test_a_gpu_that_loses_moves_no_other_gpus_recorded_entries(tmp_path):
+    """Why the answers are keyed by GPU id: chat-assistant decided again without a mid-ranked GPU (as if
+    it had never been in the test catalog) records every other GPU's candidate, alternative, estimate,
+    price, trace and warnings exactly as recorded, and the same ranking less that GPU."""
+    want = json.loads((ANSWERS / "chat-assistant.json").read_text(encoding="utf-8"))
+    loser = want["ranked"][len(want["ranked"]) // 2]
+    work = yamlio.load(EXAMPLES / "chat-assistant.yaml")
+    gpus = [g for g in want["candidates"] if g != loser]
+    (tmp_path / "w.yaml").write_text(json.dumps({**work, "constraints": {**work.get("constraints", {}), "gpus": gpus}}))
+    got = answer(tmp_path / "w.yaml")
+    assert got["ranked"] == [g for g in want["ranked"] if g != loser]
+    assert got["recommendation"] == want["recommendation"]
+    for part in (want, want["estimate"]):
+        for key in ("candidates", "alternatives", "unpriced", "trace", "warnings"):
+            if isinstance(part.get(key), dict):
+                others = {g: v for g, v in part[key].items() if g != loser}
+                mine = (got if part is want else got["estimate"])[key]
+                assert _first_difference(others, mine) is None, (key, _first_difference(others, mine))
