@@ -57,6 +57,10 @@ def cmd_recommend(args) -> int:
     s = _setup(args)
     d = advise(_workload(args, s.catalog), s)
     rec = d.record
+    from advisor.shell import terminal
+    if terminal.wants_summary(args):        # a terminal: the summary, the whole memo in a file (terminal.py)
+        return terminal.show(rec, s.catalog, args.workload)
+    args.format = args.format or "text"
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
     elif args.format == "summary":
@@ -66,7 +70,7 @@ def cmd_recommend(args) -> int:
         from advisor.shell import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
             and not os.environ.get("NO_COLOR")
-        text = memo.render(rec, s.catalog, args.format, args.template, colour=colour)
+        text = memo.render(rec, s.catalog, args.format, args.template, colour=colour and not args.full)
     if args.out and args.format == "md":
         # the Markdown memo's charts go beside it as SVG files, which it links (memo.write)
         from advisor.shell import memo
@@ -76,6 +80,8 @@ def cmd_recommend(args) -> int:
     elif args.out:
         write_atomic(args.out, text)        # refused when it is any file the command read
         print(f"wrote {args.out}", file=sys.stderr)
+    elif args.full:
+        terminal.page(text)
     else:
         sys.stdout.write(text)
     return 0
@@ -369,8 +375,10 @@ def _recommend_args(r) -> None:
     r.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
     r.add_argument("--fleet", metavar="FLEET.yaml", help="the GPUs the team owns or has reserved (fleet: [{gpu, count, ...}]): "
                    "owned cards cost their running cost; the plan says what to rent or buy on top")
-    r.add_argument("--format", choices=("text", "md", "html", "json", "summary"), default="text",
-                   help="text: the memo for the terminal (default); md, html: the memo; json: the decision record; summary: a few lines")
+    r.add_argument("--format", choices=("text", "md", "html", "json", "summary"),
+                   help="text: the memo for the terminal (the default; on a terminal only its summary is shown and "
+                   "the whole memo goes to NAME-memo.md); md, html: the memo; json: the decision record; summary: a few lines")
+    r.add_argument("--full", action="store_true", help="on a terminal: the whole text memo, through a pager")
     r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")
     r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
     _common(r, rules=True, prices=True)

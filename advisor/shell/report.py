@@ -94,14 +94,7 @@ def summary_text(rec: dict, cat=None) -> str:
     lines.append(f"Decisive rule: {d.get('title', d['id'])} ({d['id']}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
     lines.append(f"  {cites.prose(d['because'], d['source'])}")
     if rec["runner_up"]:
-        ru = rec["runner_up"]
-        decided = {c["gpu"]: c for c in rec["candidates"]}
-        titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
-        why = "; ".join(wording.why_lost(ru["gpu"], rec, decided, titles, cites)) if ru["gpu"] in decided else ru["why"]
-        # a runner-up with nothing against it lost on the objective alone (review 13: "Runner-up: 56 x gb300-nvl72:")
-        why = why or ru.get("why") or ("its price is unknown" if (decided.get(ru["gpu"]) or {}).get("usd_per_hour") is None
-                                       else "the ranking's objective")
-        lines.append(f"Runner-up: {ru['count']} x {ru['gpu']}: {why}")
+        lines += _runners_up(rec, cites)
     for w in rec["warnings"]:
         lines.append(f"{w['kind'].capitalize()} [{w['severity']}] ({w['rule']}): {cites.prose(w['text'], w['source'])}")
     for u in rec.get("unpriced") or []:
@@ -112,4 +105,42 @@ def summary_text(rec: dict, cat=None) -> str:
         if isinstance(s, dict):
             lines.append(f"Suggestion: {wording.suggestion(s, cites)}")
     lines.append("Use --format json for the full decision record.")
-    return "\n".join(lines) + "\n"
+    return _wrapped(lines)
+
+
+#: `--format summary`'s width: a line a review, a chat message or a terminal shows whole (issue 42:
+#: lines of ~300 characters)
+SUMMARY_WIDTH = 100
+#: the alternatives the summary names with their reasons, the runner-up first
+RUNNERS_UP_SHOWN = 3
+
+
+def _wrapped(lines: list[str]) -> str:
+    """Each line wrapped to SUMMARY_WIDTH, its continuation indented two spaces past its own indent."""
+    import textwrap
+    out = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        out += textwrap.wrap(line, width=SUMMARY_WIDTH, subsequent_indent=indent + "    ",
+                             break_on_hyphens=False, break_long_words=True) or [""]
+    return "\n".join(out) + "\n"
+
+
+def _runners_up(rec: dict, cites) -> list[str]:
+    """The runner-up and the next alternatives that fitted, each with why it lost: the reason the record's
+    `alternatives` give (advisor/judgement/alternatives.py, the memo's words), else the rules' account."""
+    from advisor.shell import wording
+    ru = rec["runner_up"]
+    decided = {c["gpu"]: c for c in rec["candidates"]}
+    titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
+    alts = [a for a in rec.get("alternatives") or [] if not a.get("excluded") and a.get("fits", True)]
+    reasons = {a["gpu"]: a.get("reason") for a in alts}
+    why = reasons.get(ru["gpu"]) or ("; ".join(wording.why_lost(ru["gpu"], rec, decided, titles, cites))
+                                     if ru["gpu"] in decided else ru["why"])
+    # a runner-up with nothing against it lost on the objective alone (review 13: "Runner-up: 56 x gb300-nvl72:")
+    why = why or ru.get("why") or ("its price is unknown" if (decided.get(ru["gpu"]) or {}).get("usd_per_hour") is None
+                                   else "the ranking's objective")
+    lines = [f"Runner-up: {ru['count']} x {ru['gpu']}: {why}"]
+    for a in [a for a in alts if a["gpu"] != ru["gpu"] and a.get("reason")][: RUNNERS_UP_SHOWN - 1]:
+        lines.append(f"  then {a['count']} x {a['gpu']}: {a['reason']}")
+    return lines
