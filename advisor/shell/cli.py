@@ -94,7 +94,8 @@ def cmd_facts(args) -> int:
         from advisor.shell import jsonflag, jsonviews
         jsonflag.dump(jsonviews.facts())
         return 0
-    sys.stdout.write(rulestools.facts_text())
+    from advisor.shell import ruletables          # rich's table (rulestools.facts_text padded by hand)
+    sys.stdout.write(ruletables.facts_table())
     return 0
 
 
@@ -133,7 +134,8 @@ def cmd_rules(args) -> int:
             print(f"{len(kb.rules)} rules in {len(kb.files)} files: no problems")
         return 0
     if args.action == "list":
-        sys.stdout.write(rulestools.list_text(_own_rules(args, kb), args.group))
+        from advisor.shell import ruletables      # rich's table (rulestools.list_text padded by hand)
+        sys.stdout.write(ruletables.rules_table(_own_rules(args, kb), args.group))
         return 0
     if args.action == "test":
         kb = _own_rules(args, kb) if args.dir else kb
