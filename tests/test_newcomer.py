@@ -28,12 +28,12 @@ def run(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN), *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=300, **kw)
 
 
-def on_terminal(*args: str, cwd: Path, pager: str | None = None) -> tuple[int, str]:
+def on_terminal(*args: str, cwd: Path | None, pager: str | None = None, argv: list[str] | None = None) -> tuple[int, str]:
     """The command with its stdout on a pseudo-terminal of 80 columns, as a user's shell runs it:
-    (exit code, what the terminal shows)."""
+    (exit code, what the terminal shows). `argv`: another command line than `gpu-advisor ARGS`."""
     main, child = pty.openpty()
     env = _env(COLUMNS="80", LINES="40", **({"PAGER": pager} if pager else {}))
-    p = subprocess.Popen([str(BIN), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=child,
+    p = subprocess.Popen(argv or [str(BIN), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=child,
                          stderr=subprocess.PIPE)
     os.close(child)
     chunks = []
@@ -78,6 +78,16 @@ def test_a_file_the_user_wrote_is_never_replaced_by_the_memo(tmp_path):
     # a second run refreshes the memo it wrote, not a third name
     code, shown = on_terminal("recommend", str(ROOT / "examples/chat-assistant.yaml"), cwd=tmp_path)
     assert "chat-assistant-memo-2.md" in shown and not (tmp_path / "chat-assistant-memo-3.md").exists()
+
+
+def test_a_folder_the_memo_cannot_go_to_still_shows_the_summary_and_says_so(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code, shown = on_terminal(cwd=None, argv=["sh", "-c", f"cd {gone} && rmdir {gone} && exec {BIN} recommend "
+                                                        f"{ROOT / 'examples/chat-assistant.yaml'}"])
+    assert code == 1
+    assert "Use 2 x NVIDIA H100 SXM 80GB" in shown
+    assert "The full memo could not be written here (No such file or directory)" in shown
 
 
 def test_full_pages_the_whole_memo_and_a_pipe_gets_it_as_before(tmp_path):

@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+from advisor.base.errors import InputError
+
 #: the first line of every Markdown memo the shipped template writes; a file that starts otherwise
 #: is the user's, and is never replaced by the default memo file
 MEMO_MARK = "# GPU recommendation:"
@@ -66,7 +68,7 @@ def memo_target(name: str, folder: Path | None = None) -> Path:
             continue
         if not any(c.exists() or c.is_symlink() for c in charts):
             return p
-    from advisor.base.errors import InputError, Problem
+    from advisor.base.errors import Problem
     raise InputError(Problem(f"{MAX_TRIES} files named like it exist already; give --out FILE", str(folder / name)))
 
 
@@ -89,9 +91,15 @@ def show(rec: dict, catalog, workload: str | None) -> int:
     """Print the summary and write the whole memo beside it (see the module's docstring)."""
     from advisor.shell import memo
     text = memo.render(rec, catalog, "text", colour=colour_ok())
-    target = memo_target(memo_name(workload))
-    written = memo.write(rec, catalog, "md", target)
     sys.stdout.write(summary_section(text))
+    try:
+        target = memo_target(memo_name(workload))
+        written = memo.write(rec, catalog, "md", target)
+    except (OSError, InputError) as exc:      # a read-only folder, a full disk: the summary stands, said so
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        sys.stdout.write(f"\nThe full memo could not be written here ({why});\n"
+                         "  --full prints it, --out FILE writes it elsewhere.\n")
+        return 1
     charts = f" and its {len(written) - 1} charts beside it" if written[1:] else ""
     kept = target.name != memo_name(workload)
     sys.stdout.write(f"\nThe full memo{charts}: {target}\n"
