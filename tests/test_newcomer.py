@@ -134,7 +134,7 @@ def test_gpus_lists_each_gpu_with_memory_and_its_cheapest_offer_sorted_by_price(
     h100 = next(g for g in got["gpus"] if g["gpu"] == "h100-sxm")
     assert h100["memory_gb"] == 80 and h100["cheapest"]["kind"] == "on-demand"
     text = run("gpus", cwd=tmp_path).stdout.splitlines()
-    assert text[0].split()[:3] == ["GPU", "memory", "cheapest"]
+    assert text[0].split()[:3] == ["GPU", "memory", "$/GPU-h"]
     assert [line.split()[0] for line in text[2:2 + len(prices)]] == [g["gpu"] for g in got["gpus"]]
 
 

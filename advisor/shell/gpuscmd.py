@@ -74,19 +74,18 @@ def cmd_gpus(args) -> int:
                        "offers": {g: [_offer(p) for p in ps] for g, ps in named.items()}})
         return 0
     from advisor.shell import tables
-    t = tables.table(("GPU", "left"), ("memory", "right"), ("cheapest $/GPU-h", "right"), ("offer", "left"),
-                     ("offers", "right"))
+    t = tables.table(("GPU", "left"), ("memory", "right"), ("$/GPU-h", "right"), ("GPUs", "right"),
+                     ("cheapest offer", "left"), ("instance", "cut"), ("offers", "right"))
     for r in rows:
-        c = r["cheapest"]
+        c = r["cheapest"] or {}
         t.add_row(r["gpu"], f"{r['memory_gb']:g} GB" if r["memory_gb"] is not None else "unknown",
-                  f"{c['usd_per_gpu_hour']:.2f}" if c else "-",
-                  _offer_words(c) if c else "no offer",
-                  str(r["offers"]))
+                  f"{c['usd_per_gpu_hour']:.2f}" if c else "-", str(c.get("gpus_per_instance", "")),
+                  c.get("provider", "none"), c.get("instance") or "", str(r["offers"]))
     out = [tables.render(t)]
     for gid, ps in named.items():
         shown = ps if args.all else ps[:OFFERS_SHOWN]
         o = tables.table(("$/GPU-h", "right"), ("GPUs", "right"), ("$/h", "right"), ("provider", "left"),
-                         ("instance", "left"), ("regions", "right"), ("quoted", "left"))
+                         ("instance", "cut"), ("regions", "right"), ("quoted", "left"))
         for p in shown:
             o.add_row(f"{p.usd_per_hour / p.gpus_per_instance:.2f}", str(p.gpus_per_instance), f"{p.usd_per_hour:.2f}",
                       p.provider, p.instance or "", str(len(p.regions) or p.region_count or "-"), p.date)
@@ -98,7 +97,3 @@ def cmd_gpus(args) -> int:
     print(f"{len(rows)} GPU{'s' if len(rows) != 1 else ''}, {args.kind} prices in USD; `gpus NAME` lists a GPU's offers, --json for scripts")
     return 0
 
-
-def _offer_words(c: dict) -> str:
-    n = c["gpus_per_instance"]
-    return " ".join(x for x in (c["provider"], c["instance"]) if x) + f" ({n} GPU{'s' if n > 1 else ''})"

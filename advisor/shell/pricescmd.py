@@ -52,7 +52,7 @@ def _list(args) -> int:
         return 0
     from advisor.shell import tables
     t = tables.table(("GPU", "left"), ("kind", "left"), ("$/GPU-h", "right"), ("GPUs", "right"), ("$/h", "right"),
-                     ("provider", "left"), ("instance", "left"), ("quoted", "left"))
+                     ("provider", "left"), ("instance", "cut"), ("quoted", "left"))
     for p in rows:
         t.add_row(p.gpu, p.kind, f"{p.usd_per_hour / p.gpus_per_instance:.2f}", str(p.gpus_per_instance),
                   f"{p.usd_per_hour:.2f}", p.provider, p.instance or "", p.date + (f" @{p.commit[:8]}" if p.commit else ""))
