@@ -213,8 +213,9 @@ def test_shell_completion_scripts_are_generated_and_complete_commands(tmp_path):
     if shutil.which("bash"):
         got = subprocess.run(["bash", "-c", f"source {script}; COMP_WORDS=(gpu-advisor rec); COMP_CWORD=1; "
                               "_shtab_gpu_advisor; echo ${COMPREPLY[@]}; COMP_WORDS=(gpu-advisor gpus --so); COMP_CWORD=2; "
-                              "_shtab_gpu_advisor; echo ${COMPREPLY[@]}"], capture_output=True, text=True)
-        assert got.stdout.split("\n")[:2] == ["recommend", "--sort"], got.stderr
+                              "_shtab_gpu_advisor; echo ${COMPREPLY[@]}; COMP_WORDS=(gpu-advisor recommend w.yaml --gpu h1); "
+                              "COMP_CWORD=4; _shtab_gpu_advisor; echo ${COMPREPLY[@]}"], capture_output=True, text=True)
+        assert got.stdout.split("\n")[:3] == ["recommend", "--sort", "h100-sxm h100-pcie"], got.stderr
     zsh = run("completion", "zsh", cwd=tmp_path)
     assert zsh.returncode == 0 and zsh.stdout.count("#compdef gpu-advisor") == 1
 

@@ -18,21 +18,29 @@ def add_arguments(c, build_parser) -> None:
 
 def cmd_completion(args, build_parser) -> int:
     import shtab
+
+    from advisor.inputs import catalog
     parser = build_parser()
-    _files(parser)
-    sys.stdout.write(HOW[args.shell] + "\n" + shtab.complete(parser, shell=args.shell) + "\n")
+    ids = " ".join(catalog.default().gpus)          # catalog ids: plain words, nothing to quote
+    _files(parser, {"bash": "_gpu_advisor_gpus", "zsh": f"({ids})"})
+    preamble = {"bash": f'_gpu_advisor_gpus() {{ compgen -W "{ids}" -- "$1"; }}'}
+    sys.stdout.write(HOW[args.shell] + "\n" + shtab.complete(parser, shell=args.shell, preamble=preamble) + "\n")
     return 0
 
 
-def _files(parser) -> None:
-    """Tell shtab which arguments are files (it completes them as paths) and which are folders."""
+def _files(parser, gpus: dict) -> None:
+    """Tell shtab which arguments are files (it completes them as paths), folders, or GPUs (the catalog's
+    ids; a selector such as H100:8 or 80GB+ is typed as it is)."""
     import argparse
 
     import shtab
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
-                _files(sub)
+                _files(sub, gpus)
+            continue
+        if action.dest in ("gpu", "why_not", "selectors"):
+            action.complete = gpus
             continue
         meta = str(action.metavar or "")
         if meta in ("DIR",) or action.dest in ("out_dir",):
