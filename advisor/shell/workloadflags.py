@@ -30,7 +30,7 @@ def add_arguments(parser) -> None:
     g.add_argument("--method", choices=("full", "lora", "qlora"), help="fine-tuning method")
     g.add_argument("--max-gpus", metavar="N", help="most GPUs the team can use")
     g.add_argument("--budget", metavar="USD_PER_HOUR", help="most the team pays per hour")
-    g.add_argument("--deployment", metavar="WHERE", help="cloud, on-premises, air-gapped or workstation")
+    g.add_argument("--deployment", metavar="WHERE", help="cloud, on-prem, air-gapped or workstation")
     g.add_argument("--name", metavar="TEXT", help="a name for the memo's title")
 
 
