@@ -49,6 +49,32 @@ def run(cmd: str, cwd: Path = ROOT) -> list[str]:
     return [line.split("\r")[-1] for line in text.rstrip("\n").split("\n")]
 
 
+def run_on_terminal(cmd: str, cwd: Path) -> list[str]:
+    """The lines a command shows with its stdout on a terminal of 80 columns (a pseudo-terminal), as a
+    reader who types it sees them; a failure is an error."""
+    import pty
+    main, child = pty.openpty()
+    env = {**_env(), "COLUMNS": "80"}
+    p = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=child,
+                         stderr=subprocess.PIPE)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:            # the command closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main)
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    if p.wait() != 0:
+        raise SystemExit(f"docs/readme.py: `{cmd}` exited {p.returncode}: {err.strip()[:300]}")
+    return b"".join(chunks).decode().replace("\r\n", "\n").rstrip("\n").split("\n")
+
+
 @contextmanager
 def scratch():
     """A scratch folder with the shipped examples in it, for the commands that write files."""
@@ -80,10 +106,21 @@ def command(cmd: str, lines: list[str]) -> list[str]:
 # --- the parts --------------------------------------------------------------------------------------------
 
 def memo_summary() -> str:
+    """What the main command shows on a terminal: the memo's summary and where the whole memo went."""
     cmd = "gpu-advisor recommend examples/chat-assistant.yaml"
-    out = between(run(cmd), None, "RECOMMENDATION IN DETAIL")
-    while out and not out[-1].strip():
-        out.pop()
+    with scratch() as d:
+        out = run_on_terminal(cmd, d)
+    return block(*command(cmd, out))
+
+
+def gpus() -> str:
+    cmd = "gpu-advisor gpus 141GB+"
+    return block(*command(cmd, run(cmd)))
+
+
+def one_line() -> str:
+    cmd = "gpu-advisor recommend --model meta-llama/Llama-3.1-70B-Instruct --users 64 --gpu H100:8 --format summary"
+    out = between(run(cmd), None, "Decisive rule")
     return block(*command(cmd, out), "...")
 
 
@@ -190,7 +227,7 @@ PARTS = {
     "dialogue": dialogue, "memo-summary": memo_summary, "template": template, "estimate": estimate,
     "workstation": lambda: memo_cost("workstation-gemma-27b"), "fleet": lambda: memo_cost("fleet-h100"),
     "on-prem": lambda: memo_cost("on-prem-70b-serving"), "sweep": sweep, "bench": bench,
-    "transcripts": transcripts, "models": models, "prices": prices,
+    "transcripts": transcripts, "models": models, "prices": prices, "gpus": gpus, "one-line": one_line,
 }
 
 

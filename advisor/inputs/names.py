@@ -67,3 +67,55 @@ def resolve(name, index: dict[str, str], kind: str, field_name: str, file, line)
     msg = f"unknown {kind} '{name}'"
     msg += f"; did you mean {', '.join(hint)}?" if hint else f"; known: {', '.join(ids)}"
     raise InputError(Problem(msg, file, line, field_name))
+
+
+#: a GPU as people write it where they name one (issue 42): a name (`H100`), SkyPilot's `GPU:N`
+#: (`H100:8`: at most N cards of it), a memory size (`80GB`: the cards of that size) or a floor
+#: (`80GB+`: every card with at least that memory), each with an optional `:N`
+_COUNT = re.compile(r"^(?P<what>.*?):(?P<count>[^:]*)$")
+MEMORY = re.compile(r"^(?P<gb>\d+(?:\.\d+)?)\s*gb(?P<plus>\+?)$", re.I)
+#: most cards a selector may ask for (a workload's max_gpus has the same bound)
+MAX_COUNT = 100_000
+
+
+def select_gpus(text, catalog, field_name: str, file=None, line=None) -> tuple[list[str], int | None]:
+    """(the GPU ids a selector names, in the catalog's order; the count it gives, None without one).
+    An unknown name suggests the closest ids; a memory size no card has, or a count that is not a
+    whole number from 1 to MAX_COUNT, is an InputError naming the field."""
+    raw = str(text).strip()
+    count = None
+    m = _COUNT.match(raw)
+    if m:
+        c = m["count"].strip()
+        if not c.isdigit() or not 1 <= int(c) <= MAX_COUNT:
+            raise InputError(Problem(f"'{raw}': the count after ':' must be a whole number of cards from 1 to "
+                                     f"{MAX_COUNT:,} (GPU:N, as in H100:8)", file, line, field_name))
+        raw, count = m["what"].strip(), int(c)
+    mem = MEMORY.match(raw)
+    if not mem:
+        return [catalog.gpu(raw, field_name, file, line).id], count
+    gb, at_least = float(mem["gb"]), bool(mem["plus"])
+    ids = [g.id for g in catalog.gpus.values()
+           if g.memory_gb is not None and (g.memory_gb >= gb - 0.5 if at_least else abs(g.memory_gb - gb) < 0.5)]
+    if not ids:
+        sizes = sorted({int(g.memory_gb) for g in catalog.gpus.values() if g.memory_gb is not None})
+        raise InputError(Problem(f"no GPU in the catalog has {mem['gb']} GB{' or more' if at_least else ''}; "
+                                 f"the sizes known: {', '.join(map(str, sizes))} GB", file, line, field_name))
+    return ids, count
+
+
+def select_many(texts, catalog, field_name: str, file=None, lines=None) -> tuple[list[str], int | None]:
+    """Several selectors (repeated --gpu, or a constraints.gpus list): their ids once each, in order,
+    and their count: one count for all (it caps the cards of every plan: max_gpus), refused when they
+    give different ones."""
+    ids: dict[str, None] = {}
+    counts = set()
+    for i, t in enumerate(texts):
+        got, n = select_gpus(t, catalog, field_name, file, lines[i] if lines else None)
+        ids.update(dict.fromkeys(got))
+        if n is not None:
+            counts.add(n)
+    if len(counts) > 1:
+        raise InputError(Problem(f"give one count for all the GPUs named (got {', '.join(map(str, sorted(counts)))}): "
+                                 "the count is the most cards a plan may use", file, lines[0] if lines else None, field_name))
+    return list(ids), (counts.pop() if counts else None)

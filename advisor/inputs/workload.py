@@ -478,13 +478,16 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
             if not isinstance(v, list):
                 col.add("must be a list of GPU ids", line, "constraints.gpus")
                 continue
-            ids = []
-            for i, name in enumerate(v):
-                try:
-                    ids.append(catalog.gpu(str(name), "constraints.gpus", file, yamlio.line_of(v, i, line)).id)
-                except InputError as exc:
-                    col.problems.extend(exc.problems)
-            values["gpus"] = tuple(dict.fromkeys(ids))
+            from advisor.inputs.names import select_many      # H100, H100:8 (at most 8 cards), 80GB+
+            try:
+                ids, count = select_many([str(x) for x in v], catalog, "constraints.gpus", file,
+                                         [yamlio.line_of(v, i, line) for i in range(len(v))])
+            except InputError as exc:
+                col.problems.extend(exc.problems)
+                continue
+            values["gpus"] = tuple(ids)
+            if count is not None:
+                values["gpus_count"] = count
             continue
         if spec.kind == "names":
             if isinstance(v, str):
@@ -502,6 +505,9 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
         checked = check_value(spec, v, col, f"constraints.{key}", line)
         if checked is not None:
             values[key] = checked
+    if "gpus_count" in values:       # GPU:N caps the cards of every plan, as max_gpus does (the lower wins)
+        count = values.pop("gpus_count")
+        values["max_gpus"] = min(count, values.get("max_gpus") or count)
     if "utilisation" in values:
         # constraints.utilisation named what busy_share names (the top-level `utilisation` is the memo's share
         # of the month): the old name is read for one release

@@ -24,9 +24,10 @@ def _setup(args):
 
 def _workload(args, cat):
     from advisor.inputs import workload
-    w = workload.load(args.workload, cat)
+    from advisor.shell import workloadflags       # a file, flags over it, or flags alone; --gpu H100:8, 80GB+
+    w = workloadflags.load(args, cat)
     if getattr(args, "gpu", None):
-        w = workload.with_gpus(w, [cat.gpu(g, "--gpu").id for g in args.gpu])
+        w = workloadflags.with_gpu_flags(w, args, cat)
     if getattr(args, "fleet", None):
         # the file's fleet replaces the workload's own `fleet:` (one list of what the team holds)
         from dataclasses import replace
@@ -57,16 +58,20 @@ def cmd_recommend(args) -> int:
     s = _setup(args)
     d = advise(_workload(args, s.catalog), s)
     rec = d.record
+    from advisor.shell import terminal
+    if terminal.wants_summary(args):        # a terminal: the summary, the whole memo in a file (terminal.py)
+        return terminal.show(rec, s.catalog, args.workload)
+    args.format = args.format or "text"
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
     elif args.format == "summary":
-        from advisor.shell.report import summary_text
-        text = summary_text(rec, s.catalog)
+        from advisor.shell.report import SUMMARY_WIDTH, summary_text
+        text = summary_text(rec, s.catalog, SUMMARY_WIDTH)
     elif not (args.out and args.format == "md"):
         from advisor.shell import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
             and not os.environ.get("NO_COLOR")
-        text = memo.render(rec, s.catalog, args.format, args.template, colour=colour)
+        text = memo.render(rec, s.catalog, args.format, args.template, colour=colour and not args.full)
     if args.out and args.format == "md":
         # the Markdown memo's charts go beside it as SVG files, which it links (memo.write)
         from advisor.shell import memo
@@ -76,6 +81,8 @@ def cmd_recommend(args) -> int:
     elif args.out:
         write_atomic(args.out, text)        # refused when it is any file the command read
         print(f"wrote {args.out}", file=sys.stderr)
+    elif args.full:
+        terminal.page(text)
     else:
         sys.stdout.write(text)
     return 0
@@ -83,7 +90,12 @@ def cmd_recommend(args) -> int:
 
 def cmd_facts(args) -> int:
     from advisor.shell import rulestools
-    sys.stdout.write(rulestools.facts_text())
+    if args.format == "json":
+        from advisor.shell import jsonflag, jsonviews
+        jsonflag.dump(jsonviews.facts())
+        return 0
+    from advisor.shell import ruletables          # rich's table (rulestools.facts_text padded by hand)
+    sys.stdout.write(ruletables.facts_table())
     return 0
 
 
@@ -109,6 +121,11 @@ def _own_rules(args, kb):
 def cmd_rules(args) -> int:
     from advisor.shell import rulestools
     kb = _kb_for_rules_cmd(args)
+    if args.format == "json" and args.action != "doc":
+        from advisor.shell import jsonflag, jsonviews
+        got = jsonviews.rules(args.action, kb, _own_rules(args, kb), args)
+        jsonflag.dump(got)
+        return jsonviews.exit_code(args.action, got)
     if args.action == "lint":
         own = _own_rules(args, kb)
         untested = rulestools.untested_rules(own)
@@ -122,7 +139,8 @@ def cmd_rules(args) -> int:
             print(f"{len(kb.rules)} rules in {len(kb.files)} files: no problems{warned}")
         return 0
     if args.action == "list":
-        sys.stdout.write(rulestools.list_text(_own_rules(args, kb), args.group))
+        from advisor.shell import ruletables      # rich's table (rulestools.list_text padded by hand)
+        sys.stdout.write(ruletables.rules_table(_own_rules(args, kb), args.group))
         return 0
     if args.action == "test":
         # a user's rules are tested alone; their verdicts are decided with every rule in force
@@ -173,31 +191,8 @@ def cmd_rules(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from advisor.judgement import explain
-    rec = explain.read_record(args.decision)          # problems reported in this order: record, GPU, rules
-    args.rules, args.prices, notes, same_files, unloaded = explain.recorded_inputs(rec, args.rules, args.prices)
-    from advisor.judgement import advise
-    cat = _catalog(args)
-    gid = cat.gpu(args.why_not, "--why-not").id if args.why_not else None
-    s = advise.setup(args.rules, args.prices, catalog=cat)
-    v = rec.get("versions") or {}
-    if s.kb.digest != v.get("rules_sha256") and same_files and v.get("shipped_rules_sha256") == _shipped_digest():
-        # the same files under other names (the folder named from another directory): the same rules
-        rec = {**rec, "versions": {**v, "rules_sha256": s.kb.digest}}
-        notes.append("(The rule folders are named differently than when the decision was made; their files are the same.)")
-    try:
-        text = explain.explain_record(rec, gid, s, unloaded)
-    except (KeyError, TypeError, AttributeError, ValueError, IndexError, StopIteration) as exc:
-        from advisor.base.errors import Problem
-        raise InputError(Problem(f"not a complete decision record ({type(exc).__name__}: {str(exc)[:80]})",
-                                 args.decision)) from None
-    sys.stdout.write(text + "".join(n + "\n" for n in notes))
-    return 0
-
-
-def _shipped_digest() -> str:
-    from advisor.judgement import knowledge
-    return knowledge.folder_digest(knowledge.RULES_DIR)
+    from advisor.shell import explaincmd
+    return explaincmd.run(args)
 
 
 def cmd_ask(args) -> int:
@@ -234,7 +229,7 @@ def cmd_ask(args) -> int:
 def cmd_replay(args) -> int:
     from advisor.shell import dialogue
     s = _setup(args)
-    failed = 0
+    failed, results = 0, []
     for path in args.transcripts:
         try:
             same, diffs = dialogue.replay(path, s)
@@ -242,10 +237,17 @@ def cmd_replay(args) -> int:
             from advisor.base.errors import Problem
             raise InputError(Problem(f"not a transcript this version can replay ({type(exc).__name__}: {str(exc)[:80]})",
                                      path)) from None
+        results.append({"transcript": path, "same": same, "differences": list(diffs)})
+        failed += not same
+        if args.format == "json":
+            continue
         print(f"{'ok  ' if same else 'FAIL'} {path}")
         for d in diffs:
             print(f"     {d}")
-        failed += not same
+    if args.format == "json":
+        from advisor.shell import jsonflag
+        jsonflag.dump({"transcripts": results, "passed": len(results) - failed, "failed": failed})
+        return 1 if failed else 0
     print(f"{len(args.transcripts) - failed} passed, {failed} failed")
     return 1 if failed else 0
 
@@ -261,95 +263,29 @@ def cmd_sweep(args) -> int:
         return 130
     if args.summary:
         sweep.write_summary(Path(args.out), fields, Path(args.summary))
+    if args.format == "json":
+        from advisor.shell import jsonflag
+        jsonflag.dump({"decided": written, "combinations": total, "table": args.out, "summary": args.summary,
+                       "columns": list(fields or [])})
+        return 0
     print(f"{written} combinations decided; wrote {args.out}" + (f" and {args.summary}" if args.summary else ""),
           file=sys.stderr)
     return 0
 
 
-def cmd_prices(args) -> int:
-    """`prices import PATH...`: SkyPilot vms.csv files -> a price file; `prices import-api FILE`: LiteLLM's
-    per-token price table -> an api-prices file; `prices list`: the known quotes."""
-    if args.action == "import-api":
-        return _import_api(args)
-    if args.action == "import":
-        from advisor.inputs import catalog, skypilot
-        from advisor.base.files import write_atomic
-        if not args.paths:
-            raise InputError(Problem("give a skypilot-catalog catalogs/v7 folder, ~/.sky/catalogs/v7 or a vms.csv", None, None, "PATH"))
-        cat = catalog.default()
-        imp = skypilot.import_prices(args.paths, args.skip or (), args.date, args.commit, cat)
-        if args.out:
-            write_atomic(args.out, imp.text)     # refused when it is any file the import read (base.files)
-        else:
-            sys.stdout.write(imp.text)
-        gpus = len({r["gpu"] for r in imp.rows})
-        print(f"{len(imp.rows)} price rows for {gpus} catalog GPUs" + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
-        for line in imp.summary():
-            print(line, file=sys.stderr)
-        return 0
-    for flag in ("out", "skip", "date", "commit"):       # the import's: refused, not ignored (review 14)
-        if getattr(args, flag, None):
-            raise InputError(Problem("is for `prices import`; `prices list` prints to stdout", None, None, f"--{flag}"))
-    cat = _catalog(args)
-    rows = cat.prices
-    if args.gpu:
-        want = {cat.gpu(g, "--gpu").id for g in args.gpu}
-        rows = [p for p in rows if p.gpu in want]
-    if args.kind:
-        rows = [p for p in rows if p.kind == args.kind]
-    rows = sorted(rows, key=lambda p: (p.gpu, p.kind, p.usd_per_hour / p.gpus_per_instance, p.provider, p.instance or ""))
-    if args.format == "json":
-        keys = ("gpu", "gpus_per_instance", "kind", "usd_per_hour", "usd_per_hour_median", "provider", "instance",
-                "regions", "region_count", "date", "commit", "source", "tier", "note")
-        out = [{k: (list(getattr(p, k)) if k == "regions" else getattr(p, k)) for k in keys} | {"file": p.file, "line": p.line}
-               for p in rows]
-        print(json.dumps(out, indent=2, ensure_ascii=False))
-        return 0
-    print(f"{'gpu':<15} {'kind':<9} {'$/GPU-h':>8} {'GPUs':>4} {'$/h':>9}  provider / instance / date")
-    for p in rows:
-        when = p.date + (f" @{p.commit[:8]}" if p.commit else "")
-        print(f"{p.gpu:<15} {p.kind:<9} {p.usd_per_hour / p.gpus_per_instance:>8.2f} {p.gpus_per_instance:>4} {p.usd_per_hour:>9.2f}  "
-              f"{p.provider}{' ' + p.instance if p.instance else ''} ({when})")
-    print(f"{len(rows)} quotes for {len({p.gpu for p in rows})} GPUs; GPUs without any: "
-          + (", ".join(g for g in cat.gpus if not cat.prices_for(g)) or "none"))
-    return 0
-
-
-def _import_api(args) -> int:
-    import datetime
-    from pathlib import Path
-    from advisor.inputs import apiprices
-    from advisor.base.files import write_atomic
-    if len(args.paths) != 1:
-        raise InputError(Problem("give one LiteLLM model_prices_and_context_window.json", None, None, "FILE"))
-    date = args.date or datetime.date.today().isoformat()
-    source = args.source or f"BerriAI/litellm model_prices_and_context_window.json ({Path(args.paths[0]).name})"
-    text, rows, unmapped = apiprices.import_api_prices(args.paths[0], _catalog(args), date, source)
-    if args.out:
-        write_atomic(args.out, text)
-    else:
-        sys.stdout.write(text)
-    print(f"{len(rows)} API price rows for {len({r['model'] for r in rows})} catalog models"
-          + (f"; wrote {args.out}" if args.out else ""), file=sys.stderr)
-    if unmapped:
-        print(f"not mapped to a catalog model (no row written), {len(unmapped)} ids of catalog model families: "
-              + ", ".join(unmapped), file=sys.stderr)
-    return 0
-
-
 def _prices_args(pr) -> None:
-    pr.add_argument("action", choices=("list", "import", "import-api"))
-    pr.add_argument("paths", nargs="*", metavar="PATH", help="import: skypilot-catalog catalogs/v7 folder, ~/.sky/catalogs/v7, a vms.csv")
-    pr.add_argument("--gpu", action="append", metavar="ID", help="list: only this GPU (repeatable)")
-    pr.add_argument("--kind", choices=("on-demand", "spot", "reserved", "endpoint"), help="list: only this kind")
-    pr.add_argument("--format", choices=("text", "json"), default="text")
-    pr.add_argument("--out", metavar="FILE", help="import: write the price file here (default: stdout); use it with --prices FILE")
-    pr.add_argument("--skip", action="append", metavar="CLOUD", help="import: leave out this cloud (repeatable)")
-    pr.add_argument("--date", help="import: the retrieval date to record (default: the source's, else today)")
-    pr.add_argument("--commit", help="import: the catalog commit to record (default: read from the checkout)")
-    pr.add_argument("--source", help="import-api: the source to record on every row (repository, version or commit)")
-    _common(pr, rules=False, prices=True)
-    pr.set_defaults(func=cmd_prices)
+    from advisor.shell import pricescmd
+    pricescmd.add_arguments(pr, _common)
+
+
+def _gpus_args(g) -> None:
+    from advisor.shell import gpuscmd
+    gpuscmd.add_arguments(g, _common)
+
+
+def _completion_args(c) -> None:
+    from advisor.shell import completion
+    completion.add_arguments(c, build_parser)
 
 
 def _common(parser, rules: bool, prices: bool) -> None:
@@ -362,20 +298,30 @@ def _common(parser, rules: bool, prices: bool) -> None:
 
 
 def _estimate_args(e) -> None:
-    e.add_argument("workload", metavar="WORKLOAD.yaml")
-    e.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
-    e.add_argument("--format", choices=("text", "json"), default="text")
+    from advisor.shell import jsonflag, workloadflags
+    e.add_argument("workload", metavar="WORKLOAD.yaml", nargs="?", help="the workload file (or give --model and other flags)")
+    e.add_argument("--gpu", action="append", metavar="GPU", help="consider only this GPU: an id or alias, GPU:N for at most N "
+                   "cards (H100:8), or a memory size (80GB, 80GB+: at least 80 GB) (repeatable)")
+    workloadflags.add_arguments(e)
+    jsonflag.add(e)
     _common(e, rules=False, prices=True)
     e.set_defaults(func=cmd_estimate)
 
 
 def _recommend_args(r) -> None:
-    r.add_argument("workload", metavar="WORKLOAD.yaml")
-    r.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
+    from advisor.shell import workloadflags
+    r.add_argument("workload", metavar="WORKLOAD.yaml", nargs="?", help="the workload file (or give --model and other flags)")
+    r.add_argument("--gpu", action="append", metavar="GPU", help="consider only this GPU: an id or alias, GPU:N for at most N "
+                   "cards (H100:8), or a memory size (80GB, 80GB+: at least 80 GB) (repeatable)")
+    workloadflags.add_arguments(r)
     r.add_argument("--fleet", metavar="FLEET.yaml", help="the GPUs the team owns or has reserved (fleet: [{gpu, count, ...}]): "
                    "owned cards cost their running cost; the plan says what to rent or buy on top")
-    r.add_argument("--format", choices=("text", "md", "html", "json", "summary"), default="text",
-                   help="text: the memo for the terminal (default); md, html: the memo; json: the decision record; summary: a few lines")
+    r.add_argument("--format", choices=("text", "md", "html", "json", "summary"),
+                   help="text: the memo for the terminal (the default; on a terminal only its summary is shown and "
+                   "the whole memo goes to NAME-memo.md); md, html: the memo; json: the decision record; summary: a few lines")
+    r.add_argument("--full", action="store_true", help="on a terminal: the whole text memo, through a pager")
+    from advisor.shell import jsonflag
+    jsonflag.add(r, formats=())                 # --json: the decision record, as --format json
     r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")
     r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
     _common(r, rules=True, prices=True)
@@ -383,10 +329,14 @@ def _recommend_args(r) -> None:
 
 
 def _facts_args(f) -> None:
+    from advisor.shell import jsonflag
+    jsonflag.add(f)
     f.set_defaults(func=cmd_facts)
 
 
 def _rules_args(rl) -> None:
+    from advisor.shell import jsonflag
+    jsonflag.add(rl)
     rl.add_argument("action", choices=("lint", "test", "list", "coverage", "doc"))
     rl.add_argument("dir", nargs="?", help="a rules directory instead of the shipped one")
     _common(rl, rules=True, prices=False)
@@ -405,12 +355,16 @@ def _ask_args(a) -> None:
 
 
 def _replay_args(rp) -> None:
+    from advisor.shell import jsonflag
+    jsonflag.add(rp)
     rp.add_argument("transcripts", nargs="+", metavar="TRANSCRIPT.yaml")
     _common(rp, rules=True, prices=True)
     rp.set_defaults(func=cmd_replay)
 
 
 def _sweep_args(sw) -> None:
+    from advisor.shell import jsonflag
+    jsonflag.add(sw)
     sw.add_argument("grid", metavar="GRID.yaml")
     sw.add_argument("--out", required=True, metavar="TABLE.csv")
     sw.add_argument("--summary", metavar="FILE.md|FILE.html", help="a summary with a chart of the recommended GPU")
@@ -421,6 +375,8 @@ def _sweep_args(sw) -> None:
 
 
 def _explain_args(x) -> None:
+    from advisor.shell import jsonflag
+    jsonflag.add(x)
     x.add_argument("decision", metavar="DECISION.json")
     x.add_argument("--why-not", metavar="GPU")
     _common(x, rules=True, prices=True)
@@ -437,37 +393,16 @@ COMMANDS = {
     "sweep": ("decide every combination of a grid of workloads (CSV, optional summary)", _sweep_args),
     "explain": ("explain a saved decision record", _explain_args),
     "prices": ("list the known price quotes, or import SkyPilot's catalog (vms.csv) as a price file", _prices_args),
+    "gpus": ("the GPUs with their memory and cheapest offers, sorted and filtered (like `sky show-gpus`)", _gpus_args),
+    "completion": ("a shell completion script: gpu-advisor completion bash|zsh|tcsh", _completion_args),
 }
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's help formatter, told the terminal width up front: left to itself it imports shutil
-    (and with it bz2 and lzma) at every start just to ask."""
-
-    def __init__(self, prog, **kw):
-        if kw.get("width") is None:
-            kw["width"] = _columns() - 2          # what argparse does with shutil.get_terminal_size()
-        super().__init__(prog, **kw)
-
-
-def _columns() -> int:
-    """shutil.get_terminal_size().columns: COLUMNS if positive, else the terminal's, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", 0))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns if columns > 0 else 80
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or, when the command is known, only that command's (argparse builds every
     subcommand's parser up front, which costs a start more than the command itself)."""
     from advisor import __version__
+    from advisor.shell.helpformat import Formatter as _Formatter
     p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.",
                                 formatter_class=_Formatter)
     p.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
@@ -489,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_INPUT
     try:
+        from advisor.shell import jsonflag
+        jsonflag.resolve(args)                 # --json: the same as --format json, on every command
         return args.func(args)
     except InputError as exc:
         for problem in exc.problems:

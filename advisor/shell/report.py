@@ -32,36 +32,45 @@ def estimate_text(est: Estimate) -> str:
                   f"training {c['train_flops_per_token'].value / 1e9:,.1f} GFLOP/token (6 x active, K08)"]
     for note in est.notes:
         lines.append(f"Note: {note}")
-    lines += ["", "Candidates:"]
-    wid = max([15] + [len(c.gpu.id) + 1 for c in est.candidates])     # the GPU column fits the longest id
-    if w.training:
-        head = f"  {'GPU':<{wid}}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'hours':>10}{'kW/node':>8} {'$/h':>10} {'$/job':>12}"
-    else:
-        head = f"  {'GPU':<{wid}}{'fits':<5}{'cards':>6}{'nodes':>6}  {'TPxPPxDP':<10}{'GB/card':>9}{'spare':>7}{'prefill ms':>11}{'tok/s':>9}{'kW/node':>8} {'$/h':>10} {'$/Mtok':>9}"
-    lines.append(head)
-    order = sorted(est.candidates, key=lambda c: (not c.fits, c.count or 0, c.gpu.id))
-    for cd in order:
-        if not cd.fits:
-            lines.append(f"  {cd.gpu.id:<{wid}}{'no':<5}  {cd.reason}")
-            continue
-        pools = cd.layout.pools if cd.layout else None
-        plan = (f"{cd.tp}x{cd.pp}x{cd.dp}" if not pools else      # a disaggregated plan: prefill + decode replicas
-                f"P{pools.prefill.dp}+D{pools.decode.dp}")
-        row = f"  {cd.gpu.id:<{wid}}{'yes':<5}{cd.count:>6}{cd.nodes:>6}  {plan:<10}{cd.per_card_gb:>9,.1f}{cd.headroom_gb:>7,.1f}"
-        if w.training:
-            row += f"{_n(cd.training_hours, '{:,.1f}'):>10}{_n(cd.power_kw_per_node):>8} {_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>10} {_n(cd.usd_per_job, '{:,.0f}'):>12}"
-        else:
-            row += f"{_n(cd.prefill_ms):>11}{_n(cd.tokens_per_s, '{:,.0f}'):>9}{_n(cd.power_kw_per_node):>8} {_n(cd.usd_per_hour, '{:,.2f}', 'unknown'):>10} {_n(cd.usd_per_million_tokens, '{:,.2f}'):>9}"
-        lines.append(row)
+    lines += ["", "Candidates:", *_candidate_table(est)]
     lines += ["", "Prices: " + "; ".join(sorted({f"{c.gpu.id} {c.price['provider']} ({c.price['date']}, {c.price['tier']})"
                                                   for c in est.candidates if c.price})) or "none known",
               "Unknown prices are shown as 'unknown': nothing is guessed."]
     return plain("\n".join(lines)) + "\n"          # formulas and reasons in words, never a Python repr
 
 
-def summary_text(rec: dict, cat=None) -> str:
-    """A few lines: the recommendation and its cost, the decisive rule, the runner-up and why it lost,
-    the warnings and any planner suggestion; knowledge IDs named by their statements."""
+def _candidate_table(est: Estimate) -> list[str]:
+    """The candidates that fit, as a table laid out by rich (advisor/shell/tables.py; it replaced the
+    hand-padded f-string columns), then each that does not with its reason."""
+    from advisor.shell import tables
+    w = est.workload
+    cols = [("GPU", "left"), ("fits", "left"), ("cards", "right"), ("nodes", "right"), ("TPxPPxDP", "left"),
+            ("GB/card", "right"), ("spare", "right")]
+    cols += ([("hours", "right"), ("kW/node", "right"), ("$/h", "right"), ("$/job", "right")] if w.training else
+             [("prefill ms", "right"), ("tok/s", "right"), ("kW/node", "right"), ("$/h", "right"), ("$/Mtok", "right")])
+    t = tables.table(*cols)
+    order = sorted(est.candidates, key=lambda c: (not c.fits, c.count or 0, c.gpu.id))
+    for cd in [c for c in order if c.fits]:
+        pools = cd.layout.pools if cd.layout else None
+        plan = (f"{cd.tp}x{cd.pp}x{cd.dp}" if not pools else      # a disaggregated plan: prefill + decode replicas
+                f"P{pools.prefill.dp}+D{pools.decode.dp}")
+        row = [cd.gpu.id, "yes", str(cd.count), str(cd.nodes), plan, f"{cd.per_card_gb:,.1f}", f"{cd.headroom_gb:,.1f}"]
+        if w.training:
+            row += [_n(cd.training_hours, "{:,.1f}"), _n(cd.power_kw_per_node), _n(cd.usd_per_hour, "{:,.2f}", "unknown"),
+                    _n(cd.usd_per_job, "{:,.0f}")]
+        else:
+            row += [_n(cd.prefill_ms), _n(cd.tokens_per_s, "{:,.0f}"), _n(cd.power_kw_per_node),
+                    _n(cd.usd_per_hour, "{:,.2f}", "unknown"), _n(cd.usd_per_million_tokens, "{:,.2f}")]
+        t.add_row(*row)
+    out = ["  " + x for x in tables.render(t).rstrip("\n").split("\n")] if any(c.fits for c in order) else []
+    out += [f"  {cd.gpu.id:<15} no   {cd.reason}" for cd in order if not cd.fits]
+    return out
+
+
+def summary_text(rec: dict, cat=None, width: int | None = None) -> str:
+    """A few lines: the recommendation and its cost, the decisive rule, the runners-up and why each lost,
+    the warnings and any planner suggestion; knowledge IDs named by their statements. `width`: wrapped
+    to it (`--format summary`: SUMMARY_WIDTH); None: one line each (the dialogue wraps to its terminal)."""
     from advisor.shell import wording
     if cat is None:
         from advisor.inputs import catalog
@@ -94,14 +103,7 @@ def summary_text(rec: dict, cat=None) -> str:
     lines.append(f"Decisive rule: {d.get('title', d['id'])} ({d['id']}{', ' + d['file'] + ':' + str(d['line']) if d['line'] else ''})")
     lines.append(f"  {cites.prose(d['because'], d['source'])}")
     if rec["runner_up"]:
-        ru = rec["runner_up"]
-        decided = {c["gpu"]: c for c in rec["candidates"]}
-        titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
-        why = "; ".join(wording.why_lost(ru["gpu"], rec, decided, titles, cites)) if ru["gpu"] in decided else ru["why"]
-        # a runner-up with nothing against it lost on the objective alone (review 13: "Runner-up: 56 x gb300-nvl72:")
-        why = why or ru.get("why") or ("its price is unknown" if (decided.get(ru["gpu"]) or {}).get("usd_per_hour") is None
-                                       else "the ranking's objective")
-        lines.append(f"Runner-up: {ru['count']} x {ru['gpu']}: {why}")
+        lines += _runners_up(rec, cites)
     for w in rec["warnings"]:
         lines.append(f"{w['kind'].capitalize()} [{w['severity']}] ({w['rule']}): {cites.prose(w['text'], w['source'])}")
     for u in rec.get("unpriced") or []:
@@ -112,4 +114,42 @@ def summary_text(rec: dict, cat=None) -> str:
         if isinstance(s, dict):
             lines.append(f"Suggestion: {wording.suggestion(s, cites)}")
     lines.append("Use --format json for the full decision record.")
-    return "\n".join(lines) + "\n"
+    return _wrapped(lines, width) if width else "\n".join(lines) + "\n"
+
+
+#: `--format summary`'s width: a line a review, a chat message or a terminal shows whole (issue 42:
+#: lines of ~300 characters)
+SUMMARY_WIDTH = 100
+#: the alternatives the summary names with their reasons, the runner-up first
+RUNNERS_UP_SHOWN = 3
+
+
+def _wrapped(lines: list[str], width: int) -> str:
+    """Each line wrapped to `width`, its continuation indented four spaces past its own indent."""
+    import textwrap
+    out = []
+    for line in lines:
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        out += textwrap.wrap(line, width=width, subsequent_indent=indent + "    ",
+                             break_on_hyphens=False, break_long_words=True) or [""]
+    return "\n".join(out) + "\n"
+
+
+def _runners_up(rec: dict, cites) -> list[str]:
+    """The runner-up and the next alternatives that fitted, each with why it lost: the reason the record's
+    `alternatives` give (advisor/judgement/alternatives.py, the memo's words), else the rules' account."""
+    from advisor.shell import wording
+    ru = rec["runner_up"]
+    decided = {c["gpu"]: c for c in rec["candidates"]}
+    titles = {t["rule"]: t.get("title", t["rule"]) for t in rec["trace"]}
+    alts = [a for a in rec.get("alternatives") or [] if not a.get("excluded") and a.get("fits", True)]
+    reasons = {a["gpu"]: a.get("reason") for a in alts}
+    why = reasons.get(ru["gpu"]) or ("; ".join(wording.why_lost(ru["gpu"], rec, decided, titles, cites))
+                                     if ru["gpu"] in decided else ru["why"])
+    # a runner-up with nothing against it lost on the objective alone (review 13: "Runner-up: 56 x gb300-nvl72:")
+    why = why or ru.get("why") or ("its price is unknown" if (decided.get(ru["gpu"]) or {}).get("usd_per_hour") is None
+                                   else "the ranking's objective")
+    lines = [f"Runner-up: {ru['count']} x {ru['gpu']}: {why}"]
+    for a in [a for a in alts if a["gpu"] != ru["gpu"] and a.get("reason")][: RUNNERS_UP_SHOWN - 1]:
+        lines.append(f"  then {a['count']} x {a['gpu']}: {a['reason']}")
+    return lines

@@ -8,7 +8,7 @@ from advisor import HOME
 from advisor.numbers import estimate
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.engine import runner
-from advisor.judgement.facts import FACTS, prop
+from advisor.judgement.facts import prop
 from advisor.judgement.knowledge import KnowledgeBase, Node
 from advisor.shell import verdicts
 
@@ -101,24 +101,6 @@ def coverage(kb: KnowledgeBase, catalog: Catalog) -> tuple[list[tuple[str, str]]
         else:
             missing.append(k)
     return rows, missing
-
-
-def facts_text() -> str:
-    lines = [f"{'fact':<44}{'type':<9}{'unit':<11}meaning"]
-    for name, f in FACTS.items():
-        lines.append(f"{name:<44}{f.type:<9}{f.unit:<11}{f.meaning}")
-    lines.append("derived.NAME                                any               a fact a rule derives (then: derive)")
-    return "\n".join(lines) + "\n"
-
-
-def list_text(kb: KnowledgeBase, group: str | None) -> str:
-    lines = []
-    for r in kb.rules:
-        if group and r.group != group:
-            continue
-        replaced = f" (replaces shipped {r.replaces}, {r.overrides})" if r.replaces else ""
-        lines.append(f"{r.id:<44} {r.group:<14} {', '.join(r.source):<22} {r.where}  {r.title}{replaced}")
-    return "\n".join(lines) + "\n"
 
 
 def _cond_text(c, indent="") -> list[str]:

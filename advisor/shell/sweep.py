@@ -16,7 +16,6 @@ import copy
 import csv
 import itertools
 import os
-import sys
 from pathlib import Path
 
 from advisor.base import yamlio
@@ -219,7 +218,8 @@ def run(grid_path, out_path, rules=None, prices=None, jobs: int | None = None, p
         except KeyboardInterrupt:
             interrupted = True
         if progress:
-            sys.stderr.write("\n")
+            from advisor.shell import progress as bar
+            bar.finish()
     if interrupted:        # Ctrl-C may land between a row's write and its count: the file says what was kept
         with open(out_path, newline="", encoding="utf-8") as fh:
             written = max(0, sum(1 for _ in csv.reader(fh)) - 1)
@@ -237,10 +237,8 @@ def _cell(v):
 
 
 def _bar(done: int, total: int) -> None:
-    width = 30
-    filled = int(width * done / total) if total else width
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} decided")
-    sys.stderr.flush()
+    from advisor.shell import progress as bar        # drawn by rich (advisor/shell/progress.py)
+    bar.show(done, total)
 
 
 # --- the summary ---------------------------------------------------------------------------------------
