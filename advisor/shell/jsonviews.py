@@ -21,12 +21,13 @@ def rules(action: str, kb, own, args) -> dict:
     if action == "list":
         return {"rules": [rule(r) for r in own.rules if not args.group or r.group == args.group]}
     if action == "lint":
-        return {"rules": len(own.rules), "files": len(own.files), "rules_in_force": len(kb.rules), "problems": []}
+        return {"rules": len(own.rules), "files": len(own.files), "rules_in_force": len(kb.rules), "problems": [],
+                "warnings": [f"{u}: no examples" for u in rulestools.untested_rules(own)]}
     if action == "test":
-        checked, failures = rulestools.run_examples(own)
-        failed_examples = [f for f in failures if ": example " in f]
-        return {"rules": len(own.rules), "examples": checked, "passed": checked - len(failed_examples),
-                "failed": len(failed_examples), "failures": failures}
+        run = rulestools.run_examples(own, kb)
+        return {"rules": len(own.rules), "rules_with_examples": run.rules, "examples": run.examples,
+                "verdicts": run.verdicts, "passed": run.examples - len(run.failures), "failed": len(run.failures),
+                "failures": run.failures, "problems": run.problems, "untested": run.untested, "ok": run.ok}
     if action == "coverage":
         from advisor.inputs import catalog
         rows, missing = rulestools.coverage(kb, catalog.default())
@@ -37,7 +38,7 @@ def rules(action: str, kb, own, args) -> dict:
 def exit_code(action: str, got: dict) -> int:
     """The exit code the text form gives for the same finding: 1 when a test failed or a heuristic is
     uncited."""
-    return 1 if (action == "test" and got["failures"]) or (action == "coverage" and got["missing"]) else 0
+    return 1 if (action == "test" and not got["ok"]) or (action == "coverage" and got["missing"]) else 0
 
 
 def explanation(rec: dict, gid: str | None, text: str, notes: list[str]) -> dict:
