@@ -51,7 +51,7 @@ def view(rec: dict, catalog: Catalog) -> dict:
     v.update(_workload(x))
     summary = _summary(x, v)          # before the sources: the suggestions it words cite statements
     v.update(_sources(x))
-    v.update(_audit(x))
+    v.update(_audit(x, {a["gpu"]: a["plain_short"] for a in v["alternatives"]}))
     v["summary"] = summary
     # legacy name kept for user templates written against the first memo
     v["seed_ids"] = v["knowledge_ids"]
@@ -344,8 +344,9 @@ def _catalog_sources(rec: dict, catalog: Catalog) -> list[str]:
     return out
 
 
-def _audit(x: _Record) -> dict:
-    """Every firing in order with its bare IDs and file:line, the digests of the inputs, and the chart."""
+def _audit(x: _Record, lost_because: dict[str, str]) -> dict:
+    """Every firing in order with its bare IDs and file:line, the digests of the inputs, and the charts
+    (`lost_because`: by GPU, why an alternative lost, written beside a cheaper plan's bar)."""
     rec = x.rec
     audit = [{"order": t["order"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}" + (
                   f", replacing shipped {t['replaces']} of {t['overrides']}" if t.get("replaces") else ""),
@@ -353,7 +354,7 @@ def _audit(x: _Record) -> dict:
              for t in rec["trace"]]
     ver = rec["versions"]
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
-    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog),
+    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog, lost_because),
             "tradeoff_chart": tradeoff_chart(rec)}
 
 
