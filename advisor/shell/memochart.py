@@ -190,6 +190,3 @@ def _listed(items: list[str], most: int = 6) -> str:
     """Items in a sentence, the first `most` of them and how many more (a chart's alt text)."""
     shown = "; ".join(items[:most])
     return shown + (f"; and {len(items) - most} more" if len(items) > most else "")
-
-
-from advisor.shell.memotradeoff import POINT_COLOURS, tradeoff_chart  # noqa: E402,F401  (the memo's third chart)

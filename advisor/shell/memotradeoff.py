@@ -15,7 +15,7 @@ from advisor.shell.wording import money
 #: repeats (the numbers, not the colours, name the points)
 POINT_COLOURS = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
                  "#bab0ac", "#86bcb6", "#d37295"]
-NUMBER_PX, NUMBER_H = 7.0, 14.0           # a point's number: 11 px bold digits, their box's height
+NUMBER_PX, NUMBER_H = 8.4, 16.0           # a point's number: 11 px bold digits (8.35 px each laid out), its box's height
 LEFT, TOP, W, H = 70, 52, 380, 220        # the plot; TOP leaves room for the title and the y axis's name
 
 
@@ -47,7 +47,7 @@ def tradeoff_chart(rec: dict) -> dict:
     if level:
         label = f"deadline {_num(level)} h" if training else f"service level {_num(level)} tokens/s"
         ty = _level_label_y(py(level), training, TOP + H)
-        taken.append((LEFT + W - len(label) * 6.6, ty - 11, len(label) * 6.6, NUMBER_H))
+        taken.append((LEFT + W - len(label) * 6.6, ty - 12, len(label) * 6.6, NUMBER_H))
         level_geo = {"y": f"{py(level):.1f}", "ty": f"{ty:.1f}", "label": label}
     circles = [(px(x), py(y), 7 if c["gpu"] == r.get("gpu") else 5) for c, x, y in pts]
     points, key = [], []
@@ -116,8 +116,8 @@ def _place(cx: float, cy: float, rad: float, w: float, taken: list, circles: lis
     placed and no point and stays in the plot; a spot further out gets a leader line to its point.
     Returns the text's x and baseline, and the leader line or None; the box joins `taken`."""
     def free(x, y):
-        box = (x - 1, y - 11, w + 2, NUMBER_H)
-        if x < LEFT + 2 or x + w > LEFT + W or y - 11 < TOP - 8 or y + 3 > TOP + H - 2:
+        box = (x - 1, y - 12, w + 2, NUMBER_H)
+        if x < LEFT + 2 or x + w > LEFT + W or y - 12 < TOP - 8 or y + 4 > TOP + H - 2:
             return None
         if any(_meet(box, t) for t in taken):
             return None
@@ -135,7 +135,7 @@ def _place(cx: float, cy: float, rad: float, w: float, taken: list, circles: lis
                                                   "y2": f"{y - 4:.1f}"}
                 return x, y, lead
     x, y = cx + rad + 2, cy + 4          # nowhere free: beside the point (the key still names it)
-    taken.append((x - 1, y - 11, w + 2, NUMBER_H))
+    taken.append((x - 1, y - 12, w + 2, NUMBER_H))
     return x, y, None
 
 

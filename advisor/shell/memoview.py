@@ -14,7 +14,8 @@ import re
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio as _ratio
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb, tradeoff_chart
+from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
+from advisor.shell.memotradeoff import tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, machines as _machines, offer as _offer, plan as _plan,
                                    usd as _usd, why_lost as _why_lost)
