@@ -57,6 +57,72 @@ def machines(r: dict, gpus_per_node: int) -> str:
     return f"{r['nodes']} node{'s' if r['nodes'] > 1 else ''}"
 
 
+RENTED = ("on-demand", "spot", "reserved", "contract")
+
+
+def power(c: dict, gpu) -> str:
+    """The plan's power as the reader plans for it: a rented instance draws its cards' share of the wall
+    power (numbers.power.kw_per_card: 10.2 kW per 8-GPU DGX H100 is about 2.6 kW for a 2-GPU instance),
+    said per instance; bought or owned cards, the node's figure. `c` is the estimate's candidate."""
+    from advisor.numbers.power import kw_per_card
+    kw, o = c["power_kw_per_node"], c.get("price") or {}
+    per, n = o.get("gpus_per_instance"), o.get("instances") or 1
+    card_kw, _ = kw_per_card(gpu)
+    if o.get("kind") in RENTED and per and card_kw:
+        rented = f"{n} instances rented" if n > 1 else "one instance rented"
+        return (f"about {card_kw * per:,.1f} kW for each {per}-GPU instance ({rented}, {card_kw * 1000:,.0f} W per card "
+                "with its share of the host; the provider supplies it)")
+    return f"about {kw:,.1f} kW per node"
+
+
+#: unit words as people write them, wherever a field's name is shown in words ("Usd per million tokens")
+_UNIT_WORDS = {"usd": "USD", "kw": "kW", "kwh": "kWh", "gb": "GB", "tb": "TB", "tflops": "TFLOPS", "gpu": "GPU", "gpus": "GPUs",
+               "pue": "PUE", "tco": "TCO", "ms": "ms", "kv": "KV", "api": "API", "mfu": "MFU", "ttft": "TTFT", "tpot": "TPOT"}
+
+
+def field_words(key: str) -> str:
+    """A record field's name in words, its first letter capitalised and units written as units:
+    usd_per_million_tokens -> "USD per million tokens", hosting_usd_per_kw_month -> "Hosting USD per kW month"."""
+    words = [_UNIT_WORDS.get(w.lower(), w) for w in key.replace("_", " ").split()]
+    if words and words[0] == words[0].lower():
+        words[0] = words[0][:1].upper() + words[0][1:]
+    return " ".join(words)
+
+
+#: the estimator's internal names, worded for a memo's reader (issue 42: "no internal names in a memo")
+_TERMS = [(re.compile(r"\(separate kernels, AIC_OP_SUM\)"), "(weights and KV cache read by separate kernels, their times added)"),
+          (re.compile(r"\bAIC_OP_SUM\b"), "separate kernels' times added"),
+          (re.compile(r"\bmeasured MAMF\b"), "measured matmul rate"),
+          (re.compile(r"\bmeasured (\S+) MAMF share\b"), r"measured \1 share of the matmul rate"),
+          (re.compile(r"\bMAMF table\b"), "table of measured matmul rates"),
+          (re.compile(r"\bMAMF\b"), "measured matmul rate")]
+#: where a source names a repository's file or a local copy, the address a reader can open instead
+_SOURCES = [(re.compile(r"\bskypilot-org/skypilot-catalog (catalogs/\S+)"), r"https://github.com/skypilot-org/skypilot-catalog/blob/master/\1"),
+            (re.compile(r" ?\(via the snapshot in prices/\)"), ""),
+            (re.compile(r"\bgithub ([\w.-]+/[\w.-]+)\b"), r"https://github.com/\1"),
+            (re.compile(r"(?<![/\w])epoch-research/training-cost-trends\b"), "https://github.com/epoch-research/training-cost-trends"),
+            (re.compile(r"(?:\.\./|/work/)shared/[\w./{},-]*"), "the project's reference data")]
+
+
+def readable(text: str) -> str:
+    """A memo's text with the estimator's internal names worded and sources given as addresses a reader
+    can open (never a path of the build)."""
+    for pattern, words in _TERMS + _SOURCES:
+        text = pattern.sub(words, text)
+    return text
+
+
+def readable_all(obj):
+    """`readable` on every string inside plain data."""
+    if isinstance(obj, str):
+        return readable(obj)
+    if isinstance(obj, dict):
+        return {k: readable_all(v) for k, v in obj.items()}
+    if type(obj) in (list, tuple):
+        return type(obj)(readable_all(v) for v in obj)
+    return obj
+
+
 def duration_short(hours: float) -> str:
     """Hours for a table cell: 24 min, 1.5 h, 42 h (a 24-minute job had shown as "0 h": review 17, F3)."""
     if hours < 1:
@@ -458,18 +524,21 @@ def api_line(a: dict | None) -> str | None:
                    + (f" and {len(aside) - 3} more" if len(aside) > 3 else "")
                    + (", under a quarter of the median and apart from the rest: likely a stale row" if len(aside) == 1
                       else ", under a quarter of the median and apart from the rest: likely stale rows"))
-    text = f"An API: {_per_m(a['api_usd_per_million_tokens'])} per million tokens in + out{what} ({o.get('provider')}, {o.get('date')}{spread})"
     be = a.get("break_even_tokens_per_day")
+    plan, api = a.get("plan_usd_per_million_tokens"), a["api_usd_per_million_tokens"]
+    # the plan's price counted as the API's, in + out (its price per million output tokens, on the line
+    # above in the summary, is another count: issue 42); at a load above what the plan carries, more copies
+    # of it cost the same per token, so "at any load"
+    text = f"An API: {_per_m(api)} per million tokens in + out{what} ({o.get('provider')}, {o.get('date')}{spread})"
     if be is None:
         return text + "; the plan has no price or speed to compare"
-    plan, api = a["plan_usd_per_million_tokens"], a["api_usd_per_million_tokens"]
     # the verdict and the break-even in one clause keep the line to two lines of the text summary
     if plan is not None and api is not None and plan > api and (a.get("break_even_utilisation") or 0) > 1:
         # the plan would have to serve more than a whole day's worth of its own capacity to break even
         # (the record's break_even_utilisation says by how much)
-        return text + f"; this plan {_per_m(plan)}: the API is cheaper at any load it can carry"
+        return text + f"; this plan {_per_m(plan)} in + out: the API is cheaper at any load"
     if plan is not None and api is not None and plan > api:
         verdict = f"the API is cheaper below {be / 1e6:,.0f} million a day"
     else:
         verdict = f"self-hosting is cheaper above {be / 1e6:,.0f} million a day"
-    return text + f"; this plan {_per_m(plan)} at {a['load_tokens_per_day'] / 1e6:,.0f} million a day: {verdict}"
+    return text + f"; this plan {_per_m(plan)} in + out at {a['load_tokens_per_day'] / 1e6:,.0f} million a day: {verdict}"
