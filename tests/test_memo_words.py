@@ -72,3 +72,36 @@ def test_bought_cards_keep_the_power_per_node_and_units_in_the_workload(capsys):
     md = memo(capsys, "on-prem-70b-serving")
     assert "| Power | about 7.5 kW per node (8 x 750 W x 1.25 host factor" in md
     assert "| USD per kWh | 0.08 |" in md and "| Hosting USD per kW month | 185 |" in md
+
+
+# --- explain's words -----------------------------------------------------------------------------------
+
+def _explain(capsys, tmp_path, *extra):
+    path = tmp_path / "d.json"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json", "--out", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["explain", str(path), *extra]) == 0
+    return capsys.readouterr().out
+
+
+def test_explain_why_not_answers_first_with_the_need_against_the_cards_capacity(capsys, tmp_path):
+    text = _explain(capsys, tmp_path, "--why-not", "h200")
+    lines = text.splitlines()
+    # the answer is the first line, before the table of 38 candidates (it came after it)
+    assert lines[0] == "Why not h200-sxm:"
+    assert text.index("Why not h200-sxm:") < text.index("Candidates, best first") < text.index("  t4 ")
+    # one card, its need against its own 141 GB: was "1 cards, 98.6 GB per card"
+    assert "  figures: 1 card, needs 98.6 GB of its 141 GB, $2.45/h" in lines[:8]
+    assert "it lost because it costs 26% more, the rules in its favour are worth 21%, less than that" in text
+
+
+def test_explain_defines_score_premium_and_effective_cost_as_the_ranking_computes_them(capsys, tmp_path):
+    text = _explain(capsys, tmp_path)
+    head = " ".join(text.split("  h100-sxm")[0].split())
+    assert "Score: the sum of the weights of the rules that fired for it (prefer +, avoid -)." in head
+    assert "Premium: the score as a share of the cost (1% per point)" in head
+    assert ("Effective cost: the cost per million output tokens divided by (1 + premium), or multiplied by "
+            "(1 + |premium|) when the premium is negative; the lowest effective cost ranks first.") in head
+    # the arithmetic shown is the ranking's: $0.179 x 1.10 = $0.1974 for score -10; $0.225 / 1.10 for +10 (the record keeps the effective cost)
+    assert "h100-sxm         rank 1, score -10, premium -10%, effective cost $0.179 x 1.10 = $0.1974" in text
+    assert "h200-sxm         rank 2, score 10, premium +10%, effective cost $0.225 / 1.10 = $0.2047" in text
