@@ -224,3 +224,13 @@ def test_sweep_page_laid_out_every_row_a_bar_no_overlap(tmp_path, capsys):
     costs = [t for t, cls, _ in c["texts"] if "cost-value" in cls]
     assert len(costs) == 24 and costs.count("no price known") == 12 and all(t.startswith("$") for t in costs if t != "no price known")
 
+
+
+def test_a_closest_plan_is_charted_and_called_so(capsys, catalog):
+    """No GPU meets the service level on a workstation: the closest plan (excluded by the level it
+    misses) is what the memo recommends, so the charts show it, as the closest plan, not 'chosen'."""
+    rec = _record(capsys, "workstation-gemma-27b")
+    assert rec["recommendation"].get("closest")
+    rows = cost_chart(rec, catalog)["rows"]
+    assert [(r["gpu"], r["label"]) for r in rows] == [("1 x rtx-pro-6000", "$3.15: closest plan")]
+    assert [r["label"] for r in chart(rec, catalog)["rows"]] == ["71.8 GB of 96 GB per card, 1 card"]

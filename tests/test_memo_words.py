@@ -6,7 +6,7 @@ import re
 import pytest
 
 from advisor.shell.cli import main
-from advisor.shell.wording import field_words, readable
+from advisor.shell.memowords import field_words, readable
 
 from conftest import EXAMPLES
 

@@ -33,8 +33,10 @@ def gb(x) -> str:
 
 def plotted(rec: dict) -> list[dict]:
     """The record's candidates a chart shows: those that fit and that no rule excluded (the 192 x A10 a
-    70B model would need is no choice, and its bar made the winner's a sliver)."""
-    return [c for c in rec["candidates"] if c["fits"] and not c["excluded"]]
+    70B model would need is no choice, and its bar made the winner's a sliver), and the recommended plan
+    however it was reached (the closest plan when none meets the target is excluded by it)."""
+    win = (rec.get("recommendation") or {}).get("gpu")
+    return [c for c in rec["candidates"] if c["fits"] and (not c["excluded"] or c["gpu"] == win)]
 
 
 def _cards(n: int) -> str:
@@ -139,7 +141,7 @@ def cost_chart(rec: dict, catalog: Catalog, lost_because: dict[str, str] | None 
         why = (lost_because or {}).get(c["gpu"]) if win_cost is not None and not win and v <= win_cost else None
         lines = textwrap.wrap(f"Not chosen though cheaper: {why}.", wrap_chars, break_on_hyphens=False) if why else []
         rows.append({"gpu": f"{c['count']} x {c['gpu']}", "y": f"{y}", "ty": f"{y + 13}", "w": f"{v / axis_max * width:.1f}",
-                     "label": money(v) + (": chosen" if win else ""), "winner": win,
+                     "label": money(v) + ((": closest plan" if r.get("closest") else ": chosen") if win else ""), "winner": win,
                      "lx": f"{float(x(max(v, b[1] if b else v))) + 6:.1f}",
                      "band": {"x1": x(b[0]), "x2": x(b[1]), "y": f"{y + 9}"} if b else None,
                      "why": [{"y": f"{y + 32 + k * 14}", "text": t} for k, t in enumerate(lines)]})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.shell.memochart import CHAR_PX, MOST_ROWS, _listed, _nice_step, _num, _tick, sorted_by_cost
+from advisor.shell.memochart import MOST_ROWS, _listed, _nice_step, _num, _tick, sorted_by_cost
 from advisor.shell.wording import money
 
 #: one colour per point, matched in the key; twelve, as many as the chart's points (MOST_ROWS), so none
@@ -66,7 +66,7 @@ def tradeoff_chart(rec: dict) -> dict:
     front_text = "Pareto frontier: no other plan is both cheaper and " + ("sooner" if training else "faster")
     if " " not in frontier:        # one plan is both the cheapest and the best on the other axis
         front_text = f"Pareto frontier: plan {frontier_first(pts, training)} alone, cheapest and " + ("soonest" if training else "fastest")
-    # the key's longest line sets the width: up to 8.4 px a character in bold
+    # the key's longest line sets the width: up to 8.4 px a character in bold (DejaVu Sans, 12 px)
     key_w = max(290, math.ceil(8.4 * max(len(t) for t in [k["text"] for k in key] + [better, front_text])))
     title = ("Training hours against cost " if training else "Speed per user against cost ") + unit
     return {"points": points, "key": key, "left": f"{LEFT}", "right": f"{LEFT + W}", "top": f"{TOP}", "bottom": f"{TOP + H}",

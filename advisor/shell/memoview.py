@@ -18,8 +18,8 @@ from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
 from advisor.shell.memotradeoff import tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, machines as _machines, offer as _offer, plan as _plan,
-                                   usd as _usd, why_lost as _why_lost, field_words as _field_words, power as _power,
-                                   readable_all as _readable_all)
+                                   usd as _usd, why_lost as _why_lost)
+from advisor.shell.memowords import field_words as _field_words, power as _power, readable_all as _readable_all
 from advisor.shell.memorecord import (SEVERITY, _Record, generation_date, _num, _layout, _unit_cost, _cost_sentence,
                                       _money_diff, _objective, _premium, _id_order, _effect)
 from advisor.shell.memosummary import _cheaper_per_token, _summary, _closest_label, _range, _ranking_cost, _speed_short

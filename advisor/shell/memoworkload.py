@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from advisor.inputs.catalog import Catalog
 from advisor.inputs.workload import FIELDS
-from advisor.shell.wording import count as _count, field_words, fmt_input as _fmt_input, usd as _usd
+from advisor.shell.memowords import field_words
+from advisor.shell.wording import count as _count, fmt_input as _fmt_input, usd as _usd
 
 #: workload fields as the dialogue (rules/questions.yaml) names them (constraints among them); which
 #: fields show is `applies`'s business, not this table's

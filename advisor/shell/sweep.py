@@ -335,7 +335,7 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
     legend = [{"colour": colour[g], "gpu": g, "n": str(counts[g])} for g in gpus]
     table = [[_shown(r[f]) for f in fields] + [r["gpu"], r["count"], f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}" if r["gpu"] else "",
                                                f"${float(r['usd_per_hour']):,.2f}" if _cost(r["usd_per_hour"]) is not None else "unknown",
-                                               cost_texts[i] or "unknown", r["decisive_rule"]]
+                                               f"${costs[i]:,.2f}" if costs[i] is not None else "unknown", r["decisive_rule"]]
              for i, r in enumerate(rows)]
     return {"fields": fields, "rows": table, "cells": cells, "header": header, "legend": legend, "count": str(len(rows)),
             "height": str(axis_y + 44), "width": f"{width:.0f}", "head_y": str(last_head),
