@@ -163,7 +163,7 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     assert "An API: $0.10 per million tokens in + out (wandb, 2026-12-01; cheapest of 29, median $0.38)" in line
     # 2 x H100 SXM at $2.58/h ($61.92 a day / $0.10 per million = 619 million a day) serve 690 million
     # (about 3,990 output tokens/s x 86,400 s, with as many prompt tokens: $61.92 / 690 million = $0.090)
-    assert "; this plan $0.090 at 690 million a day: self-hosting is cheaper above 619 million a day" in line
+    assert "; this plan $0.090 in + out at 690 million a day: self-hosting is cheaper above 619 million a day" in line
 
 
 def test_a_break_even_past_the_plans_whole_day_is_said_so():
@@ -174,7 +174,7 @@ def test_a_break_even_past_the_plans_whole_day_is_said_so():
          "median_usd_per_million_tokens": 2.4, "api_usd_per_million_tokens": 0.21, "plan_usd_per_million_tokens": 1.72,
          "break_even_tokens_per_day": 1.18e9, "load_tokens_per_day": 144e6, "break_even_utilisation": 8.21}
     assert api_line(a) == ("An API: $0.21 per million tokens in + out (hyperbolic, 2026-12-01; cheapest of 9, median $2.40); "
-                           "this plan $1.72: the API is cheaper at any load it can carry")
+                           "this plan $1.72 in + out: the API is cheaper at any load")
     assert api_line({**a, "break_even_utilisation": 0.8}).endswith("the API is cheaper below 1,180 million a day")
 
 

@@ -83,4 +83,4 @@ def test_ask_writes_the_small_record_and_explain_reads_it(tmp_path, monkeypatch,
     assert ("Why not rtx-pro-6000:\n  ranked 3 with score -20; the recommendation scored -10\n"
             "    no-scale-up-link-for-sharding: -10\n    fewer-cards-for-serving: -10") in text
     # TP 2 now (the higher throughput per card-hour under the per-token ranking), no longer one copy per card
-    assert "figures: 2 cards, 42.0 GB per card, $1.98/h" in text
+    assert "figures: 2 cards, each needs 42.0 GB of its 96 GB, $1.98/h" in text

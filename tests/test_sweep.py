@@ -30,7 +30,7 @@ def test_grid_is_decided_like_single_decisions(tmp_path, capsys):
     assert one["gpu"] and int(one["count"]) >= 1 and float(one["usd_per_hour"]) > 0         # priced from the market
     assert all(r["gpu"].startswith("ascend") for r in table if r["constraints.import_restricted"] == "true")
     html = summary.read_text()
-    assert "<svg" in html and html.count("<rect") == 24 and "Recommended GPU per combination" in html
+    assert "<svg" in html and html.count('class="bar cards-bar"') == 24 and "Recommended GPU per combination" in html
     capsys.readouterr()
     # the same combinations decided alone agree
     import json
@@ -133,17 +133,28 @@ def test_a_broken_knowledge_base_is_refused_before_any_worker_starts(tmp_path):
     assert not out.exists()
 
 
-def test_sweep_chart_bars_are_proportional_to_cost_per_hour(tmp_path):
+def test_sweep_chart_gives_every_row_a_bar_and_compares_cost_per_unit_of_work(tmp_path):
+    """Issue 42: 12 of 24 rows (the Ascend plans, unpriced) had no bar, and $/hour was compared across 1
+    and 128 users. Every row now has its cards as a bar; the cost bar is per million tokens."""
     import re
     out, summary = tmp_path / "t.csv", tmp_path / "s.html"
     assert main(["sweep", str(EXAMPLES / "grid.yaml"), "--out", str(out), "--summary", str(summary), "--jobs", "2",
                  "--quiet"]) == 0
     html = summary.read_text()
-    widths = [float(w) for w in re.findall(r'<rect class="bar" [^>]*width="([0-9.]+)"', html)]
-    costs = [float(r["usd_per_hour"]) if r["usd_per_hour"] else 0.0 for r in rows(out)]
-    assert len(widths) == len(costs) == 24 and max(costs) == 30.96        # 24 x h100-sxm, llama-3.1-70b at 128, 32k context
-    # 320 px for the axis's round end, $50 above the dearest $30.96: width = cost x 320 / 50
-    for w, c in zip(widths, costs):
-        assert w == pytest.approx(c * 320 / 50, abs=0.06)
-    assert '>$0<' in html and '>$25<' in html and '>$50<' in html
-    assert "USD per hour of the recommended plan" in html and "price unknown" in html   # Ascend: no quote, no bar
+    table = rows(out)
+    cards = [float(w) for w in re.findall(r'<rect class="bar cards-bar" [^>]*width="([0-9.]+)"', html)]
+    assert len(cards) == len(table) == 24 and all(w > 0 for w in cards)
+    # 120 px for the axis's round end, 25 cards above the most (24 x h100-sxm): width = cards x 120 / 25
+    for w, r in zip(cards, table):
+        assert w == pytest.approx(int(r["count"]) * 120 / 25, abs=0.06)
+    priced = [r for r in table if r["usd_per_million_tokens"]]
+    costs = [float(w) for w in re.findall(r'<rect class="bar cost-bar" [^>]*width="([0-9.]+)"', html)]
+    assert len(costs) == len(priced) == 12
+    # $29.93 per million tokens (4 x H100 for one user of Llama 3.1 70B) is the dearest: the axis ends at $50
+    assert max(float(r["usd_per_million_tokens"]) for r in priced) == pytest.approx(29.93, abs=0.01)
+    for w, r in zip(costs, priced):
+        assert w == pytest.approx(float(r["usd_per_million_tokens"]) * 220 / 50, abs=0.06)
+    assert '>$0<' in html and '>$25<' in html and '>$50<' in html and ">12.5<" not in html
+    assert "USD per million tokens (output tokens served, or training tokens)" in html
+    assert "USD per hour" not in html.split("<table>")[0]                # no $/hour compared across users
+    assert html.split("</svg>")[0].count(">no price known<") == 12                            # the Ascend rows say why they have no cost bar

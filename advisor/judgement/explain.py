@@ -172,16 +172,10 @@ def explain_record(rec: dict, gid: str | None, setup, unloaded: list[str] | None
     if d:
         where = f"{d['file']}:{d['line']}" if d.get("line") else d["file"]
         out.append(f"Decisive rule: {d['id']} ({', '.join(d['source'])}; {where})\n  {d['because']}")
-    out.append("Candidates:")
-    for c in rec["candidates"]:
-        if c["excluded"]:
-            reasons = "; ".join(f"{e['rule']}: {e['reason']}" for e in c["excluded_by"])
-            out.append(f"  {c['gpu']:<16} excluded by {reasons}")
-        else:
-            contrib = ", ".join(f"{x['rule']} {x['weight']:+g}" for x in c["contributions"]) or "no rule"
-            money = (f", premium {c['premium']:+.0%}, effective cost {c['effective_cost']:,.4g}"
-                     if c.get("effective_cost") is not None else ", no price ranked" if "effective_cost" in c else "")
-            out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g}{money} ({contrib})")
+    # the answer first: why not the GPU asked about, before the table of every candidate (issue 42)
+    if gid:
+        out = _why_not(rec, gid, setup) + [""] + out
+    out += _candidates(rec)
     replacing = {}
     for t in rec["trace"]:
         if isinstance(t, dict) and t.get("replaces"):
@@ -190,10 +184,46 @@ def explain_record(rec: dict, gid: str | None, setup, unloaded: list[str] | None
     if replacing:
         out.append("Your rules that replace shipped ones:")
         out += replacing.values()
-    if gid:
-        out += _why_not(rec, gid, setup)
     out += _drift(rec, setup, unloaded)
     return "\n".join(out) + "\n"
+
+
+def _candidates(rec: dict) -> list[str]:
+    """Every candidate with its score, premium and effective cost, the terms defined first as the
+    ranking computes them (judgement.ranking: premium = score / 100; effective cost = cost / (1 +
+    premium), or cost x (1 + |premium|) when the premium is negative; the lowest ranks first)."""
+    from advisor.judgement.ranking import PREMIUM_PER_WEIGHT, factor
+    from advisor.numbers.objective import UNIT_LABELS
+    r = rec.get("recommendation") or {}
+    unit = r.get("unit")
+    said = UNIT_LABELS.get(unit, "per unit of work") if isinstance(unit, str) else "per unit of work"
+    head = ("Candidates, best first. Score: the sum of the weights of the rules that fired for it (prefer +, avoid -). "
+            f"Premium: the score as a share of the cost ({PREMIUM_PER_WEIGHT * 100:g}% per point): what the rules say the "
+            "plan is worth paying more for (+) or must be cheaper by (-). Effective cost: the cost "
+            f"{said} divided by (1 + premium), or multiplied by (1 + |premium|) when the premium is negative; the "
+            "lowest effective cost ranks first"
+            + (f" (this workload's objective is {r['objective']}, which sets the order)" if r.get("objective") not in (None, "cost") else "")
+            + ".")
+    import textwrap
+    out = textwrap.wrap(head, 100, subsequent_indent="  ")
+    for c in rec["candidates"]:
+        if c["excluded"]:
+            reasons = "; ".join(f"{e['rule']}: {e['reason']}" for e in c["excluded_by"])
+            out.append(f"  {c['gpu']:<16} excluded by {reasons}")
+            continue
+        contrib = ", ".join(f"{x['rule']} {x['weight']:+g}" for x in c["contributions"]) or "no rule"
+        money = ""
+        if c.get("effective_cost") is not None:
+            p = c.get("premium") or 0
+            cost = c["effective_cost"] * factor(p)       # the cost the ranking started from (a saved record keeps no other)
+            # the arithmetic as the ranking does it: the cost, the premium's factor, the effective cost
+            shown = (f"${cost:,.3g} {'/' if p >= 0 else 'x'} {factor(p) if p >= 0 else 1 / factor(p):.2f} = "
+                     if isinstance(cost, (int, float)) and not isinstance(cost, bool) else "")
+            money = f", premium {p:+.0%}, effective cost {shown or ''}${c['effective_cost']:,.4g}"
+        elif "effective_cost" in c:
+            money = ", no price, so ranked after every priced plan"
+        out.append(f"  {c['gpu']:<16} rank {c['rank']}, score {c['score']:g}{money} ({contrib})")
+    return out
 
 
 def _why_not(rec: dict, gid: str, setup) -> list[str]:
@@ -221,10 +251,19 @@ def _why_not(rec: dict, gid: str, setup) -> list[str]:
         reason = next((a.get("reason") for a in rec.get("alternatives") or [] if a["gpu"] == gid), None)
         if reason:
             lines.append(f"  it lost because {reason}")
-        cost = f"${est['usd_per_hour']:,.2f}/h" if est.get("usd_per_hour") is not None else "price unknown"
-        lines.append(f"  figures: {est.get('count')} cards, {est.get('per_card_gb', 0):,.1f} GB per card, {cost}")
+        lines.append("  figures: " + _figures(est, setup.catalog.gpus.get(gid)))
         lines += _unfired(rec, c, setup)
     return lines
+
+
+def _figures(est: dict, gpu) -> str:
+    """The plan's cards, what each needs of its memory (the card's capacity from the catalog), its price:
+    "1 card, needs 98.6 GB of its 141 GB, $2.45/h"; "2 cards, each needs 49.3 GB of its 80 GB"."""
+    n, need, cap = est.get("count"), est.get("per_card_gb") or 0, getattr(gpu, "memory_gb", None)
+    of = f" of its {cap:,.0f} GB" if isinstance(cap, (int, float)) and not isinstance(cap, bool) else ""
+    cards = f"1 card, needs {need:,.1f} GB{of}" if n == 1 else f"{n} cards, each needs {need:,.1f} GB{of}"
+    cost = f"${est['usd_per_hour']:,.2f}/h" if est.get("usd_per_hour") is not None else "price unknown"
+    return f"{cards}, {cost}"
 
 
 def _unfired(rec: dict, c: dict, setup) -> list[str]:

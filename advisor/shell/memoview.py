@@ -14,10 +14,12 @@ import re
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio as _ratio
 from advisor.numbers.objective import UNIT_LABELS
-from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb, tradeoff_chart
+from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
+from advisor.shell.memotradeoff import tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, machines as _machines, offer as _offer, plan as _plan,
                                    usd as _usd, why_lost as _why_lost)
+from advisor.shell.memowords import field_words as _field_words, power as _power, readable_all as _readable_all
 from advisor.shell.memorecord import (SEVERITY, _Record, generation_date, _num, _layout, _unit_cost, _cost_sentence,
                                       _money_diff, _objective, _premium, _id_order, _effect)
 from advisor.shell.memosummary import _cheaper_per_token, _summary, _closest_label, _range, _ranking_cost, _speed_short
@@ -31,7 +33,8 @@ DISAGREEMENTS = [
 ]
 
 
-WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory per card", "power_kw_per_node": "Power per node",
+WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory per card", "power_kw_per_node": "Power of a whole node",
+              "usd_per_million_tokens": "Cost per million output tokens",
               "prefill_ms": "Prefill time", "decode_ms_per_token": "Time per generated token",
               "kv_headroom_gb": "Room left for the KV cache", "usd_per_hour": "Cost per hour",
               "training_hours": "Training time", "usd_per_job": "Cost per job", "tokens_per_s": "Tokens per second",
@@ -51,13 +54,13 @@ def view(rec: dict, catalog: Catalog) -> dict:
     v.update(_workload(x))
     summary = _summary(x, v)          # before the sources: the suggestions it words cite statements
     v.update(_sources(x))
-    v.update(_audit(x))
+    v.update(_audit(x, {a["gpu"]: a["plain_short"] for a in v["alternatives"]}))
     v["summary"] = summary
     # legacy name kept for user templates written against the first memo
     v["seed_ids"] = v["knowledge_ids"]
     # names from price files and configs (and rule texts from --rules) are one line of visible text in
     # every format; the Markdown memo escapes them further as it renders (memo._env)
-    return _clean_all(v)
+    return _clean_all(_readable_all(v))
 
 
 def _header(x: _Record) -> dict:
@@ -112,7 +115,7 @@ def _recommendation(x: _Record) -> dict:
                                   + (f" x {c['virtual_stages']} interleaved chunks" if (c.get("virtual_stages") or 1) > 1 else "") + " + PP - 1))"
                                   if c.get("pipeline_bubble") else "")))
     if c.get("power_kw_per_node") is not None:
-        facts.append(("Power", f"about {_num(c['power_kw_per_node'])} kW per node ({cites.prose(c['why'].get('power_kw_per_node', ''))})"))
+        facts.append(("Power", f"{_power(c, gpu)} ({cites.prose(c['why'].get('power_kw_per_node', ''))})"))
     if _objective(r):
         facts.append(("Ranked by", _objective(r)))
     return {"recommended": True, "gpu_name": gpu.name, "headline": headline, "facts": facts}
@@ -160,11 +163,18 @@ def _numbers(x: _Record) -> dict:
     v["notes"] = [cites.prose(n) for n in est.get("notes", [])]
     v["divisions"] = _divisions(x)
     if r:
-        v["why_figures"] = [(WHY_LABELS.get(k, k.replace("_", " ").capitalize()), cites.prose(text))
+        v["why_figures"] = [(_why_label(k, x.mode), cites.prose(text))
                             for k, text in x.cands[r["gpu"]]["why"].items() if x.mode == "inference" or k != "ideal"]
     else:
         v["why_figures"] = []
     return v
+
+
+def _why_label(key: str, mode: str) -> str:
+    """A figure's name in the list of how the recommended layout's figures were computed."""
+    if key == "usd_per_million_tokens" and mode != "inference":
+        return "Cost per million training tokens"
+    return WHY_LABELS.get(key) or _field_words(key)
 
 
 def _divisions(x: _Record) -> list[tuple[str, str, str]]:
@@ -255,7 +265,7 @@ def _risks(x: _Record) -> dict:
         gpu = x.catalog.gpus[r["gpu"]]
         c = x.cands[r["gpu"]]
         if c.get("power_kw_per_node") is not None:
-            pre.append(f"Power: about {_num(c['power_kw_per_node'])} kW per node ({gpu.num('tdp_w'):g} W per card; {cites.title('C14')}).")
+            pre.append(f"Power: {_power(c, gpu)} ({gpu.num('tdp_w'):g} W per card; {cites.title('C14')}).")
         else:
             pre.append("Power: the card's TDP is unknown in the sources; ask the vendor.")
         pre.append(f"Cooling: {gpu.fig('cooling').value or 'unknown'} ({cites.prose(gpu.fig('cooling').note or gpu.fig('cooling').cite())}).")
@@ -340,12 +350,15 @@ def _catalog_sources(rec: dict, catalog: Catalog) -> list[str]:
                        "(marked unknown_explicit in catalog/)")
             continue
         s = catalog.sources.get(sid, {})
-        out.append(f"{sid}: {s.get('what', '?')} (published {s.get('published', 'unknown')}, retrieved {s.get('retrieved', 'unknown')})")
+        # a source without a public address: the catalog entry is what a reader can open
+        where = "" if "http" in str(s.get("what", "")) else "; no public address: catalog entry " + sid + " in catalog/sources.yaml"
+        out.append(f"{sid}: {s.get('what', '?')} (published {s.get('published', 'unknown')}, retrieved {s.get('retrieved', 'unknown')}{where})")
     return out
 
 
-def _audit(x: _Record) -> dict:
-    """Every firing in order with its bare IDs and file:line, the digests of the inputs, and the chart."""
+def _audit(x: _Record, lost_because: dict[str, str]) -> dict:
+    """Every firing in order with its bare IDs and file:line, the digests of the inputs, and the charts
+    (`lost_because`: by GPU, why an alternative lost, written beside a cheaper plan's bar)."""
     rec = x.rec
     audit = [{"order": t["order"], "rule": t["rule"], "where": f"{t['file']}:{t['line']}" + (
                   f", replacing shipped {t['replaces']} of {t['overrides']}" if t.get("replaces") else ""),
@@ -353,7 +366,7 @@ def _audit(x: _Record) -> dict:
              for t in rec["trace"]]
     ver = rec["versions"]
     digests = [("advisor", ver["advisor"]), ("rules sha256", ver["rules_sha256"]), ("catalog sha256", ver["catalog_sha256"])]
-    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog),
+    return {"audit": audit, "digests": digests, "chart": chart(rec, x.catalog), "cost_chart": cost_chart(rec, x.catalog, lost_because),
             "tradeoff_chart": tradeoff_chart(rec)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from advisor.inputs.catalog import Catalog
 from advisor.inputs.workload import FIELDS
+from advisor.shell.memowords import field_words
 from advisor.shell.wording import count as _count, fmt_input as _fmt_input, usd as _usd
 
 #: workload fields as the dialogue (rules/questions.yaml) names them (constraints among them); which
@@ -38,7 +39,7 @@ FIELD_UNITS = {"context_tokens": "tokens", "prompt_tokens": "tokens", "output_to
 
 def label(k: str, mode: str) -> str:
     """A workload field (or constraint) as the dialogue names it in this mode."""
-    return FIELD_LABELS.get(k, k.replace("_", " "))
+    return FIELD_LABELS.get(k) or field_words(k)
 
 
 def workload_rows(inputs: dict, catalog: Catalog) -> list[tuple[str, str]]:

@@ -272,8 +272,11 @@ def _header(field: str, width_chars: int) -> list[str]:
 
 
 def summary_view(csv_path: Path, fields: list[str]) -> dict:
-    """Ready-made strings for the summary template: the table and the chart's geometry. Every bar is
-    labelled with the varied fields, one column each under a (wrapped) header, sized to its longest value."""
+    """Ready-made strings for the summary template: the table and the chart's geometry. Every row is
+    labelled with the varied fields, one column each under a (wrapped) header sized to its longest value,
+    and has two bars: the cards recommended (every row has a plan) and the cost per unit of work (per
+    million tokens, or per job), which compares 1 user with 128 where a price per hour would not; a row
+    without a known price says so in place of its cost bar."""
     with open(csv_path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     gpus = sorted({r["gpu"] or "none" for r in rows})
@@ -291,40 +294,57 @@ def summary_view(csv_path: Path, fields: list[str]) -> dict:
     last_head = 36 + (head_lines - 1) * 14
     top = last_head + 10
     label_w = max(x, 60.0)
-    # bars proportional to the recommended plan's cost per hour, on an axis from $0 to a round figure
-    costs = [_cost(r["usd_per_hour"]) for r in rows]
-    axis_max = _round_up(max([c for c in costs if c is not None] + [0.0]))
-    px = BAR_PX / axis_max if axis_max else 0.0
-    texts = [(f"{r['count']} x {r['gpu']}, " + (f"${costs[i]:,.2f}/h" if costs[i] is not None else "price unknown"))
-             if r["gpu"] else (r["error"] or "none") for i, r in enumerate(rows)]
-    cell_w = BAR_PX + 8 + max([len(t) for t in texts] + [12]) * CHAR_PX
+    # the cards: every row that has a plan; bars on an axis from 0 to a round count
+    cards = [int(r["count"]) if (r["count"] or "").isdigit() else 0 for r in rows]
+    cards_max = _round_up(max(cards + [1]))
+    card_texts = [f"{r['count']} x {r['gpu']}" if r["gpu"] else (r["error"] or "no plan") for r in rows]
+    cost_x = label_w + CARDS_PX + 8 + max([len(t) for t in card_texts] + [12]) * CHAR_PX + 16
+    # the cost per unit of work: per job when every priced row has one, else per million tokens
+    unit_field = "usd_per_job" if any(_cost(r.get("usd_per_job")) is not None for r in rows) and all(
+        _cost(r.get("usd_per_job")) is not None for r in rows if _cost(r.get("usd_per_million_tokens")) is not None) \
+        else "usd_per_million_tokens"
+    costs = [_cost(r.get(unit_field)) for r in rows]
+    cost_max = _round_up(max([c for c in costs if c is not None] + [0.0]))
+    cost_texts = [(f"${c:,.2f}" if c is not None else "no price known" if r["gpu"] else "") for c, r in zip(costs, rows)]
     cells = []
     for i, r in enumerate(rows):
-        g = r["gpu"] or "none"
         y = top + i * cell_h
-        w = (costs[i] or 0.0) * px
+        cw = cards[i] / cards_max * CARDS_PX
+        w = (costs[i] or 0.0) / cost_max * COST_PX if cost_max else 0.0
         cells.append({"y": str(y), "ty": str(y + 17), "label": ", ".join(f"{f}={_shown(r[f])}" for f in fields),
                       "cols": [{"x": c["x"], "right": c["right"], "text": _shown(r[c["field"]])} for c in columns],
-                      "x": f"{label_w:.0f}", "tx": f"{label_w + w + 6:.0f}", "w": f"{w:.1f}", "colour": colour[g],
-                      "text": texts[i]})
+                      "x": f"{label_w:.0f}", "w": f"{cw:.1f}", "tx": f"{label_w + cw + 6:.0f}", "colour": colour[r["gpu"] or "none"],
+                      "text": card_texts[i], "cost_x": f"{cost_x:.0f}", "cost_w": f"{w:.1f}",
+                      "cost_tx": f"{cost_x + w + 6:.0f}", "cost_text": cost_texts[i], "priced": costs[i] is not None})
     axis_y = top + len(rows) * cell_h + 4
-    ticks = [{"x": f"{label_w + k / 2 * BAR_PX:.0f}", "text": f"${axis_max * k / 2:,.10g}"} for k in range(3)]
+    unit = "per job" if unit_field == "usd_per_job" else "per million tokens"
+    axes = [{"x1": f"{label_w:.0f}", "x2": f"{label_w + CARDS_PX:.0f}", "caption": "GPUs recommended",
+             "ticks": [{"x": f"{label_w + k / 2 * CARDS_PX:.0f}", "text": f"{cards_max * k / 2:,.10g}"} for k in range(3)
+                       if float(cards_max * k / 2).is_integer()]},         # whole cards only: no 12.5 GPUs
+            {"x1": f"{cost_x:.0f}", "x2": f"{cost_x + COST_PX:.0f}",
+             "caption": f"USD {unit}" + (" (output tokens served, or training tokens)" if unit_field != "usd_per_job" else ""),
+             "ticks": [{"x": f"{cost_x + k / 2 * COST_PX:.0f}", "text": f"${cost_max * k / 2:,.10g}"} for k in range(3)]
+             if cost_max else []}]
+    caption_px = max(len(a["caption"]) for a in axes[1:]) * CHAR_PX
+    width = max(cost_x + COST_PX + 8 + max(len(t) for t in cost_texts + ["no price known"]) * CHAR_PX, cost_x + caption_px) + 20
     header = [{"x": c["x"], "right": c["right"], "lines": [{"y": str(36 + k * 14), "text": h} for k, h in enumerate(c["head"])]}
               for c in columns]
     counts = {g: sum(1 for r in rows if (r["gpu"] or "none") == g) for g in gpus}
     legend = [{"colour": colour[g], "gpu": g, "n": str(counts[g])} for g in gpus]
     table = [[_shown(r[f]) for f in fields] + [r["gpu"], r["count"], f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}" if r["gpu"] else "",
+                                               f"${float(r['usd_per_hour']):,.2f}" if _cost(r["usd_per_hour"]) is not None else "unknown",
                                                f"${costs[i]:,.2f}" if costs[i] is not None else "unknown", r["decisive_rule"]]
              for i, r in enumerate(rows)]
     return {"fields": fields, "rows": table, "cells": cells, "header": header, "legend": legend, "count": str(len(rows)),
-            "height": str(axis_y + 44), "width": f"{label_w + cell_w + 20:.0f}",
-            "bar_x": f"{label_w:.0f}", "head_y": str(last_head),
-            "axis": {"y": str(axis_y), "tick_y": str(axis_y + 16), "caption_y": str(axis_y + 34),
-                     "x2": f"{label_w + BAR_PX:.0f}", "ticks": ticks,
-                     "caption": "USD per hour of the recommended plan (the table's prices)"}}
+            "height": str(axis_y + 44), "width": f"{width:.0f}", "head_y": str(last_head),
+            "heads": [{"x": f"{label_w:.0f}", "text": "GPUs recommended"}, {"x": f"{cost_x:.0f}", "text": f"Cost {unit}"}],
+            "cost_head": f"USD {unit}",
+            "axis": {"y": str(axis_y), "tick_end_y": str(axis_y + 4), "tick_y": str(axis_y + 16), "caption_y": str(axis_y + 34),
+                     "axes": axes}}
 
 
-BAR_PX = 320           # the longest bar: the axis's round maximum
+CARDS_PX = 120         # the longest cards bar: its axis's round maximum
+COST_PX = 220          # the longest cost bar
 
 
 def _cost(v: str) -> float | None:

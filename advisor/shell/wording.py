@@ -458,18 +458,21 @@ def api_line(a: dict | None) -> str | None:
                    + (f" and {len(aside) - 3} more" if len(aside) > 3 else "")
                    + (", under a quarter of the median and apart from the rest: likely a stale row" if len(aside) == 1
                       else ", under a quarter of the median and apart from the rest: likely stale rows"))
-    text = f"An API: {_per_m(a['api_usd_per_million_tokens'])} per million tokens in + out{what} ({o.get('provider')}, {o.get('date')}{spread})"
     be = a.get("break_even_tokens_per_day")
+    plan, api = a.get("plan_usd_per_million_tokens"), a["api_usd_per_million_tokens"]
+    # the plan's price counted as the API's, in + out (its price per million output tokens, on the line
+    # above in the summary, is another count: issue 42); at a load above what the plan carries, more copies
+    # of it cost the same per token, so "at any load"
+    text = f"An API: {_per_m(api)} per million tokens in + out{what} ({o.get('provider')}, {o.get('date')}{spread})"
     if be is None:
         return text + "; the plan has no price or speed to compare"
-    plan, api = a["plan_usd_per_million_tokens"], a["api_usd_per_million_tokens"]
     # the verdict and the break-even in one clause keep the line to two lines of the text summary
     if plan is not None and api is not None and plan > api and (a.get("break_even_utilisation") or 0) > 1:
         # the plan would have to serve more than a whole day's worth of its own capacity to break even
         # (the record's break_even_utilisation says by how much)
-        return text + f"; this plan {_per_m(plan)}: the API is cheaper at any load it can carry"
+        return text + f"; this plan {_per_m(plan)} in + out: the API is cheaper at any load"
     if plan is not None and api is not None and plan > api:
         verdict = f"the API is cheaper below {be / 1e6:,.0f} million a day"
     else:
         verdict = f"self-hosting is cheaper above {be / 1e6:,.0f} million a day"
-    return text + f"; this plan {_per_m(plan)} at {a['load_tokens_per_day'] / 1e6:,.0f} million a day: {verdict}"
+    return text + f"; this plan {_per_m(plan)} in + out at {a['load_tokens_per_day'] / 1e6:,.0f} million a day: {verdict}"
