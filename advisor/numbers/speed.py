@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration, calibration, default_calibration  # noqa: F401  (speed.calibration)
-from advisor.numbers.layouts import kv_replication
+from advisor.numbers.layouts import Layout, kv_replication
 from advisor.numbers.ledger import Ledger, Sized, training_precision
 from advisor.numbers.terms import GB, TFLOP, Term, _gb
 from advisor.inputs.workload import Workload
@@ -188,15 +188,16 @@ def experts_touched(n: int, k: int, tokens: float) -> float:
     return n * (1 - (1 - k / n) ** tokens)
 
 
-def expert_gemm_s(weight_bytes: float, flops: float, tp: int, pp: int, bw: float, rate: float) -> tuple[float, float]:
-    """(weight-read seconds, matmul seconds) of a step's grouped expert GEMMs over tp x pp cards: the two
+def expert_gemm_s(weight_bytes: float, flops: float, read_cards: int, matmul_cards: int, bw: float, rate: float) -> tuple[float, float]:
+    """(weight-read seconds, matmul seconds) of a step's grouped expert GEMMs, the weights read over
+    `read_cards` (a TP group) and the matmuls shared by `matmul_cards` (its pipeline stages too): the two
     ADD, not the larger of them. A grouped GEMM gives each touched expert few row tiles (tokens per
     expert, not per batch), so each CTA streams its expert's weight tiles and multiplies them in turn
     with little overlap: AIConfigurator's measured TensorRT-LLM MoE latencies (H100 FP8, Qwen3-30B-A3B's
     shape, 128 experts, top-8) grow as a fixed weight-read time (0.24 ms, ~0.75 of HBM) plus a cost per
     token from 512 to 16,384 tokens, not as max(read, matmul) (AIC_MOE_TABLES). The rest of the layer
     (attention, KV reads, dense weights) is a separate kernel whose own roofline adds to it."""
-    return weight_bytes / (tp * bw), flops / (tp * pp * rate)
+    return weight_bytes / (read_cards * bw), flops / (matmul_cards * rate)
 
 
 def decode_rest_s(gemm_mem: float, gemm_cmp: float, att_mem: float, att_cmp: float) -> float:
@@ -241,9 +242,10 @@ def _touched_bytes(sh: Shape, tokens: float) -> tuple[float, float]:
     return sh.expert_bytes * t / sh.experts, tokens * sh.k / t
 
 
-def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gpu: float, tp: int, att: int, ep: int,
+def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gpu: float, lay: Layout, moe: bool,
                 link: float, alpha: float, dispatch_bytes: float = ACT_BYTES, split: tuple[int, float] | None = None) -> float:
-    """Seconds of one step's collectives in a TP group: in every layer attention's all-reduce of its
+    """Seconds of one step's collectives in `lay`'s TP group (its EP ranks only when `moe`: experts
+    in the model): in every layer attention's all-reduce of its
     rank's `att_tokens` over its tp / attention_dp cards; then with EP, in each MoE layer a dispatch
     (`dispatch_bytes` per value: FP8 with scales under DeepEP) and a BF16 combine all-to-all of each
     card's `dispatch_per_gpu` tokens x top-k hidden vectors (comm.moe_layer_alltoall_s), and in the
@@ -254,6 +256,7 @@ def _layer_comm(sh: Shape, att_tokens: float, moe_tokens: float, dispatch_per_gp
     domain, whose all-to-all sends the in-domain share over NVLink and the rest over `link`, the network
     (DeepEP; as training's, trainspeed.moe_terms)."""
     L, h = sh.layers or 0, sh.hidden or 0.0
+    tp, att, ep = lay.tp, lay.attention_tp, (lay.ep if moe else 1)
     t = L * comm.allreduce_s(att_tokens * h * ACT_BYTES, att, link, alpha)
     if ep > 1:
         moe_L = min(sh.moe_layers or L, L)
@@ -306,14 +309,15 @@ def pp_return_s(cal: Calibration, pp: int, micro_batch: float) -> float:
     return (pp - 1) * cal.pp_return_us * 1e-6 * micro_batch if pp > 1 else 0.0
 
 
-def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, tp: int, pp: int,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0, ep: int = 1, attention_dp: int = 1,
+def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, lay: Layout,
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0,
                   cached: float = 0.0, spec: tuple[int, float] | None = None, dispatch_bytes: float = ACT_BYTES) -> Serving:
-    """TTFT, TPOT and output tokens/s of one replica (tp x pp GPUs) serving `batch` sequences; with
-    `attention_dp` attention ranks of tp / attention_dp cards (each its own sequences and KV) and the
-    experts over `ep` ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
+    """TTFT, TPOT and output tokens/s of one replica of `lay` (tp x pp GPUs; its dp is not read) serving
+    `batch` sequences; with its attention ranks of tp / attention_dp cards (each its own sequences and KV)
+    and the experts over its ep ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
     the share of each prompt already in the prefix cache, whose prefill is skipped (prefill_tokens);
     `spec`: speculative decoding's (drafted tokens per step, mean accepted length per step)."""
+    tp, pp, ep, adp = lay.tp, lay.pp, lay.ep, lay.attention_dp
     mat = cal.maturity(gpu)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
     R = rate_tflops * TFLOP * cal.compute_share * mat
@@ -325,8 +329,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
     d = sh.attn_dim or 0.0
     ctx = prompt + output / 2                      # average context of a sequence being decoded
-    adp = attention_dp
-    att = tp // adp                                # cards of one attention rank
+    att = lay.attention_tp                         # cards of one attention rank
     moe = ep > 1 and bool(sh.expert_bytes)
 
     # decode step: pp micro-batches of batch/pp sequences pass the stages in turn
@@ -351,8 +354,8 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         rest_mem, rest_cmp = gemm_mem + att_mem, gemm_cmp + att_cmp
         imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
         exp_mem, exp_cmp = expert_gemm_s(exp_bytes / mix, batch * q * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb,
-                                         tp, pp, bw, R)
-        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, tp, att, ep if moe else 1, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
+                                         tp, tp * pp, bw, R)
+        t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, lay, moe, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
         # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once
         # pipeline stages: only the last one samples (TensorRT-LLM's _executor_loop_pp runs _sample_async on
         # the last PP rank alone), so it pays the per-sequence cost of every micro-batch of the cycle; and a
@@ -382,16 +385,16 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
     f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
-    pf_comm = _layer_comm(sh, new, new, new / att, tp, att, ep if moe else 1, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
+    pf_comm = _layer_comm(sh, new, new, new / att, lay, moe, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
     # the rest of the model at its roofline, then the expert GEMMs' weight reads and matmuls one after the other
-    prefill = (max(f_dense / (att * R), sh.dense_bytes / att / bw) + sum(expert_gemm_s(exp_pf / mix, f_exp * imb_pf, tp, 1, bw, R))
+    prefill = (max(f_dense / (att * R), sh.dense_bytes / att / bw) + sum(expert_gemm_s(exp_pf / mix, f_exp * imb_pf, tp, tp, bw, R))
                + pf_comm + over)
     # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
     # DP its collectives run beside the other ranks' prompts (each card sends its own tokens); the engine
     # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
     # is paid once per chunk, not once per prompt (its bytes still grow with every prompt's tokens)
     if tp > 1 and batch > 1:
-        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, tp, att, ep if moe else 1, link, alpha, dispatch_bytes, split)
+        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, lay, moe, link, alpha, dispatch_bytes, split)
         sharing = min(max(cal.prefill_chunk_tokens / new, 1.0), batch)
         pf_comm_b = pf_comm - pf_floor + pf_floor / sharing
     else:
@@ -415,11 +418,12 @@ def prefill_tokens(prompt: int, cached: float) -> tuple[float, float]:
     return new, prompt - new
 
 
-def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp: int, prompt: int, output: int,
-              kv_rep: float, attention_dp: int = 1) -> tuple[int, str]:
-    """Largest batch of one replica whose KV cache fits (each sequence holds prompt + output tokens),
-    capped by the engine's batch limit; with attention DP the non-expert weights are held once per
-    attention rank."""
+def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, lay: Layout, prompt: int, output: int,
+              kv_rep: float) -> tuple[int, str]:
+    """Largest batch of one replica of `lay` whose KV cache fits (each sequence holds prompt + output
+    tokens), capped by the engine's batch limit; with attention DP the non-expert weights are held once
+    per attention rank."""
+    tp, pp, attention_dp = lay.tp, lay.pp, lay.attention_dp
     fixed = led.bytes("weights_gb") * led.weight_copies(attention_dp) + led.bytes("activations_gb") * attention_dp
     share = cal.kv_share(tp)
     budget = ((tp * pp * gpu.memory_gb * GB - fixed) * share if cal.kv_share_of_free
@@ -441,9 +445,8 @@ def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     return fit, f"{room} / {per_seq / 1e6:,.1f} MB KV per {prompt + output:,}-token sequence"
 
 
-def replica_times(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, rep: float,
-                  ep: int = 1, attention_dp: int = 1):
-    """(batch -> Serving of one replica, dispatch bytes per value) with the workload's own settings:
+def replica_times(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, lay: Layout, rep: float):
+    """(batch -> Serving of one replica of `lay`, dispatch bytes per value) with the workload's own settings:
     the KV read once per KV head (or once per query head on an engine without grouped reads), the
     MoE dispatch precision, the prefix cache, speculative decoding. The one place the plan's
     serving, its disaggregated pools and its queue at an arrival rate are timed from."""
@@ -456,28 +459,27 @@ def replica_times(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     spec = (w.speculative[1], w.speculative[2]) if w.speculative else None
 
     def at(b: int) -> Serving:
-        return serving_times(sh, kv_seq, gpu, cal, rate.value, tp, pp, b, w.prompt_tokens, w.output_tokens, read_rep,
-                             ep=ep, attention_dp=attention_dp, dispatch_bytes=dispatch, cached=w.prefix_cache_hit, spec=spec)
+        return serving_times(sh, kv_seq, gpu, cal, rate.value, lay, b, w.prompt_tokens, w.output_tokens, read_rep,
+                             dispatch_bytes=dispatch, cached=w.prefix_cache_hit, spec=spec)
     return at, dispatch
 
 
 def _serve(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration):
     """(Serving pieces, sequences per replica, sequences in all, dispatch bytes per value, why) of `lay`
     at the workload's concurrency (or the largest batch that fits, for `concurrency: max`)."""
-    tp, pp, dp = lay.tp, lay.pp, lay.dp
-    adp = lay.attention_dp
+    dp = lay.dp
     # the KV heads are split over one attention rank's cards (MLA's single latent head is copied
     # onto each of them); attention DP ranks each keep their own sequences' cache
-    rep = kv_replication(led, tp, adp)
+    rep = kv_replication(led, lay)
     why = {}
     if w.concurrency_max:
-        b, how = max_batch(w, led, gpu, cal, tp, pp, w.prompt_tokens, w.output_tokens, rep, adp)
+        b, how = max_batch(w, led, gpu, cal, lay, w.prompt_tokens, w.output_tokens, rep)
         total = b * dp
         why["concurrency"] = f"concurrency: max = {b:,} sequences per replica x DP {dp}: {how}"
     else:
         total = w.concurrency
         b = math.ceil(total / dp)
-    at, dispatch = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)
+    at, dispatch = replica_times(w, led, gpu, cal, rate, lay, rep)
     return at(b), b, total, dispatch, why
 
 
