@@ -128,3 +128,26 @@ def test_a_notation_that_contradicts_itself_is_refused_with_the_field(load, layo
     with pytest.raises(InputError) as exc:
         load(layout)
     assert message in str(exc.value)
+
+
+def test_the_memo_words_of_a_layout_come_from_the_declared_dimensions():
+    dep = Layout(16, 1, 1, ep=16, attention_dp=16)
+    assert parallel.describe(dep, gpus_per_node=8) == (
+        "attention run as 16 data-parallel ranks, each with its own sequences and KV cache (attention DP: attention data "
+        "parallelism); the experts spread over 16 cards, an all-to-all per MoE layer (EP: expert parallelism, across nodes)")
+    assert parallel.describe(dep, short=True) == "attention data-parallel over 16 ranks, experts over 16 cards"
+    # a training MoE layout: its DP ranks hold the experts in TP x DP / EP copies (Megatron-Core)
+    moe = Layout(1, 4, 24, ep=8)
+    assert "24 data-parallel ranks sharing the work (DP: data parallelism; the dense layers on each, the experts in 3 copies of 8 cards)" \
+        in parallel.describe(moe, gpus_per_node=8, training=True)
+    assert parallel.describe(Layout(1, 1, 1), 8) == "the whole model on one card"
+
+
+def test_no_other_module_words_a_dimension_again():
+    """Each dimension's meaning is worded in advisor/inputs/parallel.py alone: the memo, summary, record
+    and alternatives read it from there."""
+    phrases = [d.meaning.split("{n}")[0].strip() or d.meaning.split("{n}")[1].strip() for d in DIMS]
+    phrases += ["(tensor-parallel, inside", "(data-parallel)", "(expert-parallel, an all-to-all"]      # the old memo words
+    found = [(p.name, ph) for p in PACKAGE.rglob("*.py") if p.name != "parallel.py"
+             for ph in phrases if ph in p.read_text(encoding="utf-8")]
+    assert found == []

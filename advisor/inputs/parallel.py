@@ -28,6 +28,7 @@ class Dim:
     notation: str       # the short form a practitioner writes ("TP 8")
     name: str           # in words, for the memo's first use ("tensor parallelism")
     meaning: str        # what N of it does, in plain words; `{n}` is the degree
+    short: str = ""     # the same in a few words, for the memo's summary
     divides: str | None = None     # the dimension whose cards its ranks split (serving): n must divide it
     why_divides: str = ""
     shown: bool = False  # the record and the workload show it always (True) or only when used (> 1)
@@ -37,24 +38,28 @@ class Dim:
 
 
 DIMS: tuple[Dim, ...] = (
-    Dim("tp", "TP", "tensor parallelism", "each layer split over {n} cards", shown=True,
+    Dim("tp", "TP", "tensor parallelism", "each layer split over {n} cards", "each layer split over {n} cards", shown=True,
         engines={"vllm": "--tensor-parallel-size", "sglang": "--tp-size", "trtllm": "tensor_parallel_size"}),
-    Dim("pp", "PP", "pipeline parallelism", "the layers cut into {n} pipeline stages, one after another", shown=True,
+    Dim("pp", "PP", "pipeline parallelism", "the layers cut into {n} stages, one after another", "{n} pipeline stages", shown=True,
         engines={"vllm": "--pipeline-parallel-size", "sglang": "--pp-size", "trtllm": "pipeline_parallel_size"}),
-    Dim("dp", "DP", "data parallelism", "{n} replicas of the model, each serving its own share of the work", shown=True,
+    Dim("dp", "DP", "data parallelism", "{n} replicas sharing the work", "{n} replicas", shown=True,
         engines={"vllm": "--data-parallel-size", "sglang": "--dp-size (with the router)", "trtllm": None}),
-    Dim("ep", "EP", "expert parallelism", "the experts of each MoE layer spread over {n} cards, an all-to-all per layer",
+    Dim("ep", "EP", "expert parallelism", "the experts spread over {n} cards, an all-to-all per MoE layer", "experts over {n} cards",
         divides="tp", why_divides="its ranks split the TP group's cards",
         engines={"vllm": "--enable-expert-parallel (EP = DP x TP)", "sglang": "--ep-size",
                  "trtllm": "moe_expert_parallel_size"}),
     Dim("attention_dp", "attention DP", "attention data parallelism",
         "attention run as {n} data-parallel ranks, each with its own sequences and KV cache",
+        "attention data-parallel over {n} ranks",
         divides="tp", why_divides="its ranks split the TP group's cards",
         engines={"vllm": "--data-parallel-size with --enable-expert-parallel", "sglang": "--enable-dp-attention --dp-size",
                  "trtllm": "enable_attention_dp"}),
 )
 BY_FIELD = {d.field: d for d in DIMS}
 LAYOUT_FIELDS = tuple(d.field for d in DIMS)
+# the order the memo tells a layout in: the model-parallel group and what splits it, then its stages, then copies
+DESCRIBE_ORDER = ("tp", "attention_dp", "ep", "pp", "dp")
+assert sorted(DESCRIBE_ORDER) == sorted(LAYOUT_FIELDS), "advisor.inputs.parallel: place each dimension in DESCRIBE_ORDER"
 
 
 @dataclass(frozen=True)
@@ -258,3 +263,58 @@ def of_pools(pools: Pools) -> Layout:
 def pool_layout(p: dict) -> Layout:
     """A pool's Layout from its workload or record form (`replicas` is its dp)."""
     return Layout(**{d.field: p.get("replicas" if d.field == "dp" else d.field) or 1 for d in DIMS})
+
+
+def describe(lay: Layout, gpus_per_node: int | None = None, training: bool = False, virtual_stages: int = 1,
+             short: bool = False) -> str:
+    """The layout in words, each dimension it uses by its declared meaning and, the first time, its
+    notation and name ("each layer split over 2 cards (TP: tensor parallelism, inside a node)");
+    `short`: the summary's few words. A training layout's EP ranks are drawn from its TP x DP cards
+    (Megatron-Core), so its DP ranks hold the experts in tp x dp / ep copies (review 13)."""
+    if lay.pools:
+        return _describe_pools(lay.pools, short)
+    parts = []
+    for d in (BY_FIELD[f] for f in DESCRIBE_ORDER):
+        n = getattr(lay, d.field)
+        if n <= 1 or (d.field == "tp" and lay.attention_dp > 1 and lay.attention_tp == 1):
+            continue        # a DEP group: no card splits a layer's attention, each is its own rank
+        copies = max(1, lay.tp * lay.dp // lay.ep) if d.field == "dp" and training and lay.ep > 1 else None
+        if short:
+            parts.append(f"{n} data-parallel ranks, {copies} model cop{'y' if copies == 1 else 'ies'}" if copies
+                         else d.short.format(n=n))
+            continue
+        words = d.meaning.format(n=n) if not copies else f"{n} data-parallel ranks sharing the work"
+        parts.append(f"{words} ({d.notation}: {d.name}{_where(d.field, lay, gpus_per_node, virtual_stages, copies)})")
+    if short:
+        return ", ".join(parts) or "the whole model on one card"
+    return "; ".join(parts) or "the whole model on one card"
+
+
+def _where(field_name: str, lay: Layout, gpus_per_node: int | None, virtual_stages: int, copies: int | None) -> str:
+    """Where a dimension's cards sit, or what else a reader needs of it."""
+    if field_name == "tp" and lay.attention_dp == 1:
+        return ", inside a node"
+    if field_name == "pp" and gpus_per_node:
+        where = ", across nodes" if max(lay.tp, lay.ep) * lay.pp > gpus_per_node else ", in one node"
+        return where + (f"; interleaved, {virtual_stages} model chunks per card" if virtual_stages > 1 else "")
+    if field_name == "ep" and gpus_per_node:
+        return ", inside a node" if lay.ep <= gpus_per_node else ", across nodes"
+    if copies:
+        return f"; the dense layers on each, the experts in {copies} cop{'y' if copies == 1 else 'ies'} of {lay.ep} cards"
+    return ""
+
+
+def _describe_pools(pools: Pools, short: bool) -> str:
+    """A disaggregated layout in words: which pool does what, on how many replicas, and that each
+    prompt's KV cache moves between them."""
+    pf, dc = (_pool_words(p) for p in (pools.prefill, pools.decode))
+    if short:
+        return f"prompts on {pf}, generation on {dc}"
+    return (f"disaggregated: prompts are prefilled on {pf}, and each prompt's KV cache is sent to the decode pool, "
+            f"{dc} (tensor-parallel inside a node)")
+
+
+def _pool_words(p: Layout) -> str:
+    cards = p.tp * p.pp
+    each = "one card" if cards == 1 else f"{cards} cards" + (f" in {p.pp} pipeline stages" if p.pp > 1 else "")
+    return f"{p.dp} replica{'s' if p.dp > 1 else ''} of {each}"
