@@ -12,10 +12,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:        # (catalog imports engines, which reads the dimensions declared here)
-    from advisor.inputs.catalog import GPU
 
 INTERNAL = {"record": False}       # a field the planner needs but the decision record does not show
 
@@ -162,7 +158,9 @@ class Layout:
             return max(self.pools.prefill.tp * self.pools.prefill.pp, self.pools.decode.tp * self.pools.decode.pp)
         return self.tp * self.pp
 
-    def nodes(self, gpu: GPU) -> int:
+    def nodes(self, gpu) -> int:
+        """Nodes of `gpu` (a catalog GPU: its gpus_per_node; not imported here, as the catalog reads
+        this module through engines.yaml's layouts) the layout takes."""
         if self.pools and self.count > gpu.gpus_per_node:
             # each pool on nodes of its own: a node holds one kind of work (Splitwise, DistServe); pools that
             # fit one node together share it (Dynamo's single-node 2 x TP 2 prefill + TP 4 decode recipe,

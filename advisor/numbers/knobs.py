@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.inputs.workload import Workload
-from advisor.numbers.layouts import notation
+from advisor.inputs.parallel import notation
 from advisor.numbers.ledger import training_precision
 
 

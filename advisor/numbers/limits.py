@@ -5,7 +5,8 @@ planner's bound on tokens per step) that feeds fewer data-parallel replicas than
 from __future__ import annotations
 
 from advisor.inputs.workload import Workload
-from advisor.numbers.layouts import kv_replication, notation
+from advisor.numbers.cardmemory import kv_replication
+from advisor.inputs.parallel import notation
 from advisor.numbers.terms import _gb
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.numbers.layouts import notation
+from advisor.inputs.parallel import notation
 from advisor.numbers.objective import minimises_cost
 
 LONG_JOB_HOURS = 30 * 24

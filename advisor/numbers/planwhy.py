@@ -5,7 +5,8 @@ from __future__ import annotations
 from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers import comm, layouts, objective
-from advisor.numbers.layouts import Layout, notation
+from advisor.inputs.parallel import notation
+from advisor.numbers.layouts import Layout
 from advisor.numbers.plan import Plan
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers.calibration import Calibration, default_calibration
-from advisor.numbers.layouts import kv_replication
+from advisor.numbers.cardmemory import kv_replication
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.poolspeed import md_c_wait
 from advisor.numbers.speed import Serving, Speed, inference_speed, max_batch, replica_times
