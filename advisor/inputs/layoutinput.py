@@ -3,6 +3,8 @@ one {prefill: {...}, decode: {...}}, parsed into the Workload's values and check
 workload itself allows (node sizes depend on the GPU: the planner checks those per candidate)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisor.base import yamlio
 from advisor.base.errors import Collector
 from advisor.inputs.catalog import Model
@@ -61,17 +63,17 @@ def read_engine_form(got: dict, switches: set, training: bool) -> tuple:
     - SGLang (python/sglang/srt/server_args.py: with enable_dp_attention, "assert self.tp_size %
       self.dp_size == 0"): `tp` is the group, `dp` its attention ranks, `ep` (--ep-size) its experts.
     - TensorRT-LLM: `enable_attention_dp: true` (or `attention_dp: true`) is attention DP over every TP rank."""
-    tp, pp, dp, ep = (got.get(k, 1) for k in ("tp", "pp", "dp", "ep"))
-    adp = got.get("attention_dp", 1)
+    given = Layout(**{k: got.get(k, 1) for k in LAYOUT_FIELDS})      # every declared dimension, as written
+    tp, dp, ep = given.tp, given.dp, given.ep
     if "enable_dp_attention" in switches:
         if "attention_dp" in got:
             return "give SGLang's attention ranks as dp with enable_dp_attention, or as attention_dp without it, not both", ""
         if tp % dp:
             return (f"dp {dp} must divide tp {tp} with enable_dp_attention (SGLang: its DP attention ranks split the TP "
                     "group's cards)"), ""
-        return Layout(tp, pp, 1, ep=ep, attention_dp=dp), f"SGLang's --tp {tp} --dp {dp} --enable-dp-attention"
+        return replace(given, dp=1, attention_dp=dp), f"SGLang's --tp {tp} --dp {dp} --enable-dp-attention"
     if "enable_attention_dp" in switches:
-        return (Layout(tp, pp, dp, ep=ep, attention_dp=tp),
+        return (replace(given, attention_dp=tp),
                 f"TensorRT-LLM's enable_attention_dp (attention data-parallel over all {tp} TP ranks)")
     vllm_ep = "enable_expert_parallel" in switches
     implicit = not training and dp > 1 and ep == tp * dp and tp % ep != 0 and "attention_dp" not in got
@@ -80,10 +82,10 @@ def read_engine_form(got: dict, switches: set, training: bool) -> tuple:
         if "ep" in got and ep != group:
             return (f"ep {ep} with enable_expert_parallel: vLLM puts the experts over all dp x tp = {group} ranks "
                     f"(give ep {group} or leave it out)"), ""
-        return (Layout(group, pp, 1, ep=group, attention_dp=dp),
+        return (replace(given, tp=group, dp=1, ep=group, attention_dp=dp),
                 f"vLLM's --data-parallel-size {dp} --tensor-parallel-size {tp} --enable-expert-parallel (the experts over "
                 f"the {group} DP x TP ranks, attention data-parallel)")
-    return Layout(tp, pp, dp, ep=ep, attention_dp=adp), ""
+    return given, ""
 
 
 def _counts(m: dict, fields, col: Collector, where: str, line, unknown: str) -> dict:

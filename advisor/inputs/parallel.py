@@ -53,6 +53,7 @@ DIMS: tuple[Dim, ...] = (
 )
 BY_FIELD = {d.field: d for d in DIMS}
 LAYOUT_FIELDS = tuple(d.field for d in DIMS)
+FORM_FIELDS = tuple(f for f in LAYOUT_FIELDS if f != "dp")
 # the order the memo tells a layout in: the model-parallel group and what splits it, then its stages, then copies
 DESCRIBE_ORDER = ("tp", "attention_dp", "ep", "pp", "dp")
 assert sorted(DESCRIBE_ORDER) == sorted(LAYOUT_FIELDS), "advisor.inputs.parallel: place each dimension in DESCRIBE_ORDER"
@@ -121,6 +122,16 @@ class Layout:
         """The widest tensor split of the TP group: attention over tp / attention_dp cards, each expert
         over tp / ep; that split must stay inside one node's links (K14), the group itself need not."""
         return max(self.tp // self.attention_dp, self.tp // self.ep)
+
+    @property
+    def form(self) -> tuple:
+        """Every declared degree but the replica count (dp), in DIMS order: what makes one replica (a
+        pool's form, the key of a replica's sizes, the planner's "same layout, more replicas")."""
+        return tuple(getattr(self, d.field) for d in DIMS if d.field != "dp")
+
+    def with_form(self, form: tuple) -> Layout:
+        """A layout of `form` (as `form` gives it) with this one's dp and nothing sized."""
+        return Layout(**dict(zip(FORM_FIELDS, form)), dp=self.dp)
 
     def degrees(self) -> dict:
         """Every declared dimension by its workload name."""

@@ -89,7 +89,7 @@ def inference_replicas(w: Workload, led: Ledger, gpu: GPU, lay: Layout):
         if mine is None:
             mine = _REPLICAS[led] = {}
         _LAST_REPLICAS[:] = [led, mine]
-    key = (gpu.memory_gb, w.concurrency, lay.tp, lay.pp, lay.attention_dp)
+    key = (gpu.memory_gb, w.concurrency, lay.form)
     if key not in mine:
         mine[key] = _inference_replicas(w, led, gpu, lay)
     return mine[key]
@@ -371,8 +371,8 @@ def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layo
 
 
 def _pool_form(form: Layout) -> Layout:
-    """A pool's form: its dimensions only (tp, pp, ep, attention_dp), no sizes, no replicas."""
-    return Layout(form.tp, form.pp, 1, ep=form.ep, attention_dp=form.attention_dp)
+    """A pool's form: its dimensions only (Layout.form), no sizes, no replicas."""
+    return Layout(1, 1, 1).with_form(form.form)
 
 
 def prefill_pool(w: Workload, led: Ledger, gpu: GPU, form: Layout, replicas: int) -> Layout | None:
@@ -423,8 +423,7 @@ def given_pools(w: Workload, led: Ledger, gpu: GPU) -> Layout | None:
 def pool_forms(bases: list[Layout]) -> list[Layout]:
     """The forms (tp, pp, ep, attention_dp; no replicas) a pool may take on a GPU: those of the
     colocated layouts that hold the model on it (the same memory and node limits), each once."""
-    forms = sorted({(b.tp, b.pp, b.ep, b.attention_dp) for b in bases})
-    return [Layout(tp, pp, 1, ep=ep, attention_dp=adp) for tp, pp, ep, adp in forms]
+    return [Layout(1, 1, 1).with_form(f) for f in sorted({b.form for b in bases})]
 
 
 def min_cards(layouts: list[Layout]) -> int | None:

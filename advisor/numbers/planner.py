@@ -248,12 +248,12 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             # a layout tried already is not built again: with_replicas keeps the base's TP, PP, EP,
             # attention DP and pools and takes at least its replicas
             count = base.count if dp == base.dp else base.tp * base.pp * max(dp, base.min_dp)
-            if (count, base.tp, base.pp, base.ep, base.attention_dp, base.pools) in seen:
+            if (count, base.form, base.pools) in seen:
                 return None
             if skip_above is not None and count > skip_above(base):
                 return None
             lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
-            sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp, lay.pools)
+            sig = (lay.count, lay.form, lay.pools)
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             if wv.global_batch and not w.layout_given and wv.global_batch % (wv.micro_batch * lay.dp):
@@ -282,11 +282,11 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         def fewest_meeting(base, short, met, wv=wv, attempt=attempt):
             # the doublings overshoot (TP 4 x DP 4 missed 40 ms by 0.1 ms, DP 8 held it, DP 5 was never timed:
             # review 17, F2): halve the gap between replicas that missed and met; a count tried is read back
-            form = (base.tp, base.pp, base.ep, base.attention_dp, base.pools)
+            form = (base.form, base.pools)
             while met[1].dp - short > 1:
                 mid = (short + met[1].dp) // 2
                 got = attempt(base, mid) or next(((t[2], t[3]) for t in reversed(tried) if t[4] is wv and t[3].dp == mid
-                                                  and (t[3].tp, t[3].pp, t[3].ep, t[3].attention_dp, t[3].pools) == form), None)
+                                                  and (t[3].form, t[3].pools) == form), None)
                 if got is None:
                     break
                 short, met = (mid, met) if got[0].misses else (short, got)
