@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 
 INTERNAL = {"record": False}       # a field the planner needs but the decision record does not show
 
@@ -54,6 +55,7 @@ DIMS: tuple[Dim, ...] = (
 BY_FIELD = {d.field: d for d in DIMS}
 LAYOUT_FIELDS = tuple(d.field for d in DIMS)
 FORM_FIELDS = tuple(f for f in LAYOUT_FIELDS if f != "dp")
+_FORM = attrgetter(*FORM_FIELDS)        # Layout.form: read thousands of times per plan, in C
 # the order the memo tells a layout in: the model-parallel group and what splits it, then its stages, then copies
 DESCRIBE_ORDER = ("tp", "attention_dp", "ep", "pp", "dp")
 assert sorted(DESCRIBE_ORDER) == sorted(LAYOUT_FIELDS), "advisor.inputs.parallel: place each dimension in DESCRIBE_ORDER"
@@ -127,7 +129,7 @@ class Layout:
     def form(self) -> tuple:
         """Every declared degree but the replica count (dp), in DIMS order: what makes one replica (a
         pool's form, the key of a replica's sizes, the planner's "same layout, more replicas")."""
-        return tuple(getattr(self, d.field) for d in DIMS if d.field != "dp")
+        return _FORM(self)
 
     def with_form(self, form: tuple) -> Layout:
         """A layout of `form` (as `form` gives it) with this one's dp and nothing sized."""

@@ -163,15 +163,14 @@ def _inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> lis
         r = inference_replicas(w, led, gpu, dep)
         if r and t * r[2] <= max_gpus:
             fixed, kv_card, dp, rep = r
-            out.append(replace(dep, dp=dp, per_card_bytes=fixed + kv_card / dp, rep=rep, min_dp=dp))
+            out.append(Layout(t, 1, dp, fixed + kv_card / dp, rep, min_dp=dp, ep=t, attention_dp=t))
     for tp in _tp_options(gpu, kv_heads):
         for ep, adp in moe_options(w, gpu, tp):
-            group = Layout(tp, 1, 1, ep=ep, attention_dp=adp)
-            for pp in _pp_options(tp, widest, layers, lambda p: inference_replicas(w, led, gpu, replace(group, pp=p)) is not None):
-                shape = replace(group, pp=pp)
-                fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, shape)
+            # (Layouts built, not replace()d: the enumeration tries every TP, EP form and depth)
+            for pp in _pp_options(tp, widest, layers, lambda p: inference_replicas(w, led, gpu, Layout(tp, p, 1, ep=ep, attention_dp=adp)) is not None):
+                fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, Layout(tp, pp, 1, ep=ep, attention_dp=adp))
                 if tp * pp * dp <= max_gpus:
-                    out.append(replace(shape, dp=dp, per_card_bytes=fixed + kv_card / dp, rep=rep, min_dp=dp))
+                    out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, min_dp=dp, ep=ep, attention_dp=adp))
     return out
 
 
@@ -180,8 +179,8 @@ def with_replicas(w: Workload, led: Ledger, gpu: GPU, base: Layout, dp: int) -> 
     card recomputed. Training with EP: `dp` is rounded up until the EP ranks divide TP x DP."""
     dp = max(dp, base.min_dp)
     if w.training:
-        lay = replace(base, dp=ep_dp(base, dp))
-        return replace(lay, per_card_bytes=training_per_card(led, lay, base.zero_stage or 0))
+        dp = ep_dp(base, dp)
+        return replace(base, dp=dp, per_card_bytes=training_per_card(led, base, base.zero_stage or 0, dp=dp))
     fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base)
     return replace(base, dp=dp, per_card_bytes=fixed + kv_card / min(dp, w.concurrency))
 
@@ -226,15 +225,16 @@ def _split_of(led: Ledger, z: int) -> tuple:
     return hit[1]
 
 
-def training_per_card(led: Ledger, lay: Layout, z: int, split: tuple | None = None) -> float:
+def training_per_card(led: Ledger, lay: Layout, z: int, split: tuple | None = None, dp: int | None = None) -> float:
     """Bytes per card (with the x1.2 safety of C06): the unsharded dense part split over TP x PP, the
     unsharded expert part over PP x the expert split (TP, or EP with expert parallelism), the
     ZeRO-sharded part over all cards (the experts' shards over their expert-data-parallel ranks:
     TP x DP / EP of them, the same cards in all). `split`: _training_split(led, z), when the caller
-    has it (the enumeration sizes every TP, PP and EP of a stage from one)."""
+    has it (the enumeration sizes every TP, PP and EP of a stage from one); `dp`: with that many
+    replicas instead of the layout's own (with_replicas sizes a base once per count it tries)."""
     sharded, dense, expert = split or _split_of(led, z)
     m = lay.tp * lay.pp
-    return (dense / m + expert / (lay.pp * expert_split(lay)) + sharded / (m * lay.dp)) * TRAINING_SAFETY
+    return (dense / m + expert / (lay.pp * expert_split(lay)) + sharded / (m * (dp or lay.dp))) * TRAINING_SAFETY
 
 
 #: expert-parallel sizes tried for training (Megatron-Core, NeMo and torchtitan recipes use powers of 2)
@@ -287,13 +287,14 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages,
         split = _split_of(led, z)
         sharded, dense, expert = split
         for tp, (inside, across) in tp_eps:
-            def dp_for(shape: Layout):
-                m = shape.tp * shape.pp
-                room = mem - dense / m - expert / (shape.pp * expert_split(shape))
+            def dp_for(form: Layout, pp: int):
+                """The fewest replicas of `form` on `pp` stages that hold the job, or None."""
+                m = form.tp * pp
+                room = mem - dense / m - expert / (pp * expert_split(form))
                 if room <= 0:
                     return None
                 dp = 1 if sharded / m <= room else math.ceil(sharded / m / room - 1e-9)
-                dp = ep_dp(shape, dp)
+                dp = ep_dp(form, dp)
                 return dp if m * dp <= max_gpus else None
             for group in (inside, across):
                 found = False
@@ -302,15 +303,17 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages,
                     # wider of TP and the EP group
                     width = tp if ep == 1 else min(max(tp, ep), widest)
                     form = Layout(tp, 1, 1, ep=ep, zero_stage=z)
-                    stages = _pp_options(width, widest, layers, lambda p, form=form: dp_for(replace(form, pp=p)) is not None)
+                    stages = _pp_options(width, widest, layers, lambda p, form=form: dp_for(form, p) is not None)
                     if deep and ep == 1 and stages and width == widest:
                         stages = stages + deeper_stages(stages[0], layers)
                     for pp in (_even_stages(stages, layers) if ep > 1 else stages):
-                        dp = dp_for(replace(form, pp=pp))
+                        dp = dp_for(form, pp)
                         if dp is None:
                             continue
-                        lay = replace(form, pp=pp, dp=dp, min_dp=dp, interleave=interleaved_stages(layers, pp, w.virtual_stages))
-                        out.append(replace(lay, per_card_bytes=training_per_card(led, lay, z, split)))
+                        # (built, not replace()d: this runs for every ZeRO stage, TP, EP and depth)
+                        per_card = training_per_card(led, Layout(tp, pp, dp, ep=ep), z, split)
+                        out.append(Layout(tp, pp, dp, per_card, zero_stage=z, min_dp=dp, ep=ep,
+                                          interleave=interleaved_stages(layers, pp, w.virtual_stages)))
                         found = True
                     if found and group is across:
                         break       # the narrowest cross-node EP that holds the model
