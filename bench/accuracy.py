@@ -103,8 +103,8 @@ def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = Fal
         mbs = r.get("micro_batch") or 1
         m = max(1, round(gbs / (dp * mbs))) if gbs else None
         cp = speed.compute_precision(p.w, p.gpu, p.led.sized)
-        tr = trainspeed.training_rate(p.w, p.led, p.gpu, cal, p.rate, tp, pp, dp, seq=r["seq"], micro_batch=mbs, microbatches=m,
-                                 virtual_stages=r.get("virtual_stages") or 1, precision=cp, ep=r.get("ep") or 1,
+        tr = trainspeed.training_rate(p.w, p.led, p.gpu, cal, p.rate, Layout(tp, pp, dp, ep=r.get("ep") or 1), seq=r["seq"], micro_batch=mbs,
+                                 microbatches=m, virtual_stages=r.get("virtual_stages") or 1, precision=cp,
                                  alltoall_overlapped=bool(r.get("alltoall_overlapped")))
         return tr.tokens_per_s_per_gpu
     if r.get("max_batch"):      # the engine's own cap where the source sets it

@@ -9,6 +9,7 @@ from advisor.inputs import workload
 from advisor.numbers import layouts, planner, poolspeed, speed
 from advisor.numbers.ledger import inference_ledger
 from advisor.shell.cli import main
+from advisor.inputs.parallel import Layout
 
 GB = 1e9
 
@@ -91,13 +92,13 @@ def test_the_pools_memory_prefill_holds_prompts_decode_holds_every_sequence(cata
     # weights 141.1 GB + 20% overhead over 8 cards, activations over 8
     fixed = (led.bytes("weights_gb") + led.bytes("overhead_gb")) / 8 + led.bytes("activations_gb") / 8
     # prefill: the KV of 2 prompts in flight (one computed, one sent), split over 8 cards: 24.1 GB
-    pf = layouts.prefill_pool(w, led, g, 8, 1, 1, 1, 1)
+    pf = layouts.prefill_pool(w, led, g, Layout(8, 1, 1), 1)
     assert pf.per_card_bytes == pytest.approx(fixed + 2 * 32768 * KV_BYTES_PER_TOKEN / 8)
     assert pf.per_card_bytes / GB == pytest.approx(24.14, abs=0.01)
     # decode: the KV of all 64 sequences (33,768 tokens each: 64 x 11.07 GB = 708 GB) over TP-8
     # replicas of 8 x 80 GB with 21.5 GB of fixed part each: 2 replicas at least
     assert led.bytes("kv_cache_gb") == pytest.approx(64 * 33768 * KV_BYTES_PER_TOKEN)
-    dc = layouts.decode_pool(w, led, g, 8, 1, 1, 1)
+    dc = layouts.decode_pool(w, led, g, Layout(8, 1, 1))
     assert dc.min_dp == dc.dp == 2
     assert dc.per_card_bytes == pytest.approx(fixed + 64 * 33768 * KV_BYTES_PER_TOKEN / 8 / 2)
     # a given decode pool of one replica does not hold them: no plan on this GPU, and the reason says why

@@ -102,7 +102,7 @@ def test_a_layout_the_engine_has_no_flag_for_is_not_offered(tmp_path):
                         "constraints": {"gpus": ["a100-80gb-sxm"]}}, cat)
     p = estimator.estimate(w, cat).candidate("a100-80gb-sxm")
     assert not p.fits                        # 810 GB of weights need two 8 x 80 GB nodes: PP, which this vLLM lacks
-    given = estimator.estimate(replace(w, layout=(8, 2, 1, 1, 1)), cat).candidate("a100-80gb-sxm")
+    given = estimator.estimate(replace(w, layout=Layout(8, 2, 1)), cat).candidate("a100-80gb-sxm")
     assert not given.fits and given.reason.startswith("vLLM does not run the given layout (TP 8 x PP 2 x DP 1")
     shipped = estimator.estimate(workload.parse({**w.inputs(), "model": "llama-3.1-405b", "engine": "trtllm"}, cat), cat)
     assert shipped.candidate("a100-80gb-sxm").pp == 2    # TensorRT-LLM runs it with pipeline stages

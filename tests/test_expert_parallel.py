@@ -8,6 +8,7 @@ from advisor.inputs import workload
 from advisor.numbers import layouts
 from advisor.numbers.ledger import inference_ledger
 from advisor.shell.cli import main
+from advisor.inputs.parallel import Layout
 
 GB = 1e9
 
@@ -24,10 +25,10 @@ def test_mla_cache_is_split_across_attention_dp_ranks_not_copied(catalog):
     # 256 sequences x 2,000 tokens x 61 layers x 576 latent values x 2 B (bf16) = 35.98 GB for the replica
     assert led.bytes("kv_cache_gb") == 256 * 2000 * 61 * 576 * 2 == 35_979_264_000
     # TP 8: one latent head cannot be split, so each of the 8 cards holds all of it
-    fixed_tp, kv_tp, _, rep_tp = layouts.inference_replicas(w, led, g, 8, 1)
+    fixed_tp, kv_tp, _, rep_tp = layouts.inference_replicas(w, led, g, Layout(8, 1, 1))
     assert rep_tp == 8 and kv_tp == pytest.approx(35.979264 * GB)
     # DEP8: 8 attention ranks of one card each hold their 32 sequences' cache: an eighth per card
-    fixed_dp, kv_dp, _, rep_dp = layouts.inference_replicas(w, led, g, 8, 1, attention_dp=8)
+    fixed_dp, kv_dp, _, rep_dp = layouts.inference_replicas(w, led, g, Layout(8, 1, 1, attention_dp=8))
     assert rep_dp == 1 and kv_dp == pytest.approx(35.979264 / 8 * GB)
     # the weights: the routed experts (653.909B of 671.026B, FP8) over the 8 cards either way; the
     # other 17.117B (attention, dense layers, embeddings) whole on every attention rank; +20% overhead

@@ -6,6 +6,7 @@ from dataclasses import replace
 from advisor.inputs import workload
 from advisor.numbers import layouts, planner, replicas
 from advisor.numbers.ledger import inference_ledger, training_ledger
+from advisor.inputs.parallel import Layout
 
 from conftest import EXAMPLES
 
@@ -52,7 +53,7 @@ def test_an_engine_runs_a_layout_by_which_of_its_dimensions_exceed_one(catalog):
     for e in engines.values():
         for tp, pp, dp, ep, adp in product((1, 2, 8), (1, 2, 4), (1, 3), (1, 8), (1, 8)):
             flags = (pp > 1, dp > 1, ep > 1, adp > 1)
-            assert e.runs(tp, pp, dp, ep, adp) == e.runs(1, 1 + flags[0], 1 + flags[1], 1 + flags[2], 1 + flags[3])
+            assert e.runs(Layout(tp, pp, dp, ep=ep, attention_dp=adp)) == e.runs(Layout(1, 1 + flags[0], 1 + flags[1], ep=1 + flags[2], attention_dp=1 + flags[3]))
 
 
 def test_replica_counts_depend_on_a_bases_model_parallel_cards_its_cards_and_fewest_replicas(catalog):
@@ -128,6 +129,6 @@ def test_the_enumeration_sizes_each_training_layout_as_training_per_card_does_al
         for wv, led in planner.knob_variants(w, training_ledger(w)):
             for gpu in (catalog.gpus["h100-sxm"], catalog.gpus["l40s"]):
                 for b in layouts._training_layouts(wv, led, gpu, 4096, layouts.ZERO_STAGES):
-                    assert b.per_card_bytes == layouts.training_per_card(led, b.tp, b.pp, b.dp, b.zero_stage, b.ep)
+                    assert b.per_card_bytes == layouts.training_per_card(led, b, b.zero_stage)
                     checked += 1
     assert checked > 50

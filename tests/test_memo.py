@@ -902,9 +902,11 @@ def test_the_memo_names_expert_parallel_and_attention_dp_layouts(capsys, tmp_pat
     assert main(["recommend", str(wl)]) == 0
     text = capsys.readouterr().out
     layout = re.search(r"^Layout: +(.*?)\n(?=\S)", text, re.S | re.M).group(1)
-    assert " ".join(layout.split()) == ("TP 16 x PP 1 x DP 1, EP 16, attention DP 16: attention data-parallel over 16 cards "
-                                        "(each with its own sequences and KV cache), the experts spread over 16 (expert-parallel)")
-    assert "attention data-parallel over 16 cards, experts over 16" in " ".join(text.split())     # the summary's short form
+    # each dimension in its declared words, its notation and name on first use (advisor.inputs.parallel)
+    assert " ".join(layout.split()) == ("TP 16 x PP 1 x DP 1, EP 16, attention DP 16: attention run as 16 data-parallel ranks, "
+                                        "each with its own sequences and KV cache (attention DP: attention data parallelism); "
+                                        "the experts spread over 16 cards, an all-to-all per MoE layer (EP: expert parallelism, across nodes)")
+    assert "attention data-parallel over 16 ranks, experts over 16 cards" in " ".join(text.split())     # the summary's short form
     # an alternative shows its hourly cost once and its cost per unit of work once: B200's DEP 8 on one node
     alt = re.search(r"^- NVIDIA B200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
     assert " ".join(alt.split()).count("per million output tokens") == 1 and "EP 8, attention DP 8" in " ".join(alt.split())

@@ -8,6 +8,7 @@ import pytest
 from advisor.inputs import workload
 from advisor.numbers import speed
 from advisor.numbers.ledger import inference_ledger
+from advisor.inputs.parallel import Layout
 
 
 def _gpt_oss(catalog, **kw):
@@ -33,7 +34,7 @@ def test_a_mixed_input_kernel_reads_the_experts_at_its_share_of_the_bandwidth(ca
     sh, h100 = speed.shape(w, led), catalog.gpus["h100-sxm"]
     cal = replace(speed.calibration(catalog), layer_us=0.0, seq_us=0.0)
     kv = led.kv.bytes_per_sequence
-    t = {s: speed.serving_times(sh, kv, h100, replace(cal, mixed_input_share=s), 989.0, 1, 1, 1, 1024, 8192).step_mem
+    t = {s: speed.serving_times(sh, kv, h100, replace(cal, mixed_input_share=s), 989.0, Layout(1, 1, 1), 1, 1024, 8192).step_mem
          for s in (1.0, 0.5)}
     # one sequence touches 4 of the 128 experts in each layer: 1/32 of the 61 GB of MXFP4 experts, read
     # twice as slowly at a share of 0.5
@@ -48,8 +49,8 @@ def test_an_engine_without_window_memory_holds_every_layer_at_full_length(catalo
     h200 = catalog.gpus["h200-sxm"]
     cal = speed.calibration(catalog)
     # 8 KV heads x 64 x K and V x 2 B = 2,048 B per layer and token; 18 global + 18 windowed (128) layers
-    windowed = speed.max_batch(w, led, h200, cal, 1, 1, 1024, 8192, 1.0)[1]
-    full = speed.max_batch(w, led, h200, replace(cal, kv_window_memory=False), 1, 1, 1024, 8192, 1.0)[1]
+    windowed = speed.max_batch(w, led, h200, cal, Layout(1, 1, 1), 1024, 8192, 1.0)[1]
+    full = speed.max_batch(w, led, h200, replace(cal, kv_window_memory=False), Layout(1, 1, 1), 1024, 8192, 1.0)[1]
     assert "344.5 MB KV per 9,216-token sequence" in windowed        # 18 x 2,048 x 9,216 + 18 x 2,048 x 128
     assert "679.5 MB KV per 9,216-token sequence" in full            # 36 x 2,048 x 9,216
 
@@ -60,7 +61,7 @@ def test_short_prompts_share_the_all_reduce_floor_of_one_prefill_pass(catalog):
     sh, h100 = speed.shape(w, led), catalog.gpus["h100-sxm"]
     cal = speed.calibration(catalog)
     kv = led.kv.bytes_per_sequence
-    i = {a: speed.serving_times(sh, kv, h100, replace(cal, allreduce_us=a), 989.0, 8, 1, 4096, 128, 128).interference
+    i = {a: speed.serving_times(sh, kv, h100, replace(cal, allreduce_us=a), 989.0, Layout(8, 1, 1), 4096, 128, 128).interference
          for a in (0.0, 10.0)}
     # 80 layers x 2 all-reduces x 10 us per prompt, shared by the 8,192 / 128 = 64 prompts of one pass,
     # 4,096 prompts spread over their 128 output steps: 4,096 x 1.6 ms / 64 / 128 = 0.8 ms a step (51.2 ms unshared)

@@ -6,6 +6,7 @@ import pytest
 from advisor.inputs import workload
 from advisor.numbers import comm, speed
 from advisor.numbers.ledger import inference_ledger
+from advisor.inputs.parallel import Layout
 
 
 def test_dispatch_is_fp8_with_its_scales_and_combine_is_bf16():
@@ -36,13 +37,13 @@ def test_deepseek_v3_sends_the_all_to_all_in_its_58_moe_layers_only(catalog):
     link, a = 400e9, 5e-6
     # DEP 8, 32 tokens per card: attention on one card (no all-reduce), 58 x (dispatch + combine); the 3
     # dense-MLP layers run on each rank's own tokens like attention: no collective either
-    got = speed._layer_comm(sh, 32, 256, 32, 8, 1, 8, link, a, 1.03125)
+    got = speed._layer_comm(sh, 32, 256, 32, Layout(8, 1, 1, ep=8, attention_dp=8), True, link, a, 1.03125)
     assert got == pytest.approx(58 * comm.moe_layer_alltoall_s(32, 8, 7168, 8, link, a))
     assert got * 1e3 == pytest.approx(58 * 22.168e-3, abs=1e-4)          # 1.286 ms
     # TEP 8 (attention over the 8 cards, experts over EP 8), 256 tokens on every card: 61 attention and
     # 3 dense-MLP all-reduces of 256 x 7,168 x 2 B (2 x 7/8 x 3,670,016 = 6,422,528 ring bytes, 16.06 us
     # + 5 us each) and 58 all-to-alls of each card's 32-token share
-    tep = speed._layer_comm(sh, 256, 256, 32, 8, 8, 8, link, a, 1.03125)
+    tep = speed._layer_comm(sh, 256, 256, 32, Layout(8, 1, 1, ep=8), True, link, a, 1.03125)
     assert tep == pytest.approx(64 * (a + 6_422_528 / link) + 58 * comm.moe_layer_alltoall_s(32, 8, 7168, 8, link, a))
     assert tep * 1e3 == pytest.approx(64 * 21.056e-3 + 58 * 22.168e-3, abs=1e-3)   # 1.348 + 1.286 ms
 
@@ -63,8 +64,8 @@ def test_under_attention_dp_each_rank_pays_its_own_sequences_bookkeeping(catalog
     sh, g = speed.shape(w, led), catalog.gpus["h200-sxm"]
     cal = speed.calibration(catalog)
     kv = led.kv.bytes_per_sequence
-    step = {s: speed.serving_times(sh, kv, g, replace(cal, seq_us=s), 1000.0, 8, 1, 256, 1000, 1000,
-                                   ep=8, attention_dp=8, dispatch_bytes=1.03125).step for s in (0.0, 100.0)}
+    step = {s: speed.serving_times(sh, kv, g, replace(cal, seq_us=s), 1000.0, Layout(8, 1, 1, ep=8, attention_dp=8), 256, 1000, 1000,
+                                   dispatch_bytes=1.03125).step for s in (0.0, 100.0)}
     # 100 us x 256 sequences / 8 ranks working at once = 3.2 ms a step (not 25.6 ms)
     assert (step[100.0] - step[0.0]) * 1e3 == pytest.approx(3.2)
 

@@ -8,6 +8,7 @@ from advisor.inputs import workload
 from advisor.numbers import layouts, speed, trainspeed
 from advisor.numbers.ledger import training_ledger
 from advisor.shell.cli import main
+from advisor.inputs.parallel import Layout
 
 GB = 1e9
 
@@ -35,9 +36,9 @@ def test_memory_per_gpu_of_gpt_oss_120b_with_ep8_by_hand(catalog):
     optimizer = 12 * P                              # ZeRO-1: over all 64 cards
     by_hand = (dense / 4 + experts / (4 * 8) + optimizer / 64) * 1.2
     assert by_hand / GB == pytest.approx(50.37, abs=0.01)
-    assert layouts.training_per_card(led, 1, 4, 16, 1, ep=8) == pytest.approx(by_hand, rel=1e-9)
+    assert layouts.training_per_card(led, Layout(1, 4, 16, ep=8), 1) == pytest.approx(by_hand, rel=1e-9)
     # without expert parallelism each card of a stage holds all its experts: 115 GB of them alone
-    assert layouts.training_per_card(led, 1, 4, 16, 1, ep=1) / GB > 80 * 1.5
+    assert layouts.training_per_card(led, Layout(1, 4, 16), 1) / GB > 80 * 1.5
 
 
 def test_all_to_all_bytes_of_one_step_by_hand(catalog):
@@ -48,18 +49,18 @@ def test_all_to_all_bytes_of_one_step_by_hand(catalog):
     led = training_ledger(w)
     gpu = catalog.gpus["h100-sxm"]
     cal = speed.calibration(catalog)
-    moe = trainspeed.moe_terms(w, led, gpu, cal, tp=1, pp=4, ep=8, seq=4096, mbs=1, precision="bf16")
+    moe = trainspeed.moe_terms(w, led, gpu, cal, Layout(1, 4, 1, ep=8), seq=4096, mbs=1, precision="bf16")
     per_micro_batch = 4096 * 4 * 2880 * (2 + 2) * 7 / 8 * 9 * 2
     assert moe.alltoall_bytes == pytest.approx(per_micro_batch)
-    m, gbs, _, _ = trainspeed.micro_batches(w, 4, 16)
+    m, gbs, _, _ = trainspeed.micro_batches(w, Layout(1, 4, 16))
     assert (m, gbs) == (80, 1280)
     assert m * moe.alltoall_bytes / GB == pytest.approx(237.8, abs=0.1)
     assert moe.link.startswith("nvlink")            # EP 8 on one 8-GPU node
     # FP8 expert matmuls dispatch FP8 with its scales (1 + 4/128 B), combine in BF16
-    fp8 = trainspeed.moe_terms(w, led, gpu, cal, tp=1, pp=4, ep=8, seq=4096, mbs=1, precision="fp8")
+    fp8 = trainspeed.moe_terms(w, led, gpu, cal, Layout(1, 4, 1, ep=8), seq=4096, mbs=1, precision="fp8")
     assert fp8.alltoall_bytes == pytest.approx(4096 * 4 * 2880 * (1 + 4 / 128 + 2) * 7 / 8 * 9 * 2)
     # EP 16 spans two nodes: the all-to-all goes over the network
-    assert "network" in trainspeed.moe_terms(w, led, gpu, cal, 1, 4, 16, 4096, 1, "bf16").link
+    assert "network" in trainspeed.moe_terms(w, led, gpu, cal, Layout(1, 4, 1, ep=16), 4096, 1, "bf16").link
 
 
 def test_gpt_oss_120b_training_gets_expert_parallelism(capsys):

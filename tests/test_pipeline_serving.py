@@ -11,6 +11,7 @@ import pytest
 from advisor.inputs import workload
 from advisor.numbers import speed
 from advisor.numbers.ledger import inference_ledger
+from advisor.inputs.parallel import Layout
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +38,7 @@ def test_a_pipeline_step_pays_the_return_and_the_last_stage_samples_every_micro_
     base = replace(speed.calibration(catalog), pp_return_us=0.0, seq_us=0.0)
 
     def step(**kw):
-        return speed.serving_times(sh, kv, g, replace(base, **kw), 1000.0, 1, 4, 800, 128, 2048).step
+        return speed.serving_times(sh, kv, g, replace(base, **kw), 1000.0, Layout(1, 4, 1), 800, 128, 2048).step
 
     # the return trip of the test above, added to the decode cycle as it stands
     assert step(pp_return_us=50.0) - step() == pytest.approx(0.030)
@@ -45,8 +46,8 @@ def test_a_pipeline_step_pays_the_return_and_the_last_stage_samples_every_micro_
     # quarter of them (the 0.8 ms it was charged when the cost was spread over the stages)
     assert step(seq_us=4.0) - step() == pytest.approx(0.0032)
     # without a pipeline nothing changes: one stage, 800 sequences, the same 3.2 ms
-    one = speed.serving_times(sh, kv, g, replace(base, seq_us=4.0), 1000.0, 1, 1, 800, 128, 2048).step
-    assert one - speed.serving_times(sh, kv, g, base, 1000.0, 1, 1, 800, 128, 2048).step == pytest.approx(0.0032)
+    one = speed.serving_times(sh, kv, g, replace(base, seq_us=4.0), 1000.0, Layout(1, 1, 1), 800, 128, 2048).step
+    assert one - speed.serving_times(sh, kv, g, base, 1000.0, Layout(1, 1, 1), 800, 128, 2048).step == pytest.approx(0.0032)
 
 
 def test_the_shipped_factor_and_its_explanation(catalog):
@@ -106,7 +107,7 @@ def test_tensorrt_llm_caps_each_micro_batch_in_a_plan(catalog):
     assert trt.batch_per_micro_batch and not vllm.batch_per_micro_batch
     # 8B FP8 at 256 tokens a sequence leaves room for far more than the caps on 2 x 141 GB: TensorRT-LLM holds
     # 2 micro-batches of its 2,048 (4,096), vLLM its 1,024 per replica on a card of 70 GB or more
-    b, how = speed.max_batch(w, led, g, cal.for_engine(trt), 1, 2, 128, 128, 1.0)
+    b, how = speed.max_batch(w, led, g, cal.for_engine(trt), Layout(1, 2, 1), 128, 128, 1.0)
     assert b == 4096 and "2048 per micro-batch x PP 2" in how
-    assert speed.max_batch(w, led, g, cal.for_engine(vllm), 1, 2, 128, 128, 1.0)[0] == 1024
-    assert speed.max_batch(w, led, g, cal.for_engine(trt), 1, 1, 128, 128, 1.0)[0] == 2048
+    assert speed.max_batch(w, led, g, cal.for_engine(vllm), Layout(1, 2, 1), 128, 128, 1.0)[0] == 1024
+    assert speed.max_batch(w, led, g, cal.for_engine(trt), Layout(1, 1, 1), 128, 128, 1.0)[0] == 2048

@@ -43,7 +43,7 @@ def check_invariants(est):
         # every card is in a replica: tp x pp x dp, or the two pools' replicas of a disaggregated plan
         assert c.count == (pools.prefill.count + pools.decode.count if pools else c.tp * c.pp * c.dp)
         # no tensor split leaves a node (K14); a DEP group (attention DP = EP = its cards) may span nodes
-        assert layouts.split_width(c.tp, c.layout.ep, c.layout.attention_dp) <= c.gpu.gpus_per_node
+        assert c.layout.split_width <= c.gpu.gpus_per_node
         assert c.per_card_gb <= c.gpu.memory_gb + 1e-9
         # the chosen cards together hold the whole need: count x per-card need covers the ledger
         assert c.count * c.per_card_gb * GB >= led.bytes("total_gb") * (1 - 1e-9)

@@ -14,6 +14,7 @@ from conftest import decide
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import accuracy  # noqa: E402
+from advisor.inputs.parallel import Layout
 
 QLORA_70B = {"mode": "fine-tuning", "model": "llama-3.1-70b", "method": "qlora", "context_tokens": 4096,
              "micro_batch": 1, "training_tokens": 1e8}
@@ -45,8 +46,8 @@ def test_70b_qlora_on_one_a100_pays_2_2_s_per_micro_batch_by_hand(catalog):
     assert "2 passes (forward, backward)" in how and "35.3 GB 4-bit read + 141.1 GB 16-bit written" in how
     # the micro-batch takes LoRA's compute time plus that: 4,096 tokens / 681.7 tokens/s + 2.19 s = 8.20 s,
     # 500 tokens/s (LoRA alone: 682)
-    lora = trainspeed.training_rate(*_rate(catalog, {**QLORA_70B, "method": "lora"})[:3], cal, rate, 1, 1, 1)
-    qlora = trainspeed.training_rate(w, led, gpu, cal, rate, 1, 1, 1)
+    lora = trainspeed.training_rate(*_rate(catalog, {**QLORA_70B, "method": "lora"})[:3], cal, rate, Layout(1, 1, 1))
+    qlora = trainspeed.training_rate(w, led, gpu, cal, rate, Layout(1, 1, 1))
     assert lora.tokens_per_s_per_gpu == pytest.approx(682, abs=2) and lora.dequant_s == 0
     assert qlora.tokens_per_s_per_gpu == pytest.approx(4096 / (4096 / lora.tokens_per_s_per_gpu + secs), rel=1e-6)
     assert qlora.tokens_per_s_per_gpu == pytest.approx(500, abs=2)
@@ -58,8 +59,8 @@ def test_checkpointing_adds_the_recomputed_forward_and_short_sequences_pay_most(
     w, led, gpu, rate = _rate(catalog, short)
     secs, how = trainspeed.qlora_dequant_s(w, led, gpu, cal)
     assert secs == pytest.approx(1.5 * 2.19, abs=0.03) and how.startswith("3 passes")
-    with_term = trainspeed.training_rate(w, led, gpu, cal, rate, 1, 1, 1).tokens_per_s_per_gpu
-    without = trainspeed.training_rate(w, led, gpu, replace(cal, qlora_dequant_share=0.0), rate, 1, 1, 1).tokens_per_s_per_gpu
+    with_term = trainspeed.training_rate(w, led, gpu, cal, rate, Layout(1, 1, 1)).tokens_per_s_per_gpu
+    without = trainspeed.training_rate(w, led, gpu, replace(cal, qlora_dequant_share=0.0), rate, Layout(1, 1, 1)).tokens_per_s_per_gpu
     # LoRA's time alone is ~550 tokens/s at 256 tokens (the issue's ~490 before the width term of the training
     # share); dequantising 70B takes 3.3 s of each 3.75 s
     assert without == pytest.approx(552, abs=10)

@@ -30,9 +30,9 @@ def pieces(catalog, w, gpu_id, tp, cal):
     rep = max(1.0, tp / led.kv.kv_heads)
 
     def at(b):
-        return speed.serving_times(sh, led.kv.bytes_per_sequence, gpu, cal, rate.value, tp, 1, b, w.prompt_tokens,
+        return speed.serving_times(sh, led.kv.bytes_per_sequence, gpu, cal, rate.value, Layout(tp, 1, 1), b, w.prompt_tokens,
                                    w.output_tokens, rep)
-    b_max, _ = speed.max_batch(w, led, gpu, cal, tp, 1, w.prompt_tokens, w.output_tokens, rep)
+    b_max, _ = speed.max_batch(w, led, gpu, cal, Layout(tp, 1, 1), w.prompt_tokens, w.output_tokens, rep)
     return led, gpu, rate, at, b_max
 
 
@@ -269,7 +269,7 @@ def test_an_engine_that_takes_kv_as_sequences_grow_holds_them_at_their_mean_leng
     assert round(74.42 / 4 * (0.2759 + 289 * 0.155)) == 839
     led, gpu, rate, _, full = pieces(catalog, w, "h100-sxm", 2, cal)
     rep = max(1.0, 2 / led.kv.kv_heads)
-    mean, _ = speed.max_batch(w, led, gpu, cal, 2, 1, 300, 145, rep)        # 300 + 290 / 2 tokens each
+    mean, _ = speed.max_batch(w, led, gpu, cal, Layout(2, 1, 1), 300, 145, rep)        # 300 + 290 / 2 tokens each
     assert full < 839 < mean
     assert mean / full == pytest.approx(led.kv.bytes_per_sequence(590) / led.kv.bytes_per_sequence(445), rel=0.01)
     lay = Layout(2, 1, 4, 0.0)

@@ -143,8 +143,8 @@ def test_pipeline_bubble_and_data_parallel_traffic(catalog, cal):
     led = training_ledger(w)
     g = catalog.gpus["h100-sxm"]
     rate = speed.achievable_tflops(catalog, g, "bf16")
-    flat = trainspeed.training_rate(w, led, g, cal, rate, 8, 1, 8, microbatches=16)
-    piped = trainspeed.training_rate(w, led, g, cal, rate, 8, 4, 2, microbatches=16)
+    flat = trainspeed.training_rate(w, led, g, cal, rate, Layout(8, 1, 8), microbatches=16)
+    piped = trainspeed.training_rate(w, led, g, cal, rate, Layout(8, 4, 2), microbatches=16)
     assert piped.bubble == pytest.approx(3 / 19)                    # (PP - 1) / (m + PP - 1) of the step idles
     assert piped.tokens_per_s_per_gpu == pytest.approx(flat.tokens_per_s_per_gpu * (1 - 3 / 19), rel=1e-6)
     grads = led.sized.params * 2 / 8                                 # 16-bit gradients of one TP shard
@@ -222,7 +222,7 @@ def test_narrow_experts_run_their_matmuls_at_a_lower_efficiency(catalog, cal):
     sh = speed.shape(w, inference_ledger(w))
     assert sh.expert_width == pytest.approx(768, abs=1)              # Qwen3-30B-A3B: moe_intermediate_size 768
     g = catalog.gpus["h100-sxm"]
-    times = [speed.serving_times(sh, None, g, replace(cal, moe_half_width=half), 794.5, 1, 1, 1, 2048, 1).prefill
+    times = [speed.serving_times(sh, None, g, replace(cal, moe_half_width=half), 794.5, Layout(1, 1, 1), 1, 2048, 1).prefill
              for half in (0.0, 768.0)]
     # the experts' FLOPs cost twice as much at half efficiency (width 768 = moe_half_width)
     R = 794.5e12 * 0.5
@@ -238,7 +238,7 @@ def test_expert_gemm_reads_and_matmuls_add_after_the_rest_of_the_step(catalog, c
     sh = speed.shape(w, inference_ledger(w))
     assert (sh.dense_bytes, sh.expert_bytes) == (pytest.approx(3.082e9, rel=1e-3), pytest.approx(57.98e9, rel=1e-3))
     g = catalog.gpus["h100-sxm"]
-    sv = speed.serving_times(sh, None, g, cal, 794.5, 1, 1, 1024, 1000, 1000)
+    sv = speed.serving_times(sh, None, g, cal, 794.5, Layout(1, 1, 1), 1024, 1000, 1000)
     bw, R = 3.35e12 * 0.6, 794.5e12 * 0.5
     expert_read = sh.expert_bytes / bw                                       # 28.85 ms
     expert_matmul = 1024 * sh.expert_flops / R                               # 9.34 ms
@@ -255,7 +255,7 @@ def test_zero3_runs_reach_the_fitted_share_of_zero1_runs(catalog, cal):
                             "zero_stage": zero}, catalog)
         g = catalog.gpus["h100-sxm"]
         return trainspeed.training_rate(w, training_ledger(w), g, replace(cal, train_zero3_share=0.9), speed.achievable_tflops(catalog, g, "bf16"),
-                                   1, 1, 8, microbatches=8)
+                                   Layout(1, 1, 8), microbatches=8)
     z1, z3 = rate(1), rate(3)
     assert z3.share == pytest.approx(z1.share * 0.9)
     assert z3.comm_s < z3.compute_s                                  # compute-bound: the rate follows the share
@@ -368,8 +368,8 @@ def test_a_kv_share_of_the_free_memory_gives_the_cache_what_the_weights_leave(ca
     g = catalog.gpus["h100-sxm"]
     fixed = led.bytes("weights_gb") + led.bytes("activations_gb")
     per_seq = led.kv.bytes_per_sequence(2000)
-    vllm, _ = speed.max_batch(w, led, g, replace(cal, memory_utilisation=0.95), 1, 1, 1000, 1000, 1.0)
-    trt, _ = speed.max_batch(w, led, g, replace(cal, memory_utilisation=0.95, kv_share_of_free=True), 1, 1, 1000, 1000, 1.0)
+    vllm, _ = speed.max_batch(w, led, g, replace(cal, memory_utilisation=0.95), Layout(1, 1, 1), 1000, 1000, 1.0)
+    trt, _ = speed.max_batch(w, led, g, replace(cal, memory_utilisation=0.95, kv_share_of_free=True), Layout(1, 1, 1), 1000, 1000, 1.0)
     assert vllm == int((80e9 * 0.95 - fixed) // per_seq)
     assert trt == int((80e9 - fixed) * 0.95 // per_seq)
     assert trt > vllm
@@ -393,7 +393,7 @@ def test_decode_gemms_and_attention_each_at_their_own_roofline(catalog, cal):
     led = inference_ledger(w)
     sh = speed.shape(w, led)
     g = catalog.gpus["h200-sxm"]
-    sv = speed.serving_times(sh, led.kv.bytes_per_sequence, g, cal, 1453.4, 1, 1, 883, 128, 2048)
+    sv = speed.serving_times(sh, led.kv.bytes_per_sequence, g, cal, 1453.4, Layout(1, 1, 1), 883, 128, 2048)
     bw, R = 4.8e12 * 0.6, 1453.4e12 * 0.5
     kv_per_seq = 2 * 32 * 8 * 128 * 1 * 1152                                  # 75.5 MB at 1,152 tokens
     assert led.kv.bytes_per_sequence(1152) == pytest.approx(kv_per_seq)

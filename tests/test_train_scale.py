@@ -8,6 +8,7 @@ import pytest
 import conftest
 from advisor.numbers import planner
 from advisor.shell.cli import main
+from advisor.inputs.parallel import Layout
 
 H100_CLASS = ("h100-sxm", "h200-sxm", "h100-pcie")
 
@@ -69,9 +70,9 @@ def test_the_planners_batch_is_capped_at_16m_tokens_per_step(catalog, kb):
     assert "Llama 3 405B's largest batch, LLAMA3_BATCH" in c.speed_explained["pipeline_bubble"]["formula"]
     # the rule by hand: 4 micro-batches per stage, cut to 2,048 sequences of 8,192 over the replicas
     w = parse({"mode": "training", "model": "llama-3.1-8b", "context_tokens": 8192, "training_tokens": 1e9}, catalog)
-    assert trainspeed.micro_batches(w, 1, 64, max_tokens=16_777_216)[:2] == (4, 256)
-    assert trainspeed.micro_batches(w, 1, 1000, max_tokens=16_777_216)[:2] == (2, 2000)
-    assert trainspeed.micro_batches(w, 16, 128, max_tokens=16_777_216)[:2] == (16, 2048)
+    assert trainspeed.micro_batches(w, Layout(1, 1, 64), max_tokens=16_777_216)[:2] == (4, 256)
+    assert trainspeed.micro_batches(w, Layout(1, 1, 1000), max_tokens=16_777_216)[:2] == (2, 2000)
+    assert trainspeed.micro_batches(w, Layout(1, 16, 128), max_tokens=16_777_216)[:2] == (16, 2048)
 
 
 def test_a_binding_gpu_ceiling_is_stated_with_its_figure(catalog, kb):

@@ -541,7 +541,7 @@ def _load(directory: Path, digest: str) -> Catalog:
 COMPILED_VERSION = "catalog-6"
 #: the modules whose code decides what a compiled catalog holds: a change to any of them is a new key
 CODE = ("inputs.catalog", "inputs.engines", "inputs.figures", "inputs.names", "inputs.prices", "inputs.apiprices", "inputs.capacity",
-        "inputs.skypilotnames",
+        "inputs.skypilotnames", "inputs.parallel",
         "base.yamlio", "base.text")
 
 

@@ -66,7 +66,7 @@ def between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
         col.add(f"{gb} sequences per step is less than one micro-batch of {mbs}", yamlio.line_of(data, "global_batch"), "global_batch")
     elif mode in TRAIN and gb:
         # Megatron-LM asserts global_batch % (micro_batch x DP) == 0: a step is whole micro-batches on every replica
-        dp = values["layout"][2] if values.get("layout") else 1
+        dp = values["layout"].dp if values.get("layout") else 1
         if gb % (mbs * dp) and mbs * dp <= gb:     # (more replicas than the batch: layoutinput says so)
             col.add(f"{gb} sequences per step is not a whole number of micro-batches of {mbs}"
                     + (f" on each of the layout's {dp} data-parallel replicas" if dp > 1 else "")
@@ -83,7 +83,7 @@ def between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
     if values.get("method") == "qlora" and values.get("precision") not in (None, "int4"):
         col.add(f"QLoRA keeps the frozen base weights in 4 bits: give precision: int4 or leave it out "
                 f"(for {values['precision']} base weights use method: lora)", yamlio.line_of(data, "precision"), "precision")
-    if values.get("method") == "qlora" and values.get("layout") and (values["layout"][0] > 1 or values["layout"][1] > 1):
+    if values.get("method") == "qlora" and values.get("layout") and (values["layout"].tp > 1 or values["layout"].pp > 1):
         # bitsandbytes' 4-bit layers have no tensor- or pipeline-parallel kernels: QLoRA runs on one card
         # or as FSDP-QLoRA over data-parallel ranks (QLORA_FSDP)
         col.add("QLoRA runs on one card or as FSDP-QLoRA over data-parallel ranks: layout tp and pp must be 1",

@@ -10,11 +10,12 @@ from pathlib import Path
 from advisor.base import yamlio
 from advisor.base.errors import Collector
 from advisor.inputs.figures import is_number
+from advisor.inputs.parallel import LAYOUT_FIELDS
 
 ENGINE_FILE = "engines.yaml"
 #: the serving engines a workload may name (engines.yaml holds their properties)
 ENGINES = ("vllm", "sglang", "trtllm")
-ENGINE_LAYOUTS = ("tp", "pp", "dp", "ep", "attention_dp")
+ENGINE_LAYOUTS = LAYOUT_FIELDS       # the declared dimensions (advisor.inputs.parallel)
 
 
 def load_engines(path: Path, sources: dict, software: tuple[str, ...]) -> dict:

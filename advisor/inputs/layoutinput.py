@@ -3,27 +3,89 @@ one {prefill: {...}, decode: {...}}, parsed into the Workload's values and check
 workload itself allows (node sizes depend on the GPU: the planner checks those per candidate)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from advisor.base import yamlio
 from advisor.base.errors import Collector
 from advisor.inputs.catalog import Model
+from advisor.inputs.parallel import LAYOUT_FIELDS, POOL_FIELDS, POOLS, Layout, Pools, notation, pool_layout
 from advisor.inputs.schema import Spec, check_value, _suggest
 
-LAYOUT_FIELDS = ("tp", "pp", "dp", "ep", "attention_dp")
-POOLS = ("prefill", "decode")
-# a pool's own fields: its replica count is `replicas` (the pools together are the plan's replicas)
-POOL_FIELDS = ("tp", "pp", "ep", "attention_dp", "replicas")
+# the dimensions, the pools and a pool's fields are declared once (advisor.inputs.parallel)
+# the serving engines' switches a `layout:` may carry beside the counts, each read into the same Layout
+# (read_engine_form): vLLM's, SGLang's and TensorRT-LLM's spellings of attention data parallelism with
+# expert parallelism ("DEP")
+ENGINE_SWITCHES = {"enable_expert_parallel": "vLLM", "enable_dp_attention": "SGLang", "enable_attention_dp": "TensorRT-LLM"}
 
 
-def parse_layout(raw, col: Collector, line) -> dict:
-    """The Workload values of a `layout:` entry: {"layout": (tp, pp, dp, ep, attention_dp)} or
-    {"pools": ((prefill), (decode))}; {} with the problems collected when it is malformed."""
+def parse_layout(raw, col: Collector, line, training: bool = False, notes: list | None = None) -> dict:
+    """The Workload values of a `layout:` entry: {"layout": Layout} or {"pools": Pools}; {} with the
+    problems collected when it is malformed. A serving engine's own notation is read into the same
+    Layout (read_engine_form), and how it was read is added to `notes`."""
     if not isinstance(raw, dict):
         col.add("must be a mapping {tp: N, pp: N, dp: N, ep: N, attention_dp: N}", line, "layout")
         return {}
     if any(k in POOLS for k in raw):
         return {"pools": _pools(raw, col, line)}
-    got = _counts(raw, LAYOUT_FIELDS, col, "layout", line, "unknown layout field")
-    return {"layout": tuple(got.get(k, 1) for k in LAYOUT_FIELDS)}
+    switches = {k: raw[k] for k in raw if k in ENGINE_SWITCHES}
+    if raw.get("attention_dp") is True:       # TensorRT-LLM's enable_attention_dp written as attention_dp: true
+        switches["enable_attention_dp"] = True
+    counts = {k: v for k, v in raw.items() if k not in switches and not (k == "attention_dp" and v is True)}
+    got = _counts(counts, LAYOUT_FIELDS + tuple(ENGINE_SWITCHES), col, "layout", line, "unknown layout field")
+    for k, v in switches.items():
+        if not isinstance(v, bool):
+            col.add(f"must be true or false ({ENGINE_SWITCHES.get(k, 'TensorRT-LLM')}'s switch)", yamlio.line_of(raw, k, line), f"layout.{k}")
+            return {}
+    lay, how = read_engine_form(got, {k for k, v in switches.items() if v}, training)
+    if isinstance(lay, str):
+        col.add(lay, line, "layout")
+        return {}
+    if how and notes is not None:
+        notes.append(f"layout {_written(raw)} read as {how}: {notation(lay)}")
+    return {"layout": lay}
+
+
+def _written(raw: dict) -> str:
+    return "{" + ", ".join(f"{k}: {str(v).lower() if isinstance(v, bool) else v}" for k, v in raw.items()) + "}"
+
+
+def read_engine_form(got: dict, switches: set, training: bool) -> tuple:
+    """(Layout, how it was read or "") of a layout's counts and engine switches; (a message, "") when the
+    switches contradict the counts. Our notation is TensorRT-LLM's: `tp` is the group one replica spans,
+    `ep` and `attention_dp` split it (tensorrt_llm/llmapi/llm_args.py: tensor_parallel_size,
+    moe_expert_parallel_size, enable_attention_dp: attention data-parallel over every TP rank).
+    - vLLM (vllm/config/parallel.py; FusedMoEParallelConfig.make flattens the MoE group over
+      dp_size x tp_size, and with enable_expert_parallel puts the experts on all of them: "ep_size =
+      tp_size", the flattened one): `dp: N, tp: T` with expert parallelism is one group of N x T cards,
+      attention as N data-parallel ranks of T cards, experts over N x T. Read so when
+      `enable_expert_parallel: true`, or when `ep` is N x T and does not divide T (the only reading of
+      `dp: 8, tp: 1, ep: 8` that is a layout: DEP 8), serving only (training draws EP from TP x DP).
+    - SGLang (python/sglang/srt/server_args.py: with enable_dp_attention, "assert self.tp_size %
+      self.dp_size == 0"): `tp` is the group, `dp` its attention ranks, `ep` (--ep-size) its experts.
+    - TensorRT-LLM: `enable_attention_dp: true` (or `attention_dp: true`) is attention DP over every TP rank."""
+    given = Layout(**{k: got.get(k, 1) for k in LAYOUT_FIELDS})      # every declared dimension, as written
+    tp, dp, ep = given.tp, given.dp, given.ep
+    if "enable_dp_attention" in switches:
+        if "attention_dp" in got:
+            return "give SGLang's attention ranks as dp with enable_dp_attention, or as attention_dp without it, not both", ""
+        if tp % dp:
+            return (f"dp {dp} must divide tp {tp} with enable_dp_attention (SGLang: its DP attention ranks split the TP "
+                    "group's cards)"), ""
+        return replace(given, dp=1, attention_dp=dp), f"SGLang's --tp {tp} --dp {dp} --enable-dp-attention"
+    if "enable_attention_dp" in switches:
+        return (replace(given, attention_dp=tp),
+                f"TensorRT-LLM's enable_attention_dp (attention data-parallel over all {tp} TP ranks)")
+    vllm_ep = "enable_expert_parallel" in switches
+    implicit = not training and dp > 1 and ep == tp * dp and tp % ep != 0 and "attention_dp" not in got
+    if vllm_ep or implicit:
+        group = tp * dp
+        if "ep" in got and ep != group:
+            return (f"ep {ep} with enable_expert_parallel: vLLM puts the experts over all dp x tp = {group} ranks "
+                    f"(give ep {group} or leave it out)"), ""
+        return (replace(given, tp=group, dp=1, ep=group, attention_dp=dp),
+                f"vLLM's --data-parallel-size {dp} --tensor-parallel-size {tp} --enable-expert-parallel (the experts over "
+                f"the {group} DP x TP ranks, attention data-parallel)")
+    return given, ""
 
 
 def _counts(m: dict, fields, col: Collector, where: str, line, unknown: str) -> dict:
@@ -41,9 +103,9 @@ def _counts(m: dict, fields, col: Collector, where: str, line, unknown: str) -> 
     return got
 
 
-def _pools(raw: dict, col: Collector, line) -> tuple | None:
-    """`layout: {prefill: {...}, decode: {...}}`: both pools, each a mapping of POOL_FIELDS, as
-    (tp, pp, replicas, ep, attention_dp) pairs; None (with the problems collected) when malformed."""
+def _pools(raw: dict, col: Collector, line) -> Pools | None:
+    """`layout: {prefill: {...}, decode: {...}}`: both pools, each a mapping of POOL_FIELDS, as a
+    Pools of two Layouts (each pool's `replicas` its dp); None (with the problems collected) when malformed."""
     out = []
     for k in raw:
         if k in LAYOUT_FIELDS:
@@ -60,9 +122,8 @@ def _pools(raw: dict, col: Collector, line) -> tuple | None:
         if not isinstance(pool, dict):
             col.add("must be a mapping {tp: N, pp: N, ep: N, attention_dp: N, replicas: N}", pline, f"layout.{name}")
             continue
-        got = _counts(pool, POOL_FIELDS, col, f"layout.{name}", pline, "unknown pool field")
-        out.append(tuple(got.get(k, 1) for k in ("tp", "pp", "replicas", "ep", "attention_dp")))
-    return tuple(out) if len(out) == 2 else None
+        out.append(pool_layout(_counts(pool, POOL_FIELDS, col, f"layout.{name}", pline, "unknown pool field")))
+    return Pools(*out) if len(out) == 2 else None
 
 
 def check_pools(values: dict, model, data, col: Collector, training: bool) -> None:
@@ -81,14 +142,13 @@ def check_pools(values: dict, model, data, col: Collector, training: bool) -> No
                 yamlio.line_of(data, "concurrency"), "concurrency")
     experts = model.num("experts") if isinstance(model, Model) else None
     layers = model.num("layers") if isinstance(model, Model) else None
-    for name, (tp, pp, dp, ep, adp) in zip(POOLS, pools):
+    for name, lay in zip(POOLS, (pools.prefill, pools.decode)):
         pool = raw.get(name)
         pline = yamlio.line_of(raw, name, line)
         at = lambda k: yamlio.line_of(pool, k, pline)      # noqa: E731
-        for field_name, n in (("ep", ep), ("attention_dp", adp)):
-            if n > 1 and tp % n:
-                col.add(f"{field_name} {n} must divide tp {tp}: its ranks split the TP group's cards",
-                        at(field_name), f"layout.{name}.{field_name}")
+        ep, pp = lay.ep, lay.pp
+        for field_name, message in lay.problems():
+            col.add(message, at(field_name), f"layout.{name}.{field_name}")
         if ep > 1 and isinstance(model, Model) and not (experts and (model.num("experts_per_token") or 0) < experts):
             col.add(f"ep {ep}: expert parallelism needs a mixture-of-experts model, and {model.id} has no routed experts",
                     at("ep"), f"layout.{name}.ep")
@@ -99,7 +159,7 @@ def check_pools(values: dict, model, data, col: Collector, training: bool) -> No
                     at("pp"), f"layout.{name}.pp")
     cons = values.get("constraints")
     cap = cons.max_gpus if cons is not None else None
-    total = sum(tp * pp * dp for tp, pp, dp, _, _ in pools)
+    total = pools.prefill.count + pools.decode.count
     if cap and total > cap:
         col.add(f"the two pools are {total:,} GPUs, more than constraints.max_gpus ({cap:,})", line, "layout")
 
@@ -111,19 +171,12 @@ def check_layout(values: dict, model, data, col: Collector, training: bool) -> N
     layout = values.get("layout")
     if not layout:
         return
-    tp, pp, dp, ep, adp = layout
+    tp, pp, dp, ep, adp = layout.tp, layout.pp, layout.dp, layout.ep, layout.attention_dp
     line = yamlio.line_of(data, "layout")
     raw = data.get("layout") if isinstance(data.get("layout"), dict) else data
-    for name, n in (("ep", ep), ("attention_dp", adp)):
-        if training and name == "ep":
-            # training draws its expert-parallel ranks from TP x DP (Megatron-Core), not from TP alone
-            if n > 1 and (tp * dp) % n:
-                col.add(f"ep {n} must divide tp x dp = {tp * dp:,}: its ranks are drawn from the tensor- and data-parallel cards"
-                        + (f" (ep {n} is more than those {tp * dp:,} GPUs)" if n > tp * dp else ""),
-                        yamlio.line_of(raw, name, line), f"layout.{name}")
-        elif n > 1 and tp % n:
-            col.add(f"{name} {n} must divide tp {tp}: its ranks split the TP group's cards",
-                    yamlio.line_of(raw, name, line), f"layout.{name}")
+    # (training draws its expert-parallel ranks from TP x DP, Megatron-Core: Layout.problems knows)
+    for name, message in layout.problems(training):
+        col.add(message, yamlio.line_of(raw, name, line), f"layout.{name}")
     experts = model.num("experts") if isinstance(model, Model) else None
     if ep > 1 and isinstance(model, Model) and not (experts and (model.num("experts_per_token") or 0) < experts):
         col.add(f"ep {ep}: expert parallelism needs a mixture-of-experts model, and {model.id} has no routed experts",
@@ -168,7 +221,7 @@ def check_virtual_stages(values: dict, model, data, col: Collector, training: bo
     if not training or not v or v == 1 or not lay:
         return
     line = yamlio.line_of(data, "virtual_stages")
-    pp, dp = lay[1], lay[2]
+    pp, dp = lay.pp, lay.dp
     layers = model.num("layers") if isinstance(model, Model) else None
     if pp == 1:
         col.add(f"virtual_stages {v} interleaves pipeline stages, and the layout has none (pp 1)", line, "virtual_stages")

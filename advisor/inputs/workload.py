@@ -16,7 +16,7 @@ from advisor.inputs.figures import Figure
 from advisor.inputs import crosschecks, layoutinput
 from advisor.inputs.crosschecks import ROPE_SCALING_MAX, TRAIN  # noqa: F401  (tests read workload.ROPE_SCALING_MAX)
 from advisor.inputs.prices import check_providers
-from advisor.inputs.layoutinput import LAYOUT_FIELDS, POOL_FIELDS, POOLS  # noqa: F401  (workload.LAYOUT_FIELDS)
+from advisor.inputs.parallel import LAYOUT_FIELDS, POOL_FIELDS, POOLS, Layout, Pools, of_pools  # noqa: F401  (workload.LAYOUT_FIELDS)
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
 from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, _suggest, check_model  # noqa: F401
@@ -64,7 +64,7 @@ FIELDS: dict[str, Spec] = {
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
-    "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); or a disaggregated one {prefill: {tp, pp, ep, attention_dp, replicas}, decode: {...}}: prompts prefilled on one pool, their KV cache sent to the other, which decodes; default: the planner searches."),
+    "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); or a disaggregated one {prefill: {tp, pp, ep, attention_dp, replicas}, decode: {...}}: prompts prefilled on one pool, their KV cache sent to the other, which decodes; default: the planner searches. The engines' own notations are read too: vLLM's {dp: 8, tp: 1, ep: 8} or enable_expert_parallel: true (one group of dp x tp cards, attention data-parallel, the experts over all), SGLang's {tp: 8, dp: 8, enable_dp_attention: true}, TensorRT-LLM's enable_attention_dp: true."),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
@@ -173,9 +173,9 @@ class Workload:
     #: catalog's default (catalog/efficiency.yaml service_levels, MLPerf Interactive limits per model class); None: stated
     service_level_source: str | None = None
     service_level_refs: tuple[str, ...] = ()   # catalog source IDs of that default (MLPERF_CONF)
-    layout: tuple[int, int, int, int, int] | None = None   # (tp, pp, dp, ep, attention_dp) given by the user; None: the planner chooses
-    # a given disaggregated layout: (prefill, decode), each (tp, pp, replicas, ep, attention_dp)
-    pools: tuple[tuple[int, int, int, int, int], tuple[int, int, int, int, int]] | None = None
+    layout: Layout | None = None   # the layout given by the user (advisor.inputs.parallel); None: the planner chooses
+    # a given disaggregated layout: its prefill and decode pools, each a Layout whose dp is its replicas
+    pools: Pools | None = None
     constraints: Constraints = field(default_factory=Constraints)
     fleet: tuple[FleetEntry, ...] = ()          # what the team owns or has reserved (`fleet:`, --fleet)
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
@@ -208,6 +208,11 @@ class Workload:
         return self.layout is not None or self.pools is not None
 
     @property
+    def stated_layout(self) -> Layout | None:
+        """The layout the workload fixes as one value (a disaggregated one with its two pools), or None."""
+        return self.layout or (of_pools(self.pools) if self.pools else None)
+
+    @property
     def title(self) -> str:
         return self.name or f"{self.model.name} {self.mode}"
 
@@ -231,12 +236,9 @@ class Workload:
             out["concurrency"] = self.micro_batch     # the old name of micro_batch, kept for one release (README)
         if self.service_level_stated:
             out["latency"] = {k: v for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)) if v is not None}
-        if self.layout:
+        if self.layout_given:
             # ep and attention_dp are shown when used (a dense layout reads as it was written)
-            out["layout"] = {k: v for k, v in zip(LAYOUT_FIELDS, self.layout) if k in ("tp", "pp", "dp") or v != 1}
-        if self.pools:
-            out["layout"] = {name: {k: v for k, v in zip(POOL_FIELDS, (tp, pp, ep, adp, dp)) if k in ("tp", "pp", "replicas") or v != 1}
-                             for name, (tp, pp, dp, ep, adp) in zip(POOLS, self.pools)}
+            out["layout"] = self.stated_layout.inputs()
         out["constraints"] = {k: (list(v) if isinstance(v, tuple) else v)
                               for k, v in self.constraints.__dict__.items() if v is not None and v != ()}
         if self.constraints.busy_share is not None:
@@ -326,7 +328,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                         values[k] = checked
             values["latency"] = "interactive"
         elif spec.kind == "layout":
-            values.update(layoutinput.parse_layout(raw, col, line))
+            values.update(layoutinput.parse_layout(raw, col, line, data.get("mode") in TRAIN, release_notes))
         elif spec.kind == "speculative":
             pending_speculative = (raw, line)      # checked against the model, which may come later in the file
         elif spec.kind == "constraints":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from advisor.judgement.ranking import PREMIUM_PER_WEIGHT, factor
 from advisor.numbers.terms import rounded
+from advisor.inputs.parallel import LAYOUT_FIELDS
 
 #: the estimate's cost field for each ranking unit (per hour of interactive serving, per million tokens
 #: of batch serving or of training without a token budget, per job)
@@ -122,8 +123,7 @@ def record(rec: dict, training: bool) -> list[dict]:
         c = est[g]
         excluded = [f"excluded by {titles.get(e['rule'], e['rule'])}" for e in dc["excluded_by"]]
         fallback = excluded or ([] if c["fits"] else [c.get("reason") or "does not fit"])
-        layout = ({k: c[k] for k in ("tp", "pp", "dp", "ep", "attention_dp") if c.get(k) is not None}
-                  if c["fits"] else None)
+        layout = ({k: c[k] for k in LAYOUT_FIELDS if c.get(k) is not None} if c["fits"] else None)
         if c["fits"] and isinstance(c.get("layout"), dict) and "prefill" in c["layout"]:
             layout = c["layout"]          # a disaggregated plan: its two pools
 

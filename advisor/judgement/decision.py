@@ -443,7 +443,7 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
         # the target the turned plan meets where the answer misses it, named once for the field and the text
         meets = ("deadline" if d.estimate.workload.training else "service level") if missed and c.misses is None else None
         out.append({"change": change,
-                    "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, "tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "attention_dp": c.attention_dp,
+                    "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, **c.layout.degrees(),
                              "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,
                              "usd_per_hour": rounded(c.usd_per_hour), "unit_cost": rounded(o.cost), "unit": unit,
                              "unit_label": UNIT_LABELS[unit],

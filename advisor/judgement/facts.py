@@ -18,6 +18,7 @@ from advisor.numbers.objective import unit_cost, unit_of_work
 from advisor.numbers.power import WORKSTATION_CIRCUIT_KW, WORKSTATION_MAX_CARDS
 from advisor.numbers.terms import HOURS_PER_MONTH
 from advisor.judgement.record import model_error
+from advisor.inputs.parallel import DIMS
 
 
 @dataclass(frozen=True)
@@ -109,9 +110,8 @@ FACTS: dict[str, Fact] = {
     "candidate.replica_nodes": Fact("integer", "nodes", "nodes one copy of the model spans (its tensor and pipeline groups; the wider pool of a disaggregated plan): replicas beyond it exchange nothing when serving"),
     "candidate.instances": Fact("integer", "instances", "instances of the offer the plan rents or buys (absent: no offer)"),
     "candidate.crosses_instances": Fact("boolean", "", "traffic crosses the rented instances: a model copy wider than one instance, or disaggregated pools sending KV between them"),
-    "candidate.tp": Fact("integer", "", "tensor-parallel degree"),
-    "candidate.pp": Fact("integer", "", "pipeline-parallel degree"),
-    "candidate.dp": Fact("integer", "", "data-parallel degree"),
+    # every declared layout dimension (advisor.inputs.parallel), in its own words: a new one is a fact at once
+    **{f"candidate.{d.field}": Fact("integer", "", f"{d.name} degree ({d.notation}): {d.meaning.format(n='N')}") for d in DIMS},
     "candidate.per_card_gb": Fact("number", "GB", "memory each card needs in the layout"),
     "candidate.headroom_gb": Fact("number", "GB", "memory left on each card"),
     "candidate.headroom_share": Fact("number", "", "headroom_gb / memory_gb: the share of each card left free (below 0.05: within 5% of capacity)"),
@@ -413,7 +413,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         if not c.fits:
             cvals["unfit_reason"] = c.reason       # the planner's words: the memory, or the given layout, that failed
         if c.fits:
-            cvals.update(count=c.count, nodes=c.nodes, tp=c.tp, pp=c.pp, dp=c.dp, per_card_gb=c.per_card_gb,
+            cvals.update(count=c.count, nodes=c.nodes, **c.layout.degrees(), per_card_gb=c.per_card_gb,
                          replica_nodes=-(-c.layout.replica_cards // c.gpu.gpus_per_node),
                          headroom_gb=c.headroom_gb, kv_headroom_gb=c.kv_headroom_gb,
                          headroom_share=(c.headroom_gb / c.gpu.memory_gb) if c.headroom_gb is not None and c.gpu.memory_gb else None,

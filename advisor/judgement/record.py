@@ -25,7 +25,7 @@ def build(d, suggestions: list[dict]) -> dict:
     if d.winner:
         c = by_id[d.winner]
         rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
-                                 "tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "attention_dp": c.attention_dp,
+                                 **c.layout.degrees(),      # every declared dimension (advisor.inputs.parallel)
                                  "usd_per_hour": c.usd_per_hour,
                                  "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
                                  "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,

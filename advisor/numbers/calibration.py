@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import GPU, Catalog
+from advisor.inputs.parallel import Layout
 from advisor.numbers import comm
 
 #: GPUs of one node of the whole runs the goodput was fitted on (HGX/DGX A100 and H100 boards)
@@ -284,9 +285,10 @@ class Engine:
     batch_per_micro_batch: bool = False   # engines.yaml max_batch per: micro_batch (a cap per pipeline micro-batch)
     kv_on_demand: bool = False   # engines.yaml kv_allocation: on_demand (KV blocks taken as a sequence grows)
 
-    def runs(self, tp: int, pp: int, dp: int, ep: int = 1, attention_dp: int = 1) -> bool:
-        """The engine runs this layout: every parallel dimension it uses is one the engine has."""
-        used = {"tp"} | {k for k, n in (("pp", pp), ("dp", dp), ("ep", ep), ("attention_dp", attention_dp)) if n > 1}
+    def runs(self, lay: Layout, replicas: bool = True) -> bool:
+        """The engine runs this layout: every parallel dimension it uses is one the engine has
+        (`replicas` false: its data-parallel replicas not counted, for a base the planner grows)."""
+        used = {"tp"} | {k for k, n in lay.degrees().items() if n > 1 and (replicas or k != "dp")}
         return used <= self.layouts
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.inputs.workload import Workload
-from advisor.numbers.layouts import describe_layout, describe_pools
+from advisor.inputs.parallel import notation
 from advisor.numbers.ledger import training_precision
 
 
@@ -20,7 +20,7 @@ def knob_alternatives(w: Workload, missed: bool = False) -> list[tuple[str, Work
     to know what insisting costs)."""
     given = []
     if w.layout_given:
-        stated = describe_layout(w.layout) if w.layout else describe_pools(*w.pools)
+        stated = notation(w.stated_layout)
         given = [(f"layout {stated} to the one the planner chooses", replace(w, layout=None, pools=None))]
     if not w.training:
         # serving 16-bit weights: FP8 weights halve them and run at the FP8 rate where the card has one

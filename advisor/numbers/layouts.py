@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from advisor.inputs.catalog import GPU
+from advisor.inputs.parallel import Layout, Pools  # noqa: F401  (layouts.Layout, layouts.Pools)
+# what a card holds: kept beside the layouts that read it, as numbers.layouts.memory and friends
+from advisor.numbers.cardmemory import PREFILL_PROMPTS_IN_FLIGHT, Memory, fixed_bytes, kv_replication, memory  # noqa: F401
 from advisor.numbers import comm
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
-from advisor.numbers.terms import GB, _gb
+from advisor.numbers.terms import GB
 from advisor.inputs.workload import Workload
 
 # the planner's ceiling when the workload sets no max_gpus: the largest clusters built (issue 21 asks
@@ -33,85 +36,6 @@ TENSOR_SPLIT_MAX = 8
 # 2-12 H100 nodes with DP attention and EP over DeepEP, DeepSeek's own decode runs EP 144)
 CROSS_NODE_DEP = 32
 ZERO_STAGES = (0, 1, 2, 3)         # 3 = weights sharded too (FSDP FULL_SHARD)
-
-
-INTERNAL = {"record": False}       # a field the planner needs but the decision record does not show
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One way to lay the job out on a GPU: TP x PP x DP cards and what each card holds.
-
-    A new dimension is a field here (with its default meaning "not used"), the enumeration below that
-    tries it, and the speed and memory terms that read it. `tp` is the model-parallel group of one
-    pipeline stage (SGLang's `--tp`, TensorRT-LLM's `tp_size`); inside it the MoE layers put their
-    experts on `ep` ranks (each expert split over tp / ep cards) and attention runs as `attention_dp`
-    data-parallel ranks of tp / attention_dp cards, each with its own sequences and KV cache (SGLang
-    `--enable-dp-attention --dp N`, TensorRT-LLM `enable_attention_dp`: "DEP8" is tp 8, ep 8,
-    attention_dp 8). Training reads `ep` as Megatron-Core does: expert-parallel ranks drawn from the
-    stage's TP x DP cards (ep divides tp x dp), each holding whole experts (numbers.layouts.expert_split)."""
-
-    tp: int
-    pp: int
-    dp: int
-    per_card_bytes: float = field(metadata=INTERNAL)
-    rep: float = field(default=1.0, metadata=INTERNAL)      # KV heads replicated when TP exceeds them
-    zero_stage: int | None = None  # training only
-    min_dp: int = field(default=1, metadata=INTERNAL)       # replicas the memory needs (the rest: speed, filled instances)
-    ep: int = 1                    # expert-parallel ranks of the MoE layers (inside the TP group)
-    attention_dp: int = 1          # attention data-parallel ranks (inside the TP group; KV split, not copied)
-    # disaggregated serving: the prefill and decode pools (this layout's own tp..attention_dp are the
-    # decode pool's, which sets the time per output token); None: prefill and decode share replicas
-    pools: Pools | None = field(default=None, metadata=INTERNAL)
-    # training with pipeline stages: model chunks per card of Megatron's interleaved schedule (1: none;
-    # None: the planner's choice once the micro-batches are known, trainspeed.schedule)
-    interleave: int | None = field(default=1, metadata=INTERNAL)
-
-    @property
-    def attention_tp(self) -> int:
-        """Cards one attention rank splits its heads over."""
-        return self.tp // self.attention_dp
-
-    def as_dict(self) -> dict:
-        """The record's `layout`: every parallel dimension, by its workload name; a disaggregated
-        layout as its two pools, each with its replica count (the workload's own form)."""
-        if self.pools:
-            return {"prefill": self.pools.prefill.pool_dict(), "decode": self.pools.decode.pool_dict()}
-        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "attention_dp": self.attention_dp}
-
-    def pool_dict(self) -> dict:
-        return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "attention_dp": self.attention_dp, "replicas": self.dp}
-
-    @property
-    def count(self) -> int:
-        if self.pools:
-            return self.pools.prefill.count + self.pools.decode.count
-        return self.tp * self.pp * self.dp
-
-    @property
-    def replica_cards(self) -> int:
-        """Cards of one model replica (the group an instance must hold whole, K13): the larger pool's."""
-        if self.pools:
-            return max(self.pools.prefill.tp * self.pools.prefill.pp, self.pools.decode.tp * self.pools.decode.pp)
-        return self.tp * self.pp
-
-    def nodes(self, gpu: GPU) -> int:
-        if self.pools and self.count > gpu.gpus_per_node:
-            # each pool on nodes of its own: a node holds one kind of work (Splitwise, DistServe); pools that
-            # fit one node together share it (Dynamo's single-node 2 x TP 2 prefill + TP 4 decode recipe,
-            # DYNAMO_LLAMA33_70B), as their price (one instance) and KV transfer (over NVLink) take them
-            return self.pools.prefill.nodes(gpu) + self.pools.decode.nodes(gpu)
-        return math.ceil(self.count / gpu.gpus_per_node)
-
-
-@dataclass(frozen=True)
-class Pools:
-    """A disaggregated serving layout (DistServe, Splitwise, Mooncake; SGLang and NVIDIA Dynamo's PD
-    disaggregation): prompts are prefilled on one pool of replicas and their KV cache sent to another
-    pool that decodes; each pool is a Layout whose `dp` is its replica count."""
-
-    prefill: Layout
-    decode: Layout
 
 
 def _tp_options(gpu: GPU, kv_heads: int | None = None) -> list[int]:
@@ -148,29 +72,14 @@ def _pp_options(tp: int, widest: int, layers: int, fits) -> list[int]:
     return []
 
 
-def kv_replication(led: Ledger, tp: int, attention_dp: int = 1) -> float:
-    """How many copies of each sequence's KV cache an attention rank keeps: its tp / attention_dp
-    cards split the KV heads, and hold them whole when they outnumber them (MLA has one latent head,
-    so tensor parallelism copies it onto every card; attention DP does not, K14)."""
-    kv_heads = led.kv.kv_heads if led.kv else None
-    return max(1.0, tp / attention_dp / kv_heads) if kv_heads else 1.0
-
-
-def fixed_bytes(led: Ledger, tp: int, pp: int, attention_dp: int = 1) -> float:
-    """Bytes per card of a replica's part that does not grow with its sequences: weights (the
-    non-expert ones once per attention rank) and overhead over TP x PP, activations per rank."""
-    return ((led.bytes("weights_gb") + led.bytes("overhead_gb")) * led.weight_copies(attention_dp) / (tp * pp)
-            + led.bytes("activations_gb") * attention_dp / tp)
-
-
 #: per ledger (alive as long as it is): the replica split of each card size, concurrency and split
 _REPLICAS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LAST_REPLICAS: list = [None, None]      # (ledger, its entry of _REPLICAS): a weak lookup makes a weakref each time
 
 
-def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int = 1):
+def inference_replicas(w: Workload, led: Ledger, gpu: GPU, lay: Layout):
     """(per-card bytes of a replica's fixed part, KV bytes per card, fewest replicas, KV replication)
-    for TP x PP (with `attention_dp` attention ranks in the TP group), or None when the fixed part
+    for `lay`'s TP x PP (with its attention ranks in the TP group; its dp is not read), or None when the fixed part
     alone does not fit. Kept per ledger by what else it reads (the card's memory, the concurrency):
     the planner asks again for every pipeline depth it tries and every replica count of a layout."""
     if _LAST_REPLICAS[0] is led:      # the planner asks hundreds of times for one ledger in a row
@@ -180,19 +89,19 @@ def inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, att
         if mine is None:
             mine = _REPLICAS[led] = {}
         _LAST_REPLICAS[:] = [led, mine]
-    key = (gpu.memory_gb, w.concurrency, tp, pp, attention_dp)
+    key = (gpu.memory_gb, w.concurrency, lay.form)
     if key not in mine:
-        mine[key] = _inference_replicas(w, led, gpu, tp, pp, attention_dp)
+        mine[key] = _inference_replicas(w, led, gpu, lay)
     return mine[key]
 
 
-def _inference_replicas(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, attention_dp: int):
+def _inference_replicas(w: Workload, led: Ledger, gpu: GPU, lay: Layout):
     mem = gpu.memory_gb * GB
-    rep = kv_replication(led, tp, attention_dp)
-    fixed = fixed_bytes(led, tp, pp, attention_dp)
+    rep = kv_replication(led, lay)
+    fixed = fixed_bytes(led, lay)
     if fixed >= mem:
         return None
-    kv_card = led.bytes("kv_cache_gb") * rep / (tp * pp)
+    kv_card = led.bytes("kv_cache_gb") * rep / (lay.tp * lay.pp)
     if led.kv_fallback:     # a fixed reservation, not per-sequence: it cannot be spread over replicas
         dp = 1 if fixed + kv_card <= mem else None
     else:
@@ -250,16 +159,18 @@ def _inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> lis
     widest = tensor_split_max(gpu)
     wide = [t for t in TP_SIZES if widest < t <= max(domain, CROSS_NODE_DEP) and moe_options(w, gpu, t)[-1] == (t, t)]
     for t in wide:
-        r = inference_replicas(w, led, gpu, t, 1, t)
+        dep = Layout(t, 1, 1, ep=t, attention_dp=t)
+        r = inference_replicas(w, led, gpu, dep)
         if r and t * r[2] <= max_gpus:
             fixed, kv_card, dp, rep = r
-            out.append(Layout(t, 1, dp, fixed + kv_card / dp, rep, None, dp, t, t))
+            out.append(Layout(t, 1, dp, fixed + kv_card / dp, rep, min_dp=dp, ep=t, attention_dp=t))
     for tp in _tp_options(gpu, kv_heads):
         for ep, adp in moe_options(w, gpu, tp):
-            for pp in _pp_options(tp, widest, layers, lambda p: inference_replicas(w, led, gpu, tp, p, adp) is not None):
-                fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, tp, pp, adp)
+            # (Layouts built, not replace()d: the enumeration tries every TP, EP form and depth)
+            for pp in _pp_options(tp, widest, layers, lambda p: inference_replicas(w, led, gpu, Layout(tp, p, 1, ep=ep, attention_dp=adp)) is not None):
+                fixed, kv_card, dp, rep = inference_replicas(w, led, gpu, Layout(tp, pp, 1, ep=ep, attention_dp=adp))
                 if tp * pp * dp <= max_gpus:
-                    out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, None, dp, ep, adp))
+                    out.append(Layout(tp, pp, dp, fixed + kv_card / dp, rep, min_dp=dp, ep=ep, attention_dp=adp))
     return out
 
 
@@ -268,28 +179,26 @@ def with_replicas(w: Workload, led: Ledger, gpu: GPU, base: Layout, dp: int) -> 
     card recomputed. Training with EP: `dp` is rounded up until the EP ranks divide TP x DP."""
     dp = max(dp, base.min_dp)
     if w.training:
-        dp = ep_dp(base.tp, dp, base.ep)
-        per_card = training_per_card(led, base.tp, base.pp, dp, base.zero_stage or 0, base.ep)
-    else:
-        fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base.tp, base.pp, base.attention_dp)
-        per_card = fixed + kv_card / min(dp, w.concurrency)
-    return replace(base, dp=dp, per_card_bytes=per_card)
+        dp = ep_dp(base, dp)
+        return replace(base, dp=dp, per_card_bytes=training_per_card(led, base, base.zero_stage or 0, dp=dp))
+    fixed, kv_card, _, _ = inference_replicas(w, led, gpu, base)
+    return replace(base, dp=dp, per_card_bytes=fixed + kv_card / min(dp, w.concurrency))
 
 
-def ep_dp(tp: int, dp: int, ep: int) -> int:
-    """The fewest data-parallel replicas, at least `dp`, whose TP x DP ranks the `ep` expert-parallel
+def ep_dp(lay: Layout, dp: int) -> int:
+    """The fewest data-parallel replicas, at least `dp`, whose TP x DP ranks `lay`'s expert-parallel
     ranks divide (Megatron-Core draws the EP group from the data-parallel x tensor ranks)."""
-    if ep <= 1:
+    if lay.ep <= 1:
         return dp
-    step = ep // math.gcd(tp, ep)
+    step = lay.ep // math.gcd(lay.tp, lay.ep)
     return math.ceil(dp / step) * step
 
 
-def expert_split(tp: int, ep: int) -> int:
+def expert_split(lay: Layout) -> int:
     """Cards one pipeline stage spreads each routed expert's states over: TP without expert
     parallelism; with it, the EP ranks, each holding whole experts (expert tensor parallelism 1, as
     NeMo's MoE recipes set it: expert_tensor_parallel_size 1)."""
-    return tp if ep <= 1 else ep
+    return lay.tp if lay.ep <= 1 else lay.ep
 
 
 def _training_split(led: Ledger, z: int):
@@ -316,14 +225,16 @@ def _split_of(led: Ledger, z: int) -> tuple:
     return hit[1]
 
 
-def training_per_card(led: Ledger, tp: int, pp: int, dp: int, z: int, ep: int = 1, split: tuple | None = None) -> float:
+def training_per_card(led: Ledger, lay: Layout, z: int, split: tuple | None = None, dp: int | None = None) -> float:
     """Bytes per card (with the x1.2 safety of C06): the unsharded dense part split over TP x PP, the
     unsharded expert part over PP x the expert split (TP, or EP with expert parallelism), the
     ZeRO-sharded part over all cards (the experts' shards over their expert-data-parallel ranks:
     TP x DP / EP of them, the same cards in all). `split`: _training_split(led, z), when the caller
-    has it (the enumeration sizes every TP, PP and EP of a stage from one)."""
+    has it (the enumeration sizes every TP, PP and EP of a stage from one); `dp`: with that many
+    replicas instead of the layout's own (with_replicas sizes a base once per count it tries)."""
     sharded, dense, expert = split or _split_of(led, z)
-    return (dense / (tp * pp) + expert / (pp * expert_split(tp, ep)) + sharded / (tp * pp * dp)) * TRAINING_SAFETY
+    m = lay.tp * lay.pp
+    return (dense / m + expert / (lay.pp * expert_split(lay)) + sharded / (m * (dp or lay.dp))) * TRAINING_SAFETY
 
 
 #: expert-parallel sizes tried for training (Megatron-Core, NeMo and torchtitan recipes use powers of 2)
@@ -376,13 +287,14 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages,
         split = _split_of(led, z)
         sharded, dense, expert = split
         for tp, (inside, across) in tp_eps:
-            def dp_for(pp, ep, tp=tp):
-                m = tp * pp
-                room = mem - dense / m - expert / (pp * expert_split(tp, ep))
+            def dp_for(form: Layout, pp: int):
+                """The fewest replicas of `form` on `pp` stages that hold the job, or None."""
+                m = form.tp * pp
+                room = mem - dense / m - expert / (pp * expert_split(form))
                 if room <= 0:
                     return None
                 dp = 1 if sharded / m <= room else math.ceil(sharded / m / room - 1e-9)
-                dp = ep_dp(tp, dp, ep)
+                dp = ep_dp(form, dp)
                 return dp if m * dp <= max_gpus else None
             for group in (inside, across):
                 found = False
@@ -390,14 +302,17 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages,
                     # a pipeline stage is a node's worth of model-parallel cards: TP, or with experts the
                     # wider of TP and the EP group
                     width = tp if ep == 1 else min(max(tp, ep), widest)
-                    stages = _pp_options(width, widest, layers, lambda p, ep=ep: dp_for(p, ep) is not None)
+                    form = Layout(tp, 1, 1, ep=ep, zero_stage=z)
+                    stages = _pp_options(width, widest, layers, lambda p, form=form: dp_for(form, p) is not None)
                     if deep and ep == 1 and stages and width == widest:
                         stages = stages + deeper_stages(stages[0], layers)
                     for pp in (_even_stages(stages, layers) if ep > 1 else stages):
-                        dp = dp_for(pp, ep)
+                        dp = dp_for(form, pp)
                         if dp is None:
                             continue
-                        out.append(Layout(tp, pp, dp, training_per_card(led, tp, pp, dp, z, ep, split), 1.0, z, dp, ep,
+                        # (built, not replace()d: this runs for every ZeRO stage, TP, EP and depth)
+                        per_card = training_per_card(led, Layout(tp, pp, dp, ep=ep), z, split)
+                        out.append(Layout(tp, pp, dp, per_card, zero_stage=z, min_dp=dp, ep=ep,
                                           interleave=interleaved_stages(layers, pp, w.virtual_stages)))
                         found = True
                     if found and group is across:
@@ -433,70 +348,62 @@ def _even_stages(stages: list[int], layers: int) -> list[int]:
     return sorted({stages[0], even} | ({2 * even} if layers % (2 * even) == 0 else set()))
 
 
-def split_width(tp: int, ep: int = 1, attention_dp: int = 1) -> int:
-    """The widest tensor split of a TP group: attention over tp / attention_dp cards, each expert over
-    tp / ep; that split must stay inside one node's links (K14), the group itself need not."""
-    return max(tp // attention_dp, tp // ep)
-
-
 def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layout | None:
     """The workload's own `layout: {tp, pp, dp, ep, attention_dp}` on this GPU, or None when it does
     not hold the job (for training, with the lowest ZeRO stage that makes it fit; `ep` there is the
     expert-parallel ranks drawn from TP x DP). A tensor split wider than a node is no layout at all: it
     stays inside one node's links (K14)."""
-    tp, pp, dp, ep, adp = w.layout
+    given = replace(w.layout, min_dp=w.layout.dp)
     if w.training:
-        if tp > gpu.gpus_per_node:
+        if given.tp > gpu.gpus_per_node:
             return None
         mem = gpu.memory_gb * GB
         for z in stages:
-            per_card = training_per_card(led, tp, pp, dp, z, ep)
+            per_card = training_per_card(led, given, z)
             if per_card <= mem:
-                return Layout(tp, pp, dp, per_card, 1.0, z, dp, ep, interleave=w.virtual_stages or 1)
+                return replace(given, per_card_bytes=per_card, zero_stage=z, interleave=w.virtual_stages or 1)
         return None
-    if split_width(tp, ep, adp) > gpu.gpus_per_node:
+    if given.split_width > gpu.gpus_per_node:
         return None
-    r = inference_replicas(w, led, gpu, tp, pp, adp)
+    r = inference_replicas(w, led, gpu, given)
     if r is None:
         return None
     fixed, kv_card, _, rep = r
-    per_card = fixed + kv_card / min(dp, w.concurrency)
-    return Layout(tp, pp, dp, per_card, rep, None, dp, ep, adp) if per_card <= gpu.memory_gb * GB else None
+    per_card = fixed + kv_card / min(given.dp, w.concurrency)
+    return replace(given, per_card_bytes=per_card, rep=rep) if per_card <= gpu.memory_gb * GB else None
 
 
-# a prefill replica holds the KV of the prompts it works on: per attention rank one being computed and
-# one being sent to the decode pool (the transfer overlaps the next prompt's prefill); a choice, stated
-PREFILL_PROMPTS_IN_FLIGHT = 2
+def _pool_form(form: Layout) -> Layout:
+    """A pool's form: its dimensions only (Layout.form), no sizes, no replicas."""
+    return Layout(1, 1, 1).with_form(form.form)
 
 
-def prefill_pool(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, ep: int, attention_dp: int,
-                 replicas: int) -> Layout | None:
-    """A disaggregated plan's prefill pool: `replicas` replicas of TP x PP, each card holding the
-    weights and the KV cache of the prompts in prefill; None when that does not fit (or the KV size is
-    unknown: nothing to size the transfer by)."""
-    if not led.kv or led.kv_fallback or split_width(tp, ep, attention_dp) > gpu.gpus_per_node:
+def prefill_pool(w: Workload, led: Ledger, gpu: GPU, form: Layout, replicas: int) -> Layout | None:
+    """A disaggregated plan's prefill pool: `replicas` replicas of `form` (its TP x PP, EP and
+    attention DP; its dp is not read), each card holding the weights and the KV cache of the prompts
+    in prefill; None when that does not fit (or the KV size is unknown: nothing to size the transfer by)."""
+    if not led.kv or led.kv_fallback or form.split_width > gpu.gpus_per_node:
         return None
-    rep = kv_replication(led, tp, attention_dp)
-    kv = led.kv.bytes_per_sequence(w.prompt_tokens) * rep * PREFILL_PROMPTS_IN_FLIGHT * attention_dp / (tp * pp)
-    per_card = fixed_bytes(led, tp, pp, attention_dp) + kv
+    rep = kv_replication(led, form)
+    kv = led.kv.bytes_per_sequence(w.prompt_tokens) * rep * PREFILL_PROMPTS_IN_FLIGHT * form.attention_dp / (form.tp * form.pp)
+    per_card = fixed_bytes(led, form) + kv
     if per_card > gpu.memory_gb * GB:
         return None
-    return Layout(tp, pp, replicas, per_card, rep, None, 1, ep, attention_dp)
+    return replace(_pool_form(form), dp=replicas, per_card_bytes=per_card, rep=rep)
 
 
-def decode_pool(w: Workload, led: Ledger, gpu: GPU, tp: int, pp: int, ep: int, attention_dp: int,
-                replicas: int | None = None) -> Layout | None:
-    """A disaggregated plan's decode pool: TP x PP replicas holding the weights and the KV cache of
-    every decoding sequence (prompt and output), at least as many as that cache needs (`replicas`
-    None: the fewest); None when they do not fit."""
-    if not led.kv or led.kv_fallback or split_width(tp, ep, attention_dp) > gpu.gpus_per_node:
+def decode_pool(w: Workload, led: Ledger, gpu: GPU, form: Layout, replicas: int | None = None) -> Layout | None:
+    """A disaggregated plan's decode pool: replicas of `form` (its dp is not read) holding the weights
+    and the KV cache of every decoding sequence (prompt and output), at least as many as that cache
+    needs (`replicas` None: the fewest); None when they do not fit."""
+    if not led.kv or led.kv_fallback or form.split_width > gpu.gpus_per_node:
         return None
-    r = inference_replicas(w, led, gpu, tp, pp, attention_dp)
+    r = inference_replicas(w, led, gpu, form)
     if r is None:
         return None
     fixed, kv_card, least, rep = r
     dp = max(least, replicas or least)
-    return Layout(tp, pp, dp, fixed + kv_card / min(dp, w.concurrency), rep, None, least, ep, attention_dp)
+    return replace(_pool_form(form), dp=dp, per_card_bytes=fixed + kv_card / min(dp, w.concurrency), rep=rep, min_dp=least)
 
 
 def disaggregated(prefill: Layout, decode: Layout) -> Layout:
@@ -508,92 +415,20 @@ def disaggregated(prefill: Layout, decode: Layout) -> Layout:
 def given_pools(w: Workload, led: Ledger, gpu: GPU) -> Layout | None:
     """The workload's own `layout: {prefill: {...}, decode: {...}}` on this GPU, exactly as given, or
     None when a pool does not hold its work on it."""
-    (ptp, ppp, pdp, pep, padp), (dtp, dpp, ddp, dep, dadp) = w.pools
-    pf = prefill_pool(w, led, gpu, ptp, ppp, pep, padp, pdp)
-    dc = decode_pool(w, led, gpu, dtp, dpp, dep, dadp, ddp)
-    if pf is None or dc is None or dc.dp != ddp:
+    given = w.pools
+    pf = prefill_pool(w, led, gpu, given.prefill, given.prefill.dp)
+    dc = decode_pool(w, led, gpu, given.decode, given.decode.dp)
+    if pf is None or dc is None or dc.dp != given.decode.dp:
         return None
     return disaggregated(pf, dc)
 
 
-def pool_forms(bases: list[Layout]) -> list[tuple[int, int, int, int]]:
-    """The (tp, pp, ep, attention_dp) forms a pool may take on a GPU: those of the colocated layouts
-    that hold the model on it (the same memory and node limits), each once."""
-    return sorted({(b.tp, b.pp, b.ep, b.attention_dp) for b in bases})
+def pool_forms(bases: list[Layout]) -> list[Layout]:
+    """The forms (tp, pp, ep, attention_dp; no replicas) a pool may take on a GPU: those of the
+    colocated layouts that hold the model on it (the same memory and node limits), each once."""
+    return [Layout(1, 1, 1).with_form(f) for f in sorted({b.form for b in bases})]
 
 
 def min_cards(layouts: list[Layout]) -> int | None:
     """The fewest cards any layout needs (the seeds' "2x H200 or 3x 80 GB cards" figure)."""
     return min((lay.count for lay in layouts), default=None)
-
-
-@dataclass(frozen=True)
-class Memory:
-    """What each card holds in a layout and what is left: for the KV cache of a replica (K05, W06),
-    the most sequences and the longest context the plan's memory serves."""
-
-    per_card_gb: float
-    headroom_gb: float
-    kv_headroom_gb: float | None = None
-    max_concurrency: float | None = None
-    max_context_tokens: float | None = None
-    # with the KV sized by the stated requests (Workload.kv_tokens): whether one request of the full
-    # context_tokens still fits a replica beside its other sequences (None: sized at the context)
-    long_request_fits: bool | None = None
-    why: dict = field(default_factory=dict)
-
-
-def memory(w: Workload, led: Ledger, gpu: GPU, lay: Layout, sequences: int | None = None) -> Memory:
-    """The memory figures of `lay`; serving: at `sequences` at once (the concurrency the speed model
-    resolved)."""
-    per_card = lay.per_card_bytes / GB
-    if w.training:
-        return Memory(per_card, gpu.memory_gb - per_card)
-    if lay.pools:
-        # the decode pool holds what the KV headroom and the most sequences are about; per card, the
-        # fuller of the two pools
-        pf = lay.pools.prefill
-        m = memory(w, led, gpu, lay.pools.decode, sequences)
-        why = dict(m.why)
-        why["per_card_gb"] = (f"the fuller pool: prefill {_gb(pf.per_card_bytes)} per card (weights + the KV of "
-                              f"{PREFILL_PROMPTS_IN_FLIGHT} x {pf.attention_dp} prompts of {w.prompt_tokens:,} tokens in prefill or in transfer), "
-                              f"decode {_gb(lay.pools.decode.per_card_bytes)} (weights + the KV of its share of all {w.concurrency:,} decoding sequences)")
-        return replace(m, per_card_gb=per_card, headroom_gb=gpu.memory_gb - per_card, why=why)
-    s = led.sized
-    replica = lay.tp * lay.pp * gpu.memory_gb * GB
-    held = s.weights_bytes * led.weight_copies(lay.attention_dp)
-    copies = f" ({led.weight_copies(lay.attention_dp):.2f} copies: non-expert weights on each of {lay.attention_dp} attention ranks)" if lay.attention_dp > 1 else ""
-    why = {"kv_headroom_gb": f"TP {lay.tp} x PP {lay.pp} x {gpu.memory_gb:g} GB - weights {_gb(held)}{copies} (K05, W06)"}
-    max_conc = max_ctx = None
-    if led.kv and not led.kv_fallback:
-        rep = kv_replication(led, lay.tp, lay.attention_dp)
-        fixed = ((led.bytes("weights_gb") + led.bytes("overhead_gb")) * led.weight_copies(lay.attention_dp)
-                 + led.bytes("activations_gb") * lay.pp * lay.attention_dp)
-        free = lay.count * gpu.memory_gb * GB - fixed * lay.dp
-        per_seq = led.kv.bytes_per_sequence(w.kv_tokens) * rep
-        max_conc = max(0.0, math.floor(free / per_seq)) if per_seq else None
-        longest = led.kv.max_tokens(free / max(sequences or 0, 1) / rep)
-        limit = w.model.num("max_context")
-        max_ctx = min(longest, limit) if limit else (None if math.isinf(longest) else math.floor(longest))
-        if w.kv_tokens < w.context_tokens:
-            # the replica's room less its other sequences at their own length must hold one at the context
-            others = max(math.ceil((sequences or w.concurrency) / lay.dp) - 1, 0) * per_seq
-            long_fits = led.kv.bytes_per_sequence(w.context_tokens) * rep <= free / lay.dp - others
-            return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, long_fits, why)
-    return Memory(per_card, gpu.memory_gb - per_card, (replica - held) / GB, max_conc, max_ctx, None, why)
-
-
-def describe_layout(layout: tuple) -> str:
-    """A layout tuple (tp, pp, dp, ep, attention_dp) in words, the EP and attention-DP parts when used."""
-    tp, pp, dp, ep, adp = layout
-    return (f"TP {tp} x PP {pp} x DP {dp}" + (f", EP {ep}" if ep > 1 else "")
-            + (f", attention DP {adp}" if adp > 1 else ""))
-
-
-def describe_pools(prefill: tuple, decode: tuple) -> str:
-    """Two pool tuples (tp, pp, replicas, ep, attention_dp) in words."""
-    def one(t):
-        tp, pp, dp, ep, adp = t
-        return (f"{dp} x (TP {tp} x PP {pp}" + (f", EP {ep}" if ep > 1 else "")
-                + (f", attention DP {adp}" if adp > 1 else "") + ")")
-    return f"prefill {one(prefill)} + decode {one(decode)}"

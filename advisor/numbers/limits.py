@@ -5,7 +5,8 @@ planner's bound on tokens per step) that feeds fewer data-parallel replicas than
 from __future__ import annotations
 
 from advisor.inputs.workload import Workload
-from advisor.numbers.layouts import describe_layout, describe_pools, kv_replication, split_width
+from advisor.numbers.cardmemory import kv_replication
+from advisor.inputs.parallel import notation
 from advisor.numbers.terms import _gb
 
 
@@ -89,24 +90,24 @@ def budget_limit(w: Workload, tried: list) -> dict | None:
 def no_layout_reason(w: Workload, led, gpu, max_gpus: int, engine=None, need: float | None = None) -> str:
     """Why no layout of the planner holds the workload on this GPU (a given layout the engine does not run
     or that splits wider than a node, pools that do not fit, or the memory), with the figure."""
-    if w.layout and engine is not None and not engine.runs(*w.layout):
-        return f"{engine.name} does not run the given layout ({describe_layout(w.layout)}; it runs {', '.join(sorted(engine.layouts))}, catalog/engines.yaml)"
-    if w.layout and split_width(w.layout[0], w.layout[3], w.layout[4]) > gpu.gpus_per_node:
-        width = split_width(w.layout[0], w.layout[3], w.layout[4])
-        what = f"TP {width} spans" if width == w.layout[0] else f"layout splits attention or an expert over {width} GPUs,"
+    if w.layout and engine is not None and not engine.runs(w.layout):
+        return f"{engine.name} does not run the given layout ({notation(w.layout)}; it runs {', '.join(sorted(engine.layouts))}, catalog/engines.yaml)"
+    if w.layout and w.layout.split_width > gpu.gpus_per_node:
+        width = w.layout.split_width
+        what = f"TP {width} spans" if width == w.layout.tp else f"layout splits attention or an expert over {width} GPUs,"
         return (f"the given {what} more than the {gpu.gpus_per_node} GPUs of one node; "
                 "tensor parallelism stays inside a node (K14)")
     if w.pools:
         # a pool whose TP cards each keep a copy of every sequence's cache (MLA's one latent head, or fewer
         # KV heads than cards) is the usual cause: said with the fix (review 19, F4)
-        copies = [(name, tp, kv_replication(led, tp, adp)) for name, (tp, _pp, _r, _ep, adp) in zip(("prefill", "decode"), w.pools)]
+        copies = [(name, pool.tp, kv_replication(led, pool)) for name, pool in (("prefill", w.pools.prefill), ("decode", w.pools.decode))]
         why = "".join(f"; the {name} pool's TP {tp} keeps {rep:g} copies of each sequence's KV cache (the model has "
                       f"{led.kv.kv_heads} KV head{'s' if led.kv.kv_heads > 1 else ''}): attention_dp {tp} with ep {tp} splits the "
                       f"sequences over its cards instead" for name, tp, rep in copies if rep > 1)
-        return (f"the given disaggregated layout ({describe_pools(*w.pools)}) does not hold its work on {gpu.memory_gb:g} GB "
+        return (f"the given disaggregated layout ({notation(w.stated_layout)}) does not hold its work on {gpu.memory_gb:g} GB "
                 f"cards: each pool must hold the weights and its KV cache (the decode pool every sequence's) with "
                 f"tensor splits inside one {gpu.gpus_per_node}-GPU node (K14), and the model's KV size must be known{why}")
-    given = (describe_layout(w.layout) if w.layout else f"at most {max_gpus}"
+    given = (notation(w.layout) if w.layout else f"at most {max_gpus}"
              + (" (constraints.max_gpus)" if w.constraints.max_gpus == max_gpus else ""))
     return (f"needs {_gb(need if need is not None else led.bytes('total_gb'))} and no layout of {given}"
             f" x {gpu.memory_gb:g} GB (TP <= {gpu.gpus_per_node} per node) holds it")

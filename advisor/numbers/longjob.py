@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.numbers.layouts import describe_layout
+from advisor.inputs.parallel import notation
 from advisor.numbers.objective import minimises_cost
 
 LONG_JOB_HOURS = 30 * 24
@@ -76,4 +76,4 @@ def bounded(cheapest, p):
 
 
 def _layout(p) -> str:
-    return describe_layout((p.tp, p.pp, p.dp, p.ep, p.attention_dp))
+    return notation(p.layout)

@@ -216,7 +216,7 @@ def _prepare(w: Workload, variants, gpu: GPU, max_gpus: int, stages, engine: Eng
         bases, wider = _bases(w, wv, lv, gpu, max_gpus, stages, deep)
         if engine is not None and not w.training:
             # a layout the engine has no flag for is not a plan (catalog/engines.yaml layouts)
-            bases, wider = ([b for b in group if engine.runs(b.tp, b.pp, 1, b.ep, b.attention_dp)] for group in (bases, wider))
+            bases, wider = ([b for b in group if engine.runs(b, replicas=False)] for group in (bases, wider))
         n = layouts.min_cards(bases)
         fewest = n if fewest is None or (n is not None and n < fewest) else fewest
         prepared.append((wv, lv, bases, wider))
@@ -248,12 +248,12 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             # a layout tried already is not built again: with_replicas keeps the base's TP, PP, EP,
             # attention DP and pools and takes at least its replicas
             count = base.count if dp == base.dp else base.tp * base.pp * max(dp, base.min_dp)
-            if (count, base.tp, base.pp, base.ep, base.attention_dp, base.pools) in seen:
+            if (count, base.form, base.pools) in seen:
                 return None
             if skip_above is not None and count > skip_above(base):
                 return None
             lay = base if dp == base.dp else layouts.with_replicas(wv, lv, gpu, base, dp)
-            sig = (lay.count, lay.tp, lay.pp, lay.ep, lay.attention_dp, lay.pools)
+            sig = (lay.count, lay.form, lay.pools)
             if lay.per_card_bytes > gpu.memory_gb * GB or sig in seen:
                 return None
             if wv.global_batch and not w.layout_given and wv.global_batch % (wv.micro_batch * lay.dp):
@@ -262,7 +262,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             if engine is not None and not w.training:
                 used = (lay.pp > 1, lay.dp > 1, lay.ep > 1, lay.attention_dp > 1)
                 if used not in runs:
-                    runs[used] = engine.runs(lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
+                    runs[used] = engine.runs(lay)
                 if not runs[used]:
                     return None
             p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False, cal=cal)
@@ -282,11 +282,11 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         def fewest_meeting(base, short, met, wv=wv, attempt=attempt):
             # the doublings overshoot (TP 4 x DP 4 missed 40 ms by 0.1 ms, DP 8 held it, DP 5 was never timed:
             # review 17, F2): halve the gap between replicas that missed and met; a count tried is read back
-            form = (base.tp, base.pp, base.ep, base.attention_dp, base.pools)
+            form = (base.form, base.pools)
             while met[1].dp - short > 1:
                 mid = (short + met[1].dp) // 2
                 got = attempt(base, mid) or next(((t[2], t[3]) for t in reversed(tried) if t[4] is wv and t[3].dp == mid
-                                                  and (t[3].tp, t[3].pp, t[3].ep, t[3].attention_dp, t[3].pools) == form), None)
+                                                  and (t[3].form, t[3].pools) == form), None)
                 if got is None:
                     break
                 short, met = (mid, met) if got[0].misses else (short, got)
@@ -392,19 +392,19 @@ def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: l
     busy = disaggregation_settings(catalog)[2]
     forms = layouts.pool_forms(bases)
     for dform in forms:
-        dc0 = layouts.decode_pool(w, led, gpu, *dform)
+        dc0 = layouts.decode_pool(w, led, gpu, dform)
         if dc0 is None:
             continue
-        for pform in (f for f in forms if f[3] == 1):
+        for pform in (f for f in forms if f.attention_dp == 1):
             dc = dc0
             while dc is not None:
-                pf = layouts.prefill_pool(w, led, gpu, *pform, 1)
+                pf = layouts.prefill_pool(w, led, gpu, pform, 1)
                 if pf is None:
                     break
                 need = poolspeed.prefill_replicas_needed(w, led, gpu, rate, cal, pf, dc, busy)
                 got = None
                 for r in (need, need * 2, need * 4):
-                    lay = layouts.disaggregated(layouts.prefill_pool(w, led, gpu, *pform, r), dc)
+                    lay = layouts.disaggregated(layouts.prefill_pool(w, led, gpu, pform, r), dc)
                     if lay.count > max_gpus:
                         refused["needed"] = min(refused.get("needed", math.inf), lay.count)
                         break
@@ -416,10 +416,10 @@ def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: l
                 # the TPOT is the decode pool's: more decode replicas while it misses (each fewer users, T06)
                 if got is None or not _over(got[0].tpot_ms, w.tpot_ms) or dc.dp >= w.concurrency:
                     break
-                dc = layouts.decode_pool(w, led, gpu, *dform, min(w.concurrency, dc.dp * 2))
+                dc = layouts.decode_pool(w, led, gpu, dform, min(w.concurrency, dc.dp * 2))
 
 
-def _fill_pools(w: Workload, led: Ledger, gpu: GPU, p: Plan, pform: tuple, dc: Layout, attempt) -> None:
+def _fill_pools(w: Workload, led: Ledger, gpu: GPU, p: Plan, pform: Layout, dc: Layout, attempt) -> None:
     """The same rental with its idle GPUs put to work (K13): every split of them into whole prefill and
     decode replicas, each tried (more decode replicas shorten the TPOT, more prefill ones the TTFT)."""
     idle = (p.price or {}).get("idle_gpus") or 0
@@ -432,8 +432,8 @@ def _fill_pools(w: Workload, led: Ledger, gpu: GPU, p: Plan, pform: tuple, dc: L
         j = rest // dcards
         if dc.dp + j > w.concurrency:
             continue
-        more_dc = layouts.decode_pool(w, led, gpu, dc.tp, dc.pp, dc.ep, dc.attention_dp, dc.dp + j) if j else dc
-        more_pf = layouts.prefill_pool(w, led, gpu, *pform, pf.dp + k)
+        more_dc = layouts.decode_pool(w, led, gpu, dc, dc.dp + j) if j else dc
+        more_pf = layouts.prefill_pool(w, led, gpu, pform, pf.dp + k)
         if more_dc is not None and more_pf is not None:
             lay = layouts.disaggregated(more_pf, more_dc)
             attempt(lay, lay.dp)

@@ -5,12 +5,9 @@ from __future__ import annotations
 from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers import comm, layouts, objective
-from advisor.numbers.layouts import Layout, describe_pools
+from advisor.inputs.parallel import notation
+from advisor.numbers.layouts import Layout
 from advisor.numbers.plan import Plan
-
-
-def _pool_tuple(lay: Layout) -> tuple:
-    return (lay.tp, lay.pp, lay.dp, lay.ep, lay.attention_dp)
 
 
 def explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: int) -> dict:
@@ -69,7 +66,7 @@ def _explain_pools(w: Workload, p: Plan, lay: Layout, unit: str, tried: int) -> 
            f"{objective.describe(w, unit)} of {tried} layouts tried, disaggregated ones among them "
            f"(prompts of {w.prompt_tokens:,} tokens" + (f", TPOT {w.tpot_ms:g} ms" if w.tpot_ms else "") + ")")
     why = {"per_card_gb": p.why.get("per_card_gb", ""),
-           "layout": (f"{how}: disaggregated prefill and decode, {describe_pools(_pool_tuple(pf), _pool_tuple(dc))}; "
+           "layout": (f"{how}: disaggregated prefill and decode, {notation(lay)}; "
                       f"the prefill pool sized for the prompts arriving, the decode pool for every sequence's KV cache "
                       f"({dc.min_dp} replica(s) for memory) at the TPOT; each prompt's KV cache sent between them "
                       "(DistServe, Splitwise, Mooncake; K14 for the TP groups)")}

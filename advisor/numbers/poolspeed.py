@@ -90,7 +90,7 @@ def prefill_replicas_needed(w: Workload, led: Ledger, gpu: GPU, rate: Term, cal:
 
 
 def _pool_times(led: Ledger, gpu: GPU, cal: Calibration, rate: Term, pool, batch: int, w: Workload) -> Serving:
-    return replica_times(w, led, gpu, cal, rate, pool.tp, pool.pp, pool.rep, pool.ep, pool.attention_dp)[0](batch)
+    return replica_times(w, led, gpu, cal, rate, pool, pool.rep)[0](batch)
 
 
 def pools_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration) -> Speed:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers.calibration import Calibration, default_calibration
-from advisor.numbers.layouts import kv_replication
+from advisor.numbers.cardmemory import kv_replication
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.poolspeed import md_c_wait
 from advisor.numbers.speed import Serving, Speed, inference_speed, max_batch, replica_times
@@ -106,16 +106,15 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     its step come from one capacity. `harness`: (window seconds, most requests) of a front end that
     batches requests before the engine (harness_group)."""
     cal = cal or default_calibration()
-    tp, pp, dp = lay.tp, lay.pp, lay.dp
-    adp = lay.attention_dp
-    rep = kv_replication(led, tp, adp)
+    dp = lay.dp
+    rep = kv_replication(led, lay)
     prompt, output = w.prompt_tokens, w.output_tokens
     steps = cal.first_token_steps
-    own = replica_times(w, led, gpu, cal, rate, tp, pp, rep, lay.ep, adp)[0]     # as the plan's own serving is timed
+    own = replica_times(w, led, gpu, cal, rate, lay, rep)[0]     # as the plan's own serving is timed
     # the slots: the sequences whose KV fits at once; an engine that takes KV blocks as a sequence grows
     # holds a stream of them at their mean length, prompt + output / 2 (catalog/engines.yaml kv_allocation)
     held_output = (output + 1) // 2 if cal.kv_on_demand else output
-    b_max, _ = max_batch(w, led, gpu, cal, tp, pp, prompt, held_output, rep, adp)
+    b_max, _ = max_batch(w, led, gpu, cal, lay, prompt, held_output, rep)
     own_mu = own(b_max).tokens_per_s / output
     lam = requests_per_s / dp
     # the speed model's own capacity, or the measured one: then every time of the replica is scaled by

@@ -147,7 +147,7 @@ def fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:
     replicas than it, the one with the most that missed the service level (None: none did)."""
     if w.training or lay.pools or lay.dp <= lay.min_dp:
         return None
-    shape = (lay.tp, lay.pp, lay.ep, lay.attention_dp)
+    shape = lay.form
     missed = [t[2] for t in tried if t[2].misses and t[2].layout is not None and not t[2].layout.pools
-              and (t[2].layout.tp, t[2].layout.pp, t[2].layout.ep, t[2].layout.attention_dp) == shape and t[2].layout.dp < lay.dp]
+              and t[2].layout.form == shape and t[2].layout.dp < lay.dp]
     return max(missed, key=lambda p: p.layout.dp, default=None)

@@ -13,7 +13,7 @@ from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration, default_calibration
-from advisor.numbers.layouts import expert_split
+from advisor.numbers.layouts import Layout, expert_split
 from advisor.numbers.limits import batch_bound
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.speed import (ACT_BYTES, CHECKPOINTING_COMPUTE, FP4_NAMES, Speed, compute_precision, _moe_eff,
@@ -39,9 +39,10 @@ def train_flops_per_token(w: Workload, led: Ledger) -> tuple[float, int]:
 #: passes over the frozen base per micro-batch in which QLoRA dequantises it: the forward and the backward
 #: (the activation gradients multiply by each dequantised weight again); a recomputed forward adds one
 QLORA_DEQUANT_PASSES = 2
+ONE_CARD = Layout(1, 1, 1)
 
 
-def qlora_dequant_s(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int = 1, pp: int = 1) -> tuple[float, str]:
+def qlora_dequant_s(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, lay: Layout = ONE_CARD) -> tuple[float, str]:
     """Seconds per micro-batch that QLoRA spends dequantising the card's share of its frozen 4-bit base, with
     the formula; (0, "") for any other method or without a fitted share. The 4-bit kernels of QLoRA
     (bitsandbytes NF4, auto-gptq) keep no 16-bit copy: every pass reads the 4-bit weights and writes a 16-bit
@@ -52,6 +53,7 @@ def qlora_dequant_s(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: in
     if w.method != "qlora" or not cal.qlora_dequant_share or not gpu.bandwidth_tb_s:
         return 0.0, ""
     passes = QLORA_DEQUANT_PASSES + (1 if w.activation_checkpointing else 0)
+    tp, pp = lay.tp, lay.pp
     # the ledger's 4-bit base (read) and a 16-bit copy of it (written), on this card
     per_pass = (led.sized.weights_bytes + led.sized.params * ACT_BYTES) / (tp * pp)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.qlora_dequant_share
@@ -70,13 +72,14 @@ def planned_micro_batches(pp: int) -> int:
     return max(1, 4 * pp)
 
 
-def micro_batches(w: Workload, pp: int, dp: int, micro_batch: int | None = None,
+def micro_batches(w: Workload, lay: Layout, micro_batch: int | None = None,
                   max_tokens: float = 0.0) -> tuple[int, int, str, str]:
-    """Micro-batches per replica per step and the global batch (sequences) they make, with how (the
+    """Micro-batches per replica of `lay` per step and the global batch (sequences) they make, with how (the
     arithmetic) and its basis (the memo's words): the stated global batch, else the planner's choice
     (planned_micro_batches), cut to at most `max_tokens` per step (limits.batch_bound, LLAMA3_BATCH) and
     at least one micro-batch per replica."""
     mbs = micro_batch or w.micro_batch
+    pp, dp = lay.pp, lay.dp
     if w.global_batch:
         m = max(1, round(w.global_batch / (mbs * dp)))
         return m, w.global_batch, (f"global_batch {w.global_batch:,} / (micro_batch {mbs} x DP {dp}) = {m:,} micro-batches per replica"
@@ -137,9 +140,9 @@ class MoETerms:
 ALLTOALL_PASSES = 2
 
 
-def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp: int, ep: int, seq: int, mbs: int,
+def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, lay: Layout, seq: int, mbs: int,
               precision: str) -> MoETerms | None:
-    """The MoE terms of a training layout, None for a dense model: each MoE layer's dispatch and combine
+    """The MoE terms of the training layout `lay`, None for a dense model: each MoE layer's dispatch and combine
     all-to-all of each GPU's tokens (mbs x seq / TP with sequence parallelism) x top-k hidden vectors over
     the EP ranks, forward and backward (numbers.comm.moe_layer_alltoall_s: FP8 dispatch with FP8 expert
     matmuls, BF16 combine), over NVLink while the EP group (one card per rank, consecutive cards as
@@ -150,6 +153,7 @@ def moe_terms(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, tp: int, pp:
     each card's slice of an expert (an expert split over TP without EP is TP times narrower), with the
     training fit's half points (moe_half_tokens, moe_half_width)."""
     sh = _shape_of(w, led)      # once per ledger, as serving reads it: moe_terms runs for every layout timed
+    tp, pp, ep = lay.tp, lay.pp, lay.ep
     if not (sh.expert_flops and sh.experts and sh.k and sh.hidden):
         return None
     share = sh.expert_flops / (sh.expert_flops + sh.dense_flops)
@@ -230,10 +234,10 @@ def schedule(layers: int, pp: int, m: int, flexible: bool = False) -> int:
     return min(options, key=lambda v: round(stage_imbalance(layers, pp, v) * (m * v + pp - 1) / (m * v), 9))
 
 
-def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, tp: int, pp: int, dp: int,
+def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, lay: Layout,
                   seq: int | None = None, micro_batch: int | None = None, microbatches: int | None = None,
-                  virtual_stages: int = 1, precision: str | None = None, ep: int = 1, alltoall_overlapped: bool = False) -> Training:
-    """Tokens per second per GPU of one training layout: model FLOPs at the fitted share of the
+                  virtual_stages: int = 1, precision: str | None = None, alltoall_overlapped: bool = False) -> Training:
+    """Tokens per second per GPU of the training layout `lay` (its tp, pp, dp and ep): model FLOPs at the fitted share of the
     achievable matmul rate, pipeline bubbles, and data-parallel gradient traffic overlapped with compute;
     a MoE model's experts at their grouped-matmul efficiency and the busiest EP rank's load, its
     all-to-all dispatch and combine on the critical path (`moe_terms`), or with `alltoall_overlapped`
@@ -241,6 +245,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     assumes Megatron-Core's default, not overlapped)."""
     seq = seq or w.context_tokens
     mbs = micro_batch or w.micro_batch
+    tp, pp, dp = lay.tp, lay.pp, lay.dp
     p = precision or compute_precision(w, gpu, led.sized)
     p = "fp4" if p in FP4_NAMES else p if p == "fp8" else "bf16"   # nvfp4/mxfp4 matmuls run at the FP4 rate
     share, _ = cal.train_share_for(gpu, p)
@@ -250,13 +255,13 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     if w.zero_stage >= 3 and gpu.generation not in cal.train_fsdp_only:
         share *= cal.train_zero3_share
     flops, _ = train_flops_per_token(w, led)
-    moe = moe_terms(w, led, gpu, cal, tp, pp, ep, seq, mbs, p)
+    moe = moe_terms(w, led, gpu, cal, lay, seq, mbs, p)
     if moe:
         # the experts' FLOPs take the busiest rank's time at their matmul efficiency
         flops *= 1 - moe.expert_flops_share + moe.expert_flops_share * moe.imbalance / moe.matmul_efficiency
     flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
     R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
-    m = microbatches or micro_batches(w, pp, dp, mbs, cal.max_batch_tokens)[0]
+    m = microbatches or micro_batches(w, lay, mbs, cal.max_batch_tokens)[0]
     # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
     bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
@@ -274,7 +279,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     if moe:
         compute = max(compute, m * moe.alltoall_s) if alltoall_overlapped else compute + m * moe.alltoall_s
     # QLoRA's dequantisation runs before each matmul it feeds, on the critical path of every micro-batch
-    dequant = m * qlora_dequant_s(w, led, gpu, cal, tp, pp)[0]
+    dequant = m * qlora_dequant_s(w, led, gpu, cal, lay)[0]
     compute += dequant
     # data-parallel gradient traffic: all-reduce of the 16-bit gradients (ZeRO-3/FSDP: gathers too); the
     # experts' over their expert-data-parallel ranks (TP x DP / EP of them), each holding its EP share
@@ -286,7 +291,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     else:
         link = cal.scale_out_gb_s * 1e9
     passes = 1.5 * m if w.zero_stage >= 3 else 1     # FSDP gathers weights for every micro-batch
-    split = expert_split(tp, ep)
+    split = expert_split(lay)
     comm_s = passes * (comm.allreduce_bytes((trainable - exp_trainable) / (tp * pp), dp)
                        + comm.allreduce_bytes(exp_trainable / (pp * split), tp * dp // split)) / link
     step = max(compute, comm_s) / (1 - bubble)
@@ -306,7 +311,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     may not keep."""
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
-    m, gbs, batch_how, batch_basis = micro_batches(w, lay.pp, lay.dp, max_tokens=cal.max_batch_tokens)
+    m, gbs, batch_how, batch_basis = micro_batches(w, lay, max_tokens=cal.max_batch_tokens)
     layers = int(w.model.num("layers") or 0)
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
     # requires micro-batches divisible by PP with virtual stages); the planner's own batch, which its
@@ -315,7 +320,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     flexible = not w.global_batch
     v = lay.interleave if lay.interleave is not None else schedule(layers, lay.pp, m, flexible)
     v = v if lay.pp > 1 and (m % lay.pp == 0 or flexible and m >= lay.pp) else 1
-    tr = training_rate(w, led, gpu, cal, rate, lay.tp, lay.pp, lay.dp, microbatches=m, precision=cp, ep=lay.ep, virtual_stages=v,
+    tr = training_rate(w, led, gpu, cal, rate, lay, microbatches=m, precision=cp, virtual_stages=v,
                        alltoall_overlapped=w.alltoall_overlap)
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
@@ -375,7 +380,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
            if tr.moe and explain else {}),
         **({"qlora_dequant_s": {"value": tr.dequant_s, "factor": {"per_micro_batch_s": tr.dequant_s / m, "micro_batches": m,
                                                                   "dequant_share_of_hbm": cal.qlora_dequant_share},
-                                "source": src, "formula": f"{m:,} micro-batches x " + qlora_dequant_s(w, led, gpu, cal, lay.tp, lay.pp)[1]
+                                "source": src, "formula": f"{m:,} micro-batches x " + qlora_dequant_s(w, led, gpu, cal, lay)[1]
                                                           + " (in compute_s_per_step)"}}
            if tr.dequant_s and explain else {}),
         "goodput": ({"value": good, "factor": {"stated": w.goodput}, "source": "the workload's goodput", "formula": good_how}

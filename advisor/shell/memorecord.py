@@ -10,7 +10,8 @@ from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.numbers.owning import beyond_write_off
-from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, pools_layout as _pools_layout, usd as _usd, job_usd as _job_usd, small_usd as _small_usd
+from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, usd as _usd, job_usd as _job_usd, small_usd as _small_usd
+from advisor.inputs.parallel import describe, from_record
 
 
 
@@ -65,65 +66,19 @@ def _num(x, nd=1) -> str:
 
 
 def _layout(c: dict, gpus_per_node: int) -> str:
-    """The layout in words: where tensor-parallel groups, attention ranks, expert-parallel ranks,
-    pipeline stages and replicas sit (training's EP is drawn from the TP x DP ranks, serving's from the
-    TP group)."""
-    two = _pools_layout(c)
-    if two:
-        return f"{_plan(c)}: {two}"
-    parts = []
-    ep, adp = c.get("ep") or 1, c.get("attention_dp") or 1
-    if adp > 1:
-        parts.append(f"attention data-parallel over {adp} cards (each with its own sequences and KV cache)"
-                     + (f", the experts spread over {ep} (expert-parallel)" if ep > 1 else ""))
-    elif c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards (tensor-parallel, inside a node)")
-    if c["pp"] > 1:
-        where = "across nodes" if max(c["tp"], ep) * c["pp"] > gpus_per_node else "in one node"
-        v = c.get("virtual_stages") or 1
-        parts.append(f"layers in {c['pp']} pipeline stages {where}" + (f", interleaved ({v} model chunks per card)" if v > 1 else ""))
-    if ep > 1 and adp == 1:
-        parts.append(f"experts spread over {ep} cards (expert-parallel, an all-to-all per MoE layer"
-                     + (", inside a node)" if ep <= gpus_per_node else ", across nodes)"))
-    copies = _expert_copies(c)
-    if c["dp"] > 1 and copies:
-        parts.append(f"{c['dp']} data-parallel ranks sharing the work (the dense layers on each, the experts in "
-                     f"{copies} cop{'y' if copies == 1 else 'ies'} of {ep} cards)")
-    elif c["dp"] > 1:
-        parts.append(f"{c['dp']} replicas sharing the work (data-parallel)")
-    return f"{_plan(c)}: " + ("; ".join(parts) if parts else "the whole model on one card")
+    """The layout in words (advisor.inputs.parallel.describe: each dimension's declared meaning, its
+    notation and name on first use, where its cards sit)."""
+    lay = from_record(c)
+    return f"{_plan(c)}: " + describe(lay, gpus_per_node, _training(c), c.get("virtual_stages") or 1)
 
 
 def _layout_short(c: dict) -> str:
-    two = _pools_layout(c, short=True)
-    if two:
-        return two
-    parts = []
-    ep, adp = c.get("ep") or 1, c.get("attention_dp") or 1
-    if adp > 1:
-        parts.append(f"attention data-parallel over {adp} cards" + (f", experts over {ep}" if ep > 1 else ""))
-    elif c["tp"] > 1:
-        parts.append(f"each layer split over {c['tp']} cards")
-    if c["pp"] > 1:
-        parts.append(f"{c['pp']} pipeline stages")
-    if ep > 1 and adp == 1:
-        parts.append(f"experts over {ep} cards")
-    copies = _expert_copies(c)
-    if c["dp"] > 1:
-        parts.append(f"{c['dp']} data-parallel ranks, {copies} model cop{'y' if copies == 1 else 'ies'}" if copies
-                     else f"{c['dp']} replicas")
-    return ", ".join(parts) or "the whole model on one card"
+    return describe(from_record(c), training=_training(c), short=True)
 
 
-def _expert_copies(c: dict) -> int | None:
-    """Copies of the whole model in a training layout whose expert-parallel ranks are drawn from its TP x DP
-    ranks (review 13: "24 replicas" for DP 24 with the experts over 8 cards, 3 copies of the model); None
-    where DP counts whole copies (serving's EP sits inside the TP group)."""
-    ep = c.get("ep") or 1
-    training = c.get("training_hours") is not None or c.get("unit") in ("job", "million_training_tokens")
-    if ep <= 1 or not training or (c.get("attention_dp") or 1) > 1:
-        return None
-    return max(1, c["tp"] * c["dp"] // ep)
+def _training(c: dict) -> bool:
+    """A training plan's record (its EP ranks drawn from TP x DP: the memo counts the model's copies)."""
+    return c.get("training_hours") is not None or c.get("unit") in ("job", "million_training_tokens")
 
 
 def _unit_cost(mode: str, c: dict) -> str:

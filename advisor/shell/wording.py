@@ -266,42 +266,9 @@ def source_name(sid: str) -> str:
     return "unverified (no source found)" if sid == "unknown_explicit" else sid
 
 
-def pools(c: dict) -> dict | None:
-    """A candidate's (or recommendation's) disaggregated pools {prefill: {...}, decode: {...}}, or None."""
-    lay = c.get("layout")
-    return lay if isinstance(lay, dict) and "prefill" in lay else None
-
-
-def _pool_plan(p: dict) -> str:
-    return (f"{p['replicas']} x TP {p['tp']}" + (f" x PP {p['pp']}" if p["pp"] > 1 else "")
-            + (f", EP {p['ep']}" if p.get("ep", 1) > 1 else "") + (f", attention DP {p['attention_dp']}" if p.get("attention_dp", 1) > 1 else ""))
-
-
 def plan(c: dict) -> str:
-    two = pools(c)
-    if two:
-        return f"prefill {_pool_plan(two['prefill'])} + decode {_pool_plan(two['decode'])}"
-    return (f"TP {c['tp']} x PP {c['pp']} x DP {c['dp']}" + (f", EP {c['ep']}" if (c.get("ep") or 1) > 1 else "")
-            + (f", attention DP {c['attention_dp']}" if (c.get("attention_dp") or 1) > 1 else ""))
-
-
-def _pool_words(p: dict) -> str:
-    cards = p["tp"] * p["pp"]
-    each = "one card" if cards == 1 else f"{cards} cards" + (f" in {p['pp']} pipeline stages" if p["pp"] > 1 else "")
-    return f"{p['replicas']} replica{'s' if p['replicas'] > 1 else ''} of {each}"
-
-
-def pools_layout(c: dict, short: bool = False) -> str | None:
-    """A disaggregated layout in words (None for a colocated one): which pool does what, on how many
-    replicas, and that each prompt's KV cache moves between them."""
-    two = pools(c)
-    if not two:
-        return None
-    pf, dc = _pool_words(two["prefill"]), _pool_words(two["decode"])
-    if short:
-        return f"prompts on {pf}, generation on {dc}"
-    return (f"disaggregated: prompts are prefilled on {pf}, and each prompt's KV cache is sent to the decode pool, "
-            f"{dc} (tensor-parallel inside a node)")
+    """A candidate's (recommendation's, alternative's) layout in the declared notation (advisor.inputs.parallel)."""
+    return notation(from_record(c))
 
 
 def fmt_input(val) -> str:
@@ -387,6 +354,7 @@ def suggestion(s: dict, cites: Cites) -> str:
 # bidirectional overrides, or Markdown and HTML markup.
 
 from advisor.base.text import clean, clean_all  # noqa: E402,F401  (one sanitiser, in the base layer)
+from advisor.inputs.parallel import from_record, notation
 
 
 # What makes markup in a line of CommonMark/GFM, escaped with a backslash (which renders as nothing):
