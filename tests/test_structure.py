@@ -103,3 +103,31 @@ def test_no_module_over_600_lines_and_no_function_over_120():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 120:
                 long_functions.append(f"{_module(path)}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
     assert long_modules == [] and long_functions == []
+
+
+def test_plan_figures_are_declared_where_a_reader_finds_them():
+    """`plan.usd_per_hour` has a definition an editor can jump to: each part's figure is one line in
+    plan.py (no `__getattr__` or import-time `setattr` makes names appear), and it reads the part."""
+    from dataclasses import fields
+
+    from advisor.inputs.catalog import load
+    from advisor.numbers.cost import Cost
+    from advisor.numbers.plan import Plan
+
+    plan_py = (ROOT / "numbers" / "plan.py").read_text()
+    for f in fields(Cost):
+        if f.name != "why":
+            assert f'    {f.name} = _Figure("cost")\n' in plan_py
+    dynamic = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__getattribute__"):
+                dynamic.append(f"{_module(path)}.{node.name}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+                dynamic.append(f"{_module(path)}: setattr at line {node.lineno}")
+    assert dynamic == []
+    gpu = load().gpus["h100-sxm"]
+    bare = Plan(gpu=gpu, fits=False, reason="does not hold the weights")
+    assert bare.usd_per_hour is None and bare.tp is None and bare.speed_explained == {}
+    priced = Plan(gpu=gpu, fits=True, cost=Cost(power_kw_per_node=10.2, usd_per_hour=24.0))
+    assert priced.usd_per_hour == 24.0 and priced.as_dict()["usd_per_hour"] == 24.0
