@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from advisor.base.errors import InputError, Problem
+from advisor.base.kept import Kept, fingerprint, part_key
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm
 
@@ -148,7 +149,7 @@ class Calibration:
         without an engine, the calibration as it is (efficiency.yaml's single engine figures)."""
         if engine is None:
             return self
-        key = (engine.id, engine.max_batch)
+        key = fingerprint(engine)       # every figure of the engine, not its id alone
         got = self._engines.get(key)
         if got is None:
             got = self._engines[key] = replace(self, engine_max_batch=engine.max_batch, memory_utilisation=engine.kv_share,
@@ -163,8 +164,8 @@ class Calibration:
         return self.maturing_share if m in ("maturing", "limited", "new") else 1.0
 
     def link_bytes_s(self, gpu: GPU) -> tuple[float, str]:
-        # keyed by the link too: a fleet's nodes may hold a GPU without its NVLink (numbers.fleet)
-        key = (gpu.id, gpu.fig("interconnect").value)
+        # keyed by the GPU's figures: a fleet's nodes may hold a GPU without its NVLink (numbers.fleet)
+        key = fingerprint(gpu)
         got = self._links.get(key)
         if got is None:
             gb_s, how = comm.link_gb_s(gpu, self.pcie)
@@ -349,7 +350,8 @@ def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> 
                   (e.get("kv_allocation") or {}).get("v") == "on_demand"), None
 
 
-_CAL: dict[int, tuple[object, Calibration]] = {}
+#: the catalog's efficiency table -> its Calibration
+_CAL = Kept("calibration", 16)
 
 
 def _v(d, key: str, default=None, where: str = ""):
@@ -366,11 +368,12 @@ def _v(d, key: str, default=None, where: str = ""):
 
 
 def calibration(catalog: Catalog) -> Calibration:
-    """The calibration of a catalog, built once (the planner's loops call the speed functions often)."""
-    eff = catalog.efficiency
-    hit = _CAL.get(id(eff))
-    if hit and hit[0] is eff:
-        return hit[1]
+    """The calibration of a catalog, built once per efficiency table (the planner's loops call the speed
+    functions often)."""
+    return _CAL.get(part_key(catalog, "efficiency"), lambda: _calibration(catalog.efficiency))
+
+
+def _calibration(eff: dict) -> Calibration:
     sv, tr = eff.get("serving") or {}, eff.get("training") or {}
     if not isinstance(sv, dict) or not isinstance(tr, dict):
         raise InputError(Problem("serving and training must be mappings of factors", "catalog/efficiency.yaml"))
@@ -426,7 +429,6 @@ def calibration(catalog: Catalog) -> Calibration:
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
     )
-    _CAL[id(eff)] = (eff, cal)
     return cal
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from advisor.base.kept import Kept, fingerprint, part_key
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
@@ -55,18 +56,14 @@ def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> s
     return "; ".join(missed) + whose
 
 
-_STAGED: dict[tuple[int, int], tuple[Workload, Workload]] = {}
+#: (the workload, a ZeRO stage) -> the workload at that stage
+_STAGED = Kept("workload at a ZeRO stage", 256)
 
 
 def _with_stage(w: Workload, stage: int) -> Workload:
     """The workload with the ZeRO stage a layout takes, made once per workload and stage (the planner
     times every layout of every GPU at one of four stages)."""
-    hit = _STAGED.get((id(w), stage))
-    if hit is None or hit[0] is not w:
-        if len(_STAGED) > 256:
-            _STAGED.clear()
-        hit = _STAGED[(id(w), stage)] = (w, replace(w, zero_stage=stage))
-    return hit[1]
+    return _STAGED.get((fingerprint(w), stage), lambda: replace(w, zero_stage=stage))
 
 
 def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term,
@@ -309,7 +306,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                             if more and not more[0].misses:
                                 # the instances each plan that meets takes, filled: the doubling's and the fewest's
                                 least = fewest_meeting(base, short, more) if not w.training else more
-                                for met in {id(more): more, id(least): least}.values():
+                                for met in ((more,) if least is more else (more, least)):
                                     for d3 in dp_options(met[1]):
                                         if d3 > met[1].dp:
                                             attempt(base, d3)
@@ -339,7 +336,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     return tried, refused
 
 
-_DISAGG: dict[int, tuple[dict, tuple[float, float, float]]] = {}
+#: the catalog's efficiency table -> its disaggregation settings
+_DISAGG = Kept("disaggregation settings", 16)
 
 
 def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
@@ -348,14 +346,8 @@ def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
     (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
     sizes the prefill pool to be at most that busy."""
     # read once per efficiency table, as calibration.calibration keeps its figures (the planner asks for
-    # every GPU's search): keyed on the table itself, which a loaded catalog never changes
-    eff = catalog.efficiency
-    hit = _DISAGG.get(id(eff))
-    if hit is None or hit[0] is not eff:
-        if len(_DISAGG) > 16:          # catalogs made again and again (tests) must not pile up here
-            _DISAGG.clear()
-        hit = _DISAGG[id(eff)] = (eff, _disaggregation_settings(eff))
-    return hit[1]
+    # every GPU's search)
+    return _DISAGG.get(part_key(catalog, "efficiency"), lambda: _disaggregation_settings(catalog.efficiency))
 
 
 def _disaggregation_settings(eff: dict) -> tuple[float, float, float]:
@@ -526,17 +518,14 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     return longjob.bounded(p, bounded) if bounded is not None else p
 
 
-_ENGINES: dict[tuple, tuple] = {}
+#: (the catalog's engines and efficiency tables, the GPU, the model, the named engine) -> engine_for's answer
+_ENGINES = Kept("serving engine", 4096)
 
 
 def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
-    """calibration.engine_for once per catalog, GPU, model and named engine: all it reads, each frozen."""
-    got = _ENGINES.get(key := (id(catalog), id(gpu), id(w.model), w.engine))
-    if got is None or got[0] is not catalog or got[1] is not gpu or got[2] is not w.model:
-        if len(_ENGINES) > 4096:        # catalogs and fleets' GPUs made again and again must not pile up here
-            _ENGINES.clear()
-        got = _ENGINES[key] = (catalog, gpu, w.model, engine_for(catalog, gpu, w.model, w.engine))
-    return got[3]
+    """calibration.engine_for once per catalog tables, GPU, model and named engine: all it reads."""
+    return _ENGINES.get((part_key(catalog, "engines", "efficiency"), fingerprint(gpu), fingerprint(w.model), w.engine),
+                        lambda: engine_for(catalog, gpu, w.model, w.engine))
 
 
 def _kv_words(engine: Engine) -> str:
