@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from advisor import __version__
 from advisor.judgement import alternatives, ranking
-from advisor.numbers import api
-from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, unit_cost
+from advisor.numbers import api, plantable
+from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, unit_cost, unit_of_work
 from advisor.numbers.terms import rounded
 
 
@@ -83,6 +83,10 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["warnings"] = d.warnings
     # the planner's limits that bound a plan (numbers.planner), each with its figure: none is hidden
     rec["limits"] = [{"gpu": c.gpu.id, **x} for c in est.candidates if c.fits for x in c.limits]
+    # the plan tables of the winner and the next ranks (TABLE_RANKS): the layouts the planner weighed for
+    # each, with why each lost (numbers.plantable); every GPU's is on its Plan (`table`)
+    unit, shown = unit_of_work(est.workload), table_gpus(rec)
+    rec["plan_tables"] = {g: t for g in sorted(shown) if (t := plantable.record(by_id[g], unit))}
     rec["inputs"] = est.workload.inputs()
     rec["defaults_filled"] = list(est.workload.defaults)
     w = est.workload
@@ -236,6 +240,16 @@ def _over_budget(d, by_id) -> dict | None:
     return {"gpu": c.gpu.id, "count": c.count, "usd_per_hour": rounded(c.usd_per_hour), "budget_usd_per_hour": budget,
             "text": (f"the cheapest plan that meets the workload is {c.count} x {c.gpu.id} at ${c.usd_per_hour:,.2f}/h, "
                      f"{c.usd_per_hour / budget:.1f}x the ${budget:,.2f}/h budget")}
+
+
+#: the ranks whose plan tables the record keeps and `explain --why-not` prints (the winner's and the
+#: next GPUs': a table is ~1 kB, and 34 of them would grow the saved record by half)
+TABLE_RANKS = 3
+
+
+def table_gpus(rec: dict) -> set[str]:
+    """The GPUs whose plan table explain prints, the same on a whole record and a compact one."""
+    return {c["gpu"] for c in rec["candidates"] if c.get("rank") and c["rank"] <= TABLE_RANKS}
 
 
 #: an alternative's fields that its entry in `candidates` holds too
