@@ -23,22 +23,7 @@ def build(d, suggestions: list[dict]) -> dict:
     by_id = {c.gpu.id: c for c in est.candidates}
     rec: dict = {}
     if d.winner:
-        c = by_id[d.winner]
-        rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
-                                 "tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "attention_dp": c.attention_dp,
-                                 "usd_per_hour": c.usd_per_hour,
-                                 "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
-                                 "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
-                                 "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
-                                 "ranked_on": d.ranked.basis if d.ranked else None}
-        if c.virtual_stages and c.virtual_stages > 1:
-            rec["recommendation"]["virtual_stages"] = c.virtual_stages      # the interleaved pipeline that ran
-        if c.layout is not None and c.layout.pools:
-            # a disaggregated plan: its flat tp/pp/dp are the decode pool's; the two pools say the rest
-            rec["recommendation"]["layout"] = c.layout.as_dict()
-        if d.closest:
-            # every candidate missed its target: this is the plan that comes closest, not one that meets it
-            rec["recommendation"]["closest"] = dict(d.closest)
+        rec["recommendation"] = _recommendation(d, by_id[d.winner])
     else:
         rec["recommendation"] = None
         rec["no_candidate"] = {g: [e["rule"] for e in ex] for g, ex in d.excluded.items()}
@@ -96,6 +81,27 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["alternatives"] = alternatives.record(rec, w.training)
     rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": d.catalog.digest,
                        "rule_files": d.kb.files, "engine": "durable_rules 2.0.28", **d.provenance}
+    return rec
+
+
+def _recommendation(d, c) -> dict:
+    """The record's `recommendation`: the winner's plan, price and layout, as users script against it."""
+    est = d.estimate
+    rec = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
+           "tp": c.tp, "pp": c.pp, "dp": c.dp, "ep": c.ep, "attention_dp": c.attention_dp,
+           "usd_per_hour": c.usd_per_hour,
+           "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
+           "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
+           "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
+           "ranked_on": d.ranked.basis if d.ranked else None}
+    if c.virtual_stages and c.virtual_stages > 1:
+        rec["virtual_stages"] = c.virtual_stages      # the interleaved pipeline that ran
+    if c.layout is not None and c.layout.pools:
+        # a disaggregated plan: its flat tp/pp/dp are the decode pool's; the two pools say the rest
+        rec["layout"] = c.layout.as_dict()
+    if d.closest:
+        # every candidate missed its target: this is the plan that comes closest, not one that meets it
+        rec["closest"] = dict(d.closest)
     return rec
 
 

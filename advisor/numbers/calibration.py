@@ -435,3 +435,41 @@ def _calibration(eff: dict) -> Calibration:
 def default_calibration() -> Calibration:
     from advisor.inputs import catalog as catalog_mod
     return calibration(catalog_mod.default())
+
+
+#: the catalog's efficiency table -> its disaggregation settings
+_DISAGG = Kept("disaggregation settings", 16)
+
+
+def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
+    """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
+    planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
+    (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
+    sizes the prefill pool to be at most that busy."""
+    # read once per efficiency table, as calibration.calibration keeps its figures (the planner asks for
+    # every GPU's search)
+    return _DISAGG.get(part_key(catalog, "efficiency"), lambda: _disaggregation_settings(catalog.efficiency))
+
+
+def _disaggregation_settings(eff: dict) -> tuple[float, float, float]:
+    d = eff.get("disaggregation") or {}
+    when = d.get("search_when") if isinstance(d, dict) else None
+    where = "disaggregation.search_when."
+    return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
+            _v(d if isinstance(d, dict) else {}, "prefill_utilisation", 0.8, "disaggregation."))
+
+#: (the catalog's engines and efficiency tables, the GPU, the model, the named engine) -> engine_for's answer
+_ENGINES = Kept("serving engine", 4096)
+
+
+def kept_engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> tuple[Engine | None, str | None]:
+    """engine_for once per catalog tables, GPU, model and named engine: all it reads (the planner asks
+    for every GPU of every decision)."""
+    return _ENGINES.get((part_key(catalog, "engines", "efficiency"), fingerprint(gpu), fingerprint(model), wanted),
+                        lambda: engine_for(catalog, gpu, model, wanted))
+
+
+def kv_words(engine: Engine) -> str:
+    """The engine's KV share in words, as the plan's `why` gives it."""
+    share = (", ".join(f"{v:g} at TP {k}" for k, v in engine.kv_by_tp) if engine.kv_by_tp else f"{engine.kv_share:g}")
+    return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")

@@ -85,6 +85,29 @@ def shortfall(w, plan) -> float:
     return max(ratios, default=0.0)
 
 
+def misses(w, sp, load=None) -> str | None:
+    """The stated deadline or service level a plan of this speed (`sp`: numbers.speed.Speed) misses, with
+    the figure that missed (`load`: queueing.Load, the plan at the workload's arrival rate, whose capacity
+    may be below it)."""
+    if w.training:
+        dl = w.constraints.deadline_hours
+        if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
+            return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
+        return None
+    # every figure that misses is named, so a plan over both limits is not read as missing one
+    missed = []
+    if load is not None and load.saturated:
+        missed.append(f"capacity {sp.capacity_requests_per_s:,.2f} requests/s < {w.requests_per_s:g} requested")
+    if w.ttft_ms and sp.ttft_ms is not None and sp.ttft_ms > w.ttft_ms * (1 + 1e-9):
+        missed.append(f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:,.0f} ms target")
+    if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
+        missed.append(f"time per output token {sp.tpot_ms:,.1f} ms, over the {w.tpot_ms:g} ms target")
+    if not missed:
+        return None
+    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
+    return "; ".join(missed) + whose
+
+
 #: plans that all miss their target and come within this share of the nearest one's shortfall are
 #: equally close (a stated choice, below the speed model's own error, catalog model_error ~12%): the
 #: objective then decides among them. Without it a plan 2% nearer for three times the rent won

@@ -8,11 +8,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from advisor.base.kept import Kept, fingerprint, part_key
+from advisor.base.kept import Kept, fingerprint
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
-from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
+from advisor.numbers.calibration import Calibration, Engine, disaggregation_settings, kept_engine_for, kv_words
 from advisor.numbers.layouts import Layout
+from advisor.numbers.objective import misses
 from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
@@ -33,28 +34,6 @@ def knob_variants(w: Workload, led: Ledger) -> list[tuple[Workload, Ledger]]:
         wc = replace(w, activation_checkpointing=True)
         out.append((wc, training_ledger(wc)))
     return out
-
-
-def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> str | None:
-    """The stated deadline or service level a plan of this speed misses, with the figure that missed
-    (`load`: the plan at the workload's arrival rate, whose capacity may be below it)."""
-    if w.training:
-        dl = w.constraints.deadline_hours
-        if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
-            return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
-        return None
-    # every figure that misses is named, so a plan over both limits is not read as missing one
-    missed = []
-    if load is not None and load.saturated:
-        missed.append(f"capacity {sp.capacity_requests_per_s:,.2f} requests/s < {w.requests_per_s:g} requested")
-    if w.ttft_ms and sp.ttft_ms is not None and sp.ttft_ms > w.ttft_ms * (1 + 1e-9):
-        missed.append(f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:,.0f} ms target")
-    if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
-        missed.append(f"time per output token {sp.tpot_ms:,.1f} ms, over the {w.tpot_ms:g} ms target")
-    if not missed:
-        return None
-    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
-    return "; ".join(missed) + whose
 
 
 #: (the workload, a ZeRO stage) -> the workload at that stage
@@ -277,46 +256,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                 got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens, on_demand)
             return got
 
-        def fewest_meeting(base, short, met, wv=wv, attempt=attempt):
-            # the doublings overshoot (TP 4 x DP 4 missed 40 ms by 0.1 ms, DP 8 held it, DP 5 was never timed:
-            # review 17, F2): halve the gap between replicas that missed and met; a count tried is read back
-            form = (base.tp, base.pp, base.ep, base.attention_dp, base.pools)
-            while met.layout.dp - short > 1:
-                mid = (short + met.layout.dp) // 2
-                got = attempt(base, mid) or next((t for t in reversed(tried) if t.workload is wv and t.layout.dp == mid
-                                                  and (t.layout.tp, t.layout.pp, t.layout.ep, t.layout.attention_dp, t.layout.pools) == form), None)
-                if got is None:
-                    break
-                short, met = (mid, met) if got.plan.misses else (short, got)
-            return met
-
         def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
-            for base in bases:
-                for dp in ([base.dp] if w.layout_given else dp_options(base)):
-                    got = attempt(base, dp)
-                    if not got or not got.plan.misses or w.layout_given:
-                        continue
-                    # a deadline or service level sets the replicas; then fill the instances they take
-                    near = got
-                    for _ in range(replicas.TARGET_ROUNDS):
-                        more, short = None, near.layout.dp
-                        for d2 in replicas.target_replicas(w, near.layout, near.plan, max_gpus, refused, speed.calibration(catalog)):
-                            more = attempt(base, d2)
-                            if more and more.plan.misses:
-                                short = more.layout.dp
-                            if more and not more.plan.misses:
-                                # the instances each plan that meets takes, filled: the doubling's and the fewest's
-                                least = fewest_meeting(base, short, more) if not w.training else more
-                                for met in ((more,) if least is more else (more, least)):
-                                    for d3 in dp_options(met.layout):
-                                        if d3 > met.layout.dp:
-                                            attempt(base, d3)
-                                break
-                        if not (w.training and more and more.plan.misses and more.layout.dp > near.layout.dp):
-                            break
-                        # a stated global batch gives each of more replicas fewer micro-batches (a wider
-                        # bubble): the count sized by compute still misses, so size again from it
-                        near = more
+            _search_bases(w, wv, bases, attempt, dp_options, tried, max_gpus, refused, speed.calibration(catalog))
 
         start = len(tried)
         search(bases)
@@ -337,28 +278,6 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     return tried, refused
 
 
-#: the catalog's efficiency table -> its disaggregation settings
-_DISAGG = Kept("disaggregation settings", 16)
-
-
-def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
-    """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
-    planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
-    (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
-    sizes the prefill pool to be at most that busy."""
-    # read once per efficiency table, as calibration.calibration keeps its figures (the planner asks for
-    # every GPU's search)
-    return _DISAGG.get(part_key(catalog, "efficiency"), lambda: _disaggregation_settings(catalog.efficiency))
-
-
-def _disaggregation_settings(eff: dict) -> tuple[float, float, float]:
-    d = eff.get("disaggregation") or {}
-    when = d.get("search_when") if isinstance(d, dict) else None
-    where = "disaggregation.search_when."
-    return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
-            _v(d if isinstance(d, dict) else {}, "prefill_utilisation", 0.8, "disaggregation."))
-
-
 def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
     """The planner searches disaggregated prefill/decode pools when the prompts are long or the time
     per output token held (stated or the interactive default) is tight (disaggregation_settings), for
@@ -369,6 +288,54 @@ def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
         return False
     prompt, tpot, _ = disaggregation_settings(catalog)
     return w.prompt_tokens >= prompt or (w.tpot_ms is not None and w.tpot_ms <= tpot)
+
+
+def _search_bases(w: Workload, wv: Workload, bases: list[Layout], attempt, dp_options, tried: list[Tried], max_gpus: int,
+                  refused: dict, cal: Calibration) -> None:
+    """Each base layout at each replica count worth trying (`attempt`, `dp_options`: the search's); one that misses
+    a deadline or service level sized up to it, then its instances filled."""
+    for base in bases:
+        for dp in ([base.dp] if w.layout_given else dp_options(base)):
+            got = attempt(base, dp)
+            if not got or not got.plan.misses or w.layout_given:
+                continue
+            # a deadline or service level sets the replicas; then fill the instances they take
+            near = got
+            for _ in range(replicas.TARGET_ROUNDS):
+                more, short = None, near.layout.dp
+                for d2 in replicas.target_replicas(w, near.layout, near.plan, max_gpus, refused, cal):
+                    more = attempt(base, d2)
+                    if more and more.plan.misses:
+                        short = more.layout.dp
+                    if more and not more.plan.misses:
+                        # the instances each plan that meets takes, filled: the doubling's and the fewest's
+                        least = _fewest_meeting(base, short, more, attempt, tried, wv) if not w.training else more
+                        for met in ((more,) if least is more else (more, least)):
+                            for d3 in dp_options(met.layout):
+                                if d3 > met.layout.dp:
+                                    attempt(base, d3)
+                        break
+                if not (w.training and more and more.plan.misses and more.layout.dp > near.layout.dp):
+                    break
+                # a stated global batch gives each of more replicas fewer micro-batches (a wider
+                # bubble): the count sized by compute still misses, so size again from it
+                near = more
+
+
+def _fewest_meeting(base: Layout, short: int, met: Tried, attempt, tried: list[Tried], wv: Workload) -> Tried:
+    """Of a layout's replica counts, the fewest that meets the target, between `short` replicas that missed
+    and `met`'s (attempt: the search's, tried: its rows so far, wv: the variant searched)."""
+    # the doublings overshoot (TP 4 x DP 4 missed 40 ms by 0.1 ms, DP 8 held it, DP 5 was never timed:
+    # review 17, F2): halve the gap between replicas that missed and met; a count tried is read back
+    form = (base.tp, base.pp, base.ep, base.attention_dp, base.pools)
+    while met.layout.dp - short > 1:
+        mid = (short + met.layout.dp) // 2
+        got = attempt(base, mid) or next((t for t in reversed(tried) if t.workload is wv and t.layout.dp == mid
+                                          and (t.layout.tp, t.layout.pp, t.layout.ep, t.layout.attention_dp, t.layout.pools) == form), None)
+        if got is None:
+            break
+        short, met = (mid, met) if got.plan.misses else (short, got)
+    return met
 
 
 def _over(value: float | None, target: float | None) -> bool:
@@ -465,7 +432,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     box_why = box[1] if box and box[0] == max_gpus else None
     engine = None
     if not w.training:
-        engine, cannot = _engine_for(catalog, gpu, w)
+        engine, cannot = kept_engine_for(catalog, gpu, w.model, w.engine)
         if cannot:
             cp = speed.compute_precision(w, gpu, led.sized)
             ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
@@ -506,7 +473,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         # why replicas beyond memory's: the same layout with fewer of them missed the target
         why["layout"] += f"; with DP {fewer.layout.dp} it misses: {fewer.misses}"
     if engine is not None:
-        why["engine"] = f"{engine.name}, {engine.why}; {engine.max_batch_how}, KV share {_kv_words(engine)} (catalog/engines.yaml)"
+        why["engine"] = f"{engine.name}, {engine.why}; {engine.max_batch_how}, KV share {kv_words(engine)} (catalog/engines.yaml)"
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
     p = replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
@@ -520,18 +487,3 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         return plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in variants], ceiling)
     bounded = longjob.within(w, p, search, cost.on_demand_gpus(gpu, catalog, w))
     return longjob.bounded(p, bounded) if bounded is not None else p
-
-
-#: (the catalog's engines and efficiency tables, the GPU, the model, the named engine) -> engine_for's answer
-_ENGINES = Kept("serving engine", 4096)
-
-
-def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
-    """calibration.engine_for once per catalog tables, GPU, model and named engine: all it reads."""
-    return _ENGINES.get((part_key(catalog, "engines", "efficiency"), fingerprint(gpu), fingerprint(w.model), w.engine),
-                        lambda: engine_for(catalog, gpu, w.model, w.engine))
-
-
-def _kv_words(engine: Engine) -> str:
-    share = (", ".join(f"{v:g} at TP {k}" for k, v in engine.kv_by_tp) if engine.kv_by_tp else f"{engine.kv_share:g}")
-    return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")
