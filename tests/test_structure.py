@@ -118,8 +118,6 @@ OVER_LIMITS = {
     "advisor.judgement.facts.facts_for": 101,
     "advisor.judgement.explain.recorded_inputs": 81,
     # this branch's, split next
-    "advisor.inputs.catalog": 600,
-    "advisor.inputs.hfconfig": 592,
     "advisor.judgement.knowledge.lint": 542,
 }
 
