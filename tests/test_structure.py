@@ -117,8 +117,6 @@ OVER_LIMITS = {
     "advisor.judgement.decision.decide": 82,
     "advisor.judgement.facts.facts_for": 101,
     "advisor.judgement.explain.recorded_inputs": 81,
-    # this branch's, split next
-    "advisor.judgement.knowledge.lint": 542,
 }
 
 
