@@ -23,7 +23,7 @@ def llama70b(catalog):
 
 def test_the_table_says_why_each_h100_layout_lost(llama70b):
     plan = llama70b.candidate("h100-sxm")
-    table = plan.table
+    table = plan.table.rows
     assert all(isinstance(r, PlanRow) for r in table) and 2 <= len(table) <= KEEP_ROWS
     chosen = table[0]
     # the chosen row is the plan: TP 8 on one node of 8, its own cost per million output tokens
@@ -53,7 +53,7 @@ def test_a_training_table_names_the_recompute_it_did_not_pay_for(catalog):
     """13B full fine-tune, activation checkpointing left to the planner: on B200 the plan without it
     wins, and the same layout with it lost on cost (its ~30% recompute, C06)."""
     est = estimate(workload.load(EXAMPLES / "llama-13b-full-finetune.yaml", catalog), catalog)
-    table = est.candidate("b200").table
+    table = est.candidate("b200").table.rows
     assert table[0].activation_checkpointing is False
     recomputed = [r for r in table[1:] if r.activation_checkpointing]
     assert recomputed and all(r.unit_cost > table[0].unit_cost and "against the chosen's" in r.lost for r in recomputed)

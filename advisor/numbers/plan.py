@@ -83,9 +83,9 @@ class Plan:
     # term, commitment, text), kept beside the fastest on on-demand capacity (numbers.longjob.within)
     bound_contract: dict | None = None
     ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
-    # the plan table: the chosen layout and the best others tried, each with why it lost (numbers.plantable);
-    # recorded apart from the candidate's figures (plantable.record, judgement/record.py)
-    table: tuple = ()
+    # the plan table: the chosen layout and the best others tried, each with why it lost (numbers.plantable
+    # PlanTable); recorded apart from the candidate's figures (plantable.record, judgement/record.py)
+    table: object = None
     why: dict = field(default_factory=dict)       # figure -> how it was computed, in the memo's order
 
     # the parts' figures, each read by name from the part that computes it (`_owner` checks this list

@@ -17,7 +17,7 @@ from advisor.numbers.objective import misses
 from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
-from advisor.numbers.plantable import Tried, rows
+from advisor.numbers.plantable import Tried, table
 from advisor.numbers.replicas import MAX_CARD_FACTOR
 from advisor.numbers.terms import GB, TFLOP, Term
 from advisor.inputs.workload import Workload
@@ -477,7 +477,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
     p = replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
-                table=rows(w, tried, chosen, unit, gpu_rate))
+                table=table(w, tried, chosen, unit, gpu_rate))
     if not longjob.applies(w, p):
         return p
     # no deadline stated and the cheapest plan runs past 30 days: the plan that finishes within them is

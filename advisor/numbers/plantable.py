@@ -3,13 +3,15 @@ the Plan with why each lost (as SkyPilot's optimizer keeps its candidates table)
 
 `Tried` is one row of the search (numbers.planner): the order key, the order it was tried in, the lean
 plan and the workload and ledger variant it was timed for. `PlanRow` is what is kept of it on the Plan
-(`Plan.table`): the layout, its cards, the figures a user compares (price, unit cost, time), whether
+(`Plan.table`, a `PlanTable`, whose `rows` are worded when read): the layout, its cards, the figures a user compares (price, unit cost, time), whether
 it met the stated target, and, but for the chosen one, why it lost (objective.lost_to). The decision
 record keeps `record(plan)` of each GPU (judgement/record.py) and `explain --why-not GPU` prints it.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 from advisor.inputs.workload import Workload
@@ -64,23 +66,43 @@ class PlanRow:
         return {k: rounded(v) for k, v in d.items() if v is not None}
 
 
-def rows(w: Workload, tried: list[Tried], chosen: Tried, unit: str, gpu_rate) -> tuple[PlanRow, ...]:
-    """The chosen row first, then the best KEEP_ROWS - 1 others in the planner's order, each with why it lost."""
-    others = sorted((t for t in tried if t is not chosen), key=lambda t: (t.key, t.order))[:KEEP_ROWS - 1]
-    return tuple(_row(w, t, None) for t in [chosen]) + tuple(
-        _row(w, t, objective.lost_to(w, t.plan, chosen.plan, unit, gpu_rate, t.key < chosen.key)) for t in others)
+@dataclass(frozen=True, eq=False)
+class PlanTable:
+    """The plan table of one GPU: the chosen row and the best others of the search, kept as the search
+    left them; their words (`rows`) are made when read (the record reads the first ranks' only)."""
+
+    workload: Workload
+    chosen: Tried
+    others: tuple[Tried, ...]
+    unit: str
+    gpu_rate: float | None
+
+    @cached_property
+    def rows(self) -> tuple[PlanRow, ...]:
+        """The chosen row first, then the others in the planner's order, each with why it lost."""
+        w, chosen, unit = self.workload, self.chosen, self.unit
+        return (_row(w, chosen, unit, None),) + tuple(
+            _row(w, t, unit, objective.lost_to(w, t.plan, chosen.plan, unit, self.gpu_rate, t.key < chosen.key))
+            for t in self.others)
 
 
-def _row(w: Workload, t: Tried, lost: str | None) -> PlanRow:
+def table(w: Workload, tried: list[Tried], chosen: Tried, unit: str, gpu_rate) -> PlanTable:
+    """The chosen row and the best KEEP_ROWS - 1 others of the search, in the planner's order."""
+    # the few best of up to hundreds of rows: a partial sort (every GPU of every decision keeps one)
+    others = heapq.nsmallest(KEEP_ROWS - 1, (t for t in tried if t is not chosen), key=lambda t: (t.key, t.order))
+    return PlanTable(w, chosen, tuple(others), unit, gpu_rate)
+
+
+def _row(w: Workload, t: Tried, unit: str, lost: str | None) -> PlanRow:
     p = t.plan
     return PlanRow(p.gpu.id, t.layout, t.layout.count, t.workload.activation_checkpointing if w.training else None,
-                   p.usd_per_hour, objective.unit_cost(p, objective.unit_of_work(w)), p.training_hours,
+                   p.usd_per_hour, objective.unit_cost(p, unit), p.training_hours,
                    None if w.training else p.ttft_ms, None if w.training else p.tpot_ms, p.misses is None, p.misses, lost)
 
 
 def record(plan, unit: str) -> dict | None:
     """The plan table as the decision record keeps it: how many layouts were tried, the unit of the rows'
     `unit_cost` (objective.unit_of_work), the kept rows."""
-    if not plan.table:
+    if plan.table is None:
         return None
-    return {"tried": plan.layouts_considered, "unit": objective.UNIT_LABELS[unit], "rows": [r.as_dict() for r in plan.table]}
+    return {"tried": plan.layouts_considered, "unit": objective.UNIT_LABELS[unit], "rows": [r.as_dict() for r in plan.table.rows]}
