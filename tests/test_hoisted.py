@@ -4,7 +4,7 @@ loop built before: each shortcut is compared here with the computation it replac
 from dataclasses import replace
 
 from advisor.inputs import workload
-from advisor.numbers import layouts, planner, replicas
+from advisor.numbers import calibration, layouts, planner, replicas
 from advisor.numbers.ledger import inference_ledger, training_ledger
 from advisor.inputs.parallel import Layout
 
@@ -48,7 +48,7 @@ def test_an_engine_runs_a_layout_by_which_of_its_dimensions_exceed_one(catalog):
     # the planner keeps Engine.runs per (PP, DP, EP, attention DP > 1) of a search
     from itertools import product
     engines = {e.id: e for g in catalog.gpus.values() for name in ("chat-assistant", "kimi-k3-serving")
-               for e in [planner.engine_for(catalog, g, workload.load(EXAMPLES / f"{name}.yaml", catalog).model)[0]] if e}
+               for e in [calibration.engine_for(catalog, g, workload.load(EXAMPLES / f"{name}.yaml", catalog).model)[0]] if e}
     assert len(engines) >= 2
     for e in engines.values():
         for tp, pp, dp, ep, adp in product((1, 2, 8), (1, 2, 4), (1, 3), (1, 8), (1, 8)):

@@ -37,7 +37,8 @@ def test_the_catalog_cache_key_covers_every_inputs_module_the_catalog_reads_with
         if m not in seen:
             seen.add(m)
             todo += imports(m)
-    assert seen == {"catalog", "prices", "figures", "names", "apiprices", "engines", "capacity", "skypilotnames", "parallel"}
+    assert seen == {"catalog", "prices", "figures", "names", "apiprices", "engines", "capacity", "skypilotnames",
+                    "sitefiles", "modelchecks", "parallel"}
     assert {f"inputs.{m}" for m in seen} <= set(catalog_mod.CODE)
     assert {"base.yamlio", "base.text"} <= set(catalog_mod.CODE)      # the parser, and the cleaning of every text
 

@@ -91,15 +91,81 @@ def test_no_private_name_is_imported_from_another_package():
     assert found == []
 
 
-def test_no_module_over_600_lines_and_no_function_over_120():
-    """Split by job, not grown by accretion (issue 19): a module past 600 lines or a function past 120
-    is doing more than one job."""
-    long_modules, long_functions = [], []
+#: the limits of style.md for new code: split by job, not grown by accretion (issue 19, issue 43)
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+#: what is over the limits today, each with the lines it has: a shrinking list. An entry is removed when
+#: its module is split (and the test fails if it is listed but within the limits, so the list stays
+#: true); nothing may be added to it. Owners: the `layout` engineer's modules (issue 43, item 1),
+#: the workload and shell engineers' ones, and the judgement's decision.
+OVER_LIMITS = {
+    # the layout as one value (layouts, speed, trainspeed, queueing): split with that change
+    "advisor.numbers.layouts": 596,
+    "advisor.numbers.speed": 585,
+    "advisor.numbers.speed.serving_times": 97,
+    "advisor.numbers.speed.inference_speed": 92,
+    "advisor.numbers.trainspeed.training_time": 117,
+    "advisor.numbers.queueing.serving_at_rate": 90,
+    # workload kinds as packages (issue 43, item 2): the workload's reading and the CLI
+    "advisor.inputs.workload": 575,
+    "advisor.inputs.workload.parse": 102,
+    "advisor.inputs.engines.load_engines": 94,
+    "advisor.inputs.prices.prices_from": 94,
+    "advisor.shell.cli": 541,
+    # the judgement's decision and facts (their owners' changes of issue 43)
+    "advisor.judgement.decision._decisive": 86,
+    "advisor.judgement.decision.decide": 82,
+    "advisor.judgement.facts.facts_for": 101,
+    "advisor.judgement.explain.recorded_inputs": 81,
+}
+
+
+def _sizes() -> dict[str, int]:
+    """Every module over MAX_MODULE_LINES and every function over MAX_FUNCTION_LINES, with its lines."""
+    over = {}
     for path in ROOT.rglob("*.py"):
         text = path.read_text()
-        if text.count("\n") > 600:
-            long_modules.append(f"{_module(path)}: {text.count(chr(10))} lines")
+        if text.count("\n") > MAX_MODULE_LINES:
+            over[_module(path)] = text.count("\n")
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 120:
-                long_functions.append(f"{_module(path)}.{node.name}: {node.end_lineno - node.lineno + 1} lines")
-    assert long_modules == [] and long_functions == []
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                over[f"{_module(path)}.{node.name}"] = node.end_lineno - node.lineno + 1
+    return over
+
+
+def test_no_module_over_500_lines_and_no_function_over_80():
+    """No new module past 500 lines or function past 80 (style.md); one listed in OVER_LIMITS and split
+    below the limits must leave the list. (The figures listed are the sizes when it was written; a listed
+    module that grows while its owner splits it is not failed here.)"""
+    over = _sizes()
+    new = {k: v for k, v in over.items() if k not in OVER_LIMITS}
+    fixed = sorted(k for k in OVER_LIMITS if k not in over)
+    assert new == {} and fixed == [], (new, fixed)
+
+
+def test_plan_figures_are_declared_where_a_reader_finds_them():
+    """`plan.usd_per_hour` has a definition an editor can jump to: each part's figure is one line in
+    plan.py (no `__getattr__` or import-time `setattr` makes names appear), and it reads the part."""
+    from dataclasses import fields
+
+    from advisor.inputs.catalog import load
+    from advisor.numbers.cost import Cost
+    from advisor.numbers.plan import Plan
+
+    plan_py = (ROOT / "numbers" / "plan.py").read_text()
+    for f in fields(Cost):
+        if f.name != "why":
+            assert f'    {f.name} = _Figure("cost")\n' in plan_py
+    dynamic = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__getattribute__"):
+                dynamic.append(f"{_module(path)}.{node.name}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+                dynamic.append(f"{_module(path)}: setattr at line {node.lineno}")
+    assert dynamic == []
+    gpu = load().gpus["h100-sxm"]
+    bare = Plan(gpu=gpu, fits=False, reason="does not hold the weights")
+    assert bare.usd_per_hour is None and bare.tp is None and bare.speed_explained == {}
+    priced = Plan(gpu=gpu, fits=True, cost=Cost(power_kw_per_node=10.2, usd_per_hour=24.0))
+    assert priced.usd_per_hour == 24.0 and priced.as_dict()["usd_per_hour"] == 24.0

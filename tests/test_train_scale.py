@@ -228,10 +228,11 @@ def test_of_plans_as_cheap_and_as_fast_the_cheapest_wins():
     # 2,157 h at $106.7M was chosen over 20,352 for 2,158 h at $103.2M)
     from types import SimpleNamespace as NS
     from advisor.numbers import objective
+    from advisor.numbers.plantable import Tried
     w = NS(objective="cost", training=True)
 
     def plan(usd, hours):
-        return (None, None, NS(usd_per_job=usd, training_hours=hours, misses=None, count=1))
+        return Tried(None, 0, NS(usd_per_job=usd, training_hours=hours, misses=None, count=1), None, None, None)
 
     a, b, c = plan(103.2, 2158.4), plan(106.7, 2157.3), plan(104.0, 1800.0)
     assert objective.fastest_within_tolerance(w, [a, b], "job", None) is a

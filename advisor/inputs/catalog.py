@@ -18,12 +18,14 @@ from advisor.base import cache, yamlio
 from advisor.inputs.apiprices import API_PRICE_FILE, ApiPrice, load_api_prices
 from advisor.inputs.engines import ENGINE_FILE, load_engines
 from advisor.inputs.capacity import CAPACITY_FILE, load_capacity
+from advisor.inputs.sitefiles import PURCHASE_FILE, check_efficiency, load_purchase
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.gcpause import free_cycles, loads_for_good
 from advisor.base.files import read_input
 from advisor.inputs import prices as prices_mod
-from advisor.inputs.figures import (NONE, Figure, check_enum, check_non_negative, check_numbers, check_sources, figures_of,
-                                    is_number)
+from advisor.inputs.figures import NONE, Figure, check_enum, check_non_negative, check_numbers, check_sources, figures_of
+from advisor.inputs.modelchecks import check_model_invariants, check_precision
+from advisor.inputs.modelchecks import PRECISIONS, model_invariants  # noqa: F401  (read here by the workload's schema)
 from advisor.inputs.names import release_of, name_index, norm, resolve
 from advisor.inputs.prices import PRICE_FILES, Price, PriceFile, PriceSource
 
@@ -36,10 +38,6 @@ COOLING = ("air", "liquid", "air-or-liquid")
 FORM_FACTORS = ("sxm", "pcie", "oam", "module", "cloud")
 SOFTWARE = ("cuda", "rocm", "cann", "habana", "xla")
 MATURITY = ("mature", "maturing", "new", "limited")
-#: precisions of weights the memory ledger has a size for (workload files and the catalog's models)
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "mxfp4", "nvfp4", "fp4", "int4")
-#: parts a model's shipped precision may name: every weight, or the experts and the rest apart
-PRECISION_PARTS = ("all", "experts", "rest")
 #: precisions a GPU's tensor units may run natively (gpus.yaml native_precisions)
 NATIVE_PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "int8", "mxfp4", "nvfp4", "fp4", "int4")
 
@@ -320,45 +318,6 @@ MODEL_FIGURES = ("params_b", "active_params_b", "expert_params_b", "experts", "e
 MODEL_NUMBERS = tuple(k for k in MODEL_FIGURES if k != "precision")
 
 
-def model_invariants(v: dict) -> list[tuple[str, str]]:
-    """(field, problem) for figures of one model that contradict each other (a window over more
-    layers than the model has gives a negative KV cache); shared by the catalog and workload files."""
-    def num(k):
-        x = v.get(k)
-        return x if is_number(x) else None
-    out = []
-    pairs = (("active_params_b", "params_b"), ("expert_params_b", "params_b"), ("sliding_window_layers", "layers"), ("moe_layers", "layers"),
-             ("experts_per_token", "experts"), ("kv_heads", "attention_heads"))
-    for small, big in pairs:
-        a, b = num(small), num(big)
-        if a is not None and b is not None and a > b:
-            out.append((small, f"cannot exceed {big} ({a:g} > {b:g})"))
-    p, act, exp = num("params_b"), num("active_params_b"), num("expert_params_b")
-    if p is not None and act is not None and exp is not None and exp <= p and act < (p - exp) * (1 - 1e-6):
-        out.append(("active_params_b", f"is below the parameters outside the experts ({p:g} - {exp:g} = {p - exp:g}), "
-                                       "which every token uses"))
-    return out
-
-
-def _model_invariants(col, values: dict, entry, owner: str) -> None:
-    for k, problem in model_invariants(values):
-        col.add(problem, yamlio.line_of(entry, k), f"{owner}.{k}")
-
-
-def _check_precision(col, v, line, where) -> None:
-    """A model's shipped precision is one of PRECISIONS, or a mapping of parts to them (the experts
-    and the rest apart, both given): the ledger looks each one up in its table of sizes."""
-    if v is None:
-        return
-    if isinstance(v, dict):
-        bad = [f"{k}: {x}" for k, x in v.items() if k not in PRECISION_PARTS or x not in PRECISIONS]
-        if bad or not v or (("experts" in v) != ("rest" in v)):
-            col.add(f"must map {', '.join(PRECISION_PARTS)} (experts with rest) to one of {', '.join(PRECISIONS)} "
-                    f"(got {str(dict(v))[:60]})", line, where)
-    elif v not in PRECISIONS:
-        col.add(f"'{str(v)[:40]}' is not one of {', '.join(PRECISIONS)}", line, where)
-
-
 def load_models(path: Path, sources: dict) -> dict[str, Model]:
     col = Collector(str(path))
     items, _ = _doc(path, "models", col)
@@ -376,8 +335,8 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
         check_numbers(col, figs, e, mid, MODEL_NUMBERS, positive=("params_b", "active_params_b", "checkpoint_gb"),
                  whole=("experts", "experts_per_token", "moe_layers", "layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
                         "sliding_window", "mla_kv_dim", "max_context"))
-        _model_invariants(col, {k: f.value for k, f in figs.items()}, e, mid)
-        _check_precision(col, figs.get("precision", NONE).value, yamlio.line_of(e, "precision", line), f"{mid}.precision")
+        check_model_invariants(col, {k: f.value for k, f in figs.items()}, e, mid)
+        check_precision(col, figs.get("precision", NONE).value, yamlio.line_of(e, "precision", line), f"{mid}.precision")
         check_sources(col, figs, e, sources, mid)
         aliases = tuple(e.get("aliases") or ()) + ((e["hf_repo"],) if e.get("hf_repo") else ())
         models[mid] = Model(mid, e.get("name", mid), aliases, figs, str(path), line)
@@ -385,55 +344,7 @@ def load_models(path: Path, sources: dict) -> dict[str, Model]:
     return models
 
 
-PURCHASE_FILE = "purchase.yaml"
 MODEL_SOURCES_FILE = "sources-models.yaml"   # sources of the config-derived models (catalog/build/modelbuild.py)
-
-
-def load_purchase(path: Path, gpus: dict) -> dict:
-    """purchase.yaml: {gpus: {gpu id: {usd_per_gpu: {v, range, src...}, unit_gpus, ...}}, site: {param: figure}}.
-    Checked for the shape the cost module reads; every figure needs a source and a date."""
-    col = Collector(str(path))
-    data = yamlio.load(path)
-    if not isinstance(data, dict):
-        col.add("expected a mapping with 'gpus' and 'site'", 1)
-        col.raise_if_any()
-    out = {"gpus": {}, "site": {}}
-    for gid, e in (data.get("gpus") or {}).items():
-        line = yamlio.line_of(data.get("gpus"), gid)
-        if gid not in gpus:
-            col.add(f"unknown GPU id '{gid}'", line, "gpus")
-            continue
-        fig = e.get("usd_per_gpu") if isinstance(e, dict) else None
-        v = fig.get("v") if isinstance(fig, dict) else None
-        rng = fig.get("range") if isinstance(fig, dict) else None
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
-            col.add("usd_per_gpu.v must be a positive number", line, f"{gid}.usd_per_gpu")
-            continue
-        if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(x, (int, float)) for x in rng) and rng[0] <= v <= rng[1]):
-            col.add("usd_per_gpu.range must be [low, high] around v", line, f"{gid}.usd_per_gpu")
-            continue
-        if not fig.get("sources"):
-            col.add("usd_per_gpu needs its sources", line, f"{gid}.usd_per_gpu")
-            continue
-        unit = e.get("unit_gpus", 1)
-        if not isinstance(unit, int) or isinstance(unit, bool) or unit < 1:
-            col.add(f"must be a whole number >= 1 (got {unit!r})", yamlio.line_of(e, "unit_gpus", line), f"{gid}.unit_gpus")
-            continue
-        out["gpus"][gid] = dict(e)
-    known = ("usd_per_kwh", "pue", "hosting_usd_per_kw_month", "amortisation_years", "server_overhead",
-             "maintenance_share_per_year", "utilisation",
-             "workstation_usd_per_kwh")     # the household tariff a desk machine pays (issue 22)
-    for k, fig in (data.get("site") or {}).items():
-        line = yamlio.line_of(data.get("site"), k)
-        if k not in known:
-            col.add(f"unknown site figure (known: {', '.join(known)})", line, f"site.{k}")
-            continue
-        if not isinstance(fig, dict) or not isinstance(fig.get("v"), (int, float)) or not fig.get("src") or not fig.get("date"):
-            col.add("expected {v: NUMBER, range: [low, high], src: ..., date: ...}", line, f"site.{k}")
-            continue
-        out["site"][k] = dict(fig)
-    col.raise_if_any()
-    return out
 
 
 @loads_for_good
@@ -478,47 +389,12 @@ def _mapping(path: Path, key: str | None = None) -> dict:
     return inner
 
 
-def _check_efficiency(path: Path, eff: dict) -> None:
-    """The efficiency shares the estimator divides and multiplies by: numbers where it reads them."""
-    col = Collector(str(path))
-    for k in ("hbm_share", "link_share"):
-        f = eff.get(k)
-        v = f.get("v") if isinstance(f, dict) else None
-        if not is_number(v) or not 0 < v <= 1:
-            col.add("must be a figure {v: SHARE, src: [...]} with 0 < SHARE <= 1", yamlio.line_of(eff, k, 1), k)
-    matmul = eff.get("matmul", {})
-    if not isinstance(matmul, dict):
-        col.add("must be a mapping", yamlio.line_of(eff, "matmul", 1), "matmul")
-        col.raise_if_any()
-    shares = matmul.get("default_share")
-    for prec in ("bf16", "fp8", "fp4"):        # the estimator falls back to these for any GPU without a measurement
-        if not isinstance(shares, dict) or prec not in shares:
-            col.add(f"needs a share for {prec}", yamlio.line_of(matmul, "default_share", yamlio.line_of(eff, "matmul", 1)),
-                    "matmul.default_share")
-    for group in ("measured_tflops", "default_share"):
-        table = matmul.get(group, {})
-        if not isinstance(table, dict):
-            col.add("must be a mapping", yamlio.line_of(matmul, group, 1), f"matmul.{group}")
-            continue
-        rows = table.values() if group == "measured_tflops" else [table]
-        for row in rows:
-            if not isinstance(row, dict):
-                col.add("must map precisions to figures {v: ..., src: [...]}", yamlio.line_of(matmul, group, 1), f"matmul.{group}")
-                continue
-            for prec, f in row.items():
-                v = f.get("v") if isinstance(f, dict) else None
-                if not is_number(v) or v <= 0 or (group == "default_share" and v > 1):
-                    col.add(f"{prec}: must be a figure {{v: NUMBER above 0, src: [...]}}", yamlio.line_of(row, prec, 1),
-                            f"matmul.{group}")
-    col.raise_if_any()
-
-
 def _load(directory: Path, digest: str) -> Catalog:
     sources = dict(_mapping(directory / "sources.yaml", "sources"))
     if (directory / MODEL_SOURCES_FILE).is_file():
         sources.update(_mapping(directory / MODEL_SOURCES_FILE, "sources"))
     efficiency = _mapping(directory / "efficiency.yaml")
-    _check_efficiency(directory / "efficiency.yaml", efficiency)
+    check_efficiency(directory / "efficiency.yaml", efficiency)
     sources.update(_mapping(directory / "efficiency.yaml", "sources"))
     knowledge = _mapping(directory / "knowledge.yaml")
     gpus = load_gpus(directory / "gpus.yaml", sources)
@@ -540,8 +416,8 @@ def _load(directory: Path, digest: str) -> Catalog:
 
 COMPILED_VERSION = "catalog-6"
 #: the modules whose code decides what a compiled catalog holds: a change to any of them is a new key
-CODE = ("inputs.catalog", "inputs.engines", "inputs.figures", "inputs.names", "inputs.prices", "inputs.apiprices", "inputs.capacity",
-        "inputs.skypilotnames", "inputs.parallel",
+CODE = ("inputs.catalog", "inputs.sitefiles", "inputs.modelchecks", "inputs.engines", "inputs.figures", "inputs.names",
+        "inputs.prices", "inputs.apiprices", "inputs.capacity", "inputs.skypilotnames", "inputs.parallel",
         "base.yamlio", "base.text")
 
 

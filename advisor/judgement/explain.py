@@ -174,7 +174,7 @@ def explain_record(rec: dict, gid: str | None, setup, unloaded: list[str] | None
         out.append(f"Decisive rule: {d['id']} ({', '.join(d['source'])}; {where})\n  {d['because']}")
     # the answer first: why not the GPU asked about, before the table of every candidate (issue 42)
     if gid:
-        out = _why_not(rec, gid, setup) + [""] + out
+        out = _why_not(rec, gid, setup) + plan_table_lines(rec, gid) + [""] + out
     out += _candidates(rec)
     replacing = {}
     for t in rec["trace"]:
@@ -345,3 +345,46 @@ def _replay(rec: dict, setup) -> list[str]:
     if then - later:
         lines.append(f"  rules that would no longer fire: {', '.join(sorted(then - later))}")
     return ["What would change today:"] + (lines or ["  nothing in the recommendation"])
+
+
+# --- the plan table: the layouts the planner weighed for a GPU (numbers.plantable) ------------------
+
+def plan_table_lines(rec: dict, gid: str) -> list[str]:
+    """The layouts tried for `gid` (the winner and the next ranks: record.table_gpus), the chosen one
+    first, each other with why the planner kept the chosen one; nothing for another GPU."""
+    from advisor.judgement.record import table_gpus
+    table = (rec.get("plan_tables") or {}).get(gid)
+    if not table or gid not in table_gpus(rec):
+        return []
+    rows = table["rows"]
+    lines = [f"  layouts weighed for {gid} ({len(rows)} of {table['tried']:,} tried, the chosen first):"]
+    for r in rows:
+        figures = [f"{r['count']} cards"]
+        if r.get("usd_per_hour") is not None:
+            figures.append(f"${r['usd_per_hour']:,.2f}/h")
+        if r.get("unit_cost") is not None:
+            figures.append(f"${r['unit_cost']:,.2f} {table['unit']}" if r["unit_cost"] >= 10 else f"${r['unit_cost']:.3g} {table['unit']}")
+        if r.get("training_hours") is not None:
+            figures.append(f"{r['training_hours']:,.1f} h")
+        if r.get("tpot_ms") is not None:
+            figures.append(f"{r['tpot_ms']:,.1f} ms per output token")
+        head = "chosen" if "lost" not in r else "tried"
+        lines.append(f"    {head}: {layout_words(r)}: {', '.join(figures)}" + (f"\n      lost: {r['lost']}" if "lost" in r else ""))
+    return lines
+
+
+def layout_words(row: dict) -> str:
+    """A plan-table row's layout in the notation the memo uses (TP x PP x DP, EP, attention DP, pools)."""
+    lay = row["layout"]
+    if "prefill" in lay:
+        words = " + ".join(f"{name} {p['replicas']} x (TP {p['tp']} x PP {p['pp']})" for name, p in lay.items())
+    else:
+        words = f"TP {lay['tp']} x PP {lay['pp']} x DP {lay['dp']}"
+        words += (f", EP {lay['ep']}" if lay.get("ep", 1) > 1 else "") + (
+            f", attention DP {lay['attention_dp']}" if lay.get("attention_dp", 1) > 1 else "")
+    if row.get("zero_stage"):
+        words += f", ZeRO {row['zero_stage']}"
+    if row.get("activation_checkpointing"):
+        words += ", activations recomputed"
+    return words
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from advisor.base.kept import Kept, fingerprint
 from advisor.inputs.catalog import GPU
 from advisor.numbers import api
 from advisor.numbers.spot import every_text
@@ -236,14 +237,16 @@ def _put_all(d: dict, vals: dict) -> None:
         d[hit[0]] = v
 
 
-_GPU_FACTS: dict[int, tuple[GPU, dict]] = {}
+#: a GPU entry's figures -> its candidate properties
+_GPU_FACTS = Kept("GPU facts", 1024)
 
 
 def _gpu_facts(g: GPU) -> dict:
     """The candidate properties that come from the catalog alone, built once per GPU entry."""
-    hit = _GPU_FACTS.get(id(g))
-    if hit is not None and hit[0] is g:
-        return hit[1]
+    return _GPU_FACTS.get(fingerprint(g), lambda: _gpu_facts_of(g))
+
+
+def _gpu_facts_of(g: GPU) -> dict:
     software = g.fig("software")
     gb_s = g.fig("interconnect").extra.get("gb_s")
     vals = {
@@ -261,9 +264,6 @@ def _gpu_facts(g: GPU) -> dict:
     }
     out: dict = {}
     _put_all(out, vals)
-    if len(_GPU_FACTS) >= 1024:     # catalogs loaded again and again (tests) must not pile up here
-        _GPU_FACTS.clear()
-    _GPU_FACTS[id(g)] = (g, out)
     return out
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from advisor import __version__
 from advisor.judgement import alternatives, ranking
-from advisor.numbers import api
-from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, unit_cost
+from advisor.numbers import api, plantable
+from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, unit_cost, unit_of_work
 from advisor.numbers.terms import rounded
 
 
@@ -23,22 +23,7 @@ def build(d, suggestions: list[dict]) -> dict:
     by_id = {c.gpu.id: c for c in est.candidates}
     rec: dict = {}
     if d.winner:
-        c = by_id[d.winner]
-        rec["recommendation"] = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
-                                 **c.layout.degrees(),      # every declared dimension (advisor.inputs.parallel)
-                                 "usd_per_hour": c.usd_per_hour,
-                                 "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
-                                 "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
-                                 "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
-                                 "ranked_on": d.ranked.basis if d.ranked else None}
-        if c.virtual_stages and c.virtual_stages > 1:
-            rec["recommendation"]["virtual_stages"] = c.virtual_stages      # the interleaved pipeline that ran
-        if c.layout is not None and c.layout.pools:
-            # a disaggregated plan: its flat tp/pp/dp are the decode pool's; the two pools say the rest
-            rec["recommendation"]["layout"] = c.layout.as_dict()
-        if d.closest:
-            # every candidate missed its target: this is the plan that comes closest, not one that meets it
-            rec["recommendation"]["closest"] = dict(d.closest)
+        rec["recommendation"] = _recommendation(d, by_id[d.winner])
     else:
         rec["recommendation"] = None
         rec["no_candidate"] = {g: [e["rule"] for e in ex] for g, ex in d.excluded.items()}
@@ -83,6 +68,10 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["warnings"] = d.warnings
     # the planner's limits that bound a plan (numbers.planner), each with its figure: none is hidden
     rec["limits"] = [{"gpu": c.gpu.id, **x} for c in est.candidates if c.fits for x in c.limits]
+    # the plan tables of the winner and the next ranks (TABLE_RANKS): the layouts the planner weighed for
+    # each, with why each lost (numbers.plantable); every GPU's is on its Plan (`table`)
+    unit, shown = unit_of_work(est.workload), table_gpus(rec)
+    rec["plan_tables"] = {g: t for g in sorted(shown) if (t := plantable.record(by_id[g], unit))}
     rec["inputs"] = est.workload.inputs()
     rec["defaults_filled"] = list(est.workload.defaults)
     w = est.workload
@@ -92,6 +81,27 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["alternatives"] = alternatives.record(rec, w.training)
     rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": d.catalog.digest,
                        "rule_files": d.kb.files, "engine": "durable_rules 2.0.28", **d.provenance}
+    return rec
+
+
+def _recommendation(d, c) -> dict:
+    """The record's `recommendation`: the winner's plan, price and layout, as users script against it."""
+    est = d.estimate
+    rec = {"gpu": c.gpu.id, "name": c.gpu.name, "count": c.count, "nodes": c.nodes,
+           **c.layout.degrees(),      # every declared dimension (advisor.inputs.parallel)
+           "usd_per_hour": c.usd_per_hour,
+           "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
+           "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
+           "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
+           "ranked_on": d.ranked.basis if d.ranked else None}
+    if c.virtual_stages and c.virtual_stages > 1:
+        rec["virtual_stages"] = c.virtual_stages      # the interleaved pipeline that ran
+    if c.layout is not None and c.layout.pools:
+        # a disaggregated plan: its flat tp/pp/dp are the decode pool's; the two pools say the rest
+        rec["layout"] = c.layout.as_dict()
+    if d.closest:
+        # every candidate missed its target: this is the plan that comes closest, not one that meets it
+        rec["closest"] = dict(d.closest)
     return rec
 
 
@@ -236,6 +246,16 @@ def _over_budget(d, by_id) -> dict | None:
     return {"gpu": c.gpu.id, "count": c.count, "usd_per_hour": rounded(c.usd_per_hour), "budget_usd_per_hour": budget,
             "text": (f"the cheapest plan that meets the workload is {c.count} x {c.gpu.id} at ${c.usd_per_hour:,.2f}/h, "
                      f"{c.usd_per_hour / budget:.1f}x the ${budget:,.2f}/h budget")}
+
+
+#: the ranks whose plan tables the record keeps and `explain --why-not` prints (the winner's and the
+#: next GPUs': a table is ~1 kB, and 34 of them would grow the saved record by half)
+TABLE_RANKS = 3
+
+
+def table_gpus(rec: dict) -> set[str]:
+    """The GPUs whose plan table explain prints, the same on a whole record and a compact one."""
+    return {c["gpu"] for c in rec["candidates"] if c.get("rank") and c["rank"] <= TABLE_RANKS}
 
 
 #: an alternative's fields that its entry in `candidates` holds too

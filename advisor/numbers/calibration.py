@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from advisor.base.errors import InputError, Problem
+from advisor.base.kept import Kept, fingerprint, part_key
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.inputs.parallel import Layout
 from advisor.numbers import comm
@@ -149,7 +150,7 @@ class Calibration:
         without an engine, the calibration as it is (efficiency.yaml's single engine figures)."""
         if engine is None:
             return self
-        key = (engine.id, engine.max_batch)
+        key = fingerprint(engine)       # every figure of the engine, not its id alone
         got = self._engines.get(key)
         if got is None:
             got = self._engines[key] = replace(self, engine_max_batch=engine.max_batch, memory_utilisation=engine.kv_share,
@@ -164,8 +165,8 @@ class Calibration:
         return self.maturing_share if m in ("maturing", "limited", "new") else 1.0
 
     def link_bytes_s(self, gpu: GPU) -> tuple[float, str]:
-        # keyed by the link too: a fleet's nodes may hold a GPU without its NVLink (numbers.fleet)
-        key = (gpu.id, gpu.fig("interconnect").value)
+        # keyed by the GPU's figures: a fleet's nodes may hold a GPU without its NVLink (numbers.fleet)
+        key = fingerprint(gpu)
         got = self._links.get(key)
         if got is None:
             gb_s, how = comm.link_gb_s(gpu, self.pcie)
@@ -351,7 +352,8 @@ def engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> 
                   (e.get("kv_allocation") or {}).get("v") == "on_demand"), None
 
 
-_CAL: dict[int, tuple[object, Calibration]] = {}
+#: the catalog's efficiency table -> its Calibration
+_CAL = Kept("calibration", 16)
 
 
 def _v(d, key: str, default=None, where: str = ""):
@@ -368,11 +370,12 @@ def _v(d, key: str, default=None, where: str = ""):
 
 
 def calibration(catalog: Catalog) -> Calibration:
-    """The calibration of a catalog, built once (the planner's loops call the speed functions often)."""
-    eff = catalog.efficiency
-    hit = _CAL.get(id(eff))
-    if hit and hit[0] is eff:
-        return hit[1]
+    """The calibration of a catalog, built once per efficiency table (the planner's loops call the speed
+    functions often)."""
+    return _CAL.get(part_key(catalog, "efficiency"), lambda: _calibration(catalog.efficiency))
+
+
+def _calibration(eff: dict) -> Calibration:
     sv, tr = eff.get("serving") or {}, eff.get("training") or {}
     if not isinstance(sv, dict) or not isinstance(tr, dict):
         raise InputError(Problem("serving and training must be mappings of factors", "catalog/efficiency.yaml"))
@@ -428,10 +431,47 @@ def calibration(catalog: Catalog) -> Calibration:
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},
     )
-    _CAL[id(eff)] = (eff, cal)
     return cal
 
 
 def default_calibration() -> Calibration:
     from advisor.inputs import catalog as catalog_mod
     return calibration(catalog_mod.default())
+
+
+#: the catalog's efficiency table -> its disaggregation settings
+_DISAGG = Kept("disaggregation settings", 16)
+
+
+def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
+    """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
+    planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
+    (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
+    sizes the prefill pool to be at most that busy."""
+    # read once per efficiency table, as calibration.calibration keeps its figures (the planner asks for
+    # every GPU's search)
+    return _DISAGG.get(part_key(catalog, "efficiency"), lambda: _disaggregation_settings(catalog.efficiency))
+
+
+def _disaggregation_settings(eff: dict) -> tuple[float, float, float]:
+    d = eff.get("disaggregation") or {}
+    when = d.get("search_when") if isinstance(d, dict) else None
+    where = "disaggregation.search_when."
+    return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
+            _v(d if isinstance(d, dict) else {}, "prefill_utilisation", 0.8, "disaggregation."))
+
+#: (the catalog's engines and efficiency tables, the GPU, the model, the named engine) -> engine_for's answer
+_ENGINES = Kept("serving engine", 4096)
+
+
+def kept_engine_for(catalog: Catalog, gpu: GPU, model, wanted: str | None = None) -> tuple[Engine | None, str | None]:
+    """engine_for once per catalog tables, GPU, model and named engine: all it reads (the planner asks
+    for every GPU of every decision)."""
+    return _ENGINES.get((part_key(catalog, "engines", "efficiency"), fingerprint(gpu), fingerprint(model), wanted),
+                        lambda: engine_for(catalog, gpu, model, wanted))
+
+
+def kv_words(engine: Engine) -> str:
+    """The engine's KV share in words, as the plan's `why` gives it."""
+    share = (", ".join(f"{v:g} at TP {k}" for k, v in engine.kv_by_tp) if engine.kv_by_tp else f"{engine.kv_share:g}")
+    return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")

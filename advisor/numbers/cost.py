@@ -16,6 +16,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 
+from advisor.base.kept import Kept, fingerprint, part_key
 from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price, provider_key, provider_matches
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, reserve_for_job, several
@@ -183,7 +184,8 @@ def _region_ok(p: Price, wanted: frozenset[str]) -> bool:
     return not wanted or any(r.lower() in wanted for r in p.regions)
 
 
-_OFFERS: dict[int, tuple] = {}
+#: (the catalog's prices, the GPU, what of the workload `_usable` reads) -> the usable quotes
+_OFFERS = Kept("usable offers", 4096)
 
 
 def on_demand_gpus(gpu, catalog, w) -> int | None:
@@ -198,20 +200,12 @@ def on_demand_gpus(gpu, catalog, w) -> int | None:
 def offers(gpu, catalog, w=None, nodes: int | None = None) -> tuple[Price, ...]:
     """The quotes usable for this workload: its kinds (spot only when allowed; endpoints only for
     serving, and only on one node when `nodes` is known), providers and regions. The planner asks for
-    every layout it tries: the answer is kept per catalog, GPU and what of the workload it depends on."""
+    every layout it tries: the answer is kept per catalog prices, GPU and what of the workload it reads."""
     if w is None:
         return tuple(p for p in catalog.prices_for(gpu.id) if p.kind != "spot")
-    hit = _OFFERS.get(id(catalog))
-    if hit is None or hit[0] is not catalog:
-        if len(_OFFERS) > 16:          # catalogs made again and again (tests) must not pile up here
-            _OFFERS.clear()
-        hit = _OFFERS[id(catalog)] = (catalog, {})
     c = w.constraints
-    key = (gpu.id, c.spot, c.providers, c.regions, w.training, nodes is None or nodes <= 1)
-    got = hit[1].get(key)
-    if got is None:
-        got = hit[1][key] = tuple(_usable(catalog.prices_for(gpu.id), w, nodes))
-    return got
+    key = (part_key(catalog, "prices"), gpu.id, c.spot, c.providers, c.regions, w.training, nodes is None or nodes <= 1)
+    return _OFFERS.get(key, lambda: tuple(_usable(catalog.prices_for(gpu.id), w, nodes)))
 
 
 def _usable(rows, w, nodes) -> list[Price]:
@@ -255,30 +249,25 @@ def _why_unknown(gpu, catalog, w, group: int, nodes: int) -> str:
     return f"no quote for an instance of at least {group} GPUs (quoted sizes: {have})"
 
 
-_PRICED: dict[int, tuple] = {}
+#: (the catalog parts a price reads, `_price_key` or another key) -> the Cost
+_PRICED = Kept("prices", 16384)
+#: what of the catalog a price reads: the quotes, the on-demand capacity and contract rates, the
+#: purchase prices and site figures (on premises, quote_age)
+PRICE_PARTS = ("prices", "capacity", "purchase")
 
 
 def _kept(catalog, key: tuple, make):
-    """`make()` once per catalog and key: every GPU's layouts, and every workload of a sweep, rent the
-    same few instance counts (a Cost is frozen, and no reader changes its dicts)."""
-    hit = _PRICED.get(id(catalog))
-    if hit is None or hit[0] is not catalog:
-        if len(_PRICED) > 16:          # catalogs made again and again (tests) must not pile up here
-            _PRICED.clear()
-        hit = _PRICED[id(catalog)] = (catalog, {})
-    got = hit[1].get(key)
-    if got is None:
-        if len(hit[1]) > 16384:        # a long sweep over many constraints: start again, never grow without bound
-            hit[1].clear()
-        got = hit[1][key] = make()
-    return got
+    """`make()` once per catalog content and key: every GPU's layouts, and every workload of a sweep,
+    rent the same few instance counts (a Cost is frozen, and no reader changes its dicts)."""
+    return _PRICED.get((part_key(catalog, *PRICE_PARTS),) + key, make)
 
 
 def _price_key(gpu, count: int, nodes: int, group: int, w) -> tuple:
-    """What of the GPU and the workload a rental's price reads: the offers' key (`offers`) and the
-    node size of a contracted cluster."""
+    """What of the GPU and the workload a rental's price reads: the offers' key (`offers`), the GPU's
+    figures (its power: `fingerprint`) and the node size of a contracted cluster. tests/test_kept.py
+    records what `_plan_cost` reads of the workload and checks it is here."""
     c = w.constraints if w is not None else None
-    return (gpu.id, gpu.gpus_per_node, count, nodes, group,
+    return (fingerprint(gpu), gpu.gpus_per_node, count, nodes, group,
             None if w is None else (c.spot, c.providers, c.regions, w.training))
 
 

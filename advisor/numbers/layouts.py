@@ -14,6 +14,7 @@ import math
 import weakref
 from dataclasses import replace
 
+from advisor.base.kept import Kept, fingerprint
 from advisor.inputs.catalog import GPU
 from advisor.inputs.parallel import Layout, Pools  # noqa: F401  (layouts.Layout, layouts.Pools)
 # what a card holds: kept beside the layouts that read it, as numbers.layouts.memory and friends
@@ -134,11 +135,11 @@ def _per_shape(kind: str, w: Workload, led: Ledger, gpu: GPU, max_gpus: int, ext
     mine = _LAYOUTS.get(led)
     if mine is None:
         mine = _LAYOUTS[led] = {}
-    key = (kind, id(w.model), w.concurrency, gpu.memory_gb, gpu.gpus_per_node, comm.nvlink_domain(gpu), max_gpus, extra)
+    key = (kind, fingerprint(w.model), w.concurrency, gpu.memory_gb, gpu.gpus_per_node, comm.nvlink_domain(gpu), max_gpus, extra)
     hit = mine.get(key)
-    if hit is None or hit[0] is not w.model:
-        hit = mine[key] = (w.model, tuple(make()))
-    return list(hit[1])
+    if hit is None:
+        hit = mine[key] = tuple(make())
+    return list(hit)
 
 
 def inference_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int) -> list[Layout]:
@@ -211,18 +212,14 @@ def _training_split(led: Ledger, z: int):
     return sharded, W + G + O + A - sharded - expert, expert
 
 
-_SPLITS: dict[tuple[int, int], tuple[Ledger, tuple]] = {}
+#: (a ledger, a ZeRO stage) -> its training split
+_SPLITS = Kept("training split", 256)
 
 
 def _split_of(led: Ledger, z: int) -> tuple:
     """_training_split once per (frozen) ledger and stage: the planner sizes every replica count of
     every base layout it tries (with_replicas) from it."""
-    hit = _SPLITS.get((id(led), z))
-    if hit is None or hit[0] is not led:
-        if len(_SPLITS) > 256:          # ledgers made again and again (sweeps, tests) must not pile up here
-            _SPLITS.clear()
-        hit = _SPLITS[(id(led), z)] = (led, _training_split(led, z))
-    return hit[1]
+    return _SPLITS.get((fingerprint(led), z), lambda: _training_split(led, z))
 
 
 def training_per_card(led: Ledger, lay: Layout, z: int, split: tuple | None = None, dp: int | None = None) -> float:

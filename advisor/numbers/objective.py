@@ -85,6 +85,29 @@ def shortfall(w, plan) -> float:
     return max(ratios, default=0.0)
 
 
+def misses(w, sp, load=None) -> str | None:
+    """The stated deadline or service level a plan of this speed (`sp`: numbers.speed.Speed) misses, with
+    the figure that missed (`load`: queueing.Load, the plan at the workload's arrival rate, whose capacity
+    may be below it)."""
+    if w.training:
+        dl = w.constraints.deadline_hours
+        if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
+            return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
+        return None
+    # every figure that misses is named, so a plan over both limits is not read as missing one
+    missed = []
+    if load is not None and load.saturated:
+        missed.append(f"capacity {sp.capacity_requests_per_s:,.2f} requests/s < {w.requests_per_s:g} requested")
+    if w.ttft_ms and sp.ttft_ms is not None and sp.ttft_ms > w.ttft_ms * (1 + 1e-9):
+        missed.append(f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:,.0f} ms target")
+    if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
+        missed.append(f"time per output token {sp.tpot_ms:,.1f} ms, over the {w.tpot_ms:g} ms target")
+    if not missed:
+        return None
+    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
+    return "; ".join(missed) + whose
+
+
 #: plans that all miss their target and come within this share of the nearest one's shortfall are
 #: equally close (a stated choice, below the speed model's own error, catalog model_error ~12%): the
 #: objective then decides among them. Without it a plan 2% nearer for three times the rent won
@@ -112,12 +135,12 @@ def nearest(w, plans) -> float | None:
 
 
 def nearest_first(w, tried: list) -> None:
-    """Sort the planner's tried layouts (entries (plan_key, order tried, plan, ...)) best first; when
+    """Sort the planner's tried layouts (plantable.Tried rows) best first; when
     every plan misses its target, those within CLOSE_SHARE of the nearest shortfall rank as equally close."""
-    tried.sort(key=lambda t: (t[0], t[1]))
-    if tried and tried[0][2].misses is not None:
-        best = nearest(w, [t[2] for t in tried])
-        tried.sort(key=lambda t: ((True, closeness(w, t[2], best)) + t[0][2:], t[1]))
+    tried.sort(key=lambda t: (t.key, t.order))
+    if tried and tried[0].plan.misses is not None:
+        best = nearest(w, [t.plan for t in tried])
+        tried.sort(key=lambda t: ((True, closeness(w, t.plan, best)) + t.key[2:], t.order))
 
 
 def plan_key(w, plan, unit: str, rate: float | None):
@@ -185,37 +208,37 @@ def rank_key(objective: str, basis: str, option):
 
 
 def fastest_within_tolerance(w, ordered: list, unit: str, rate: float | None):
-    """Among `ordered` (entries whose third item is a plan, best first by plan_key) the one `objective:
+    """Among `ordered` (plantable.Tried rows, best first by plan_key) the one `objective:
     cost` keeps for a training job of known size: of the plans that meet the target and cost at most
     TIME_TOLERANCE over the cheapest per job, the fastest; of those within TIME_TOLERANCE of its time,
     the cheapest (then the first by plan_key)."""
     if not (minimises_cost(w) and w.training and unit == "job"):
         return ordered[0]
-    pool = [t for t in ordered if not t[2].misses]
+    pool = [t for t in ordered if not t.plan.misses]
     if not pool:
         return ordered[0]       # every plan misses: the nearest the target (plan_key), not the cheapest
-    priced = [(money(t[2], unit, rate)[0], t) for t in pool]
-    priced = [(c, t) for c, t in priced if c is not None and t[2].training_hours is not None]
+    priced = [(money(t.plan, unit, rate)[0], t) for t in pool]
+    priced = [(c, t) for c, t in priced if c is not None and t.plan.training_hours is not None]
     if not priced:
         return ordered[0]
     cheapest = min(c for c, _ in priced)
     near = [(c, t) for c, t in priced if c <= cheapest * (1 + TIME_TOLERANCE)]
     # the fastest, unless a cheaper one finishes within the same tolerance of its time: 3% more money
     # for an hour less of 2,158 buys nothing a user would pay for
-    fastest = min(t[2].training_hours for _, t in near)
-    as_fast = [(c, t) for c, t in near if t[2].training_hours <= fastest * (1 + TIME_TOLERANCE)]
+    fastest = min(t.plan.training_hours for _, t in near)
+    as_fast = [(c, t) for c, t in near if t.plan.training_hours <= fastest * (1 + TIME_TOLERANCE)]
     return min(as_fast, key=lambda ct: (float(f"{ct[0]:.9g}"), ordered.index(ct[1])))[1]
 
 
 def within_budget(w, tried: list) -> list:
-    """The planner's tried plans (entries whose third item is a plan) a stated budget per hour allows
+    """The planner's tried plans (plantable.Tried rows) a stated budget per hour allows
     (unpriced ones cannot be held to it), or all of them when none is within it: the rule over-budget then
     excludes the GPU with the figure, instead of a bigger plan of it being excluded while a smaller one
     would have fitted the budget."""
     b = w.constraints.budget_usd_per_hour
     if not b:
         return tried
-    ok = [t for t in tried if t[2].usd_per_hour is None or t[2].usd_per_hour <= b]
+    ok = [t for t in tried if t.plan.usd_per_hour is None or t.plan.usd_per_hour <= b]
     return ok or tried
 
 
@@ -229,7 +252,7 @@ def budget_cards(w, tried: list, rate_per_gpu_hour: float | None, per_node: int 
     fastest = minimises_time(w)
     if not (b and rate_per_gpu_hour and tried and (fastest or w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms)):
         return None
-    if not fastest and any(not t[2].misses and t[2].usd_per_hour is not None and t[2].usd_per_hour <= b for t in tried):
+    if not fastest and any(not t.plan.misses and t.plan.usd_per_hour is not None and t.plan.usd_per_hour <= b for t in tried):
         return None
     cards = int(b // rate_per_gpu_hour)
     return (cards // per_node * per_node if cards >= per_node else cards) or None
@@ -239,3 +262,61 @@ def times(ratio: float) -> str:
     """A shortfall as a multiple of its target: two decimals near 1 (1.04x, not "1.0x" for a plan that
     misses), one beyond."""
     return f"{ratio:.2f}x" if ratio < 1.1 else f"{ratio:.1f}x"
+
+
+def lost_to(w, plan, chosen, unit: str, rate: float | None, ahead: bool = False) -> str:
+    """Why the planner kept `chosen` over `plan`, two layouts of one GPU, in words: the first figure of
+    its order that separates them (plan_key, within_budget, nearest_first, fastest_within_tolerance).
+    `ahead`: `plan` came first by plan_key, and a tolerance or the budget chose the other."""
+    if plan.misses is not None and chosen.misses is None:
+        return f"misses: {plan.misses}"
+    b = w.constraints.budget_usd_per_hour
+    if b and plan.usd_per_hour is not None and plan.usd_per_hour > b >= (chosen.usd_per_hour or 0):
+        return f"${plan.usd_per_hour:,.2f}/h, over the ${b:,.2f}/h budget"
+    if plan.misses is not None:
+        return f"further from the target: {plan.misses}"
+    mine, theirs = unit_cost(plan, unit), unit_cost(chosen, unit)
+    if ahead and minimises_cost(w) and w.training and plan.training_hours and chosen.training_hours:
+        return (f"{_money(mine)} {UNIT_LABELS[unit]} in {plan.training_hours:,.1f} h; of the plans within "
+                f"{TIME_TOLERANCE:.0%} of the cheapest the chosen finishes sooner: {_money(theirs)} in {chosen.training_hours:,.1f} h")
+    if w.objective == "time":
+        t, tc = plan_time(w, plan), plan_time(w, chosen)
+        if t is not None and tc is not None and t > tc * (1 + 1e-9):
+            return f"slower: {_time(w, t)} against {_time(w, tc)}"
+    if w.objective == "cards" and plan.count > chosen.count:
+        return f"{plan.count} cards against {chosen.count}"
+    if w.objective == "cost":
+        rented, chosen_rented = _rented(plan), _rented(chosen)
+        if rented > chosen_rented:
+            return f"rents {rented} GPUs where {chosen_rented} hold it"
+    if mine is not None and theirs is not None and float(f"{mine:.9g}") > float(f"{theirs:.9g}"):
+        return f"{_money(mine)} against the chosen's {_money(theirs)} {UNIT_LABELS[unit]}"
+    if mine is None and theirs is not None:
+        return "no price for this rental"
+    idle = ((plan.price or {}).get("idle_gpus") or 0, (chosen.price or {}).get("idle_gpus") or 0)
+    if idle[0] > idle[1]:
+        return f"{idle[0]} of its rented GPUs idle"
+    if plan.count > chosen.count:
+        return f"{plan.count} cards against {chosen.count} at the same cost"
+    lay, mine_lay = chosen.layout, plan.layout
+    if mine_lay.tp * mine_lay.pp > lay.tp * lay.pp:
+        return f"more model parallelism (TP x PP {mine_lay.tp * mine_lay.pp} against {lay.tp * lay.pp}) at the same cost"
+    if (mine_lay.zero_stage or 0) > (lay.zero_stage or 0):
+        return f"ZeRO stage {mine_lay.zero_stage} where stage {lay.zero_stage or 0} fits"
+    if plan.tpot_ms is not None and chosen.tpot_ms is not None and plan.tpot_ms > chosen.tpot_ms:
+        return f"slower per output token ({plan.tpot_ms:,.1f} ms against {chosen.tpot_ms:,.1f} ms) at the same cost"
+    return "the same figures; the one tried first is kept"
+
+
+def _rented(plan) -> int:
+    return plan.layout.count + ((plan.price or {}).get("idle_gpus") or 0)
+
+
+def _money(v: float | None) -> str:
+    if v is None:
+        return "unpriced"
+    return f"${v:,.2f}" if v >= 10 else f"${v:.3g}"
+
+
+def _time(w, t: float) -> str:
+    return f"{t:,.1f} h" if w.training else f"{t:,.1f} ms per output token"

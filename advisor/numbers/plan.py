@@ -3,8 +3,8 @@
 A `Plan` is the GPU, its layout (numbers.layouts), what each card holds (layouts.memory), how fast
 it runs (numbers.speed) and what it costs (numbers.cost), each part computed once by its own module
 and attached by the planner (numbers.planner). Its figures are read by name (`plan.tp`,
-`plan.usd_per_hour`): each name belongs to exactly one part, and the decision record's flat
-`candidates[]` keys are those names, taken from the parts' dataclass fields.
+`plan.usd_per_hour`): each name is declared once in `Plan` as a `_Figure` of exactly one part, and the
+decision record's flat `candidates[]` keys are those names, in the parts' dataclass field order.
 """
 from __future__ import annotations
 
@@ -22,16 +22,37 @@ _PART_TYPES = {"layout": Layout, "memory": Memory, "speed": Speed, "cost": Cost}
 _NOT_FIGURES = ("why",)          # each part's `why` is merged into the plan's, in the planner's order
 
 
+class _Figure:
+    """One figure of a plan's part, read from that part (`plan.usd_per_hour` is `plan.cost.usd_per_hour`);
+    a plan without the part (a GPU that holds nothing has no speed) reads the field's default."""
+
+    __slots__ = ("part", "name")
+
+    def __init__(self, part: str):
+        self.part = part
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, plan, owner=None):
+        if plan is None:
+            return self
+        value = plan.__dict__[self.part]
+        return _default(self.part, self.name) if value is None else getattr(value, self.name)
+
+
 @cache
 def _owner() -> dict[str, str]:
-    """Figure name -> the part that owns it (a name in two parts would be ambiguous: refused)."""
+    """Figure name -> the part that owns it, in the parts' field order (the record's key order). A part's
+    field without its `_Figure` line in `Plan`, or declared on another part, is refused here."""
     out: dict[str, str] = {}
     for part, cls in _PART_TYPES.items():
         for f in fields(cls):
             if f.name in _NOT_FIGURES:
                 continue
-            if f.name in out:
-                raise TypeError(f"{f.name} is a field of both {out[f.name]} and {part}")
+            declared = Plan.__dict__.get(f.name)
+            if not isinstance(declared, _Figure) or declared.part != part:
+                raise TypeError(f"{cls.__name__}.{f.name} has no figure on Plan: add `{f.name} = _Figure({part!r})`")
             out[f.name] = part
     return out
 
@@ -62,15 +83,63 @@ class Plan:
     # term, commitment, text), kept beside the fastest on on-demand capacity (numbers.longjob.within)
     bound_contract: dict | None = None
     ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
+    # the plan table: the chosen layout and the best others tried, each with why it lost (numbers.plantable
+    # PlanTable); recorded apart from the candidate's figures (plantable.record, judgement/record.py)
+    table: object = None
     why: dict = field(default_factory=dict)       # figure -> how it was computed, in the memo's order
 
-    def __getattr__(self, name: str):
-        # only called for names that are not the plan's own fields: a figure of one of its parts
-        part = _owner().get(name)
-        if part is None:
-            raise AttributeError(f"Plan has no figure {name!r}")
-        value = object.__getattribute__(self, part)
-        return _default(part, name) if value is None else getattr(value, name)
+    # the parts' figures, each read by name from the part that computes it (`_owner` checks this list
+    # against the parts' fields: a new field of Layout, Memory, Speed or Cost needs its line here)
+    # numbers.layouts.Layout
+    tp = _Figure("layout")
+    pp = _Figure("layout")
+    dp = _Figure("layout")
+    per_card_bytes = _Figure("layout")
+    rep = _Figure("layout")
+    zero_stage = _Figure("layout")
+    min_dp = _Figure("layout")
+    ep = _Figure("layout")
+    attention_dp = _Figure("layout")
+    pools = _Figure("layout")
+    interleave = _Figure("layout")
+    # numbers.layouts.Memory
+    per_card_gb = _Figure("memory")
+    headroom_gb = _Figure("memory")
+    kv_headroom_gb = _Figure("memory")
+    max_concurrency = _Figure("memory")
+    max_context_tokens = _Figure("memory")
+    long_request_fits = _Figure("memory")
+    # numbers.speed.Speed
+    concurrency = _Figure("speed")
+    prefill_ms = _Figure("speed")
+    ttft_ms = _Figure("speed")
+    capacity_requests_per_s = _Figure("speed")
+    tpot_ms = _Figure("speed")
+    decode_ms_per_token = _Figure("speed")
+    tokens_per_s = _Figure("speed")
+    tokens_per_s_per_user = _Figure("speed")
+    tokens_per_s_per_gpu = _Figure("speed")
+    training_tokens_per_s = _Figure("speed")
+    mfu = _Figure("speed")
+    training_hours = _Figure("speed")
+    training_hours_range = _Figure("speed")
+    step_hours = _Figure("speed")
+    goodput = _Figure("speed")
+    global_batch = _Figure("speed")
+    micro_batch = _Figure("speed")
+    micro_batches = _Figure("speed")
+    pipeline_bubble = _Figure("speed")
+    virtual_stages = _Figure("speed")
+    hours_per_million_tokens = _Figure("speed")
+    speed_explained = _Figure("speed")
+    # numbers.cost.Cost
+    power_kw_per_node = _Figure("cost")
+    usd_per_hour = _Figure("cost")
+    usd_per_million_tokens = _Figure("cost")
+    usd_per_job = _Figure("cost")
+    price = _Figure("cost")
+    price_unknown = _Figure("cost")
+    tco = _Figure("cost")
 
     @property
     def count(self) -> int | None:
@@ -88,25 +157,10 @@ class Plan:
             if _PART_TYPES[part].__dataclass_fields__[name].metadata.get("record", True):
                 d[name] = _plain(getattr(self, name))
         for f in fields(self):
-            if f.name not in PARTS and f.name != "gpu":
+            if f.name not in PARTS and f.name not in ("gpu", "table"):
                 d[f.name] = _plain(getattr(self, f.name))
         d["memory_gb"] = self.gpu.memory_gb
         return d
-
-
-def _figure(name: str, part: str) -> property:
-    def read(self):
-        value = object.__getattribute__(self, part)
-        return _default(part, name) if value is None else getattr(value, name)
-    read.__name__ = name
-    return property(read, doc=f"{name} of the plan's {part}")
-
-
-# each part's figures as properties of the plan: read as `__getattr__` reads them, without the failed
-# lookup first (the planner and the facts read thousands of figures per decision)
-for _name, _part in _owner().items():
-    if _name not in Plan.__dataclass_fields__ and not hasattr(Plan, _name):
-        setattr(Plan, _name, _figure(_name, _part))
 
 
 def _default(part: str, name: str):
@@ -124,3 +178,6 @@ def _plain(v):
     if isinstance(v, dict):
         return {a: (rounded(b) if not isinstance(b, dict) else {x: rounded(y) for x, y in b.items()}) for a, b in v.items()}
     return rounded(v)
+
+
+_owner()    # a part's field without its `_Figure` line in Plan fails at import, not at the first record

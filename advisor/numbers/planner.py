@@ -8,13 +8,16 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from advisor.base.kept import Kept, fingerprint
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.numbers import comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
-from advisor.numbers.calibration import Calibration, Engine, _v, engine_for
+from advisor.numbers.calibration import Calibration, Engine, disaggregation_settings, kept_engine_for, kv_words
 from advisor.numbers.layouts import Layout
+from advisor.numbers.objective import misses
 from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no_layout_reason, replica_cap
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
+from advisor.numbers.plantable import Tried, table
 from advisor.numbers.replicas import MAX_CARD_FACTOR
 from advisor.numbers.terms import GB, TFLOP, Term
 from advisor.inputs.workload import Workload
@@ -33,40 +36,14 @@ def knob_variants(w: Workload, led: Ledger) -> list[tuple[Workload, Ledger]]:
     return out
 
 
-def misses(w: Workload, sp: speed.Speed, load: queueing.Load | None = None) -> str | None:
-    """The stated deadline or service level a plan of this speed misses, with the figure that missed
-    (`load`: the plan at the workload's arrival rate, whose capacity may be below it)."""
-    if w.training:
-        dl = w.constraints.deadline_hours
-        if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
-            return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
-        return None
-    # every figure that misses is named, so a plan over both limits is not read as missing one
-    missed = []
-    if load is not None and load.saturated:
-        missed.append(f"capacity {sp.capacity_requests_per_s:,.2f} requests/s < {w.requests_per_s:g} requested")
-    if w.ttft_ms and sp.ttft_ms is not None and sp.ttft_ms > w.ttft_ms * (1 + 1e-9):
-        missed.append(f"time to first token {sp.ttft_ms:,.0f} ms, over the {w.ttft_ms:,.0f} ms target")
-    if w.tpot_ms and sp.tpot_ms is not None and sp.tpot_ms > w.tpot_ms * (1 + 1e-9):
-        missed.append(f"time per output token {sp.tpot_ms:,.1f} ms, over the {w.tpot_ms:g} ms target")
-    if not missed:
-        return None
-    whose = f" ({w.service_level_source}; state latency: to set your own)" if w.service_level_source else ""
-    return "; ".join(missed) + whose
-
-
-_STAGED: dict[tuple[int, int], tuple[Workload, Workload]] = {}
+#: (the workload, a ZeRO stage) -> the workload at that stage
+_STAGED = Kept("workload at a ZeRO stage", 256)
 
 
 def _with_stage(w: Workload, stage: int) -> Workload:
     """The workload with the ZeRO stage a layout takes, made once per workload and stage (the planner
     times every layout of every GPU at one of four stages)."""
-    hit = _STAGED.get((id(w), stage))
-    if hit is None or hit[0] is not w:
-        if len(_STAGED) > 256:
-            _STAGED.clear()
-        hit = _STAGED[(id(w), stage)] = (w, replace(w, zero_stage=stage))
-    return hit[1]
+    return _STAGED.get((fingerprint(w), stage), lambda: replace(w, zero_stage=stage))
 
 
 def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, cp: str, rate: Term,
@@ -157,7 +134,7 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
 
 
 def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int, engine: Engine | None = None):
-    """Every layout tried, as (objective key, order tried, plan, layout, workload variant, ledger variant),
+    """Every layout tried, as plantable.Tried rows (objective key, order tried, plan, layout, workload and ledger variant),
     the fewest cards any base layout needs, the precision and rate they were timed at; serving: only layouts the engine runs."""
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
@@ -199,11 +176,11 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         # not once per such plan (the same figure each time)
         most, kept = None, []
         for t in tried:
-            if t[2].count <= limit(t[3]):
+            if t.plan.count <= limit(t.layout):
                 kept.append(t)
             elif targeted:
                 most = replicas.deadline_cards(tried) if most is None else most
-                if t[2].count <= most:
+                if t.plan.count <= most:
                     kept.append(t)
         tried = kept or tried
     return tried, fewest, cp, rate, gpu_rate, unit, refused
@@ -226,14 +203,14 @@ def _prepare(w: Workload, variants, gpu: GPU, max_gpus: int, stages, engine: Eng
 def _batch_starved(tried: list, refused: dict) -> bool:
     """The global batch bound the search: a deadline needed more replicas than it feeds, or a pipeline
     got fewer micro-batches than stages (its bubble grows past the schedule's)."""
-    return bool(refused.get("batch")) or any(t[3].pp > 1 and (t[2].micro_batches or 0) < t[3].pp for t in tried)
+    return bool(refused.get("batch")) or any(t.layout.pp > 1 and (t.plan.micro_batches or 0) < t.layout.pp for t in tried)
 
 
 def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int, engine: Engine | None,
                     cp: str, rate: Term, unit: str, gpu_rate, skip_above=None, on_demand=None):
     """The layouts of `_search` tried, each variant's bases and wider ones (and disaggregated pools),
     as (tried, refused); a layout of more cards than `skip_above(its base)` is not tried."""
-    tried: list[tuple] = []
+    tried: list[Tried] = []
     refused: dict = {}        # the fewest GPUs a plan meeting the target needed beyond max_gpus
     # one price per rental (evaluate): the variants differ in activation checkpointing only, which no
     # price reads (the kinds, providers, regions, fleet and deployment are the workload's own)
@@ -266,8 +243,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                 if not runs[used]:
                     return None
             p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False, cal=cal)
-            tried.append((objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
-            return p, lay
+            tried.append(Tried(objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
+            return tried[-1]
 
         dp_memo: dict = {}    # replicas.dp_options reads of a base only its TP x PP, its cards and its fewest replicas
 
@@ -279,46 +256,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                 got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens, on_demand)
             return got
 
-        def fewest_meeting(base, short, met, wv=wv, attempt=attempt):
-            # the doublings overshoot (TP 4 x DP 4 missed 40 ms by 0.1 ms, DP 8 held it, DP 5 was never timed:
-            # review 17, F2): halve the gap between replicas that missed and met; a count tried is read back
-            form = (base.form, base.pools)
-            while met[1].dp - short > 1:
-                mid = (short + met[1].dp) // 2
-                got = attempt(base, mid) or next(((t[2], t[3]) for t in reversed(tried) if t[4] is wv and t[3].dp == mid
-                                                  and (t[3].form, t[3].pools) == form), None)
-                if got is None:
-                    break
-                short, met = (mid, met) if got[0].misses else (short, got)
-            return met
-
         def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
-            for base in bases:
-                for dp in ([base.dp] if w.layout_given else dp_options(base)):
-                    got = attempt(base, dp)
-                    if not got or not got[0].misses or w.layout_given:
-                        continue
-                    # a deadline or service level sets the replicas; then fill the instances they take
-                    near = got
-                    for _ in range(replicas.TARGET_ROUNDS):
-                        more, short = None, near[1].dp
-                        for d2 in replicas.target_replicas(w, near[1], near[0], max_gpus, refused, speed.calibration(catalog)):
-                            more = attempt(base, d2)
-                            if more and more[0].misses:
-                                short = more[1].dp
-                            if more and not more[0].misses:
-                                # the instances each plan that meets takes, filled: the doubling's and the fewest's
-                                least = fewest_meeting(base, short, more) if not w.training else more
-                                for met in {id(more): more, id(least): least}.values():
-                                    for d3 in dp_options(met[1]):
-                                        if d3 > met[1].dp:
-                                            attempt(base, d3)
-                                break
-                        if not (w.training and more and more[0].misses and more[1].dp > near[1].dp):
-                            break
-                        # a stated global batch gives each of more replicas fewer micro-batches (a wider
-                        # bubble): the count sized by compute still misses, so size again from it
-                        near = more
+            _search_bases(w, wv, bases, attempt, dp_options, tried, max_gpus, refused, speed.calibration(catalog))
 
         start = len(tried)
         search(bases)
@@ -327,7 +266,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         # users: TP 1 x DP 4 holds 30 ms per token, TP 2 on 2 cards does too), or as many on a
         # scale-up link (Llama 3.1 70B BF16 for 64 users on 8 owned H100: TP 8 at $1.60 per million
         # output tokens, TP 4 x DP 2 $1.98); over PCIe the replicas stay (K14: TP wants NVLink)
-        met = [t[2].count for t in tried[start:] if not t[2].misses]
+        met = [t.plan.count for t in tried[start:] if not t.plan.misses]
         # on a rack rented and bought whole (NVL72) the cards a plan takes are its racks: a wider group
         # that rents no more racks is tried too (DeepSeek-R1 FP4 for 4,096 users: DEP 8 x 4 held the
         # service level on 32 cards of one rack at 37.0 ms per token, DEP 32 on the same 32 cards 30.6 ms)
@@ -337,33 +276,6 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
         if disaggregation_tried(w, catalog):
             _search_pools(wv, lv, gpu, catalog, bases + wider, rate, max_gpus, attempt, refused)
     return tried, refused
-
-
-_DISAGG: dict[int, tuple[dict, tuple[float, float, float]]] = {}
-
-
-def disaggregation_settings(catalog: Catalog) -> tuple[float, float, float]:
-    """(prompt tokens, TPOT ms, prefill utilisation) of catalog/efficiency.yaml `disaggregation`: the
-    planner searches disaggregated plans for prompts at least that long or a TPOT at most that tight
-    (where DistServe, Splitwise and Mooncake report their gains; a stated choice, CHOICE_DISAGG), and
-    sizes the prefill pool to be at most that busy."""
-    # read once per efficiency table, as calibration.calibration keeps its figures (the planner asks for
-    # every GPU's search): keyed on the table itself, which a loaded catalog never changes
-    eff = catalog.efficiency
-    hit = _DISAGG.get(id(eff))
-    if hit is None or hit[0] is not eff:
-        if len(_DISAGG) > 16:          # catalogs made again and again (tests) must not pile up here
-            _DISAGG.clear()
-        hit = _DISAGG[id(eff)] = (eff, _disaggregation_settings(eff))
-    return hit[1]
-
-
-def _disaggregation_settings(eff: dict) -> tuple[float, float, float]:
-    d = eff.get("disaggregation") or {}
-    when = d.get("search_when") if isinstance(d, dict) else None
-    where = "disaggregation.search_when."
-    return (_v(when or {}, "prompt_tokens_at_least", 8192, where), _v(when or {}, "tpot_ms_at_most", 50, where),
-            _v(d if isinstance(d, dict) else {}, "prefill_utilisation", 0.8, "disaggregation."))
 
 
 def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
@@ -376,6 +288,54 @@ def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
         return False
     prompt, tpot, _ = disaggregation_settings(catalog)
     return w.prompt_tokens >= prompt or (w.tpot_ms is not None and w.tpot_ms <= tpot)
+
+
+def _search_bases(w: Workload, wv: Workload, bases: list[Layout], attempt, dp_options, tried: list[Tried], max_gpus: int,
+                  refused: dict, cal: Calibration) -> None:
+    """Each base layout at each replica count worth trying (`attempt`, `dp_options`: the search's); one that misses
+    a deadline or service level sized up to it, then its instances filled."""
+    for base in bases:
+        for dp in ([base.dp] if w.layout_given else dp_options(base)):
+            got = attempt(base, dp)
+            if not got or not got.plan.misses or w.layout_given:
+                continue
+            # a deadline or service level sets the replicas; then fill the instances they take
+            near = got
+            for _ in range(replicas.TARGET_ROUNDS):
+                more, short = None, near.layout.dp
+                for d2 in replicas.target_replicas(w, near.layout, near.plan, max_gpus, refused, cal):
+                    more = attempt(base, d2)
+                    if more and more.plan.misses:
+                        short = more.layout.dp
+                    if more and not more.plan.misses:
+                        # the instances each plan that meets takes, filled: the doubling's and the fewest's
+                        least = _fewest_meeting(base, short, more, attempt, tried, wv) if not w.training else more
+                        for met in ((more,) if least is more else (more, least)):
+                            for d3 in dp_options(met.layout):
+                                if d3 > met.layout.dp:
+                                    attempt(base, d3)
+                        break
+                if not (w.training and more and more.plan.misses and more.layout.dp > near.layout.dp):
+                    break
+                # a stated global batch gives each of more replicas fewer micro-batches (a wider
+                # bubble): the count sized by compute still misses, so size again from it
+                near = more
+
+
+def _fewest_meeting(base: Layout, short: int, met: Tried, attempt, tried: list[Tried], wv: Workload) -> Tried:
+    """Of a layout's replica counts, the fewest that meets the target, between `short` replicas that missed
+    and `met`'s (attempt: the search's, tried: its rows so far, wv: the variant searched)."""
+    # the doublings overshoot (TP 4 x DP 4 missed 40 ms by 0.1 ms, DP 8 held it, DP 5 was never timed:
+    # review 17, F2): halve the gap between replicas that missed and met; a count tried is read back
+    form = (base.form, base.pools)
+    while met.layout.dp - short > 1:
+        mid = (short + met.layout.dp) // 2
+        got = attempt(base, mid) or next((t for t in reversed(tried) if t.workload is wv and t.layout.dp == mid
+                                          and (t.layout.form, t.layout.pools) == form), None)
+        if got is None:
+            break
+        short, met = (mid, met) if got.plan.misses else (short, got)
+    return met
 
 
 def _over(value: float | None, target: float | None) -> bool:
@@ -410,11 +370,11 @@ def _search_pools(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, bases: l
                         break
                     got = attempt(lay, lay.dp)
                     if got is not None:
-                        _fill_pools(w, led, gpu, got[0], pform, dc, attempt)
-                    if got is None or not _over(got[0].ttft_ms, w.ttft_ms):
+                        _fill_pools(w, led, gpu, got.plan, pform, dc, attempt)
+                    if got is None or not _over(got.plan.ttft_ms, w.ttft_ms):
                         break
                 # the TPOT is the decode pool's: more decode replicas while it misses (each fewer users, T06)
-                if got is None or not _over(got[0].tpot_ms, w.tpot_ms) or dc.dp >= w.concurrency:
+                if got is None or not _over(got.plan.tpot_ms, w.tpot_ms) or dc.dp >= w.concurrency:
                     break
                 dc = layouts.decode_pool(w, led, gpu, dform, min(w.concurrency, dc.dp * 2))
 
@@ -439,7 +399,7 @@ def _fill_pools(w: Workload, led: Ledger, gpu: GPU, p: Plan, pform: Layout, dc: 
             attempt(lay, lay.dp)
 
 
-def _choose(w: Workload, tried: list, unit: str, gpu_rate):
+def _choose(w: Workload, tried: list[Tried], unit: str, gpu_rate) -> Tried:
     tried = objective.within_budget(w, tried)
     objective.nearest_first(w, tried)
     if not objective.minimises_cost(w) or unit == "million_training_tokens":
@@ -450,11 +410,12 @@ def _choose(w: Workload, tried: list, unit: str, gpu_rate):
         return objective.fastest_within_tolerance(w, tried, unit, gpu_rate)
     # the best plan of each checkpointing setting, then the cheaper of those: a setting that saves
     # cards but costs more per unit of work (C06: ~30% recompute) must pay for itself
-    best: dict[bool, tuple] = {}
+    best: dict[bool, Tried] = {}
     for t in tried:
-        best.setdefault(t[4].activation_checkpointing, t)
-    money = {k: objective.money(t[2], unit, gpu_rate)[0] for k, t in best.items()}
-    pick = min(best, key=lambda k: (best[k][0][0], money[k] if money[k] is not None else math.inf, best[k][0], best[k][1]))
+        best.setdefault(t.workload.activation_checkpointing, t)
+    money = {k: objective.money(t.plan, unit, gpu_rate)[0] for k, t in best.items()}
+    # whether it misses its target, then its cost per unit of work, then the planner's order
+    pick = min(best, key=lambda k: (best[k].key[0], money[k] if money[k] is not None else math.inf, best[k].key, best[k].order))
     return best[pick]
 
 
@@ -471,7 +432,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     box_why = box[1] if box and box[0] == max_gpus else None
     engine = None
     if not w.training:
-        engine, cannot = _engine_for(catalog, gpu, w)
+        engine, cannot = kept_engine_for(catalog, gpu, w.model, w.engine)
         if cannot:
             cp = speed.compute_precision(w, gpu, led.sized)
             ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
@@ -488,7 +449,8 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         need = min(lv.bytes("total_gb") for _, lv in variants)
         reason = no_layout_reason(w, led, gpu, max_gpus, engine, need) + (f": {box_why}" if box_why else "")
         return Plan(gpu, False, compute_precision=cp, reason=reason, ideal=ideal, why={"ideal": ideal_why})
-    _, _, p, lay, wv, lv = _choose(w, tried, unit, gpu_rate)
+    chosen = _choose(w, tried, unit, gpu_rate)
+    p, lay, wv, lv = chosen.plan, chosen.layout, chosen.workload, chosen.ledger
     # the search timed its layouts without their texts: the plan kept, again with them (the same figures)
     p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, None, engine)
     limits = []
@@ -511,10 +473,11 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         # why replicas beyond memory's: the same layout with fewer of them missed the target
         why["layout"] += f"; with DP {fewer.layout.dp} it misses: {fewer.misses}"
     if engine is not None:
-        why["engine"] = f"{engine.name}, {engine.why}; {engine.max_batch_how}, KV share {_kv_words(engine)} (catalog/engines.yaml)"
+        why["engine"] = f"{engine.name}, {engine.why}; {engine.max_batch_how}, KV share {kv_words(engine)} (catalog/engines.yaml)"
     if limits:
         why["limits"] = "; ".join(x["text"] for x in limits)
-    p = replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits)
+    p = replace(p, min_count=fewest, layouts_considered=len(tried), ideal={**p.ideal, **ideal}, why=why, limits=limits,
+                table=table(w, tried, chosen, unit, gpu_rate))
     if not longjob.applies(w, p):
         return p
     # no deadline stated and the cheapest plan runs past 30 days: the plan that finishes within them is
@@ -524,21 +487,3 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
         return plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in variants], ceiling)
     bounded = longjob.within(w, p, search, cost.on_demand_gpus(gpu, catalog, w))
     return longjob.bounded(p, bounded) if bounded is not None else p
-
-
-_ENGINES: dict[tuple, tuple] = {}
-
-
-def _engine_for(catalog: Catalog, gpu: GPU, w: Workload):
-    """calibration.engine_for once per catalog, GPU, model and named engine: all it reads, each frozen."""
-    got = _ENGINES.get(key := (id(catalog), id(gpu), id(w.model), w.engine))
-    if got is None or got[0] is not catalog or got[1] is not gpu or got[2] is not w.model:
-        if len(_ENGINES) > 4096:        # catalogs and fleets' GPUs made again and again must not pile up here
-            _ENGINES.clear()
-        got = _ENGINES[key] = (catalog, gpu, w.model, engine_for(catalog, gpu, w.model, w.engine))
-    return got[3]
-
-
-def _kv_words(engine: Engine) -> str:
-    share = (", ".join(f"{v:g} at TP {k}" for k, v in engine.kv_by_tp) if engine.kv_by_tp else f"{engine.kv_share:g}")
-    return share + (" of the memory the weights leave" if engine.kv_of_free else " of the card for weights + KV")
