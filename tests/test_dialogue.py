@@ -293,7 +293,7 @@ def test_written_files_are_readable_by_colleagues(catalog, kb, tmp_path):
 
 # --- a dialogue that understands people -------------------------------------------------------------------
 
-from advisor.shell.units import UnitError, parse_number  # noqa: E402
+from advisor.inputs.units import UnitError, parse_number  # noqa: E402
 
 
 @pytest.mark.parametrize("text, unit, value", [
