@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -66,9 +66,62 @@ def setup(rules=None, prices: str | Path | None = None, catalog: Catalog | None 
                  (Path(prices),) if prices else ())
 
 
-def advise(work: Workload | dict, s: Setup, source: str = "workload") -> Decision:
-    """Decide a workload (a parsed Workload, or a workload mapping read from `source`)."""
+def advise(work: Workload | dict, s: Setup, source: str = "workload", why_none: bool = False) -> Decision:
+    """Decide a workload (a parsed Workload, or a workload mapping read from `source`); `why_none`: when
+    no GPU is left, the record's `no_plan` says what the workload needs and which constraint binds
+    (`no_plan`; a sweep, which decides thousands, does not ask)."""
     w = work if isinstance(work, Workload) else workload_mod.parse(work, s.catalog, source)
     d = decide(estimate(w, s.catalog), s.kb, s.catalog)
     d.provenance = s.provenance
+    if why_none and d.winner is None:
+        d.record["no_plan"] = no_plan(d, s)
     return d
+
+
+#: the constraints that can leave no plan, each with the value that lifts it, in the order tried: the
+#: first whose lifting alone gives a recommendation is the one that binds
+RELAXABLE = (("max_gpus", None), ("gpus", ()), ("budget_usd_per_hour", None), ("power_kw_per_node", None),
+             ("power_kw_per_rack", None), ("liquid_cooling", True), ("import_restricted", False),
+             ("providers", ()), ("regions", ()), ("deadline_hours", None), ("spot", True))
+
+
+def no_plan(d: Decision, s: Setup) -> dict:
+    """Why no GPU is left, in the estimator's figures: the memory the workload needs in all
+    (`need_gb`), the constraint that binds (the first of RELAXABLE whose lifting alone leaves a
+    plan, decided again without it) with that plan's GPU, cards and memory per card; or, when no single
+    constraint lifts it, the largest card of the catalog beside the need."""
+    w = d.estimate.workload
+    need = d.estimate.need_bytes / 1e9 if d.estimate.need_bytes is not None else None
+    out: dict = {"need_gb": round(need, 1) if need is not None else None, "binding": None}
+    tries = [("layout", "given", replace(w, layout=None, pools=None))] if w.layout_given else []
+    for key, lifted in RELAXABLE:
+        given = getattr(w.constraints, key)
+        if given != lifted and given is not None and given != ():
+            tries.append((f"constraints.{key}", given, replace(w, constraints=replace(w.constraints, **{key: lifted}))))
+    for name, given, lifted_w in tries:
+        other = decide(estimate(lifted_w, s.catalog), s.kb, s.catalog)
+        if other.winner is None:
+            continue
+        plan = other.estimate.candidate(other.winner)
+        out["binding"] = {"constraint": name, "value": list(given) if isinstance(given, tuple) else given,
+                          "gpu": plan.gpu.id, "count": plan.count,
+                          "per_card_gb": round(plan.per_card_gb, 1) if plan.per_card_gb is not None else None,
+                          "card_gb": plan.gpu.memory_gb}
+        break
+    largest = max(s.catalog.gpus.values(), key=lambda g: g.memory_gb)
+    out["largest_card"] = {"gpu": largest.id, "card_gb": largest.memory_gb}
+    out["text"] = _no_plan_text(out)
+    return out
+
+
+def _no_plan_text(n: dict) -> str:
+    """The no-plan figures in one sentence (the record's `text`, as `over_budget` has one)."""
+    need = f"the workload needs {n['need_gb']:,.0f} GB in all" if n.get("need_gb") is not None else "no plan holds the workload"
+    b = n.get("binding")
+    if b:
+        value = ", ".join(map(str, b["value"])) if isinstance(b["value"], list) else b["value"]
+        per_card = f", {b['per_card_gb']:,.0f} GB per card of {b['card_gb']:g}" if b.get("per_card_gb") is not None else ""
+        return (f"{need}; {b['constraint']} ({value}) binds: without it the best plan is "
+                f"{b['count']} x {b['gpu']}{per_card}")
+    big = n["largest_card"]
+    return f"{need}; no single constraint lifted leaves a plan (the largest card, {big['gpu']}, holds {big['card_gb']:g} GB)"

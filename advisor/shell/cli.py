@@ -9,7 +9,11 @@ import sys
 from advisor.base.errors import InputError, Problem
 
 EXIT_INPUT = 2
+EXIT_NO_PLAN = 3      # valid input, but no plan meets it (the message says what it needs and which constraint binds)
 EXIT_OUTPUT = 120     # the output could not be written (what Python itself exits with then)
+EXIT_CODES = ("exit codes: 0 a recommendation; 1 rules test or replay failed, or ask's input ended (answers saved); "
+              "2 invalid input; 3 valid input but no plan meets it (what it needs and the constraint that binds are said); "
+              "120 the output could not be written; 130 interrupted")
 
 
 def _catalog(args):
@@ -55,7 +59,7 @@ def cmd_recommend(args) -> int:
     from advisor.base.files import write_atomic
     from advisor.judgement.advise import advise
     s = _setup(args)
-    d = advise(_workload(args, s.catalog), s)
+    d = advise(_workload(args, s.catalog), s, why_none=True)
     rec = d.record
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
@@ -78,6 +82,9 @@ def cmd_recommend(args) -> int:
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    if rec["recommendation"] is None:
+        print("gpu-advisor: no plan meets the workload: " + one_line(rec["no_plan"]["text"]), file=sys.stderr)
+        return EXIT_NO_PLAN
     return 0
 
 
@@ -464,7 +471,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subcommand's parser up front, which costs a start more than the command itself)."""
     from advisor import __version__
     p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.",
-                                formatter_class=_Formatter)
+                                formatter_class=_Formatter, epilog=EXIT_CODES)
     p.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, (text, add_args) in COMMANDS.items():

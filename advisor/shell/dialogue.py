@@ -265,7 +265,7 @@ class Dialogue:
         from advisor.judgement.advise import advise
         from advisor.shell.report import summary_text
         try:
-            self.decision = advise(self.workload_data(), self.setup, "your answers")
+            self.decision = advise(self.workload_data(), self.setup, "your answers", why_none=True)
         except InputError as exc:
             self.stage = "confirm"
             return [f"  {p}" for p in exc.problems] + ["  Use 'edit ID' to change an answer."]
