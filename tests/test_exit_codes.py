@@ -27,7 +27,7 @@ def test_no_plan_exits_3_and_names_the_need_and_the_binding_constraint(tmp_path,
     n = rec["no_plan"]
     assert n["need_gb"] == round(rec["estimate"]["need_gb"], 1) and n["need_gb"] > 800      # 405B weights + KV cache
     b = n["binding"]
-    assert b["constraint"] == "max_gpus" and b["value"] == 2 and b["count"] > 2
+    assert b["constraint"] == "constraints.max_gpus" and b["value"] == 2 and b["count"] > 2
     assert 0 < b["per_card_gb"] <= b["card_gb"]
     said = (f"the workload needs {n['need_gb']:,.0f} GB in all; constraints.max_gpus (2) binds: without it the best plan "
             f"is {b['count']} x {b['gpu']}, {b['per_card_gb']:,.0f} GB per card of {b['card_gb']:g}")
