@@ -266,8 +266,12 @@ def test_final_prompts_take_help_back_and_quit(catalog, kb, tmp_path):
     d.submit("yes")
     d.submit("md")
     assert d.stage == "path" and "decision record" in d.submit("?")[0]
-    assert d.submit("quit") == ["  Leaving without writing a memo."] and d.stage == "quit"
-    assert not list(tmp_path.iterdir())
+    # no memo is written, but the answers are kept (issue 42: every exit path keeps what the user typed)
+    said = d.submit("quit")
+    assert d.stage == "quit" and said[0].startswith("  Leaving without writing a memo; your answers are saved to ")
+    assert [p.name for p in tmp_path.iterdir()] == [".gpu-advisor-resume.yaml"]
+    resumed = dialogue.Dialogue.resume(tmp_path / ".gpu-advisor-resume.yaml", Setup(catalog, kb), out_dir=tmp_path)
+    assert resumed.answers["model"] == "gpt-oss-120b" and resumed.current().id == "confirm"
 
 
 def test_why_leaves_out_rules_for_another_mode(catalog, kb):

@@ -16,6 +16,7 @@ from advisor.inputs.figures import Figure
 from advisor.inputs import crosschecks, layoutinput
 from advisor.inputs.crosschecks import ROPE_SCALING_MAX, TRAIN  # noqa: F401  (tests read workload.ROPE_SCALING_MAX)
 from advisor.inputs.prices import check_providers
+from advisor.inputs.servicelevels import LATENCY_FIELDS, default_service_levels, service_class  # noqa: F401  (workload.service_class)
 from advisor.inputs.layoutinput import LAYOUT_FIELDS, POOL_FIELDS, POOLS  # noqa: F401  (workload.LAYOUT_FIELDS)
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
@@ -25,7 +26,6 @@ KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 #: providers or regions a workload may name (each price row is checked against the set of them)
 MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
-LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
 # below these no GPU server answers (a request's handling alone takes tens of ms; 1 ms a token is 1,000
 # tokens/s per user): a smaller figure is a unit slip (seconds given as ms) and is refused, with the hint
 LATENCY_FLOOR_MS = {"ttft_ms": 10.0, "tpot_ms": 1.0}
@@ -68,6 +68,7 @@ FIELDS: dict[str, Spec] = {
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7; 50%, 12h/day and 8x5 are read too), for the memo's monthly cost.", min=0.01, max=1, reads="share"),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
+    "api_prices": Spec("path", "A per-token API price file (`gpu-advisor prices import-api FILE --out my-api.yaml`) whose offers are compared beside the shipped ones; a path relative to the workload's folder.", modes=("inference",)),
     "fleet": Spec("fleet", "GPUs the team already owns or has reserved: a list of {gpu, count, nodes, location, interconnect, usd_per_gpu_hour}; owned cards cost their running cost only (or the negotiated usd_per_gpu_hour)."),
 }
 
@@ -178,6 +179,7 @@ class Workload:
     pools: tuple[tuple[int, int, int, int, int], tuple[int, int, int, int, int]] | None = None
     constraints: Constraints = field(default_factory=Constraints)
     fleet: tuple[FleetEntry, ...] = ()          # what the team owns or has reserved (`fleet:`, --fleet)
+    api_prices: str | None = None               # a per-token API price file (`api_prices:`), its path resolved
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
     defaults: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()                # what the advisor read differently from the file (old field names)
@@ -336,6 +338,8 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             values["constraints"] = _constraints(raw, catalog, col, file)
         elif spec.kind == "fleet":
             values["fleet"] = parse_fleet(raw, catalog, col, file, line)
+        elif spec.kind == "path":
+            values[key] = _input_file(raw, file, col, line, key)
         elif key == "concurrency" and raw == "max":
             values["concurrency_max"] = True
         else:
@@ -375,6 +379,24 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog, model, values.get("prompt_tokens")))
     return Workload(defaults=defaults, notes=notes, source=file, **values)
+
+
+def _input_file(raw, file: str, col: Collector, line, key: str) -> str | None:
+    """A file the workload names (api_prices:), relative to the workload's own folder: a regular file, or
+    one line naming the field."""
+    if not isinstance(raw, str) or not raw.strip():
+        col.add("must be a file name", line, key)
+        return None
+    p = Path(raw).expanduser()
+    p = p if p.is_absolute() else Path(file).parent / p
+    try:
+        ok = p.is_file()
+    except OSError:
+        ok = False
+    if not ok:
+        col.add(f"no such file: {p}", line, key)
+        return None
+    return str(p)
 
 
 def _context_holds_request(values: dict, data, col: Collector) -> None:
@@ -419,59 +441,6 @@ def _speculative(raw, catalog: Catalog, col: Collector, line: int | None, model)
         return None
     f = table[n]
     return ("mtp", n, float(f["v"]), tuple(f.get("src") or ()))
-
-
-def default_service_levels(catalog: Catalog, model=None, prompt_tokens: int | None = None) -> dict:
-    """The time to first token and per output token an interactive plan must meet when the workload
-    states none (T06), from catalog/efficiency.yaml `service_levels.interactive`: the limits of the
-    first model class the model matches, the TTFT limit widened for a long prompt (the catalog's
-    stated allowance), with their sources and the class in words."""
-    levels = ((catalog.efficiency.get("service_levels") or {}).get("interactive") or {})
-    cls = service_class(levels, model)
-    if cls is None:
-        return {}
-    out: dict = {}
-    srcs: list[str] = []
-    for k in LATENCY_FIELDS:
-        f = cls.get(k)
-        if isinstance(f, dict) and isinstance(f.get("v"), (int, float)) and not isinstance(f.get("v"), bool) and f["v"] > 0:
-            out[k] = float(f["v"])
-            srcs += [str(x) for x in f.get("src") or []]
-    if not out:
-        return {}
-    what = levels.get("what")
-    bench = cls.get("benchmark")
-    text = ("the default for interactive use" + (f", {what}" if isinstance(what, str) and what else "")
-            + (f" for {bench}" if isinstance(bench, str) and bench else ""))
-    allow = levels.get("long_prompt_allowance") or {}
-    covered = allow.get("covered_prompt_tokens") if isinstance(allow, dict) else None
-    if "ttft_ms" in out and prompt_tokens and isinstance(covered, int) and covered > 0 and prompt_tokens > covered:
-        base = out["ttft_ms"]
-        out["ttft_ms"] = base * prompt_tokens / covered
-        text += (f", the {base:g} ms first-token limit grown to {out['ttft_ms']:,.0f} ms for a {prompt_tokens:,}-token prompt "
-                 f"(in proportion beyond {covered:,} tokens, a stated choice)")
-        srcs += [str(x) for x in allow.get("src") or []]
-    out["service_level_source"] = text + " (catalog/efficiency.yaml)"
-    out["service_level_refs"] = tuple(dict.fromkeys(srcs))
-    return out
-
-
-def service_class(levels: dict, model) -> dict | None:
-    """The first class of `service_levels.interactive.classes` the model matches (mixture-of-experts
-    or dense when `moe` is given, total parameters within `up_to_params_b`, active parameters per token
-    within `up_to_active_params_b`); the last that matches its kind when its size is unknown."""
-    classes = [c for c in levels.get("classes") or [] if isinstance(c, dict)]
-    if not isinstance(model, Model):
-        return None
-    experts, k = model.num("experts"), model.num("experts_per_token")
-    moe = bool(experts and (k or 0) < experts)
-    size = {"up_to_params_b": model.num("params_b"), "up_to_active_params_b": model.num("active_params_b") or model.num("params_b")}
-    mine = [c for c in classes if c.get("moe") is None or bool(c.get("moe")) == moe]
-    for c in mine:
-        caps = [(size[key], c[key]) for key in size if c.get(key) is not None]
-        if all(v is not None and v <= cap for v, cap in caps):
-            return c
-    return mine[-1] if mine else None
 
 
 def _misplaced(key, where: str) -> str:

@@ -31,6 +31,7 @@ class Setup:
     kb: KnowledgeBase
     rule_dirs: tuple[Path, ...] = ()
     price_files: tuple[Path, ...] = ()
+    api_price_files: tuple[Path, ...] = ()      # --api-prices: per-token API prices (`prices import-api --out`)
 
     @cached_property
     def provenance(self) -> dict:
@@ -39,7 +40,11 @@ class Setup:
         rules = [{"path": str(d.resolve()), "given": str(d), "sha256": knowledge.folder_digest(d)} for d in self.rule_dirs]
         prices = [{"path": str(p.resolve()), "given": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
                   for p in self.price_files]
-        return {"rule_dirs": rules, "price_files": prices, "shipped_rules_sha256": knowledge.folder_digest(knowledge.RULES_DIR)}
+        out = {"rule_dirs": rules, "price_files": prices, "shipped_rules_sha256": knowledge.folder_digest(knowledge.RULES_DIR)}
+        if self.api_price_files:
+            out["api_price_files"] = [{"path": str(p.resolve()), "given": str(p), "sha256": hashlib.sha256(p.read_bytes()).hexdigest()}
+                                      for p in self.api_price_files]
+        return out
 
 
 def rule_dirs(extra=None) -> list[Path]:
@@ -52,18 +57,39 @@ def rule_dirs(extra=None) -> list[Path]:
     return dirs
 
 
-def load_catalog(prices: str | Path | None = None) -> Catalog:
+def load_catalog(prices: str | Path | None = None, api_prices: str | Path | None = None) -> Catalog:
     cat = catalog_mod.default()
-    return cat.with_prices(prices) if prices else cat
+    cat = cat.with_prices(prices) if prices else cat
+    return with_api_prices(cat, api_prices) if api_prices else cat
 
 
-def setup(rules=None, prices: str | Path | None = None, catalog: Catalog | None = None) -> Setup:
-    """The shipped catalog and knowledge base with the user's price file and rule folders."""
-    cat = catalog if catalog is not None else load_catalog(prices)
+def with_api_prices(cat: Catalog, path: str | Path) -> Catalog:
+    """A copy whose per-token API offers include a file's rows (`prices import-api --out FILE`, read by
+    --api-prices or the workload's `api_prices:`); a row for the same model, provider and provider
+    model id as a shipped one replaces it. Every row is checked as the shipped file's are."""
+    from advisor.inputs.apiprices import load_api_prices
+    rows = load_api_prices(Path(path), cat.models)
+    keys = {(a.model, a.provider, a.provider_model) for a in rows}
+    kept = [a for a in cat.api_prices if (a.model, a.provider, a.provider_model) not in keys]
+    h = hashlib.sha256(cat.digest.encode())
+    h.update(Path(path).read_bytes())
+    return replace(cat, api_prices=kept + rows, digest=h.hexdigest())
+
+
+def setup(rules=None, prices: str | Path | None = None, catalog: Catalog | None = None,
+          api_prices: str | Path | None = None) -> Setup:
+    """The shipped catalog and knowledge base with the user's price files and rule folders."""
+    cat = catalog if catalog is not None else load_catalog(prices, api_prices)
     dirs = rule_dirs(rules)
     kb = knowledge.load(dirs)
     return Setup(cat, kb, tuple(Path(d) for d in dirs if Path(d) != knowledge.RULES_DIR),
-                 (Path(prices),) if prices else ())
+                 (Path(prices),) if prices else (), (Path(api_prices),) if api_prices else ())
+
+
+def catalog_for(w: Workload, cat: Catalog) -> Catalog:
+    """The catalog a workload is decided with: its own `api_prices:` file added (a path resolved
+    against the workload's folder when it was read)."""
+    return with_api_prices(cat, w.api_prices) if w.api_prices else cat
 
 
 def advise(work: Workload | dict, s: Setup, source: str = "workload", why_none: bool = False) -> Decision:
@@ -71,6 +97,8 @@ def advise(work: Workload | dict, s: Setup, source: str = "workload", why_none: 
     no GPU is left, the record's `no_plan` says what the workload needs and which constraint binds
     (`no_plan`; a sweep, which decides thousands, does not ask)."""
     w = work if isinstance(work, Workload) else workload_mod.parse(work, s.catalog, source)
+    if w.api_prices:
+        s = replace(s, catalog=catalog_for(w, s.catalog), api_price_files=s.api_price_files + (Path(w.api_prices),))
     d = decide(estimate(w, s.catalog), s.kb, s.catalog)
     d.provenance = s.provenance
     if why_none and d.winner is None:

@@ -18,12 +18,12 @@ EXIT_CODES = ("exit codes: 0 a recommendation; 1 rules test or replay failed, or
 
 def _catalog(args):
     from advisor.judgement import advise
-    return advise.load_catalog(getattr(args, "prices", None))
+    return advise.load_catalog(getattr(args, "prices", None), getattr(args, "api_prices", None))
 
 
 def _setup(args):
     from advisor.judgement import advise
-    return advise.setup(getattr(args, "rules", None), getattr(args, "prices", None))
+    return advise.setup(getattr(args, "rules", None), getattr(args, "prices", None), api_prices=getattr(args, "api_prices", None))
 
 
 def _workload(args, cat):
@@ -41,8 +41,10 @@ def _workload(args, cat):
 def cmd_estimate(args) -> int:
     from advisor.numbers.estimate import estimate
     from advisor.shell import report
+    from advisor.judgement.advise import catalog_for
     cat = _catalog(args)
-    est = estimate(_workload(args, cat), cat)
+    w = _workload(args, cat)
+    est = estimate(w, catalog_for(w, cat))          # with the workload's own api_prices: file
     if args.format == "json":
         print(json.dumps(est.as_dict(), indent=2, ensure_ascii=False))
     else:
@@ -208,6 +210,11 @@ def cmd_ask(args) -> int:
     s = _setup(args)
     cat = s.catalog
     out_dir = args.out_dir or "."
+    if args.out_dir:
+        # created (or refused) before the first question: answers typed into a folder that does not exist
+        # were lost at Ctrl-C ("cannot write: No such file or directory")
+        from advisor.shell.session import ready_out_dir
+        ready_out_dir(args.out_dir)
     if args.resume:
         try:
             dlg = dialogue.Dialogue.resume(args.resume, s, out_dir=out_dir)
@@ -345,7 +352,8 @@ def _prices_args(pr) -> None:
     pr.add_argument("--gpu", action="append", metavar="ID", help="list: only this GPU (repeatable)")
     pr.add_argument("--kind", choices=("on-demand", "spot", "reserved", "endpoint"), help="list: only this kind")
     pr.add_argument("--format", choices=("text", "json"), default="text")
-    pr.add_argument("--out", metavar="FILE", help="import: write the price file here (default: stdout); use it with --prices FILE")
+    pr.add_argument("--out", metavar="FILE", help="import: write the price file here (default: stdout); use it with --prices FILE "
+                    "(import-api: with --api-prices FILE)")
     pr.add_argument("--skip", action="append", metavar="CLOUD", help="import: leave out this cloud (repeatable)")
     pr.add_argument("--date", help="import: the retrieval date to record (default: the source's, else today)")
     pr.add_argument("--commit", help="import: the catalog commit to record (default: read from the checkout)")
@@ -363,10 +371,16 @@ def _common(parser, rules: bool, prices: bool) -> None:
         parser.add_argument("--prices", metavar="FILE", help="extra or replacement price quotes (YAML, see catalog/prices.yaml)")
 
 
+def _api_prices_arg(parser) -> None:
+    parser.add_argument("--api-prices", metavar="FILE", help="per-token API prices to compare with, as `prices import-api "
+                        "--out FILE` writes them (beside catalog/api-prices.yaml)")
+
+
 def _estimate_args(e) -> None:
     e.add_argument("workload", metavar="WORKLOAD.yaml")
     e.add_argument("--gpu", action="append", metavar="ID", help="consider only this GPU (repeatable)")
     e.add_argument("--format", choices=("text", "json"), default="text")
+    _api_prices_arg(e)
     _common(e, rules=False, prices=True)
     e.set_defaults(func=cmd_estimate)
 
@@ -380,6 +394,7 @@ def _recommend_args(r) -> None:
                    help="text: the memo for the terminal (default); md, html: the memo; json: the decision record; summary: a few lines")
     r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")
     r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
+    _api_prices_arg(r)
     _common(r, rules=True, prices=True)
     r.set_defaults(func=cmd_recommend)
 
@@ -402,6 +417,7 @@ def _ask_args(a) -> None:
     a.add_argument("--from", dest="from_file", metavar="WORKLOAD.yaml", help="start from a workload file; ask only what is missing")
     a.add_argument("--resume", metavar="FILE", help="continue a dialogue saved on Ctrl-C / Ctrl-D / quit")
     a.add_argument("--out-dir", metavar="DIR", help="where the memo, decision record, transcript and resume file go")
+    _api_prices_arg(a)
     _common(a, rules=True, prices=True)
     a.set_defaults(func=cmd_ask)
 

@@ -288,13 +288,22 @@ class Dialogue:
             self.stage = "confirm"
             return []
         if low == "quit":
-            self.stage = "quit"
-            return ["  Leaving without writing a memo."]
+            return self._leave_unwritten()
         if low not in ("text", "md", "html"):
             return ["  Please answer text, md or html (or ?, back, quit)."]
         self.memo_format = low
         self.stage = "path"
         return []
+
+    def _leave_unwritten(self) -> list[str]:
+        """`quit` after the recommendation, before a memo is written: the answers are kept (every exit of
+        the dialogue keeps what the user typed)."""
+        self.stage = "quit"
+        if self.dry_run:
+            return ["  Leaving without writing a memo."]
+        saved = self.save_resume()
+        return [f"  Leaving without writing a memo; your answers are saved to {saved}; continue with: "
+                f"gpu-advisor ask --resume {saved}"]
 
     def default_path(self) -> str:
         ext = {"text": "txt", "md": "md", "html": "html"}[self.memo_format]
@@ -309,8 +318,7 @@ class Dialogue:
             self.stage = "format"
             return []
         if text.lower() == "quit":
-            self.stage = "quit"
-            return ["  Leaving without writing a memo."]
+            return self._leave_unwritten()
         path = Path(text or self.default_path())
         if not path.is_absolute():
             path = self.out_dir / path
@@ -352,7 +360,8 @@ class Dialogue:
         low = text.lower()
         if low in ("", "y", "yes"):
             self.stage = "quit"
-            return [f"  Answers saved to {self.save_resume()}; continue with: gpu-advisor ask --resume {self.resume_path()}"]
+            saved = self.save_resume()          # the system's temporary folder when the output folder cannot be written
+            return [f"  Answers saved to {saved}; continue with: gpu-advisor ask --resume {saved}"]
         if low in ("n", "no"):
             self.stage = "quit"
             return ["  Answers not saved."]
