@@ -100,7 +100,7 @@ def save_resume(dlg, path: Path) -> Path:
     if dlg.dry_run:              # a replay or a dry run writes nothing
         return path
     state = {"resume": 1, "advisor": __version__, "answers": dlg.answers, "preset": sorted(dlg.preset),
-             "asked": dlg.asked, "steps": dlg.steps}
+             "asked": dlg.asked, "typed": dlg.typed, "steps": dlg.steps}
     # the resume file this session continues is read, and meant to be saved over
     # answers taken from a workload file (`ask --from`) hold its loader's line-numbered lists: plain data
     text = yaml.safe_dump(yamlio.plain(state), sort_keys=False, allow_unicode=True)
