@@ -591,3 +591,9 @@ def test_a_service_level_reads_back_rounded(catalog, kb):
     d.answers["service_level"] = {"tpot_ms": 33.33, "ttft_ms": 500.0}
     d.asked.append("service_level") if "service_level" not in d.asked else None
     assert any(line.endswith("Speed for each user: 30 tokens/s per user, first token within 0.5 s") for line in d.summary())
+
+
+def test_a_misspelt_choice_gets_did_you_mean_as_in_a_file(catalog, kb):
+    d = _at(catalog, kb, "mode")
+    said = " ".join(d.submit("inferance"))
+    assert "'inferance' is not one of the choices. Did you mean 'inference'?" in said and d.current().id == "mode"
