@@ -93,3 +93,14 @@ def test_a_context_that_holds_the_request_is_taken(tmp_path, capsys):
     assert main(["recommend", f, "--format", "json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["inputs"]["context_tokens"] == 2048
+
+
+def test_a_busy_share_typed_as_office_hours_is_carried_into_the_memo(tmp_path, capsys):
+    # 8x5 in the dialogue had gone to the month's utilisation while the memo said "busy 70% (the default)";
+    # in a file (or the dialogue's busy_share) it is the owned cards' busy share, said in percent and hours
+    f = _file(tmp_path, "mode: inference\nmodel: llama-3.1-8b\nconcurrency: 16\n"
+                        "constraints:\n  deployment: on-prem\n  busy_share: 8x5\n")
+    assert main(["recommend", f, "--format", "md"]) == 0
+    memo = " ".join(capsys.readouterr().out.split())
+    assert "Share of hours the owned GPUs are busy | 24% (174 h a month)" in memo
+    assert "busy 24% (given)" in memo and "busy 70%" not in memo
