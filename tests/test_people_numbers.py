@@ -104,3 +104,30 @@ def test_a_busy_share_typed_as_office_hours_is_carried_into_the_memo(tmp_path, c
     memo = " ".join(capsys.readouterr().out.split())
     assert "Share of hours the owned GPUs are busy | 24% (174 h a month)" in memo
     assert "busy 24% (given)" in memo and "busy 70%" not in memo
+
+
+# --- a fuzz target for the shared parser: whatever is typed or written, a number or a UnitError -------------
+
+import math  # noqa: E402
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+UNITS = ("billions", "tokens", "context", "usd_per_hour", "kw", "count", "share", "fraction", "hours", "usd")
+TYPED = st.one_of(st.text(max_size=30),
+                  st.builds(lambda n, sep, unit: f"{n}{sep}{unit}", st.floats(allow_nan=True, allow_infinity=True) | st.integers(),
+                            st.sampled_from(["", " ", "  "]),
+                            st.sampled_from(["", "k", "K", "M", "B", "T", "h", "days", "min", "%", "x5", "/h", "$", "kW", "W",
+                                             "e999", ":30", "hours a day", "weeks", "tokens", "usd"])))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(TYPED, st.sampled_from(UNITS))
+def test_any_text_is_a_finite_number_or_a_unit_error(text, unit):
+    try:
+        value = parse_number(text, unit)
+    except UnitError as exc:
+        assert str(exc) and "\n" not in str(exc)
+        return
+    assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if unit in ("share", "fraction"):
+        assert 0 <= value <= 1

@@ -28,6 +28,12 @@ _NUMBER = re.compile(r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*(?
 WORDS = {"thousand": "k", "million": "m", "billion": "b", "trillion": "t"}
 
 
+def _q(text) -> str:
+    """The text quoted for a one-line message: a line break or control character shown escaped."""
+    text = str(text)[:60]
+    return f"'{text}'" if text.isprintable() else repr(text)
+
+
 class UnitError(ValueError):
     """The text is not a number in the question's unit; the message says what was expected."""
 
@@ -44,7 +50,7 @@ def parse_number(text: str, unit: str = "count"):
     elif unit == "fraction":
         value = _plain(s[:-1].strip()) / 100 if s.endswith("%") else _plain(s)
         if not 0 <= value <= 1:
-            raise UnitError(f"'{text}': a share is from 0 to 1 (or 0 to 100%)")
+            raise UnitError(f"{_q(text)}: a share is from 0 to 1 (or 0 to 100%)")
         return value
     elif unit == "hours":
         return _hours(s, text)
@@ -62,12 +68,12 @@ def parse_number(text: str, unit: str = "count"):
     m = _NUMBER.match(s.replace(" ", ""))
     if not m and ":" in s:
         # YAML 1.1 read 1:30 as 90 (base 60); this tool reads YAML 1.2, where it is text
-        raise UnitError(f"'{text}' is not a number (a base-60 or clock figure: write the number itself)")
+        raise UnitError(f"{_q(text)} is not a number (a base-60 or clock figure: write the number itself)")
     if not m:
-        raise UnitError(f"'{text}' is not a number")
+        raise UnitError(f"{_q(text)} is not a number")
     num, suffix = float(m.group("num")), m.group("suffix")
     if suffix and suffix not in DECIMAL:
-        raise UnitError(f"'{text}': unknown unit '{suffix}' (use k, M, B or T)")
+        raise UnitError(f"{_q(text)}: unknown unit '{suffix}' (use k, M, B or T)")
     if unit == "billions":
         value = num * DECIMAL[suffix] / 1e9 if suffix else num
     elif unit == "context" and suffix in BINARY:
@@ -75,7 +81,7 @@ def parse_number(text: str, unit: str = "count"):
     else:
         value = num * DECIMAL[suffix] if suffix else num
     if value != value or value in (float("inf"), float("-inf")):
-        raise UnitError(f"'{text}' is not a finite number")
+        raise UnitError(f"{_q(text)} is not a finite number")
     if unit in ("count", "tokens", "context") and float(value).is_integer() and abs(value) < 1e18:
         return int(value)
     return value
@@ -91,12 +97,12 @@ def _hours(s: str, text: str) -> float:
     """A duration in hours: a bare number is hours (the schema's unit), `90 min`, `2 days`, `1.5 weeks`."""
     m = re.fullmatch(r"([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[+-]?\d+)?)\s*([a-z]*)", s)
     if not m:
-        raise UnitError(f"'{text}' is not a duration (e.g. 48, 48h, 2 days, 90 min)")
+        raise UnitError(f"{_q(text)} is not a duration (e.g. 48, 48h, 2 days, 90 min)")
     if m.group(2) and m.group(2) not in HOURS:
-        raise UnitError(f"'{text}': unknown unit '{m.group(2)}' (use min, h, days or weeks)")
+        raise UnitError(f"{_q(text)}: unknown unit '{m.group(2)}' (use min, h, days or weeks)")
     value = float(m.group(1)) * HOURS.get(m.group(2) or "h")
     if value != value or value in (float("inf"), float("-inf")):
-        raise UnitError(f"'{text}' is not a finite number")
+        raise UnitError(f"{_q(text)} is not a finite number")
     return value
 
 
@@ -116,18 +122,18 @@ def _share(s: str, text: str) -> float:
     if week or s == "24/7":
         hours, days = (24.0, 7.0) if s == "24/7" else (float(week.group(1)), float(week.group(2)))
         if hours > 24 or days > 7:
-            raise UnitError(f"'{text}': at most 24 hours a day, 7 days a week")
+            raise UnitError(f"{_q(text)}: at most 24 hours a day, 7 days a week")
         return hours * days / 168
     daily = re.fullmatch(r"(\d+(?:\.\d+)?)(?:h|hrs?|hours?)(?:/|per|a|an)?(?:day|d)", s)
     if daily:
         if float(daily.group(1)) > 24:
-            raise UnitError(f"'{text}': at most 24 hours a day")
+            raise UnitError(f"{_q(text)}: at most 24 hours a day")
         return float(daily.group(1)) / 24
     value = _plain(s[:-1]) / 100 if s.endswith("%") else _plain(s)
     value = value / 100 if not s.endswith("%") and 1 < value <= 100 else value
     if not 0 <= value <= 1:
         # a share of the month: "150%" is more hours than the month has, not a figure to pass on
-        raise UnitError(f"'{text}': a share of the month is from 0 to 100% (24x7)")
+        raise UnitError(f"{_q(text)}: a share of the month is from 0 to 100% (24x7)")
     return value
 
 
@@ -135,4 +141,4 @@ def _plain(s: str) -> float:
     try:
         return float(s)
     except ValueError:
-        raise UnitError(f"'{s}' is not a number") from None
+        raise UnitError(f"{_q(s)} is not a number") from None
