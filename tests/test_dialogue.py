@@ -513,7 +513,7 @@ def test_result_shows_speed_per_user_and_first_token_wrapped_at_word_boundaries(
 
 def test_the_confirmation_reads_large_numbers_in_words():
     # the reviewer's QLoRA session showed "training_tokens: 1e+08" (Python's float format)
-    from advisor.shell.dialogue import _show
+    from advisor.shell.dialoguehelp import show as _show
     assert _show(1e8) == "100 million" and _show(134e9) == "134 billion" and _show(0.5) == "0.5" and _show(True) == "yes"
 
 

@@ -60,7 +60,7 @@ def _suggest(key: str, known) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else f"; known: {', '.join(known)}"
 
 
-def _suggest_value(value, choices) -> str:
+def suggest_value(value, choices) -> str:
     import difflib
     close = difflib.get_close_matches(str(value).lower(), [str(c) for c in choices], n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
@@ -98,7 +98,7 @@ def check_value(spec: Spec, value, col: Collector, name: str, line):
     if spec.kind == "enum":
         if value not in spec.choices:
             # a misspelt value gets the same "did you mean" as a misspelt field name (mode: inferance)
-            col.add(f"'{value}' is not one of {', '.join(spec.choices)}{_suggest_value(value, spec.choices)}", line, name)
+            col.add(f"'{value}' is not one of {', '.join(spec.choices)}{suggest_value(value, spec.choices)}", line, name)
             return None
         return value
     if spec.kind == "bool":

@@ -19,10 +19,8 @@ from advisor.base.errors import InputError
 from advisor.inputs.catalog import Catalog
 from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, is_config
 from advisor.judgement.advise import Setup
-from advisor.numbers.terms import HOURS_PER_MONTH
 from advisor.shell import dialoguehelp, session, transcripts
-from advisor.shell.wording import asked_rate, rate_beside
-from advisor.shell.memoworkload import MODEL_LABELS, label
+from advisor.shell.memoworkload import label
 # re-exported: the dialogue's callers (cli.py, the tests) reach the questions and the session through it
 from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, SERVICE_LEVEL, Question, accepted, glossary, load_questions, read_answer  # noqa: F401
 from advisor.shell.session import RESUME_FILE, run_interactive, run_lines  # noqa: F401
@@ -101,7 +99,7 @@ class Dialogue:
                 self.stage = "confirm"
             else:
                 d = self.default_for(q)
-                shown = f" [{_show(d)}]" if d is not None else (" [the model's own]" if q.field == "precision" else
+                shown = f" [{dialoguehelp.show(d)}]" if d is not None else (" [the model's own]" if q.field == "precision" else
                                                                  f" [{q.unset}]" if q.unset else
                                                                  " [none]" if q.optional else "")
                 choices = self._choices(q)
@@ -142,18 +140,18 @@ class Dialogue:
         for q in self.questions:
             if q.id in numbers or q.field in self.preset:
                 if q.field in self.answers:
-                    shown = _show(self.answers[q.field], q.unit)
+                    shown = dialoguehelp.show(self.answers[q.field], q.unit)
                 else:                # asked and left to Enter: what the advisor takes instead
                     shown = q.unset or ("the model's own" if q.field == "precision" else "none")
                 typed = self.typed.get(q.id)
                 # a number read from how it was typed (8x5, 1k, 2 days) shows the typing beside the figure
-                said = f"  (typed: {typed})" if typed and q.kind in ("int", "float") and _plainly(typed) != _plainly(shown) else ""
+                said = f"  (typed: {typed})" if typed and q.kind in ("int", "float") and dialoguehelp.plainly(typed) != dialoguehelp.plainly(shown) else ""
                 at = f"{numbers[q.id]:>3}. " if q.id in numbers else "     "
-                lines.append(f"{at}{question_label(q)}: {shown}{said}" + ("  (from your file)" if q.field in self.preset else ""))
+                lines.append(f"{at}{dialoguehelp.question_label(q)}: {shown}{said}" + ("  (from your file)" if q.field in self.preset else ""))
         asked = {q.field for q in self.questions}
         for k in sorted(self.preset - asked):          # the file's fields no question asks, kept as they are
             if k in self.answers and not k.startswith("model."):
-                lines.append(f"     {label(k.split('.', 1)[-1], self.answers.get('mode'))}: {_show(self.answers[k])}  (from your file)")
+                lines.append(f"     {label(k.split('.', 1)[-1], self.answers.get('mode'))}: {dialoguehelp.show(self.answers[k])}  (from your file)")
         return lines
 
     # --- answers ------------------------------------------------------------------------------------
@@ -292,7 +290,7 @@ class Dialogue:
             return [f"  {p}" for p in exc.problems] + ["  Use 'edit N' (the number of a line above) to change an answer."]
         self.stage = "format"
         lines = summary_text(self.decision.record, self.catalog).rstrip().splitlines()[:-1]
-        speed = _speed_line(self.decision.record)
+        speed = dialoguehelp.speed_line(self.decision.record)
         if speed:
             lines.insert(2 if len(lines) > 2 and lines[1].startswith("  about") else 1, speed)
         # at word boundaries: a terminal breaks a long line mid-word ("instan/ce")
@@ -425,59 +423,6 @@ class Dialogue:
 
     def transcript_yaml(self) -> str:
         return transcripts.transcript_yaml(self)
-
-
-def _speed_line(rec: dict) -> str:
-    """What each user sees of the recommended serving plan: tokens/s per user and the time to the first
-    token, beside the service level they were sized for (record: estimate, service_level)."""
-    r = rec.get("recommendation")
-    if not r or rec.get("inputs", {}).get("mode") != "inference":
-        return ""
-    c = next((k for k in rec["estimate"]["candidates"] if k["gpu"] == r["gpu"]), {})
-    tps, ttft = c.get("tokens_per_s_per_user"), c.get("ttft_ms", c.get("prefill_ms"))
-    if tps is None:
-        return ""
-    sl = rec.get("service_level") or {}
-    asked = " and ".join(x for x in (f"{asked_rate(sl['tpot_ms'])} tokens/s" if sl.get("tpot_ms") else "",
-                                     f"{sl['ttft_ms'] / 1000:,.2g} s" if sl.get("ttft_ms") else "") if x)
-    return (f"  each user: {rate_beside(tps, sl)} tokens/s" + (f", first token in {ttft / 1000:,.2g} s" if ttft is not None else "")
-            + (f" (the service level asks {asked})" if asked else ""))
-
-
-def question_label(q: Question) -> str:
-    """A question's answer named in words on the confirmation screen (the memo's labels, memoworkload)."""
-    if q.field == SERVICE_LEVEL:
-        return "Speed for each user"
-    if q.field.startswith("model."):
-        return "Model " + MODEL_LABELS.get(q.field[6:], q.field[6:].replace("_", " "))
-    return label(q.field.split(".", 1)[-1], None)
-
-
-def _plainly(text: str) -> str:
-    return re.sub(r"[\s,]+", "", str(text).lower())
-
-
-def _human(x: float) -> str:
-    """A figure as people say it: 30.0003 is 30, 33.3333 is 33.3 (three significant digits)."""
-    return f"{round(x):,}" if abs(x - round(x)) < 0.005 * max(1.0, abs(x)) else f"{x:,.3g}"
-
-
-def _show(v, unit: str | None = None) -> str:
-    if unit == "share" and isinstance(v, (int, float)) and not isinstance(v, bool):
-        # 8x5 reads back as "24% of the month (174 h)", not 0.238095
-        return f"{v:.0%} of the month ({v * HOURS_PER_MONTH:,.0f} h)"
-    if isinstance(v, dict) and v.get("tpot_ms"):            # a service level, in the words it was asked in
-        return f"{_human(1000 / v['tpot_ms'])} tokens/s per user" + (f", first token within {_human(v['ttft_ms'] / 1000)} s"
-                                                                     if v.get("ttft_ms") else "")
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, list):
-        return ", ".join(str(x) for x in v)
-    if isinstance(v, float):
-        # 1e8 training tokens read back as "100 million", not Python's "1e+08"
-        from advisor.shell.wording import count
-        return count(v) if abs(v) >= 1e6 else f"{v:g}"
-    return str(v)
 
 
 def replay(path: str | Path, setup: Setup) -> tuple[bool, list[str]]:

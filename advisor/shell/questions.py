@@ -144,9 +144,9 @@ def read_answer(q: Question, text: str, catalog: Catalog, default=None):
             return text.lower(), None
         if len(matches) == 1:
             return matches[0], None
-        # a misspelt choice gets the "did you mean" a workload file's value gets (schema._suggest_value)
-        from advisor.inputs.schema import _suggest_value
-        hint = _suggest_value(text, q.spec.choices).replace("; did you mean", " Did you mean")
+        # a misspelt choice gets the "did you mean" a workload file's value gets (schema.suggest_value)
+        from advisor.inputs.schema import suggest_value
+        hint = suggest_value(text, q.spec.choices).replace("; did you mean", " Did you mean")
         return None, f"'{text}' is not one of the choices.{hint} {accepted(q)}"
     value = text
     if q.kind in ("int", "float"):
