@@ -59,7 +59,10 @@ def test_a_misspelt_value_gets_did_you_mean(tmp_path, capsys):
 
 def test_a_word_where_a_number_goes_is_one_line_naming_the_field(tmp_path, capsys):
     f = _file(tmp_path, "mode: inference\nmodel: llama-3.1-8b\ncontext_tokens: lots\n")
-    refuse(capsys, ["recommend", f], "w.yaml:3: context_tokens: must be a number: 'lots' is not a number")
+    refuse(capsys, ["recommend", f], "w.yaml:3: context_tokens: must be a number (got 'lots')")
+    f = _file(tmp_path, "mode: training\nmodel: llama-3.1-8b\nconstraints:\n  deadline_hours: 2 fortnights\n")
+    refuse(capsys, ["recommend", f], "w.yaml:4: constraints.deadline_hours: must be a number: '2 fortnights': unknown unit "
+                                     "'fortnights' (use min, h, days or weeks)")
 
 
 def test_yaml_1_1_base_60_is_not_read_as_a_number(tmp_path, capsys):

@@ -75,7 +75,9 @@ def read_value(spec: Spec, value, col: Collector, name: str, line):
         try:
             value = parse_number(value, unit_of(spec))
         except UnitError as exc:
-            col.add(f"must be a number: {exc}", line, name)
+            # a word where a number goes reads as it always has; a unit the field does not take says which
+            plain = str(exc).endswith(" is not a number")
+            col.add(f"must be a number (got {value!r})" if plain else f"must be a number: {exc}", line, name)
             return None
         if spec.kind == "int" and isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
             value = int(value)
