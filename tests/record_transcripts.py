@@ -57,6 +57,12 @@ SCENARIOS = {
                            "budget_usd_per_hour": "100/h"},
     "service-level-in-words": {"mode": "inference", "model": "llama-3.1-70b", "precision": "fp8", "concurrency": "32",
                                "service_level": ["?", "quick", "20 tokens/s, 1 s"]},
+    # issue 42: a deadline in days, and an owned cluster busy office hours (8x5 was recorded as the month's
+    # utilisation while the owning cost assumed "busy 70% (the default)")
+    "deadline-in-days": {"mode": "fine-tuning", "model": "llama-3.1-8b", "method": "lora", "training_tokens": "1B",
+                         "deadline_hours": ["soon", "2 days"]},
+    "on-prem-office-hours": {"mode": "inference", "model": "llama-3.1-8b", "concurrency": "16", "deployment": "on-prem",
+                             "liquid_cooling": "no", "busy_share": "8x5", "confirm": ["edit 99", "edit 16", "yes"]},
     "back-and-edit": {"mode": "inference", "model": ["llama-3.1-70b", "llama-3.1-8b"], "task": ["back", ""],
                       "confirm": ["edit concurrency", "yes"], "concurrency": ["4", "12"]},
 }

@@ -395,12 +395,13 @@ def test_a_given_layout_that_cannot_run_is_excluded_with_the_planners_reason(cat
     f = tmp_path / "w.yaml"
     f.write_text("name: b35\nmode: training\nmodel: llama-3.1-8b\ntraining_tokens: 1e9\nlayout: {tp: 16, pp: 1, dp: 1}\n"
                  "constraints: {gpus: [h100-sxm]}\n")
-    assert main(["recommend", str(f), "--format", "json"]) == 0
+    assert main(["recommend", str(f), "--format", "json"]) == 3          # valid input, no plan meets it
     rec = json.loads(capsys.readouterr().out)
     [c] = [c for c in rec["candidates"] if c["gpu"] == "h100-sxm"]
     assert [e["reason"] for e in c["excluded_by"]] == [
         "the given TP 16 spans more than the 8 GPUs of one node; tensor parallelism stays inside a node (K14)"]
-    assert main(["recommend", str(f)]) == 0
+    assert rec["no_plan"]["binding"]["constraint"] == "layout"      # the planner's own layout holds it
+    assert main(["recommend", str(f)]) == 3
     memo = " ".join(capsys.readouterr().out.split())
     assert "h100-sxm: excluded: the given TP 16 spans more than the 8 GPUs of one node" in memo
 

@@ -266,8 +266,12 @@ def test_final_prompts_take_help_back_and_quit(catalog, kb, tmp_path):
     d.submit("yes")
     d.submit("md")
     assert d.stage == "path" and "decision record" in d.submit("?")[0]
-    assert d.submit("quit") == ["  Leaving without writing a memo."] and d.stage == "quit"
-    assert not list(tmp_path.iterdir())
+    # no memo is written, but the answers are kept (issue 42: every exit path keeps what the user typed)
+    said = d.submit("quit")
+    assert d.stage == "quit" and said[0].startswith("  Leaving without writing a memo; your answers are saved to ")
+    assert [p.name for p in tmp_path.iterdir()] == [".gpu-advisor-resume.yaml"]
+    resumed = dialogue.Dialogue.resume(tmp_path / ".gpu-advisor-resume.yaml", Setup(catalog, kb), out_dir=tmp_path)
+    assert resumed.answers["model"] == "gpt-oss-120b" and resumed.current().id == "confirm"
 
 
 def test_why_leaves_out_rules_for_another_mode(catalog, kb):
@@ -293,7 +297,7 @@ def test_written_files_are_readable_by_colleagues(catalog, kb, tmp_path):
 
 # --- a dialogue that understands people -------------------------------------------------------------------
 
-from advisor.shell.units import UnitError, parse_number  # noqa: E402
+from advisor.inputs.units import UnitError, parse_number  # noqa: E402
 
 
 @pytest.mark.parametrize("text, unit, value", [
@@ -361,7 +365,8 @@ def test_enter_at_zero_stage_and_checkpointing_leaves_them_to_the_planner(catalo
     assert "zero_stage" not in data and "activation_checkpointing" not in data      # the planner decides
     w = workload.parse(data, catalog, "dialogue")
     assert "zero_stage" in w.defaults and "activation_checkpointing" in w.defaults
-    assert "  zero_stage: the planner's choice" in d.summary()
+    # the confirmation names the answer in words, on a numbered line (`edit N`)
+    assert any(line.endswith(". ZeRO stage (sharding): the planner's choice") for line in d.summary())
 
 
 @pytest.mark.parametrize("qid, typed, field, value, before", [
@@ -388,7 +393,8 @@ def test_a_share_of_the_month_reads_back_in_percent_and_hours_and_over_100_is_re
     said = d.submit("150%")
     assert any("'150%': a share of the month is from 0 to 100% (24x7)" in x for x in said) and d.current().id == "utilisation"
     assert d.submit("8x5") == []
-    assert "  utilisation: 24% of the month (174 h)" in d.summary()         # 40 of 168 hours x 730 h
+    # 40 of 168 hours x 730 h, with what was typed beside it
+    assert any(line.endswith(". Share of the month in use: 24% of the month (174 h)  (typed: 8x5)") for line in d.summary())
 
 
 def test_help_is_plain_words_without_seed_codes(catalog, kb):
@@ -464,7 +470,7 @@ def test_service_level_asked_in_plain_words_with_presets_and_help(catalog, kb):
     assert d.submit("20 tokens/s, 1 s") == []
     assert d.answers["service_level"] == {"tpot_ms": 50.0, "ttft_ms": 1000.0}
     assert d.workload_data()["latency"] == {"tpot_ms": 50.0, "ttft_ms": 1000.0}
-    assert "service_level: 20 tokens/s per user, first token within 1 s" in "\n".join(
+    assert "Speed for each user: 20 tokens/s per user, first token within 1 s" in "\n".join(
         _at(catalog, kb, "confirm", "inference", "llama-3.1-70b", service_level="20, 1").summary())
     # presets: standard (Enter) leaves the catalog's default for the model's class in force; fast is the tightest
     # of those limits, never looser than standard (review 14: 40 ms had been looser than an 8B's default 30 ms)
@@ -507,5 +513,87 @@ def test_result_shows_speed_per_user_and_first_token_wrapped_at_word_boundaries(
 
 def test_the_confirmation_reads_large_numbers_in_words():
     # the reviewer's QLoRA session showed "training_tokens: 1e+08" (Python's float format)
-    from advisor.shell.dialogue import _show
+    from advisor.shell.dialoguehelp import show as _show
     assert _show(1e8) == "100 million" and _show(134e9) == "134 billion" and _show(0.5) == "0.5" and _show(True) == "yes"
+
+
+# --- issue 42: the dialogue's walls -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("typed, hours", [("48h", 48.0), ("2 days", 48.0), ("90 min", 1.5), ("720", 720.0), ("1.5 weeks", 252.0)])
+def test_a_deadline_is_taken_in_hours_days_or_minutes(catalog, kb, typed, hours):
+    # "48h" and "2 days" had been refused: "unknown unit 'h'"
+    d = _at(catalog, kb, "deadline_hours", "fine-tuning", "llama-3.1-8b")
+    assert d.submit(typed) == []
+    assert d.answers["constraints.deadline_hours"] == hours
+
+
+def _asked(d):
+    """The questions asked from here to the confirmation, Enter at each ('no' where an answer is needed)."""
+    ids = []
+    for _ in range(60):
+        if d.stage != "questions" or d.current().id == "confirm":
+            return ids
+        qid = d.current().id
+        ids.append(qid)
+        if d.submit("") and d.current().id == qid:
+            d.submit("no")
+    raise AssertionError(f"the questions did not end: {ids}")
+
+
+def test_owned_hardware_is_asked_how_busy_not_a_budget_per_hour(catalog, kb):
+    # on premises 8x5 went to the month's utilisation while the owning cost took "busy 70% (the default)", and a
+    # budget per hour was asked for hardware being bought
+    d = _at(catalog, kb, "deployment", "inference", "llama-3.1-8b")
+    d.submit("on-prem")
+    asked = _asked(d)
+    assert "busy_share" in asked and "utilisation" not in asked and "budget_usd_per_hour" not in asked
+    d = _at(catalog, kb, "busy_share", "inference", "llama-3.1-8b", deployment="on-prem", liquid_cooling="no")
+    assert d.submit("8x5") == []
+    assert d.answers["constraints.busy_share"] == pytest.approx(40 / 168)
+    assert d.workload_data()["constraints"]["busy_share"] == pytest.approx(40 / 168) and "utilisation" not in d.workload_data()
+    # rented: the month's share and the budget, no busy share
+    d = _at(catalog, kb, "deployment", "inference", "llama-3.1-8b")
+    d.submit("cloud")
+    asked = _asked(d)
+    assert "utilisation" in asked and "budget_usd_per_hour" in asked and "busy_share" not in asked
+
+
+def test_the_busy_share_default_said_is_the_catalogs(catalog):
+    q = next(q for q in dialogue.load_questions() if q.id == "busy_share")
+    assert q.unset.startswith(f"{catalog.purchase['site']['utilisation']['v']:.0%} ")
+
+
+def test_a_training_job_is_not_asked_whether_its_load_is_steady(catalog, kb):
+    d = _at(catalog, kb, "mode")
+    d.submit("training")
+    d.submit("llama-3.1-8b")
+    assert "load" not in _asked(d)
+
+
+def test_the_confirmation_names_answers_in_words_on_numbered_lines_and_edit_takes_the_number(catalog, kb):
+    d = _at(catalog, kb, "confirm", "inference", "llama-3.1-8b", concurrency="1k", service_level="30 tokens/s, 0.5 s")
+    lines = d.summary()
+    assert lines[0] == "Your workload (edit N to change the answer on line N):"
+    assert "  1. What the GPUs do: inference" in lines and "  2. Model: llama-3.1-8b" in lines
+    conc = next(line for line in lines if "Sequences at once" in line)
+    assert conc.endswith("Sequences at once (concurrent users or batch size): 1000  (typed: 1k)")
+    assert any(line.endswith("Speed for each user: 30 tokens/s per user, first token within 0.5 s") for line in lines)
+    assert not any("service_level" in line or "concurrency:" in line for line in lines)      # no raw field ids
+    assert "edit N, the number of a line" in d.current().text
+    n = conc.split(".")[0].strip()
+    assert "1 to" in d.submit("edit 99")[0]
+    assert d.submit(f"edit {n}") == [] and d.current().id == "concurrency"
+
+
+def test_a_service_level_reads_back_rounded(catalog, kb):
+    # a service level of 33.33 ms per token read back as "30.0003 tokens/s per user"
+    d = _at(catalog, kb, "confirm", "inference", "llama-3.1-8b")
+    d.answers["service_level"] = {"tpot_ms": 33.33, "ttft_ms": 500.0}
+    d.asked.append("service_level") if "service_level" not in d.asked else None
+    assert any(line.endswith("Speed for each user: 30 tokens/s per user, first token within 0.5 s") for line in d.summary())
+
+
+def test_a_misspelt_choice_gets_did_you_mean_as_in_a_file(catalog, kb):
+    d = _at(catalog, kb, "mode")
+    said = " ".join(d.submit("inferance"))
+    assert "'inferance' is not one of the choices. Did you mean 'inference'?" in said and d.current().id == "mode"

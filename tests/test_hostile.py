@@ -106,11 +106,13 @@ def test_rules_that_exclude_everything_name_the_rules(capsys, tmp_path):
     (tmp_path / "r.yaml").write_text(
         "- id: nothing-is-good-enough\n  title: t\n  source: [ours]\n  when: {candidate.fits: true}\n"
         "  then: {exclude: {reason: too expensive for us}}\n")
-    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path), "--format", "summary"]) == 0
+    # valid input, no plan meets it: exit 3 (issue 42), the identical exclusions on one line
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--rules", str(tmp_path), "--format", "summary"]) == 3
     out = capsys.readouterr().out
     assert "No GPU can be recommended: every candidate was excluded." in out
-    assert "  h200-sxm: excluded by nothing-is-good-enough" in out
-    assert "  rubin: excluded by announced-not-shipping, nothing-is-good-enough" in out
+    grouped = next(line for line in out.splitlines() if "GPUs excluded by nothing-is-good-enough:" in line)
+    assert "h200-sxm" in grouped.split(":", 1)[1].split(", ")
+    assert "  rubin excluded by announced-not-shipping, nothing-is-good-enough" in out
 
 
 def test_a_missing_rules_directory(capsys, tmp_path):

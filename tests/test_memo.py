@@ -261,7 +261,7 @@ def test_unknown_price_says_so(capsys):
 def test_no_recommendation_memo_names_the_rules(capsys, tmp_path):
     w = tmp_path / "w.yaml"
     w.write_text("mode: inference\nmodel: gpt-oss-120b\nconstraints: {import_restricted: true, gpus: [H100]}\n")
-    assert main(["recommend", str(w), "--format", "md"]) == 0
+    assert main(["recommend", str(w), "--format", "md"]) == 3          # valid input, no plan meets it (issue 42)
     text = capsys.readouterr().out
     assert "No GPU can be recommended" in text and "import-restricted-excludes-us-accelerators" in text
     summary = text.split("## Recommendation in detail")[0]

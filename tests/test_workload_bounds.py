@@ -61,7 +61,7 @@ def test_replicas_beyond_the_global_batch_are_refused_and_never_planned(tmp_path
 def test_with_a_budget_an_unpriced_plan_is_not_recommended_as_within_it(tmp_path, capsys):
     # 70B at $0.50/h: every priced plan is over it; a B300 with no known price used to win as "meeting" it
     f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-70b", "constraints": {"budget_usd_per_hour": 0.5}})
-    assert main(["recommend", f, "--format", "json"]) == 0
+    assert main(["recommend", f, "--format", "json"]) == 3          # valid input, no plan meets it
     r = json.loads(capsys.readouterr().out)
     assert r["recommendation"] is None
     b300 = next(c for c in r["candidates"] if c["gpu"] == "b300")

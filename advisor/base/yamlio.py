@@ -1,16 +1,20 @@
 """Safe YAML loading that remembers line numbers, refuses Python tags and defuses alias bombs.
 
+Numbers are read as YAML 1.2 reads them, not as PyYAML's YAML 1.1: `010` is ten (not octal 8) and
+`1:30` is the text "1:30" (not 90 in base 60), which a number field then refuses with its file:line.
+
 Documents are composed with the C parser when PyYAML has it (fast) and built here from the node
 tree, so every mapping knows the line of each key and no constructor beyond plain data ever runs.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from advisor.base import cache, files
 from advisor.base.errors import InputError, Problem
 
-CACHE_VERSION = b"yamlio-2"
+CACHE_VERSION = b"yamlio-3"
 
 #: Nodes a document may expand to, aliases counted at every use: stops "billion laughs".
 MAX_NODES = 200_000
@@ -24,6 +28,9 @@ _SAFE_TAGS = {
     "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp",
     "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq",
 }
+
+
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9_]+$")
 
 
 class YMap(dict):
@@ -116,6 +123,10 @@ class _Builder:
             return out
         if node.tag == "tag:yaml.org,2002:str":
             return node.value                  # what SafeConstructor makes of a plain string, without its overhead
+        if node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float") and ":" in node.value:
+            return node.value                  # YAML 1.1's base 60 (1:30 = 90) is text in YAML 1.2: no one writes 90 so
+        if node.tag == "tag:yaml.org,2002:int" and _LEADING_ZERO.match(node.value):
+            return int(node.value.replace("_", ""), 10)   # YAML 1.2: 010 is ten, not YAML 1.1's octal 8
         try:
             value = self.scalars.construct_object(node)
         except (ValueError, OverflowError, yaml.constructor.ConstructorError) as exc:

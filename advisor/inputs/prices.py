@@ -90,7 +90,11 @@ def prices_from(data, name: str, catalog_or_gpus) -> list[Price]:
     """The price rows of a parsed price file (`name` for the messages), each checked: one problem per
     bad field with its line, as `--prices FILE` and the shipped catalog read them."""
     col = Collector(name)
-    if not isinstance(data, dict) or "prices" not in data:
+    if isinstance(data, dict) and "prices" not in data and "api_prices" in data:
+        # `prices import-api --out` writes these: a per-token price file, read by --api-prices (issue 42)
+        col.add("this is an API price file (per-token prices, api_prices:): use --api-prices FILE "
+                "(or the workload's api_prices: FILE)", getattr(data, "line", 1))
+    elif not isinstance(data, dict) or "prices" not in data:
         col.add("expected a mapping with a 'prices' list", getattr(data, "line", 1))
     col.raise_if_any()
     items = data["prices"]

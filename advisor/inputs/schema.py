@@ -25,6 +25,7 @@ class Spec:
     default: object = None
     unit: str = ""
     modes: tuple = MODES           # the modes for which the field is relevant
+    reads: str = ""                # how a number written as text is read (advisor/inputs/units.py); "": by `unit`
 
 
 MODEL_FIELDS: dict[str, Spec] = {
@@ -59,6 +60,30 @@ def _suggest(key: str, known) -> str:
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else f"; known: {', '.join(known)}"
 
 
+def suggest_value(value, choices) -> str:
+    import difflib
+    close = difflib.get_close_matches(str(value).lower(), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def read_value(spec: Spec, value, col: Collector, name: str, line):
+    """check_value for what a person wrote in a workload file: a number written as text (`8k`, `2 days`,
+    `50%`, `$20/h`) is read first by the same parser as the dialogue's answers (advisor/inputs/units.py),
+    by the field's unit; a config.json's figures keep check_value's strict types."""
+    if spec.kind in ("int", "float") and isinstance(value, str):
+        from advisor.inputs.units import UnitError, parse_number, unit_of
+        try:
+            value = parse_number(value, unit_of(spec))
+        except UnitError as exc:
+            # a word where a number goes reads as it always has; a unit the field does not take says which
+            plain = str(exc).endswith(" is not a number")
+            col.add(f"must be a number (got {value!r})" if plain else f"must be a number: {exc}", line, name)
+            return None
+        if spec.kind == "int" and isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
+            value = int(value)
+    return check_value(spec, value, col, name, line)
+
+
 def _n(x: float) -> str:
     """1,000,000 rather than 1e+06 in messages; large or fractional values stay readable."""
     try:
@@ -74,7 +99,8 @@ def check_value(spec: Spec, value, col: Collector, name: str, line):
     """Validate one scalar against its Spec; returns the value (coerced) or None after reporting."""
     if spec.kind == "enum":
         if value not in spec.choices:
-            col.add(f"'{value}' is not one of {', '.join(spec.choices)}", line, name)
+            # a misspelt value gets the same "did you mean" as a misspelt field name (mode: inferance)
+            col.add(f"'{value}' is not one of {', '.join(spec.choices)}{suggest_value(value, spec.choices)}", line, name)
             return None
         return value
     if spec.kind == "bool":
@@ -148,10 +174,13 @@ def model_problems(v: dict) -> list[tuple[str, str]]:
     return out
 
 
-def check_model(raw: dict, col: Collector, line_of=lambda k: None, name=lambda k: f"model.{k}") -> dict | None:
+def check_model(raw: dict, col: Collector, line_of=lambda k: None, name=lambda k: f"model.{k}",
+                typed: bool = False) -> dict | None:
     """The figures of one model by MODEL_FIELDS name, each type-checked and bounded, then checked
     against each other (model_problems); None once the problems are reported to `col`. The one
-    validator of a workload's `model:` mapping and of the figures a config.json gives."""
+    validator of a workload's `model:` mapping (`typed`: numbers as people write them, 70b) and of the
+    figures a config.json gives."""
+    check = read_value if typed else check_value
     ok = True
     values: dict = {}
     for k, v in raw.items():
@@ -161,7 +190,7 @@ def check_model(raw: dict, col: Collector, line_of=lambda k: None, name=lambda k
             continue
         if v is None:
             continue
-        checked = check_value(MODEL_FIELDS[k], v, col, name(k), line_of(k))
+        checked = check(MODEL_FIELDS[k], v, col, name(k), line_of(k))
         if checked is None:
             ok = False
             continue

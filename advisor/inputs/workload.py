@@ -17,15 +17,15 @@ from advisor.inputs import crosschecks, layoutinput
 from advisor.inputs.crosschecks import ROPE_SCALING_MAX, TRAIN  # noqa: F401  (tests read workload.ROPE_SCALING_MAX)
 from advisor.inputs.prices import check_providers
 from advisor.inputs.parallel import LAYOUT_FIELDS, POOL_FIELDS, POOLS, Layout, Pools, of_pools  # noqa: F401  (workload.LAYOUT_FIELDS)
+from advisor.inputs.servicelevels import LATENCY_FIELDS, default_service_levels, service_class  # noqa: F401  (workload.service_class)
 from advisor.base.errors import Collector, InputError
 # (MODEL_FIELDS is imported by name here too: the dialogue and users' scripts read it from this module)
-from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, _suggest, check_model  # noqa: F401
+from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, read_value, _suggest, check_model  # noqa: F401
 
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 #: providers or regions a workload may name (each price row is checked against the set of them)
 MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
-LATENCY_FIELDS = {"ttft_ms": "time to first token, ms", "tpot_ms": "time per output token, ms"}
 # below these no GPU server answers (a request's handling alone takes tens of ms; 1 ms a token is 1,000
 # tokens/s per user): a smaller figure is a unit slip (seconds given as ms) and is refused, with the hint
 LATENCY_FLOOR_MS = {"ttft_ms": 10.0, "tpot_ms": 1.0}
@@ -48,10 +48,10 @@ FIELDS: dict[str, Spec] = {
     "master_weights": Spec("bool", "Keep an fp32 master copy of 16-bit weights (mixed precision; C06).", default=True, modes=TRAIN),
     "zero_stage": Spec("int", "ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights.", min=0, max=3, default=0, modes=TRAIN),
     "activation_checkpointing": Spec("bool", "Recompute activations in the backward pass (saves memory, ~30% more compute; C06).", default=False, modes=TRAIN),
-    "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens"),
+    "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens", reads="context"),
     "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
     "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
-    "prefix_cache_hit": Spec("float", "Share of prompt tokens already in a prefix cache (a shared system prompt, a repeated context), 0-1: the prefill computes only the rest (their KV still held per sequence), and an API bills them at its cached-input price.", min=0, max=1, default=0, modes=("inference",)),
+    "prefix_cache_hit": Spec("float", "Share of prompt tokens already in a prefix cache (a shared system prompt, a repeated context), 0-1: the prefill computes only the rest (their KV still held per sequence), and an API bills them at its cached-input price.", min=0, max=1, default=0, modes=("inference",), reads="fraction"),
     "engine": Spec("enum", "The serving engine (vLLM, SGLang, TensorRT-LLM): its batch cap, KV memory share and layouts (catalog/engines.yaml); default: the one the catalog names for each GPU and model.", ENGINES, modes=("inference",)),
     "speculative": Spec("speculative", "Speculative decoding with the model's own multi-token-prediction module, {method: mtp, tokens: N drafted per step}: faster per user at small batches, slower at saturation; only models and counts with a published acceptance (catalog/engines.yaml speculative).", modes=("inference",)),
     "requests_per_s": Spec("float", "Requests arriving per second (a Poisson stream, as a service or MLPerf's Server scenario sees them): each plan's figures are the ones at that rate (its time to first token with the wait for the engine near saturation, and the time per token, speed per user, tokens served and cost per token of the batch the rate keeps in flight, Little's law), and a plan whose capacity is below the rate gets more replicas or is excluded, with its capacity named; default: none (the time to first token of `concurrency` users each sending the next request when the last one ends).", min=0.001, max=1e6, unit="requests/s", modes=("inference",)),
@@ -59,15 +59,16 @@ FIELDS: dict[str, Spec] = {
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
     "global_batch": Spec("int", "Sequences per optimizer step over all data-parallel replicas (micro-batches per replica = global_batch / (micro_batch x DP): the pipeline bubble); default: the planner's choice, stated.", min=1, max=100_000_000, unit="sequences", modes=TRAIN),
     "virtual_stages": Spec("int", "Model chunks per card of the interleaved pipeline schedule (Megatron-LM's virtual pipeline stages: the bubble falls v-fold, each micro-batch crosses the stages v times); with a given layout it runs as given (default 1: no interleaving), and a searched plan takes it where each of PP x it chunks keeps a layer (default: the planner's choice of 1, 2 or 4, the shortest step counting the fullest stage when the layers do not split evenly, stated).", min=1, max=64, unit="chunks per card", modes=TRAIN),
-    "goodput": Spec("float", "Share of the whole run's wall-clock that advances training (interruptions, restarts, checkpoints, evaluation and stalls taken out), from the team's own record (Llama 3's 16,384-H100 run kept over 0.9); default: the figure fitted on published whole runs, with its interruptions per GPU-hour and per-step overhead.", min=0.05, max=1, modes=TRAIN),
+    "goodput": Spec("float", "Share of the whole run's wall-clock that advances training (interruptions, restarts, checkpoints, evaluation and stalls taken out), from the team's own record (Llama 3's 16,384-H100 run kept over 0.9); default: the figure fitted on published whole runs, with its interruptions per GPU-hour and per-step overhead.", min=0.05, max=1, modes=TRAIN, reads="fraction"),
     "alltoall_overlap": Spec("bool", "A MoE model's expert all-to-all is hidden behind compute where it is shorter (DeepSeek's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm); default: on the critical path, as Megatron-Core's default schedule runs it.", modes=TRAIN),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
     "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); or a disaggregated one {prefill: {tp, pp, ep, attention_dp, replicas}, decode: {...}}: prompts prefilled on one pool, their KV cache sent to the other, which decodes; default: the planner searches. The engines' own notations are read too: vLLM's {dp: 8, tp: 1, ep: 8} or enable_expert_parallel: true (one group of dp x tp cards, attention data-parallel, the experts over all), SGLang's {tp: 8, dp: 8, enable_dp_attention: true}, TensorRT-LLM's enable_attention_dp: true."),
     "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
-    "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7), for the memo's monthly cost.", min=0.01, max=1),
+    "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7; 50%, 12h/day and 8x5 are read too), for the memo's monthly cost.", min=0.01, max=1, reads="share"),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
+    "api_prices": Spec("path", "A per-token API price file (`gpu-advisor prices import-api FILE --out my-api.yaml`) whose offers are compared beside the shipped ones; a path relative to the workload's folder.", modes=("inference",)),
     "fleet": Spec("fleet", "GPUs the team already owns or has reserved: a list of {gpu, count, nodes, location, interconnect, usd_per_gpu_hour}; owned cards cost their running cost only (or the negotiated usd_per_gpu_hour)."),
 }
 
@@ -81,7 +82,7 @@ CONSTRAINTS: dict[str, Spec] = {
     "load": Spec("enum", "Steady or irregular load (T11: irregular favours renting).", ("steady", "irregular"), default="steady"),
     "budget_usd_per_hour": Spec("float", "Most the team will pay per hour for the whole deployment.", min=0.01, max=1e7, unit="USD/h"),
     "max_gpus": Spec("int", "Most GPUs the team can use.", min=1, max=100_000, unit="GPUs"),
-    "deadline_hours": Spec("float", "Training: hours by which the job must finish (adds data-parallel replicas).", min=0.01, max=1e6, unit="h"),
+    "deadline_hours": Spec("float", "Training: hours by which the job must finish (adds data-parallel replicas); 48h, 2 days and 90 min are read too.", min=0.01, max=1e6, unit="h"),
     "gpus": Spec("gpus", "Consider only these GPUs (ids or aliases)."),
     "spot": Spec("bool", "Spot (interruptible) instances may be rented; training then needs checkpointing.", default=False),
     "providers": Spec("names", "Rent only from these providers (e.g. AWS, Lambda, RunPod; case-insensitive)."),
@@ -90,8 +91,8 @@ CONSTRAINTS: dict[str, Spec] = {
     "usd_per_kwh": Spec("float", "On premises: electricity price.", min=0.001, max=10, unit="USD/kWh"),
     "pue": Spec("float", "On premises: power usage effectiveness of the data centre (facility / IT power).", min=1, max=5),
     "hosting_usd_per_kw_month": Spec("float", "On premises: hosting (colocation) per kW of IT load per month, power excluded.", min=0, max=10_000, unit="USD/kW-month"),
-    "busy_share": Spec("float", "On premises: share of hours the GPUs are busy (renting them instead is paid for those only; owning costs run on).", min=0.01, max=1),
-    "utilisation": Spec("float", "The old name of busy_share (read for one release).", min=0.01, max=1),
+    "busy_share": Spec("float", "On premises: share of hours the GPUs are busy (renting them instead is paid for those only; owning costs run on).", min=0.01, max=1, reads="share"),
+    "utilisation": Spec("float", "The old name of busy_share (read for one release).", min=0.01, max=1, reads="share"),
 }
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ class Workload:
     pools: Pools | None = None
     constraints: Constraints = field(default_factory=Constraints)
     fleet: tuple[FleetEntry, ...] = ()          # what the team owns or has reserved (`fleet:`, --fleet)
+    api_prices: str | None = None               # a per-token API price file (`api_prices:`), its path resolved
     #: fields the user left out and the advisor filled with a default (for the memo's assumptions)
     defaults: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()                # what the advisor read differently from the file (old field names)
@@ -249,7 +251,7 @@ class Workload:
 
 
 def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
-    values = check_model(raw, col, lambda k: yamlio.line_of(raw, k, getattr(raw, "line", None)))
+    values = check_model(raw, col, lambda k: yamlio.line_of(raw, k, getattr(raw, "line", None)), typed=True)
     if raw.get("params_b") is None:          # absent, or `params_b: null`
         col.add("a model given as a mapping needs params_b", yamlio.line_of(raw, "params_b", getattr(raw, "line", None)),
                 "model.params_b")
@@ -318,7 +320,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 if k not in LATENCY_FIELDS:
                     col.add(f"unknown service level{_suggest(k, LATENCY_FIELDS)}", yamlio.line_of(raw, k, line), f"latency.{k}")
                 elif v is not None:
-                    checked = check_value(Spec("float", LATENCY_FIELDS[k], min=0.001, max=1e7, unit="ms"), v, col,
+                    checked = read_value(Spec("float", LATENCY_FIELDS[k], min=0.001, max=1e7, unit="ms"), v, col,
                                            f"latency.{k}", yamlio.line_of(raw, k, line))
                     if checked is not None and checked < LATENCY_FLOOR_MS[k]:
                         col.add(f"{checked:g} ms is below any {LATENCY_FIELDS[k].split(',')[0]} a GPU server reaches "
@@ -338,10 +340,12 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             values["constraints"] = _constraints(raw, catalog, col, file)
         elif spec.kind == "fleet":
             values["fleet"] = parse_fleet(raw, catalog, col, file, line)
+        elif spec.kind == "path":
+            values[key] = _input_file(raw, file, col, line, key)
         elif key == "concurrency" and raw == "max":
             values["concurrency_max"] = True
         else:
-            checked = check_value(spec, raw, col, key, line)
+            checked = read_value(spec, raw, col, key, line)
             if checked is not None:
                 values[key] = checked
     if pending_speculative is not None:
@@ -359,6 +363,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         spec = FIELDS.get(k)
         if spec is not None and mode in MODES and mode not in spec.modes and k != "concurrency":
             col.add(f"applies to {' and '.join(spec.modes)} only; this workload's mode is {mode}", yamlio.line_of(data, k), k)
+    _context_holds_request(values, data, col)
     renamed = crosschecks.between_fields(values, data, col)
     notes = tuple(release_notes) + tuple(renamed)
     col.raise_if_any()
@@ -376,6 +381,45 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog, model, values.get("prompt_tokens")))
     return Workload(defaults=defaults, notes=notes, source=file, **values)
+
+
+def _input_file(raw, file: str, col: Collector, line, key: str) -> str | None:
+    """A file the workload names (api_prices:), relative to the workload's own folder: a regular file, or
+    one line naming the field."""
+    if not isinstance(raw, str) or not raw.strip():
+        col.add("must be a file name", line, key)
+        return None
+    p = Path(raw).expanduser()
+    p = p if p.is_absolute() else Path(file).parent / p
+    try:
+        ok = p.is_file()
+    except OSError:
+        ok = False
+    if not ok:
+        col.add(f"no such file: {p}", line, key)
+        return None
+    return str(p)
+
+
+def _context_holds_request(values: dict, data, col: Collector) -> None:
+    """A served context shorter than one request (prompt + output, given or the defaults) is refused, not
+    taken: the KV cache would be sized for the shorter context (context_tokens: 1 sized 4 H100 where a
+    70B model's 64 users of 1,000 + 1,000 tokens need 8). Refusing says which figure is wrong; taking the
+    larger would silently overrule the one figure the user wrote."""
+    context = values.get("context_tokens")
+    if values.get("mode") != "inference" or "context_tokens" not in data or not isinstance(context, int):
+        return
+    prompt, output = values.get("prompt_tokens"), values.get("output_tokens")
+    if {"prompt_tokens", "output_tokens"} <= set(data) or (prompt is None and "prompt_tokens" in data) \
+            or (output is None and "output_tokens" in data) or (prompt or 0) > context:
+        return                   # both given, or a prompt past the context: crosschecks.between_fields says so
+    p, o = prompt or FIELDS["prompt_tokens"].default, output or FIELDS["output_tokens"].default
+    if context < p + o:
+        said = " (the defaults)" if prompt is None and output is None else " (the default output)" if output is None \
+            else " (the default prompt)" if prompt is None else ""
+        col.add(f"{context:,} token{'' if context == 1 else 's'} cannot hold one request of prompt_tokens {p:,} + output_tokens {o:,}{said} = "
+                f"{p + o:,} tokens (the KV cache would be sized for {context:,}): give context_tokens of at least "
+                f"{p + o:,}, or shorter prompt_tokens/output_tokens", yamlio.line_of(data, "context_tokens"), "context_tokens")
 
 
 def _speculative(raw, catalog: Catalog, col: Collector, line: int | None, model) -> tuple | None:
@@ -399,59 +443,6 @@ def _speculative(raw, catalog: Catalog, col: Collector, line: int | None, model)
         return None
     f = table[n]
     return ("mtp", n, float(f["v"]), tuple(f.get("src") or ()))
-
-
-def default_service_levels(catalog: Catalog, model=None, prompt_tokens: int | None = None) -> dict:
-    """The time to first token and per output token an interactive plan must meet when the workload
-    states none (T06), from catalog/efficiency.yaml `service_levels.interactive`: the limits of the
-    first model class the model matches, the TTFT limit widened for a long prompt (the catalog's
-    stated allowance), with their sources and the class in words."""
-    levels = ((catalog.efficiency.get("service_levels") or {}).get("interactive") or {})
-    cls = service_class(levels, model)
-    if cls is None:
-        return {}
-    out: dict = {}
-    srcs: list[str] = []
-    for k in LATENCY_FIELDS:
-        f = cls.get(k)
-        if isinstance(f, dict) and isinstance(f.get("v"), (int, float)) and not isinstance(f.get("v"), bool) and f["v"] > 0:
-            out[k] = float(f["v"])
-            srcs += [str(x) for x in f.get("src") or []]
-    if not out:
-        return {}
-    what = levels.get("what")
-    bench = cls.get("benchmark")
-    text = ("the default for interactive use" + (f", {what}" if isinstance(what, str) and what else "")
-            + (f" for {bench}" if isinstance(bench, str) and bench else ""))
-    allow = levels.get("long_prompt_allowance") or {}
-    covered = allow.get("covered_prompt_tokens") if isinstance(allow, dict) else None
-    if "ttft_ms" in out and prompt_tokens and isinstance(covered, int) and covered > 0 and prompt_tokens > covered:
-        base = out["ttft_ms"]
-        out["ttft_ms"] = base * prompt_tokens / covered
-        text += (f", the {base:g} ms first-token limit grown to {out['ttft_ms']:,.0f} ms for a {prompt_tokens:,}-token prompt "
-                 f"(in proportion beyond {covered:,} tokens, a stated choice)")
-        srcs += [str(x) for x in allow.get("src") or []]
-    out["service_level_source"] = text + " (catalog/efficiency.yaml)"
-    out["service_level_refs"] = tuple(dict.fromkeys(srcs))
-    return out
-
-
-def service_class(levels: dict, model) -> dict | None:
-    """The first class of `service_levels.interactive.classes` the model matches (mixture-of-experts
-    or dense when `moe` is given, total parameters within `up_to_params_b`, active parameters per token
-    within `up_to_active_params_b`); the last that matches its kind when its size is unknown."""
-    classes = [c for c in levels.get("classes") or [] if isinstance(c, dict)]
-    if not isinstance(model, Model):
-        return None
-    experts, k = model.num("experts"), model.num("experts_per_token")
-    moe = bool(experts and (k or 0) < experts)
-    size = {"up_to_params_b": model.num("params_b"), "up_to_active_params_b": model.num("active_params_b") or model.num("params_b")}
-    mine = [c for c in classes if c.get("moe") is None or bool(c.get("moe")) == moe]
-    for c in mine:
-        caps = [(size[key], c[key]) for key in size if c.get(key) is not None]
-        if all(v is not None and v <= cap for v, cap in caps):
-            return c
-    return mine[-1] if mine else None
 
 
 def _misplaced(key, where: str) -> str:
@@ -504,7 +495,7 @@ def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Cons
             if key == "providers":
                 check_providers(values[key], v, catalog.prices, col, line)
             continue
-        checked = check_value(spec, v, col, f"constraints.{key}", line)
+        checked = read_value(spec, v, col, f"constraints.{key}", line)
         if checked is not None:
             values[key] = checked
     if "gpus_count" in values:       # GPU:N caps the cards of every plan, as max_gpus does (the lower wins)
@@ -541,11 +532,11 @@ def parse_fleet(raw, catalog: Catalog, col: Collector, file: str, line: int | No
                 except InputError as exc:
                     col.problems.extend(exc.problems)
             elif k in ("count", "nodes"):
-                got = check_value(Spec("int", FLEET_FIELDS[k], min=1, max=1_000_000), v, col, f"fleet[{i}].{k}", kat)
+                got = read_value(Spec("int", FLEET_FIELDS[k], min=1, max=1_000_000), v, col, f"fleet[{i}].{k}", kat)
                 if got is not None:
                     vals[k] = got
             elif k == "usd_per_gpu_hour":
-                got = check_value(Spec("float", FLEET_FIELDS[k], min=0, max=10_000, unit="USD/h"), v, col, f"fleet[{i}].{k}", kat)
+                got = read_value(Spec("float", FLEET_FIELDS[k], min=0, max=10_000, unit="USD/h"), v, col, f"fleet[{i}].{k}", kat)
                 if got is not None:
                     vals[k] = got
             elif v is not None:

@@ -6,20 +6,24 @@ import json
 import os
 import sys
 
-from advisor.base.errors import InputError, Problem
+from advisor.base.errors import InputError
 
 EXIT_INPUT = 2
+EXIT_NO_PLAN = 3      # valid input, but no plan meets it (the message says what it needs and which constraint binds)
 EXIT_OUTPUT = 120     # the output could not be written (what Python itself exits with then)
+EXIT_CODES = ("exit codes: 0 a recommendation; 1 rules test or replay failed, or ask's input ended (answers saved); "
+              "2 invalid input; 3 valid input but no plan meets it (what it needs and the constraint that binds are said); "
+              "120 the output could not be written; 130 interrupted")
 
 
 def _catalog(args):
     from advisor.judgement import advise
-    return advise.load_catalog(getattr(args, "prices", None))
+    return advise.load_catalog(getattr(args, "prices", None), getattr(args, "api_prices", None))
 
 
 def _setup(args):
     from advisor.judgement import advise
-    return advise.setup(getattr(args, "rules", None), getattr(args, "prices", None))
+    return advise.setup(getattr(args, "rules", None), getattr(args, "prices", None), api_prices=getattr(args, "api_prices", None))
 
 
 def _workload(args, cat):
@@ -38,8 +42,10 @@ def _workload(args, cat):
 def cmd_estimate(args) -> int:
     from advisor.numbers.estimate import estimate
     from advisor.shell import report
+    from advisor.judgement.advise import catalog_for
     cat = _catalog(args)
-    est = estimate(_workload(args, cat), cat)
+    w = _workload(args, cat)
+    est = estimate(w, catalog_for(w, cat))          # with the workload's own api_prices: file
     if args.format == "json":
         print(json.dumps(est.as_dict(), indent=2, ensure_ascii=False))
     else:
@@ -56,11 +62,12 @@ def cmd_recommend(args) -> int:
     from advisor.base.files import write_atomic
     from advisor.judgement.advise import advise
     s = _setup(args)
-    d = advise(_workload(args, s.catalog), s)
+    d = advise(_workload(args, s.catalog), s, why_none=True)
     rec = d.record
     from advisor.shell import terminal
     if terminal.wants_summary(args):        # a terminal: the summary, the whole memo in a file (terminal.py)
-        return terminal.show(rec, s.catalog, args.workload)
+        code = terminal.show(rec, s.catalog, args.workload)
+        return _no_plan(rec) if rec["recommendation"] is None else code
     args.format = args.format or "text"
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
@@ -85,11 +92,16 @@ def cmd_recommend(args) -> int:
         terminal.page(text)
     else:
         sys.stdout.write(text)
-    return 0
+    return _no_plan(rec) if rec["recommendation"] is None else 0
+
+
+def _no_plan(rec: dict) -> int:
+    """Valid input that no plan meets: one line on stderr with what it needs and what binds, exit 3."""
+    print("gpu-advisor: no plan meets the workload: " + one_line(rec["no_plan"]["text"]), file=sys.stderr)
+    return EXIT_NO_PLAN
 
 
 def cmd_facts(args) -> int:
-    from advisor.shell import rulestools
     if args.format == "json":
         from advisor.shell import jsonflag, jsonviews
         jsonflag.dump(jsonviews.facts())
@@ -201,6 +213,11 @@ def cmd_ask(args) -> int:
     s = _setup(args)
     cat = s.catalog
     out_dir = args.out_dir or "."
+    if args.out_dir:
+        # created (or refused) before the first question: answers typed into a folder that does not exist
+        # were lost at Ctrl-C ("cannot write: No such file or directory")
+        from advisor.shell.session import ready_out_dir
+        ready_out_dir(args.out_dir)
     if args.resume:
         try:
             dlg = dialogue.Dialogue.resume(args.resume, s, out_dir=out_dir)
@@ -297,6 +314,11 @@ def _common(parser, rules: bool, prices: bool) -> None:
         parser.add_argument("--prices", metavar="FILE", help="extra or replacement price quotes (YAML, see catalog/prices.yaml)")
 
 
+def _api_prices_arg(parser) -> None:
+    parser.add_argument("--api-prices", metavar="FILE", help="per-token API prices to compare with, as `prices import-api "
+                        "--out FILE` writes them (beside catalog/api-prices.yaml)")
+
+
 def _estimate_args(e) -> None:
     from advisor.shell import jsonflag, workloadflags
     e.add_argument("workload", metavar="WORKLOAD.yaml", nargs="?", help="the workload file (or give --model and other flags)")
@@ -304,6 +326,7 @@ def _estimate_args(e) -> None:
                    "cards (H100:8), or a memory size (80GB, 80GB+: at least 80 GB) (repeatable)")
     workloadflags.add_arguments(e)
     jsonflag.add(e)
+    _api_prices_arg(e)
     _common(e, rules=False, prices=True)
     e.set_defaults(func=cmd_estimate)
 
@@ -324,6 +347,7 @@ def _recommend_args(r) -> None:
     jsonflag.add(r, formats=())                 # --json: the decision record, as --format json
     r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")
     r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
+    _api_prices_arg(r)
     _common(r, rules=True, prices=True)
     r.set_defaults(func=cmd_recommend)
 
@@ -350,6 +374,7 @@ def _ask_args(a) -> None:
     a.add_argument("--from", dest="from_file", metavar="WORKLOAD.yaml", help="start from a workload file; ask only what is missing")
     a.add_argument("--resume", metavar="FILE", help="continue a dialogue saved on Ctrl-C / Ctrl-D / quit")
     a.add_argument("--out-dir", metavar="DIR", help="where the memo, decision record, transcript and resume file go")
+    _api_prices_arg(a)
     _common(a, rules=True, prices=True)
     a.set_defaults(func=cmd_ask)
 
@@ -404,7 +429,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from advisor import __version__
     from advisor.shell.helpformat import Formatter as _Formatter
     p = argparse.ArgumentParser(prog="gpu-advisor", description="Which accelerator to rent or buy for an ML workload, how many, and why.",
-                                formatter_class=_Formatter)
+                                formatter_class=_Formatter, epilog=EXIT_CODES)
     p.add_argument("--version", action="version", version=f"gpu-advisor {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for name, (text, add_args) in COMMANDS.items():

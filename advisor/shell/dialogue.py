@@ -19,9 +19,8 @@ from advisor.base.errors import InputError
 from advisor.inputs.catalog import Catalog
 from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, is_config
 from advisor.judgement.advise import Setup
-from advisor.numbers.terms import HOURS_PER_MONTH
 from advisor.shell import dialoguehelp, session, transcripts
-from advisor.shell.wording import asked_rate, rate_beside
+from advisor.shell.memoworkload import label
 # re-exported: the dialogue's callers (cli.py, the tests) reach the questions and the session through it
 from advisor.shell.questions import COMMANDS, QUESTIONS_FILE, SERVICE_LEVEL, Question, accepted, glossary, load_questions, read_answer  # noqa: F401
 from advisor.shell.session import RESUME_FILE, run_interactive, run_lines  # noqa: F401
@@ -52,6 +51,7 @@ class Dialogue:
         self.preset = set(self.answers)            # from --from: never asked
         self.asked: list[str] = []                 # question ids answered in the dialogue, for `back`
         self.previous: dict = {}                   # answers kept when going back
+        self.typed: dict = {}                      # question id -> the text typed for its answer, shown beside it
         self.steps: list[dict] = []
         self.stage = "questions"
         self.out_dir = Path(out_dir)
@@ -99,15 +99,15 @@ class Dialogue:
                 self.stage = "confirm"
             else:
                 d = self.default_for(q)
-                shown = f" [{_show(d)}]" if d is not None else (" [the model's own]" if q.field == "precision" else
+                shown = f" [{dialoguehelp.show(d)}]" if d is not None else (" [the model's own]" if q.field == "precision" else
                                                                  f" [{q.unset}]" if q.unset else
                                                                  " [none]" if q.optional else "")
                 choices = self._choices(q)
                 hint = f" ({'/'.join(choices)})" if q.kind in ("enum",) and choices else ""
                 return Prompt(q.id, f"{q.prompt}{hint}{shown} ", self._completions(q))
         if self.stage == "confirm":
-            return Prompt("confirm", "Recommend with these answers? (yes / edit ID / no) [yes] ",
-                          ["yes", "no"] + [f"edit {q.id}" for q in self.questions if q.id in self.asked])
+            return Prompt("confirm", "Recommend with these answers? (yes / edit N, the number of a line / no) [yes] ",
+                          ["yes", "no"] + [f"edit {q.id}" for q in self.editable()])
         if self.stage == "format":
             return Prompt("format", "Memo format? (text/md/html) [md] ", ["text", "md", "html"])
         if self.stage == "path":
@@ -128,18 +128,30 @@ class Dialogue:
             return ["yes", "no"]
         return self._choices(q)
 
+    def editable(self) -> list[Question]:
+        """The questions answered in the dialogue, in the order the confirmation numbers them (`edit N`)."""
+        return [q for q in self.questions if q.id in self.asked]
+
     def summary(self) -> list[str]:
-        """The answers by question id (what `edit` takes); answers from --from are marked."""
-        lines = ["Your workload (edit ID to change an answer):"]
+        """The answers in words, each asked one numbered (what `edit N` takes) with what was typed where it
+        reads differently (8x5 beside "24% of the month"); answers from --from are marked."""
+        lines = ["Your workload (edit N to change the answer on line N):"]
+        numbers = {q.id: i for i, q in enumerate(self.editable(), 1)}
         for q in self.questions:
-            if q.field in self.answers and (q.id in self.asked or q.field in self.preset):
-                lines.append(f"  {q.id}: {_show(self.answers[q.field], q.unit)}" + ("  (from your file)" if q.field in self.preset else ""))
-            elif q.unset and q.id in self.asked:
-                lines.append(f"  {q.id}: {q.unset}")
+            if q.id in numbers or q.field in self.preset:
+                if q.field in self.answers:
+                    shown = dialoguehelp.show(self.answers[q.field], q.unit)
+                else:                # asked and left to Enter: what the advisor takes instead
+                    shown = q.unset or ("the model's own" if q.field == "precision" else "none")
+                typed = self.typed.get(q.id)
+                # a number read from how it was typed (8x5, 1k, 2 days) shows the typing beside the figure
+                said = f"  (typed: {typed})" if typed and q.kind in ("int", "float") and dialoguehelp.plainly(typed) != dialoguehelp.plainly(shown) else ""
+                at = f"{numbers[q.id]:>3}. " if q.id in numbers else "     "
+                lines.append(f"{at}{dialoguehelp.question_label(q)}: {shown}{said}" + ("  (from your file)" if q.field in self.preset else ""))
         asked = {q.field for q in self.questions}
         for k in sorted(self.preset - asked):          # the file's fields no question asks, kept as they are
             if k in self.answers and not k.startswith("model."):
-                lines.append(f"  {k}: {_show(self.answers[k])}  (from your file)")
+                lines.append(f"     {label(k.split('.', 1)[-1], self.answers.get('mode'))}: {dialoguehelp.show(self.answers[k])}  (from your file)")
         return lines
 
     # --- answers ------------------------------------------------------------------------------------
@@ -180,6 +192,10 @@ class Dialogue:
                 del self.answers[k]
         self.asked.append(q.id)
         self.previous.pop(q.id, None)
+        if text:
+            self.typed[q.id] = text
+        else:
+            self.typed.pop(q.id, None)
         return []
 
     def parse(self, q: Question, text: str):
@@ -216,13 +232,15 @@ class Dialogue:
             self.stage = "save"
             return ["  Not recommending yet."]
         if low.startswith("edit"):
-            target = low[4:].strip()
-            ids = [q.id for q in self.questions if q.id in self.asked]
+            target = low[4:].strip().rstrip(".")
+            ids = [q.id for q in self.editable()]
+            if target.isdigit() and 1 <= int(target) <= len(ids):
+                target = ids[int(target) - 1]          # edit N: the line's number on the confirmation screen
             if target not in ids:
                 import difflib
                 close = difflib.get_close_matches(target, ids, n=1)
                 hint = f"Did you mean 'edit {close[0]}'? " if close and target else ""
-                return [f"  {hint}Which answer? edit one of: {', '.join(ids)}"]
+                return [f"  {hint}Which answer? edit a line's number, 1 to {len(ids)} (or its name: {', '.join(ids)})"]
             q = next(x for x in self.questions if x.id == target)
             self.previous[target] = self.answers.pop(q.field, None)
             self.asked.remove(target)
@@ -230,12 +248,13 @@ class Dialogue:
             return []
         if low == "?":
             terms = glossary()
-            return (self._wrap("yes: recommend now; no or quit: leave (your answers can be saved); edit ID: change one answer.")
+            return (self._wrap("yes: recommend now; no or quit: leave (your answers can be saved); edit N: change the answer "
+                               "on line N of the list above (edit 3, or its name, e.g. edit concurrency).")
                     + self._wrap("The recommendation names a layout, TP x PP x DP:")
                     + [x for t in ("tensor-parallel", "pipeline-parallel", "data-parallel") if t in terms for x in self._wrap(terms[t])])
         if low == "back":
             return self._reopen_last()
-        return ["  Please answer yes, no, or edit ID."]
+        return ["  Please answer yes, no, or edit N (the number of a line above)."]
 
     def _reopen_last(self) -> list[str]:
         """`back` at the confirmation: the last question again, its answer kept as the default."""
@@ -265,13 +284,13 @@ class Dialogue:
         from advisor.judgement.advise import advise
         from advisor.shell.report import summary_text
         try:
-            self.decision = advise(self.workload_data(), self.setup, "your answers")
+            self.decision = advise(self.workload_data(), self.setup, "your answers", why_none=True)
         except InputError as exc:
             self.stage = "confirm"
-            return [f"  {p}" for p in exc.problems] + ["  Use 'edit ID' to change an answer."]
+            return [f"  {p}" for p in exc.problems] + ["  Use 'edit N' (the number of a line above) to change an answer."]
         self.stage = "format"
         lines = summary_text(self.decision.record, self.catalog).rstrip().splitlines()[:-1]
-        speed = _speed_line(self.decision.record)
+        speed = dialoguehelp.speed_line(self.decision.record)
         if speed:
             lines.insert(2 if len(lines) > 2 and lines[1].startswith("  about") else 1, speed)
         # at word boundaries: a terminal breaks a long line mid-word ("instan/ce")
@@ -288,13 +307,22 @@ class Dialogue:
             self.stage = "confirm"
             return []
         if low == "quit":
-            self.stage = "quit"
-            return ["  Leaving without writing a memo."]
+            return self._leave_unwritten()
         if low not in ("text", "md", "html"):
             return ["  Please answer text, md or html (or ?, back, quit)."]
         self.memo_format = low
         self.stage = "path"
         return []
+
+    def _leave_unwritten(self) -> list[str]:
+        """`quit` after the recommendation, before a memo is written: the answers are kept (every exit of
+        the dialogue keeps what the user typed)."""
+        self.stage = "quit"
+        if self.dry_run:
+            return ["  Leaving without writing a memo."]
+        saved = self.save_resume()
+        return [f"  Leaving without writing a memo; your answers are saved to {saved}; continue with: "
+                f"gpu-advisor ask --resume {saved}"]
 
     def default_path(self) -> str:
         ext = {"text": "txt", "md": "md", "html": "html"}[self.memo_format]
@@ -309,8 +337,7 @@ class Dialogue:
             self.stage = "format"
             return []
         if text.lower() == "quit":
-            self.stage = "quit"
-            return ["  Leaving without writing a memo."]
+            return self._leave_unwritten()
         path = Path(text or self.default_path())
         if not path.is_absolute():
             path = self.out_dir / path
@@ -352,7 +379,8 @@ class Dialogue:
         low = text.lower()
         if low in ("", "y", "yes"):
             self.stage = "quit"
-            return [f"  Answers saved to {self.save_resume()}; continue with: gpu-advisor ask --resume {self.resume_path()}"]
+            saved = self.save_resume()          # the system's temporary folder when the output folder cannot be written
+            return [f"  Answers saved to {saved}; continue with: gpu-advisor ask --resume {saved}"]
         if low in ("n", "no"):
             self.stage = "quit"
             return ["  Answers not saved."]
@@ -377,6 +405,7 @@ class Dialogue:
         d.resumed_from = Path(path)
         d.preset = set(state.get("preset") or [])
         d.asked = list(state.get("asked") or [])
+        d.typed = {str(k): str(v) for k, v in (state.get("typed") or {}).items()}
         # the session goes on as one: the `quit` that paused it and the save answer are not steps of its transcript
         # (review 14: a replay of a quit-and-resumed session ended at the quit)
         steps = []
@@ -394,39 +423,6 @@ class Dialogue:
 
     def transcript_yaml(self) -> str:
         return transcripts.transcript_yaml(self)
-
-
-def _speed_line(rec: dict) -> str:
-    """What each user sees of the recommended serving plan: tokens/s per user and the time to the first
-    token, beside the service level they were sized for (record: estimate, service_level)."""
-    r = rec.get("recommendation")
-    if not r or rec.get("inputs", {}).get("mode") != "inference":
-        return ""
-    c = next((k for k in rec["estimate"]["candidates"] if k["gpu"] == r["gpu"]), {})
-    tps, ttft = c.get("tokens_per_s_per_user"), c.get("ttft_ms", c.get("prefill_ms"))
-    if tps is None:
-        return ""
-    sl = rec.get("service_level") or {}
-    asked = " and ".join(x for x in (f"{asked_rate(sl['tpot_ms'])} tokens/s" if sl.get("tpot_ms") else "",
-                                     f"{sl['ttft_ms'] / 1000:,.2g} s" if sl.get("ttft_ms") else "") if x)
-    return (f"  each user: {rate_beside(tps, sl)} tokens/s" + (f", first token in {ttft / 1000:,.2g} s" if ttft is not None else "")
-            + (f" (the service level asks {asked})" if asked else ""))
-
-
-def _show(v, unit: str | None = None) -> str:
-    if unit == "share" and isinstance(v, (int, float)) and not isinstance(v, bool):
-        # 8x5 reads back as "24% of the month (174 h)", not 0.238095
-        return f"{v:.0%} of the month ({v * HOURS_PER_MONTH:,.0f} h)"
-    if isinstance(v, dict) and v.get("tpot_ms"):            # a service level, in the words it was asked in
-        return f"{1000 / v['tpot_ms']:g} tokens/s per user" + (f", first token within {v['ttft_ms'] / 1000:g} s"
-                                                              if v.get("ttft_ms") else "")
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        # 1e8 training tokens read back as "100 million", not Python's "1e+08"
-        from advisor.shell.wording import count
-        return count(v) if abs(v) >= 1e6 else f"{v:g}"
-    return str(v)
 
 
 def replay(path: str | Path, setup: Setup) -> tuple[bool, list[str]]:

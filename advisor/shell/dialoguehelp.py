@@ -1,11 +1,17 @@
 """What the dialogue says to `?` and `why`: a question's help in plain words with its glossary terms
 and what it accepts (for the model question, the catalog with sizes), wrapped at the terminal's width;
-and MYCIN's WHY, the rules that test an answer and what they conclude."""
+and MYCIN's WHY, the rules that test an answer and what they conclude; and how an answer reads back
+on the confirmation screen (`show`, `question_label`) and the speed a user gets (`speed_line`)."""
 from __future__ import annotations
+
+import re
 
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.knowledge import KnowledgeBase
-from advisor.shell.questions import Question, accepted
+from advisor.numbers.terms import HOURS_PER_MONTH
+from advisor.shell.memoworkload import MODEL_LABELS, label
+from advisor.shell.questions import SERVICE_LEVEL, Question, accepted
+from advisor.shell.wording import asked_rate, rate_beside
 
 
 def help_lines(q: Question, catalog: Catalog, width: int) -> list[str]:
@@ -89,3 +95,58 @@ def _effect_word(kind: str, v) -> str:
     if kind == "derive":
         return "derive " + ", ".join(v)
     return kind
+
+
+# --- answers read back ----------------------------------------------------------------------------------
+
+def speed_line(rec: dict) -> str:
+    """What each user sees of the recommended serving plan: tokens/s per user and the time to the first
+    token, beside the service level they were sized for (record: estimate, service_level)."""
+    r = rec.get("recommendation")
+    if not r or rec.get("inputs", {}).get("mode") != "inference":
+        return ""
+    c = next((k for k in rec["estimate"]["candidates"] if k["gpu"] == r["gpu"]), {})
+    tps, ttft = c.get("tokens_per_s_per_user"), c.get("ttft_ms", c.get("prefill_ms"))
+    if tps is None:
+        return ""
+    sl = rec.get("service_level") or {}
+    asked = " and ".join(x for x in (f"{asked_rate(sl['tpot_ms'])} tokens/s" if sl.get("tpot_ms") else "",
+                                     f"{sl['ttft_ms'] / 1000:,.2g} s" if sl.get("ttft_ms") else "") if x)
+    return (f"  each user: {rate_beside(tps, sl)} tokens/s" + (f", first token in {ttft / 1000:,.2g} s" if ttft is not None else "")
+            + (f" (the service level asks {asked})" if asked else ""))
+
+
+def question_label(q: Question) -> str:
+    """A question's answer named in words on the confirmation screen (the memo's labels, memoworkload)."""
+    if q.field == SERVICE_LEVEL:
+        return "Speed for each user"
+    if q.field.startswith("model."):
+        return "Model " + MODEL_LABELS.get(q.field[6:], q.field[6:].replace("_", " "))
+    return label(q.field.split(".", 1)[-1], None)
+
+
+def plainly(text: str) -> str:
+    return re.sub(r"[\s,]+", "", str(text).lower())
+
+
+def human(x: float) -> str:
+    """A figure as people say it: 30.0003 is 30, 33.3333 is 33.3 (three significant digits)."""
+    return f"{round(x):,}" if abs(x - round(x)) < 0.005 * max(1.0, abs(x)) else f"{x:,.3g}"
+
+
+def show(v, unit: str | None = None) -> str:
+    if unit == "share" and isinstance(v, (int, float)) and not isinstance(v, bool):
+        # 8x5 reads back as "24% of the month (174 h)", not 0.238095
+        return f"{v:.0%} of the month ({v * HOURS_PER_MONTH:,.0f} h)"
+    if isinstance(v, dict) and v.get("tpot_ms"):            # a service level, in the words it was asked in
+        return f"{human(1000 / v['tpot_ms'])} tokens/s per user" + (f", first token within {human(v['ttft_ms'] / 1000)} s"
+                                                                     if v.get("ttft_ms") else "")
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v)
+    if isinstance(v, float):
+        # 1e8 training tokens read back as "100 million", not Python's "1e+08"
+        from advisor.shell.wording import count
+        return count(v) if abs(v) >= 1e6 else f"{v:g}"
+    return str(v)

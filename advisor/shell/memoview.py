@@ -79,6 +79,9 @@ def _recommendation(x: _Record) -> dict:
         if x.rec.get("over_budget"):
             # the plans the budget alone excluded: the budget the workload needs, said first
             headline = f"No GPU can be recommended within the budget: {x.rec['over_budget']['text']}."
+        elif (x.rec.get("no_plan") or {}).get("text"):
+            # what the workload needs and the constraint that binds, before the exclusions (issue 42)
+            headline = f"No GPU can be recommended: {x.rec['no_plan']['text']}."
         # each GPU with the reasons its rules gave (the figure that missed, the layout that cannot run), not
         # only their titles
         why = {dc["gpu"]: [cites.prose(e["reason"], e.get("source", ())) for e in dc["excluded_by"] if e.get("reason")]

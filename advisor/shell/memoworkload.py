@@ -79,8 +79,10 @@ def _fmt_value(k: str, val, catalog: Catalog) -> str:
             return f"{name}: {figs}"
     if k == "budget_usd_per_hour" and isinstance(val, (int, float)):
         return _usd(val)
-    if k == "utilisation" and isinstance(val, (int, float)):
-        return f"{val:.0%}"
+    if k in ("utilisation", "busy_share") and isinstance(val, (int, float)) and not isinstance(val, bool):
+        # 8x5 as "24% (174 h a month)", not 0.238095 (issue 42: answers carried whole into the memo)
+        from advisor.numbers.terms import HOURS_PER_MONTH
+        return f"{val:.0%} ({val * HOURS_PER_MONTH:,.0f} h a month)"
     if k in FIELD_UNITS and isinstance(val, (int, float)) and not isinstance(val, bool):
         return f"{_count(val) if val >= 1e6 else _fmt_input(val)} {FIELD_UNITS[k]}"
     return _fmt_input(val)

@@ -114,7 +114,8 @@ def add_arguments(pr, common) -> None:
     pr.add_argument("--provider", action="append", metavar="NAME", help="list: only this provider (repeatable)")
     pr.add_argument("--kind", choices=("on-demand", "spot", "reserved", "endpoint"), help="list: only this kind")
     jsonflag.add(pr)
-    pr.add_argument("--out", metavar="FILE", help="import: write the price file here (default: stdout); use it with --prices FILE")
+    pr.add_argument("--out", metavar="FILE", help="import: write the price file here (default: stdout); use it with --prices FILE "
+                    "(import-api: with --api-prices FILE)")
     pr.add_argument("--skip", action="append", metavar="CLOUD", help="import: leave out this cloud (repeatable)")
     pr.add_argument("--date", help="import: the retrieval date to record (default: the source's, else today)")
     pr.add_argument("--commit", help="import: the catalog commit to record (default: read from the checkout)")

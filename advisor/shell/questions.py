@@ -1,6 +1,6 @@
 """The dialogue's questions (rules/questions.yaml): each asks one workload field, checked by that
 field's Spec in the workload schema (advisor/inputs/workload.py), with its help, glossary terms,
-synonyms and the ways its number may be typed (advisor/shell/units.py); and how a typed answer is
+synonyms and the ways its number may be typed (advisor/inputs/units.py, which workload files read too); and how a typed answer is
 read (`read_answer`) or refused with what is accepted (`accepted`)."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from advisor import HOME
 from advisor.base import yamlio
 from advisor.base.errors import Collector, InputError
 from advisor.inputs.catalog import Catalog
+from advisor.inputs.units import unit_of
 from advisor.inputs.workload import CONSTRAINTS, FIELDS, MODEL_FIELDS, Spec, check_value
 
 QUESTIONS_FILE = HOME / "rules" / "questions.yaml"
@@ -61,9 +62,6 @@ def spec_of(field_name: str) -> Spec:
     return FIELDS[field_name]
 
 
-#: the schema's unit of a field -> how advisor/shell/units.py reads a number typed for it
-UNITS = {"B": "billions", "tokens": "tokens", "USD/h": "usd_per_hour", "kW": "kw"}
-
 
 def norm(text: str) -> str:
     """What people type, compared without case, spaces, hyphens or underscores ('Fine tune' = 'finetune')."""
@@ -96,7 +94,7 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
             col.add(f"question '{q['id']}' names unknown terms: {', '.join(unknown)}", line)
         out.append(Question(q["id"], q["field"], q["prompt"], q.get("help", ""), spec,
                             q.get("default", spec.default), bool(q.get("optional")), dict(q.get("when") or {}),
-                            q.get("type", spec.kind), q.get("unit") or UNITS.get(spec.unit, "count"),
+                            q.get("type", spec.kind), q.get("unit") or unit_of(spec),
                             {norm(k): v for k, v in (q.get("synonyms") or {}).items()},
                             tuple(terms[t] for t in q.get("terms") or [] if t in terms),
                             tuple((str(k), str(v)) for k, v in (q.get("synonyms") or {}).items()),
@@ -109,7 +107,8 @@ def load_questions(path: Path = QUESTIONS_FILE) -> list[Question]:
 #: how each kind of number may be typed, for the "Accepted:" line
 UNIT_FORMS = {"billions": "27, 27B, 1.5T or 600M", "tokens": "e.g. 2000, 2k, 60M, 1.5T", "context": "e.g. 8192, 8k, 128K",
               "count": "e.g. 64 or 1k", "usd_per_hour": "e.g. 20, $20 or 20/h", "kw": "e.g. 5, 5kW or 5000 W",
-              "share": "e.g. 0.5, 50%, 12h/day or 8x5"}
+              "share": "e.g. 0.5, 50%, 12h/day or 8x5", "fraction": "e.g. 0.25 or 25%",
+              "hours": "e.g. 48, 48h, 2 days or 90 min", "usd": "e.g. 0.12 or $0.12"}
 
 
 def read_answer(q: Question, text: str, catalog: Catalog, default=None):
@@ -145,10 +144,13 @@ def read_answer(q: Question, text: str, catalog: Catalog, default=None):
             return text.lower(), None
         if len(matches) == 1:
             return matches[0], None
-        return None, f"'{text}' is not one of the choices. {accepted(q)}"
+        # a misspelt choice gets the "did you mean" a workload file's value gets (schema.suggest_value)
+        from advisor.inputs.schema import suggest_value
+        hint = suggest_value(text, q.spec.choices).replace("; did you mean", " Did you mean")
+        return None, f"'{text}' is not one of the choices.{hint} {accepted(q)}"
     value = text
     if q.kind in ("int", "float"):
-        from advisor.shell.units import UnitError, parse_number
+        from advisor.inputs.units import UnitError, parse_number
         try:
             value = parse_number(text, q.unit)
         except UnitError as exc:

@@ -67,6 +67,17 @@ def _candidate_table(est: Estimate) -> list[str]:
     return out
 
 
+def grouped_exclusions(no_candidate: dict) -> list[str]:
+    """The GPUs excluded by the same rules on one line ("34 GPUs excluded by must-fit-in-memory: t4, a10,
+    ..."), the largest group first, instead of one identical line per GPU."""
+    groups: dict[tuple, list[str]] = {}
+    for gpu, rules in no_candidate.items():
+        groups.setdefault(tuple(rules), []).append(gpu)
+    return [(f"{len(gpus)} GPUs excluded by " if len(gpus) > 1 else f"{gpus[0]} excluded by ") + ", ".join(rules)
+            + (f": {', '.join(gpus)}" if len(gpus) > 1 else "")
+            for rules, gpus in sorted(groups.items(), key=lambda kv: -len(kv[1]))]
+
+
 def summary_text(rec: dict, cat=None, width: int | None = None) -> str:
     """A few lines: the recommendation and its cost, the decisive rule, the runners-up and why each lost,
     the warnings and any planner suggestion; knowledge IDs named by their statements. `width`: wrapped
@@ -80,8 +91,9 @@ def summary_text(rec: dict, cat=None, width: int | None = None) -> str:
     lines = []
     if not r:
         lines.append("No GPU can be recommended: every candidate was excluded.")
-        for gpu, rules in rec["no_candidate"].items():
-            lines.append(f"  {gpu}: excluded by {', '.join(rules)}")
+        if (rec.get("no_plan") or {}).get("text"):
+            lines.append(f"  {rec['no_plan']['text'][0].upper()}{rec['no_plan']['text'][1:]}.")
+        lines += [f"  {line}" for line in grouped_exclusions(rec["no_candidate"])]
         return "\n".join(lines) + "\n"
     cost = (f"${r['usd_per_hour']:,.2f}/h ({wording.offer(r['price'])})"
             if r["usd_per_hour"] is not None else f"price unknown ({cites.prose(r['price_unknown'])})")

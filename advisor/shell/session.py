@@ -11,7 +11,7 @@ import yaml
 
 from advisor import __version__
 from advisor.base import yamlio
-from advisor.base.errors import InputError
+from advisor.base.errors import InputError, Problem
 from advisor.base.files import refuse_output, write_atomic
 from advisor.shell.questions import COMMANDS
 from advisor.shell.transcripts import transcript_yaml
@@ -82,16 +82,37 @@ def run_lines(dlg, lines, write) -> int:
 
 # --- the resume file ------------------------------------------------------------------------------------
 
+def ready_out_dir(out_dir) -> Path:
+    """`ask --out-dir DIR`: the folder, created when it does not exist (with its parents); InputError
+    before the first question when it cannot be (a file of that name, no permission)."""
+    p = Path(out_dir)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(Problem(f"cannot use it as the output folder: {exc.strerror or exc}", str(out_dir), None, "--out-dir")) from None
+    return p
+
+
 def save_resume(dlg, path: Path) -> Path:
-    """Write the answers so far to `path` (nothing in a dry run); returns the path."""
+    """Write the answers so far to `path` (nothing in a dry run); returns the path written. When `path`
+    cannot be written (its folder removed, a full disk, no permission), the answers go to the system's
+    temporary folder instead, whose path is returned: no exit of the dialogue loses what was typed."""
     if dlg.dry_run:              # a replay or a dry run writes nothing
         return path
     state = {"resume": 1, "advisor": __version__, "answers": dlg.answers, "preset": sorted(dlg.preset),
-             "asked": dlg.asked, "steps": dlg.steps}
+             "asked": dlg.asked, "typed": dlg.typed, "steps": dlg.steps}
     # the resume file this session continues is read, and meant to be saved over
     # answers taken from a workload file (`ask --from`) hold its loader's line-numbered lists: plain data
-    write_atomic(path, yaml.safe_dump(yamlio.plain(state), sort_keys=False, allow_unicode=True), replaces=dlg.resumed_from)
-    return path
+    text = yaml.safe_dump(yamlio.plain(state), sort_keys=False, allow_unicode=True)
+    try:
+        write_atomic(path, text, replaces=dlg.resumed_from)
+        return path
+    except (OSError, InputError):
+        import tempfile
+        fd, name = tempfile.mkstemp(prefix="gpu-advisor-resume-", suffix=".yaml")
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return Path(name)
 
 
 def load_resume(path: str | Path) -> dict:
