@@ -1,0 +1,151 @@
+"""Issue 42's hostile inputs (item 8): each one a clean one-line refusal (exit 2) or a correct answer,
+no file replaced unless the whole write succeeds, the sandbox bounded whatever a template does."""
+import json
+import os
+
+import pytest
+
+from advisor.inputs import apiprices, links
+from advisor.shell.cli import main
+
+from conftest import EXAMPLES, refuse
+
+
+def _fleet_file(tmp_path, interconnect: str):
+    text = (EXAMPLES / "fleet-h100.yaml").read_text().replace("interconnect: NVLink + InfiniBand NDR", f"interconnect: {json.dumps(interconnect)}")
+    f = tmp_path / "fleet.yaml"
+    f.write_text(text)
+    return f
+
+
+def _recommended(capsys, path) -> dict:
+    assert main(["recommend", str(path), "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["recommendation"]
+
+
+# --- a fleet's interconnect: a closed vocabulary, no negation read as the link it denies -------------------
+
+@pytest.mark.parametrize("said, word", [("no NVLink", "'no'"), ("PCIe switch (NVLink disabled)", "'disabled'"),
+                                        ("without NVLink", "'without'"), ("NVLink: off", "'off'"), ("non-NVLink", "'non-nvlink'")])
+def test_a_denied_link_is_refused_not_read_as_nvlink(capsys, tmp_path, said, word):
+    # before: a substring match read each as NVLink and planned TP 8 over a link the nodes lack
+    err = refuse(capsys, ["recommend", str(_fleet_file(tmp_path, said))], f"fleet.yaml:19: fleet[0].interconnect: {json.dumps(said)[1:-1]!r}"
+                 if "'" not in said else "fleet[0].interconnect")
+    assert f"{word} is not a word of the interconnect vocabulary" in err and "accepted: scale-up links: NVLink" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_link_the_nodes_have_plans_over_it(capsys, tmp_path):
+    nvlink = _recommended(capsys, _fleet_file(tmp_path, "NVLink + InfiniBand NDR"))
+    assert (nvlink["gpu"], nvlink["tp"]) == ("h100-sxm", 8)
+    # the same 16 H100 over PCIe only: no TP 8 over NVLink on the fleet's cards (the plan moves elsewhere)
+    pcie = _recommended(capsys, _fleet_file(tmp_path, "PCIe switch"))
+    assert not (pcie["gpu"] == "h100-sxm" and pcie["tp"] == 8)
+    assert pcie == _recommended(capsys, _fleet_file(tmp_path, "PCIe Gen5 x16, 400G RoCE"))
+
+
+@pytest.mark.parametrize("said, kind, rack", [
+    ("NVLink + InfiniBand NDR", "scale-up", False), ("8x H100 SXM, NVSwitch, 400G RoCE", "scale-up", False),
+    ("NVL72", "scale-up", True), ("GB200 NVL 72 rack", "scale-up", True), ("xGMI", "scale-up", False),
+    ("Infinity Fabric", "scale-up", False), ("PCIe Gen5", "pcie", False), ("none", "pcie", False),
+    ("NVLink bridge", "pcie", False), ("InfiniBand", "unknown", False), ("", "unknown", False)])
+def test_the_vocabulary_reads_what_people_write(said, kind, rack):
+    assert links.read(said) == links.Link(kind, rack)
+
+
+# --- prices import-api writes only what its loader reads -------------------------------------------------
+
+LLAMA = "together_ai/meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo"
+
+
+def _table(tmp_path, entry: str, name="t.json"):
+    f = tmp_path / name
+    f.write_text('{"%s": {"mode": "chat", "litellm_provider": "together_ai", %s}}' % (LLAMA, entry))
+    return f
+
+
+def _load(catalog, path):
+    return apiprices.load_api_prices(path, catalog.models)
+
+
+def test_a_tiny_price_is_written_as_a_number_the_loader_reads(capsys, tmp_path, catalog):
+    # 1e-12 USD a token is 1e-06 per million: written '1e-06', which YAML 1.1 reads as text (refused)
+    f = _table(tmp_path, '"input_cost_per_token": 1e-12, "output_cost_per_token": 8.8e-7')
+    assert main(["prices", "import-api", str(f), "--out", str(tmp_path / "o.yaml")]) == 0
+    row, = _load(catalog, tmp_path / "o.yaml")
+    assert (row.model, row.usd_per_million_input, row.usd_per_million_output) == ("llama-3.1-70b", 1e-06, 0.88)
+
+
+@pytest.mark.parametrize("price", ["Infinity", "1e999", "9" * 5000])
+def test_a_price_that_is_no_number_is_left_out_and_named(capsys, tmp_path, catalog, price):
+    f = _table(tmp_path, f'"input_cost_per_token": {price}, "output_cost_per_token": 8.8e-7')
+    assert main(["prices", "import-api", str(f), "--out", str(tmp_path / "o.yaml")]) == 0
+    err = capsys.readouterr().err
+    assert f"left out for a price that is no number (no row written), 1: {LLAMA} (input_cost_per_token" in err
+    assert _load(catalog, tmp_path / "o.yaml") == []                    # before: 'inf' written, the loader refused it
+
+
+def test_control_characters_in_names_are_dropped(capsys, tmp_path, catalog):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({LLAMA: {"mode": "chat", "litellm_provider": "together\u0007_ai\u009b\u202e",
+                                     "input_cost_per_token": 8.8e-7, "output_cost_per_token": 8.8e-7}}))
+    assert main(["prices", "import-api", str(f), "--out", str(tmp_path / "o.yaml"), "--source", "cut\x1b[2J"]) == 0
+    row, = _load(catalog, tmp_path / "o.yaml")
+    assert (row.provider, row.source) == ("together_ai", "cut")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "t.json: not a LiteLLM price table: nested too deep to read"),
+    ('{"a": {"mode": "chat", "x": ' + "9" * 5000 + "}}", None),
+])
+def test_deep_json_and_long_numbers_are_one_line(capsys, tmp_path, text, expected):
+    f = tmp_path / "t.json"
+    f.write_text(text)
+    if expected:
+        refuse(capsys, ["prices", "import-api", str(f), "--out", str(tmp_path / "o.yaml")], expected)
+        assert not (tmp_path / "o.yaml").exists()
+    else:                                  # a number no price uses, in an entry that is no catalog model's
+        assert main(["prices", "import-api", str(f), "--out", str(tmp_path / "o.yaml")]) == 0
+
+
+def test_a_file_its_loader_refuses_is_never_written(capsys, tmp_path, monkeypatch):
+    f = _table(tmp_path, '"input_cost_per_token": 1e-7, "output_cost_per_token": 8.8e-7')
+    monkeypatch.setattr(apiprices, "_scalar", lambda v: "'0.1 USD'" if isinstance(v, float) else json.dumps(v))
+    refuse(capsys, ["prices", "import-api", str(f), "--out", str(tmp_path / "o.yaml")],
+           "the import made an API price file its own loader refuses, so nothing was written: the imported file:6: usd_per_million_input: must be a number >= 0")
+    assert sorted(os.listdir(tmp_path)) == ["t.json"]
+
+
+# --- tracebacks ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["text", "md", "html"])
+def test_an_owned_gpu_excluded_before_its_plan_is_named(capsys, tmp_path, fmt):
+    # Gaudi 3 cannot run TensorRT-LLM: excluded with no card count, which the memo formatted as a number
+    w = tmp_path / "w.yaml"
+    w.write_text("mode: inference\nmodel: llama-3.1-70b\nconcurrency: 64\nengine: trtllm\nfleet:\n  - {gpu: gaudi-3, count: 8, nodes: 1}\n")
+    out = tmp_path / f"memo.{fmt}"
+    assert main(["recommend", str(w), "--format", fmt, "--out", str(out)]) == 0, capsys.readouterr().err
+    import html
+    said = " ".join(html.unescape(out.read_text()).split())             # wrapped (text), escaped (html)
+    assert "The team's 8 x gaudi-3 stay out of this plan: gaudi-3 is out: TensorRT-LLM does not run on Intel Gaudi 3" in said
+
+
+def test_an_api_row_of_zero_is_no_offer(capsys, tmp_path, monkeypatch):
+    import shutil
+    from conftest import ROOT
+    from advisor.inputs import catalog as catalog_mod
+    d = tmp_path / "catalog"
+    shutil.copytree(ROOT / "catalog", d)
+    text = (d / "api-prices.yaml").read_text()
+    (d / "api-prices.yaml").write_text(text.replace("api_prices:\n", "api_prices:\n  - {model: gpt-oss-120b, provider: free, "
+                                                    "provider_model: free/gpt-oss-120b, usd_per_million_input: 0, usd_per_million_output: 0, "
+                                                    "date: 2026-12-01, source: s}\n", 1))
+    monkeypatch.setenv("GPU_ADVISOR_CATALOG", str(d))
+    catalog_mod._CACHE.clear()
+    try:
+        assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0   # before: ZeroDivisionError
+        api = json.loads(capsys.readouterr().out)["api_comparison"]
+    finally:
+        catalog_mod._CACHE.clear()
+    assert api["offers"][0]["provider"] == "wandb" and api["api_usd_per_million_tokens"] == pytest.approx(0.10)
+    assert "free" not in {o["provider"] for o in api["offers"]}
