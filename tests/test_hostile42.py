@@ -149,3 +149,72 @@ def test_an_api_row_of_zero_is_no_offer(capsys, tmp_path, monkeypatch):
         catalog_mod._CACHE.clear()
     assert api["offers"][0]["provider"] == "wandb" and api["api_usd_per_million_tokens"] == pytest.approx(0.10)
     assert "free" not in {o["provider"] for o in api["offers"]}
+
+
+# --- the sandbox: one budget of steps and of what is built, whatever the template does ----------------------
+
+def run_limited(argv, cwd, memory_bytes=2 * 2**30, seconds=120):
+    """The CLI in a child process under an address-space limit and a timeout: a bomb the sandbox missed
+    ends in a MemoryError or the timeout here, never on the test machine."""
+    import subprocess
+    import sys
+    code = ("import resource, sys\n"
+            f"resource.setrlimit(resource.RLIMIT_AS, ({memory_bytes}, {memory_bytes}))\n"
+            "from advisor.shell.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    p = subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, capture_output=True, text=True, timeout=seconds)
+    return p.returncode, p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("template, expected", [
+    # a width taken from an argument: 2.5 billion characters (2.5 GB) before
+    ("{{ '{:{}}'.format('a', '2500000000') | length }}", "a format width of 10,000 or more"),
+    ("{{ '{:{w}}'.format('a', w='99999') | length }}", "a format width of 10,000 or more"),
+    ("{{ '{:.{}f}'.format(1, '50000') | length }}", "a format width of 10,000 or more"),
+    # a filter chain over a repeated list: each `upper` inside map is counted (3.5 GB before)
+    ("{{ (['s' * 1000] * 1000000) | map('upper') | list | length }}", "more than 20,000,000 characters and items built"),
+    ("{{ (['x'] * 1000000) | map('center', 9999) | list | length }}", "more than 20,000,000 characters and items built"),
+    ("{{ ('{0}' * 200000).format('s' * 1000000) | length }}", "more than 20,000,000 characters and items built"),
+    ("{{ ('%(a)s' * 100000) % {'a': 's' * 1000000} }}", "a text longer than 1,000,000"),
+    ("{{ ('%s' * 100000) | format(*(['s' * 1000000] * 100000)) | length }}", "a text longer than 1,000,000"),
+    ("{{ ('x' * 1000000) | wordwrap(1, wrapstring='y' * 1000000) | length }}", "a text longer than 1,000,000"),
+    ("{{ ([['x'] * 1000000] * 1000) | sum(start=[]) | length }}", "a text longer than 1,000,000"),
+    ("{{ ((9999 ** 64) ** 64) ** 64 }}", "a power of more than 65,536 bits"),
+    ("{% set ns = namespace(x=1) %}{% for i in range(900) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x | tojson(indent=10000) | length }}",
+     "a JSON indent above 16"),
+    # loops over a list the template built (no range() budget): each item a step
+    ("{% set ns = namespace(l=['x'] * 1000000) %}{% for a in ns.l %}{% for b in ns.l %}{% endfor %}{% endfor %}",
+     "more than 2,000,000 calls and loop steps"),
+    # a macro's or a block's output is joined only under the output limit
+    ("{% macro m() %}{% for i in range(1000) %}{{ 's' * 1000000 }}{% endfor %}{% endmacro %}{{ m() | length }}",
+     "more than 20,000,000 characters and items built"),
+    ("{% set s = 's' * 1000000 %}{% set x %}{% for i in range(1000) %}{{ s }}{% endfor %}{% endset %}{{ x | length }}",
+     "the output would be longer than 10,000,000 characters"),
+])
+def test_template_work_and_memory_are_bounded(tmp_path, template, expected):
+    t = tmp_path / "bomb.j2"
+    t.write_text(template)
+    code, out, err = run_limited(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--template", str(t)], tmp_path)
+    assert code == 2, err
+    assert err.strip().startswith(f"gpu-advisor: error: {t}: template refused by the sandbox: {expected}"), err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_rule_text_has_the_same_budget(tmp_path):
+    # rule texts render with Template.render (no memo alarm, no output count): the budget is the template's own
+    import subprocess
+    import sys
+    code = ("import resource\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))\n"
+            "from jinja2 import DictLoader\n"
+            "from advisor.base import sandbox\n"
+            "env = sandbox.environment(DictLoader({}), layout=False)\n"
+            "bomb = \"{% set ns = namespace(l=['x'] * 1000000) %}{% for a in ns.l %}{% for b in ns.l %}{% endfor %}{% endfor %}\"\n"
+            "try:\n"
+            "    env.from_string(bomb).render()\n"
+            "except sandbox.SecurityError as exc:\n"
+            "    print(exc)\n"
+            "print(env.from_string(\"{{ (['a'] * 1000) | map('upper') | join }}\").render() == 'A' * 1000)\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    # the next rendering has a fresh budget
+    assert p.stdout.splitlines() == ["more than 2,000,000 calls and loop steps in one rendering", "True"], p.stderr
