@@ -218,3 +218,84 @@ def test_a_rule_text_has_the_same_budget(tmp_path):
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     # the next rendering has a fresh budget
     assert p.stdout.splitlines() == ["more than 2,000,000 calls and loop steps in one rendering", "True"], p.stderr
+
+
+# --- outputs: a memo and its charts are one write; a pipe no one reads is refused; a failed write names the file
+
+def _memo_folder(tmp_path):
+    """A folder holding last week's memo, its three charts and a user's own memo.cost.svg."""
+    out = tmp_path / "memo.md"
+    for name in ("memo.md", "memo.tradeoff.svg", "memo.memory.svg"):
+        (tmp_path / name).write_text(f"last week's {name}\n")
+    (tmp_path / "memo.cost.svg").write_text("the user's own chart\n")
+    return out, {p.name: p.read_text() for p in tmp_path.iterdir()}
+
+
+def test_a_memo_write_refused_replaces_none_of_its_charts(capsys, tmp_path):
+    from advisor.base import files
+    out, before = _memo_folder(tmp_path)
+    with files.writing(out) as f:              # another gpu-advisor in the middle of writing memo.md
+        f.write("last week's memo.md\n")
+        refuse(capsys, ["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out)],
+               f"{out}: is being written by another gpu-advisor")
+        # before: the three SVGs (the user's memo.cost.svg among them) were replaced before the memo was refused
+        assert {p.name: p.read_text() for p in tmp_path.iterdir() if not p.name.startswith(".")} == before
+
+
+def test_a_memo_that_cannot_be_written_replaces_none_of_its_charts(tmp_path):
+    import subprocess
+    import sys
+    out, before = _memo_folder(tmp_path)
+    # a file size limit between the charts' (under 10 kB) and the memo's (~60 kB): the memo's write fails
+    # as on a full disk, after the charts' temporary files were written
+    code = ("import resource, signal, sys\n"
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+            "resource.setrlimit(resource.RLIMIT_FSIZE, (20000, 20000))\n"
+            "from advisor.shell.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    p = subprocess.run([sys.executable, "-c", code, "recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "md", "--out", str(out)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stderr) == (120, f"gpu-advisor: error: {out}: cannot write: File too large\n")
+    assert {q.name: q.read_text() for q in tmp_path.iterdir()} == before        # no chart replaced, no temporary left
+
+
+def test_a_failed_write_names_the_file(capsys):
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json", "--out", "/dev/full"]) == 120
+    assert capsys.readouterr().err == "gpu-advisor: error: /dev/full: cannot write: No space left on device\n"
+
+
+def test_out_naming_a_fifo_no_one_reads_is_refused_at_once(capsys, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    # before: open() waited for a reader for ever (run in a child with a timeout so a regression fails, not hangs)
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "advisor", "recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json",
+                        "--out", str(fifo)], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stderr) == (2, f"gpu-advisor: error: {fifo}: is a named pipe (FIFO) that no program is reading; refusing to wait for one\n")
+
+
+def test_out_naming_a_fifo_someone_reads_is_written(capsys, tmp_path):
+    import threading
+    import time
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+
+    def read():                                # `cat pipe`
+        with open(fifo, "rb") as f:
+            got.append(f.read())
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    for _ in range(1000):                      # until the reader is there; this writer stays open until the end,
+        try:                                   # so that the reader reads to the command's end
+            probe = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError:
+            time.sleep(0.01)
+    try:
+        assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json", "--out", str(fifo)]) == 0
+    finally:
+        os.close(probe)
+    t.join(60)
+    assert json.loads(got[0])["recommendation"]["gpu"] == "h100-sxm"

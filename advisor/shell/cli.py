@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         for problem in exc.problems:
             print(f"gpu-advisor: error: {one_line(str(problem))}", file=sys.stderr)
-        return EXIT_INPUT
+        return getattr(exc, "exit_code", EXIT_INPUT)      # base.files.WriteFailed: EXIT_OUTPUT
     except KeyboardInterrupt:
         print("gpu-advisor: interrupted", file=sys.stderr)
         return 130
