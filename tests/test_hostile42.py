@@ -299,3 +299,34 @@ def test_out_naming_a_fifo_someone_reads_is_written(capsys, tmp_path):
         os.close(probe)
     t.join(60)
     assert json.loads(got[0])["recommendation"]["gpu"] == "h100-sxm"
+
+
+# --- signals: SIGTERM to a sweep ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("group", [False, True], ids=["the sweep", "its process group"])
+def test_sigterm_to_a_sweep_keeps_the_rows_and_leaves_no_lock(tmp_path, group):
+    import signal
+    import subprocess
+    import sys
+    import time
+    g = tmp_path / "g.yaml"
+    g.write_text(f"base: {EXAMPLES / 'chat-assistant.yaml'}\nvary:\n  concurrency: [{', '.join(map(str, range(1, 2001)))}]\n")
+    out = tmp_path / "o.csv"
+    p = subprocess.Popen([sys.executable, "-m", "advisor", "sweep", str(g), "--out", str(out), "--jobs", "2", "--quiet"],
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for _ in range(600):                         # until some rows are in the temporary file
+        time.sleep(0.05)
+        temps = [f for f in tmp_path.iterdir() if f.name.startswith(".o.csv.") and not f.name.endswith(".lock")]
+        if temps and len(temps[0].read_text().splitlines()) > 3:
+            break
+    if group:
+        os.killpg(p.pid, signal.SIGTERM)         # what systemd or `timeout` does
+    else:
+        p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=120)
+    # before: killed outright (143 from the shell), a worker's BrokenPipeError traceback, .o.csv.lock and the
+    # temporary file left beside no o.csv
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    kept = len(out.read_text().splitlines()) - 1
+    assert (p.returncode, err) == (143, f"gpu-advisor: interrupted: {kept} of 2000 rows decided and kept in {out}\n")
+    assert kept > 0 and sorted(f.name for f in tmp_path.iterdir()) == ["g.yaml", "o.csv"]

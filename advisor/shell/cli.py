@@ -253,7 +253,7 @@ def cmd_sweep(args) -> int:
                                                     progress=not args.quiet and sys.stderr.isatty(), summary=args.summary)
     if interrupted:
         print(f"gpu-advisor: interrupted: {written} of {total} rows decided and kept in {args.out}", file=sys.stderr)
-        return 130
+        return 128 + int(interrupted)      # 130 after Ctrl-C, 143 after SIGTERM, as a shell reports a signal
     if args.summary:
         sweep.write_summary(Path(args.out), fields, Path(args.summary))
     print(f"{written} combinations decided; wrote {args.out}" + (f" and {args.summary}" if args.summary else ""),
