@@ -330,3 +330,20 @@ def test_sigterm_to_a_sweep_keeps_the_rows_and_leaves_no_lock(tmp_path, group):
     kept = len(out.read_text().splitlines()) - 1
     assert (p.returncode, err) == (143, f"gpu-advisor: interrupted: {kept} of 2000 rows decided and kept in {out}\n")
     assert kept > 0 and sorted(f.name for f in tmp_path.iterdir()) == ["g.yaml", "o.csv"]
+
+
+# --- a resume file naming questions this version does not ask ------------------------------------------------
+
+def test_back_after_resuming_with_unknown_questions(capsys, tmp_path, monkeypatch):
+    import io
+    import sys
+    r = tmp_path / "resume.yaml"
+    r.write_text("resume: 1\nanswers: {mode: inference}\nasked: [mode, nosuch, mode, 7]\nsteps: []\n")
+    monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("back\nback\n"))
+    main(["ask", "--resume", str(r), "--out-dir", str(tmp_path)])        # before: StopIteration from `back`
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "StopIteration" not in err, err
+    # the one known question, once: back to it, then nothing before it
+    assert "  Back to: What will the GPUs do?" in out and out.count("Back to:") == 1
+    assert "  This is the first question." in out
