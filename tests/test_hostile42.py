@@ -347,3 +347,33 @@ def test_back_after_resuming_with_unknown_questions(capsys, tmp_path, monkeypatc
     # the one known question, once: back to it, then nothing before it
     assert "  Back to: What will the GPUs do?" in out and out.count("Back to:") == 1
     assert "  This is the first question." in out
+
+
+# --- explain: what a record makes it load is bounded -------------------------------------------------------------
+
+def _record(capsys, tmp_path):
+    out = tmp_path / "rec.json"
+    assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json", "--out", str(out)]) == 0
+    capsys.readouterr()
+    return json.loads(out.read_text())
+
+
+def test_a_record_naming_a_rule_folder_800_times_is_refused(capsys, tmp_path):
+    from conftest import ROOT
+    rec = _record(capsys, tmp_path)
+    rec["versions"]["rule_dirs"] = [{"path": str(ROOT / "rules"), "sha256": "x"}] * 800
+    f = tmp_path / "tampered.json"
+    f.write_text(json.dumps(rec))
+    # before: the folder loaded 800 times (53 s, 1.5 GB) to print 83,200 lines of duplicate rule ids
+    err = refuse(capsys, ["explain", str(f)], f"{f}: not a decision record the advisor wrote: 'versions.rule_dirs' lists 800 entries (at most 64)")
+    assert len(err.splitlines()) == 1
+
+
+def test_a_rule_folder_named_twice_is_read_once(capsys, tmp_path):
+    rec = _record(capsys, tmp_path)
+    rec["versions"]["rule_dirs"] = [{"path": str(tmp_path / "mine"), "sha256": "x"}] * 30
+    f = tmp_path / "twice.json"
+    f.write_text(json.dumps(rec))
+    assert main(["explain", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(f"the record names the rule folder {tmp_path / 'mine'}, outside the project") == 1
