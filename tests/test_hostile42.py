@@ -188,8 +188,11 @@ def run_limited(argv, cwd, memory_bytes=2 * 2**30, seconds=120):
     # a macro's or a block's output is joined only under the output limit
     ("{% macro m() %}{% for i in range(1000) %}{{ 's' * 1000000 }}{% endfor %}{% endmacro %}{{ m() | length }}",
      "more than 20,000,000 characters and items built"),
-    ("{% set s = 's' * 1000000 %}{% set x %}{% for i in range(1000) %}{{ s }}{% endfor %}{% endset %}{{ x | length }}",
+    ("{% set x %}{% for i in range(100) %}" + "s" * 200_000 + "{% endfor %}{% endset %}{{ x | length }}",
      "the output would be longer than 10,000,000 characters"),
+    # a printed value is charged: a million-item list printed 1,000 times into a block took minutes
+    ("{% set z %}{% for i in range(1000) %}{{ [[1] * 1000] * 1000 }}{% endfor %}{% endset %}{{ z | length }}",
+     "more than 20,000,000 characters and items built"),
 ])
 def test_template_work_and_memory_are_bounded(tmp_path, template, expected):
     t = tmp_path / "bomb.j2"

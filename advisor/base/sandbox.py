@@ -51,8 +51,8 @@ _WIDE_FORMAT = re.compile(r"\d{5,}|\*")    # a width or precision of 10,000 or m
 # step is a step; every text and list built is charged its characters or items, counted as it is made
 # (a filter inside `map` included). The checks of one operation above keep any one step under
 # MAX_TEXT (the whole output under MAX_TEXT x 10), so nothing is built far past the budget first.
-MAX_STEPS = 2_000_000         # calls and loop steps of one rendering (a shipped memo takes under 1,000)
-MAX_BUILT = 20_000_000        # characters and items all steps of one rendering may build (a memo: ~100,000)
+MAX_STEPS = 2_000_000         # calls, loop steps and printed values of one rendering (a shipped memo: under 4,000)
+MAX_BUILT = 20_000_000        # characters and items all steps of one rendering may build (a memo: under 200,000)
 
 # --- what a template may read ---------------------------------------------------------------------------
 # Methods that only turn plain data into plain data. Not `encode` (bytes are what the cache exploit fed
@@ -164,6 +164,21 @@ def _bounded_concat(parts) -> str:
         out.append(part)
     _charge(steps=0, built=n)
     return "".join(out)
+
+
+def _finalizing(user=None):
+    """Jinja's `finalize` (what `{{ value }}` prints), after the caller's own: a list or mapping printed
+    becomes its text here and each printed text is charged, so printing a million-item list in a loop
+    (its text built each time, kept in a block's buffer) meets the budget. Text (Markup and the memo's
+    Markdown text too) passes as it is; numbers and None are printed by Jinja as before."""
+    def finalize(value):
+        if user is not None:
+            value = user(value)
+        if not isinstance(value, (str, int, float, bool, type(None))):
+            value = str(value)
+        _charge(value)
+        return value
+    return finalize
 
 
 def _str_len(x) -> int:
@@ -422,7 +437,7 @@ def environment(loader, *, autoescape: bool = False, finalize=None, filters: dic
                 bytecode_cache=None, layout: bool = True) -> Sandbox:
     """A fresh sandbox: Jinja's filters and `filters` (all bounded), `range` and `namespace` as the only
     globals. `bytecode_cache` only for templates the advisor ships; `layout` trims block lines (memos)."""
-    env = Sandbox(autoescape=autoescape, undefined=StrictUndefined, loader=loader, finalize=finalize,
+    env = Sandbox(autoescape=autoescape, undefined=StrictUndefined, loader=loader, finalize=_finalizing(finalize),
                   bytecode_cache=bytecode_cache, keep_trailing_newline=layout, trim_blocks=layout, lstrip_blocks=layout)
     env.filters.update(filters or {})
     for k, f in list(env.filters.items()):

@@ -44,7 +44,7 @@ def _env(shipped: bool, html: bool, colour: bool, folder: Path, md: bool = False
     filters["code"] = _markdown_code
     # compiled templates are code loaded back with marshal: only the shipped ones are cached; a user's
     # template is compiled afresh every time (its environment has no cache to reach or to fill)
-    cache = jinja_bytecode_cache("bounded3") if shipped else None    # bounded3: loops counted (sandbox budget)
+    cache = jinja_bytecode_cache("bounded4") if shipped else None    # bounded4: loops and printed values counted (sandbox budget)
     return sandbox.environment(sandbox.confined_loader(folder), autoescape=html, filters=filters, bytecode_cache=cache,
                                finalize=_markdown_finalize if md and not html else None)
 
