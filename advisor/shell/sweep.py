@@ -157,7 +157,14 @@ def _init(rules, prices):
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle: no worker tracebacks
         for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
             if s:                                         # the pool stops a worker with SIGTERM: it just ends
-                signal.signal(s, signal.SIG_DFL)
+                signal.signal(s, _worker_exit)
+
+
+def _worker_exit(signum, frame):
+    # SIGTERM to a worker (from the pool, or to the whole process group): unwound, not killed, so that the
+    # queue lock an idle worker holds while it waits for a task is released (a worker killed holding it
+    # left the parent's pool.terminate() waiting for it for ever); SystemExit ends the process silently
+    raise SystemExit(0)
     if "setup" not in _STATE:        # a forked worker has the parent's; a spawned one loads it again
         from advisor.judgement import advise
         _STATE["setup"] = advise.setup(rules, prices)
