@@ -643,3 +643,123 @@ def test_price_csvs_via_the_command_line(tmp_path):
         assert p.returncode == code and "Traceback" not in p.stderr, p.stderr
         if code == 2:
             assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith("gpu-advisor: error: ")
+
+
+# --- issue 42's surfaces: a fleet's interconnect, the API price importer, the sandbox's format/repeat/filter chains ---
+
+LINK_WORDS = ["NVLink", "nvlink4", "NVSwitch", "NVL72", "NVL 36", "xGMI", "Infinity Fabric", "UALink", "HCCS", "PCIe", "PCIe Gen5",
+              "x16", "NVLink bridge", "InfiniBand", "NDR", "400G", "RoCE", "Ethernet", "EFA", "H100", "8x", "+", ",", "(", ")", "/"]
+NEGATIONS = ["no", "not", "without", "disabled", "off", "none of", "w/o", "non", "broken", "unused", "absent", "lacks"]
+
+
+@FUZZ
+@given(words=st.lists(st.one_of(st.sampled_from(LINK_WORDS), st.sampled_from(NEGATIONS),
+                                st.text(string.printable + "é\x1b", max_size=6)), min_size=0, max_size=6))
+def test_fleet_interconnects(capsys, tmp_path_factory, words):
+    from advisor.inputs import links
+    said = " ".join(words)
+    negated = any(w.lower() in NEGATIONS for w in " ".join(words).replace("/", " / ").split()) or "w/o" in said.lower()
+    try:
+        link = links.read(said)
+    except ValueError as exc:
+        assert "is not a word of the interconnect vocabulary" in str(exc)
+    else:
+        # no wording that denies a link is ever read as one (issue 42: 'no NVLink' planned TP 8 over NVLink)
+        assert not negated or said.strip().lower() == "none", said
+        assert link.kind in ("scale-up", "pcie", "unknown")
+    d = tmp_path_factory.mktemp("fleet")
+    text = (EXAMPLES / "fleet-h100.yaml").read_text().replace("interconnect: NVLink + InfiniBand NDR", f"interconnect: {json.dumps(said)}")
+    (d / "w.yaml").write_text(text)
+    run(capsys, "fleet_interconnect", ["estimate", str(d / "w.yaml"), "--format", "json"])
+
+
+API_IDS = ["together_ai/meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", "groq/openai/gpt-oss-120b", "deepinfra/openai/gpt-oss-120b",
+           "meta.llama3-1-70b-instruct-v1:0", "x/unknown-model", "\x1b]0;pwned\x07/llama-3.1-70b", "a" * 300]
+api_numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10**30, 10**30), st.just(0),
+                        st.floats(1e-15, 1e-3), st.sampled_from(["1e-06", "x", None, True, [], {}]))
+api_entries = st.fixed_dictionaries({"mode": st.sampled_from(["chat", "completion", "embedding", 5]),
+                                     "input_cost_per_token": api_numbers, "output_cost_per_token": api_numbers},
+                                    optional={"cache_read_input_token_cost": api_numbers,
+                                              "litellm_provider": st.one_of(st.text(string.printable + "\x00\x1b\u202e\x85", max_size=12),
+                                                                            api_numbers)})
+
+
+def _json_text(table, raw_numbers) -> str:
+    text = json.dumps(table, allow_nan=True)
+    for token in raw_numbers:                # numbers json.dumps cannot write: 5,000 digits, 1e999
+        text = text.replace('"@@"', token, 1)
+    return text
+
+
+@FUZZ
+@given(table=st.dictionaries(st.one_of(st.sampled_from(API_IDS), st.text(max_size=12)),
+                             st.one_of(api_entries, api_numbers), max_size=6),
+       raw=st.lists(st.sampled_from(["9" * 5000, "1e999", "-0", "[" * 5000 + "]" * 5000]), max_size=2), nest=st.booleans())
+def test_api_price_tables(capsys, tmp_path_factory, table, raw, nest):
+    d = tmp_path_factory.mktemp("api")
+    if raw:
+        table["together_ai/meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo"] = {"mode": "chat", "input_cost_per_token": "@@",
+                                                                            "output_cost_per_token": "@@"}
+    text = _json_text(table, raw * 2)
+    if nest:
+        text = '{"deep": ' + "[" * 100_000 + "]" * 100_000 + ", " + text[1:] if len(text) > 2 else text
+    f = d / "prices.json"
+    f.write_text(text, encoding="utf-8", errors="surrogatepass")
+    out = d / "api.yaml"
+    if run(capsys, "api_price_table", ["prices", "import-api", str(f), "--out", str(out)]) != 0:
+        assert not out.exists()
+        return
+    from advisor.inputs.apiprices import load_api_prices
+    for a in load_api_prices(out, catalog_mod.default().models):      # the file it wrote loads as the catalog reads it
+        for v in (a.usd_per_million_input, a.usd_per_million_output, a.usd_per_million_cached_input or 0):
+            assert math.isfinite(v) and 0 <= v < 1e18, a
+        assert all(s.isprintable() for s in (a.provider, a.provider_model, a.source)), a
+
+
+# the sandbox: whatever a chain of repeats, widths from arguments, format fields and filters builds, one rendering
+# either answers or is refused by the sandbox, under an address-space limit a bomb would hit first (MemoryError)
+sources = st.sampled_from(["'s'", "'s' * 1000", "'s' * 999999", "['x'] * 1000000", "['s' * 1000] * 1000", "range(10000)",
+                           "[[1] * 1000] * 1000", "'a\\nb' * 100000"])
+steps_ = st.sampled_from(["| map('upper')", "| map('center', 9999)", "| list", "| join('--')", "| batch(3)", "| sum(start=[])",
+                          "| wordwrap(1, wrapstring='y' * 1000)", "| replace('s', 'xyz' * 100)", "| unique", "| tojson(indent=16)",
+                          "| string", "| indent(9999)", "| map('string')", "| first", "| reverse", "* 1000", "* 10", "~ 'tail'",
+                          "| format(1)", "| length", "| map('format', 'x' * 9999)", "| select", "| slice(3)"])
+wrappers = st.sampled_from(["{{ X }}", "{{ '{:{}}'.format(X, '2500000000') }}", "{{ '{0}{0}{0}{0}'.format(X) }}",
+                            "{{ ('{:' ~ (X | length) ~ '}').format('a') }}", "{{ '%s%s' % (X, X) }}",
+                            "{% for i in range(1000) %}{% set y = X %}{% endfor %}", "{% for a in X %}{% for b in X %}{% endfor %}{% endfor %}",
+                            "{% set z %}{% for i in range(1000) %}{{ X }}{% endfor %}{% endset %}{{ z | length }}",
+                            "{% macro m(v) %}{{ v }}{{ v }}{% endmacro %}{{ m(X) | length }}"])
+
+
+@FUZZ
+@given(source=sources, chain=st.lists(steps_, max_size=4), wrapper=wrappers)
+def test_sandbox_format_repeat_and_filter_chains(source, chain, wrapper):
+    import resource
+    from jinja2 import DictLoader, TemplateError
+    from advisor.base import sandbox
+    expr = source
+    for step in chain:
+        expr = f"({expr}) {step}"
+    src = wrapper.replace("X", f"({expr})")
+    TRIED["sandbox_chain"] = TRIED.get("sandbox_chain", 0) + 1
+    env = sandbox.environment(DictLoader({}), layout=False)
+    with open("/proc/self/statm") as f:
+        now = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (now + 1_500_000_000, hard))
+
+    def hang(signum, frame):
+        raise _Hang(f"no answer in {HANG_SECONDS} s: {src}")
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(HANG_SECONDS)
+    try:
+        out = env.from_string(src).render()
+        assert len(out) <= sandbox.MAX_TEXT * 10
+    except MemoryError:
+        pytest.fail(f"the sandbox let this build past 1.5 GB: {src}")
+    except (TemplateError, TypeError, ValueError, OverflowError, AttributeError, ZeroDivisionError, RecursionError):
+        pass                                    # refused (SecurityError is a TemplateError) or a plain template error
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -8,6 +8,7 @@ name (a symbolic or hard link included) or that lies in the shipped catalog/, ru
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -185,52 +186,114 @@ def _locked(target: Path):
         os.close(fd)
 
 
+class WriteFailed(InputError):
+    """An output that could not be written (a full disk, a read-only folder): one line naming the file,
+    and the exit code of an output failure, not of invalid input."""
+
+    exit_code = 120             # what Python itself exits with when it cannot write its output (cli.EXIT_OUTPUT)
+
+
+def _cannot_write(exc: OSError, path) -> InputError:
+    """A failed write as one line naming the file (a full disk said "No space left on device" and no more)."""
+    return WriteFailed(Problem(f"cannot write: {exc.strerror or exc}", str(path)))
+
+
+class _Target:
+    """An output checked before anything is written: refused when it is an input (refuse_output) or a
+    directory; `special` (a device, a pipe) is written to as it is; a symbolic link is written through
+    (the link stays, its target gets the text); `st` is the file it replaces, if any."""
+
+    def __init__(self, path: str | Path, replaces: str | Path | None = None):
+        path = Path(path)
+        refuse_output(path, replaces)
+        try:
+            st = os.stat(path)             # follows links: what the path finally names
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise _cannot_write(exc, path) from None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise InputError(Problem("is a directory", str(path)))
+        self.shown = path
+        self.special = st is not None and not stat.S_ISREG(st.st_mode)
+        self.path = Path(os.path.realpath(path)) if not self.special and path.is_symlink() else path
+        self.st = st
+
+    @contextlib.contextmanager
+    def open_special(self, newline: str | None):
+        """A device or a pipe, opened without waiting: a named pipe no one reads is refused at once (it
+        blocked the command for ever), /dev/null, a terminal or a pipe read by another program work."""
+        try:
+            fd = os.open(self.path, os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                raise InputError(Problem(f"is {_not_a_file(self.st)} that no program is reading; refusing to wait for one",
+                                         str(self.shown))) from None
+            raise _cannot_write(exc, self.shown) from None
+        os.set_blocking(fd, True)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
+                yield f
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            raise _cannot_write(exc, self.shown) from None
+
+    def temporary(self) -> tuple[int, str]:
+        folder = self.path.parent if str(self.path.parent) else Path(".")
+        try:
+            return tempfile.mkstemp(prefix=f".{self.path.name}.", dir=folder)
+        except OSError as exc:
+            raise _cannot_write(exc, self.shown) from None
+
+    def place(self, tmp: str) -> None:
+        """Give the temporary file the output's permissions and rename it into place."""
+        if self.st is not None:
+            mode = stat.S_IMODE(self.st.st_mode)          # an existing file keeps its permissions
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask                         # mkstemp makes 0600; a memo is for colleagues to read
+        try:
+            os.chmod(tmp, mode)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise _cannot_write(exc, self.shown) from None
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 @contextlib.contextmanager
 def writing(path: str | Path, replaces: str | Path | None = None, newline: str | None = None):
     """A text file that becomes `path` when the block ends without an exception: written as a
     temporary file in the same folder under an exclusive lock (see `_locked`) and renamed into
     place, so readers see the old file or the whole new one. On an exception the old file stays and
-    the temporary one is removed. A symbolic link is written through (the link stays, its target
-    gets the text); a device or a pipe (/dev/null, /dev/stdout) is written to as it is. Outputs
-    that are inputs are refused first (`refuse_output`)."""
-    path = Path(path)
-    refuse_output(path, replaces)
-    try:
-        st = os.stat(path)             # follows links: what the path finally names
-    except FileNotFoundError:
-        st = None
-    except OSError as exc:
-        raise InputError(Problem(f"cannot write: {exc.strerror}", str(path))) from None
-    if st is not None and stat.S_ISDIR(st.st_mode):
-        raise InputError(Problem("is a directory", str(path)))
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        with open(path, "w", encoding="utf-8", newline=newline) as f:
+    the temporary one is removed; a failed write (a full disk) names the file. A symbolic link is
+    written through; a device or a pipe (/dev/null, /dev/stdout) is written to as it is, a named pipe
+    no one reads is refused. Outputs that are inputs are refused first (`refuse_output`)."""
+    target = _Target(path, replaces)
+    if target.special:
+        with target.open_special(newline) as f:
             yield f
         return
-    if path.is_symlink():
-        path = Path(os.path.realpath(path))
-    folder = path.parent if str(path.parent) else Path(".")
-    with _locked(path):
+    with _locked(target.path):
+        fd, tmp = target.temporary()
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-        except OSError as exc:
-            raise InputError(Problem(f"cannot write: {exc.strerror}", str(path))) from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
-                yield f
-            if st is not None:
-                mode = stat.S_IMODE(st.st_mode)          # an existing file keeps its permissions
-            else:
-                umask = os.umask(0)
-                os.umask(umask)
-                mode = 0o666 & ~umask                    # mkstemp makes 0600; a memo is for colleagues to read
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
             try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+                with os.fdopen(fd, "w", encoding="utf-8", newline=newline) as f:
+                    yield f
+            except OSError as exc:
+                if exc.filename is not None:          # the caller's own failure on another file
+                    raise
+                raise _cannot_write(exc, target.shown) from None
+            target.place(tmp)
+        except BaseException:
+            _unlink(tmp)
             raise
 
 
@@ -238,3 +301,35 @@ def write_atomic(path: str | Path, text: str, replaces: str | Path | None = None
     """Write the whole file or nothing, as `writing` does."""
     with writing(path, replaces) as f:
         f.write(text)
+
+
+def write_all(outputs: list[tuple[str | Path, str]], replaces: str | Path | None = None) -> None:
+    """Several files as one write (a memo and its charts): every output checked and locked, every
+    temporary file written, and only then each renamed into place; when any check, lock or write fails
+    (another writer, a full disk) no file is replaced (a rename in the folder the temporary file was
+    just written in, under its lock, is the one step left). `replaces` may be the first output's input."""
+    targets = [_Target(p, replaces if i == 0 else None) for i, (p, _) in enumerate(outputs)]
+    special = [(t, text) for t, (_, text) in zip(targets, outputs) if t.special]
+    regular = [(t, text) for t, (_, text) in zip(targets, outputs) if not t.special]
+    temps: list[str] = []
+    with contextlib.ExitStack() as locks:
+        for t, _ in sorted(regular, key=lambda x: str(x[0].path)):
+            locks.enter_context(_locked(t.path))
+        try:
+            for t, text in regular:
+                fd, tmp = t.temporary()
+                temps.append(tmp)
+                try:
+                    with os.fdopen(fd, "w", encoding="utf-8") as f:
+                        f.write(text)
+                except OSError as exc:
+                    raise _cannot_write(exc, t.shown) from None
+            for (t, _), tmp in zip(regular, temps):
+                t.place(tmp)
+        except BaseException:
+            for tmp in temps:
+                _unlink(tmp)
+            raise
+    for t, text in special:                 # /dev/null or a pipe: nothing there to keep whole
+        with t.open_special(None) as f:
+            f.write(text)

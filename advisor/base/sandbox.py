@@ -16,17 +16,18 @@ The environment keeps a bytecode cache only when its caller passes one (the ship
 """
 from __future__ import annotations
 
+import contextvars
 import functools
 import os
 import re
 from pathlib import Path
 
-from jinja2 import StrictUndefined, Undefined
+from jinja2 import StrictUndefined, Undefined, nodes
 from jinja2.compiler import CodeGenerator
 from jinja2.exceptions import SecurityError
-from jinja2.environment import TemplateModule
+from jinja2.environment import Template, TemplateModule
 from jinja2.runtime import LoopContext, Macro
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEscapeFormatter, SandboxedFormatter
 from jinja2.utils import Namespace
 
 from advisor.base.files import note_read
@@ -39,9 +40,19 @@ from advisor.base.files import note_read
 MAX_TEXT = 1_000_000          # characters of one string a template builds, and of the whole memo x 10
 MAX_ARG = 10_000              # an integer passed to a filter or method (a width, a digit count)
 MAX_POWER = 64                # the largest exponent
+MAX_POWER_BITS = 65_536       # bits of a power's result (9999 ** 64 ** 64 ...)
+MAX_JSON_INDENT = 16          # tojson's indent (repeated per nesting level on every line)
 MAX_ITERATIONS = 1_000_000    # items all range() calls of one rendering may yield
 TEMPLATE_SECONDS = 10.0       # wall time of one rendering (the main thread only)
 _WIDE_FORMAT = re.compile(r"\d{5,}|\*")    # a width or precision of 10,000 or more, or one given by '*'
+# The general bound (issue 42: a width taken from an argument, `'{:{}}'.format('a', '2500000000')`, and
+# `[s] * 1000000 | map('upper') | list`, 3.5 GB, passed every check of one operation): one budget per
+# rendering, whatever the template does. Every call (filter, method, macro, operator) and every loop
+# step is a step; every text and list built is charged its characters or items, counted as it is made
+# (a filter inside `map` included). The checks of one operation above keep any one step under
+# MAX_TEXT (the whole output under MAX_TEXT x 10), so nothing is built far past the budget first.
+MAX_STEPS = 2_000_000         # calls, loop steps and printed values of one rendering (a shipped memo: under 4,000)
+MAX_BUILT = 20_000_000        # characters and items all steps of one rendering may build (a memo: under 200,000)
 
 # --- what a template may read ---------------------------------------------------------------------------
 # Methods that only turn plain data into plain data. Not `encode` (bytes are what the cache exploit fed
@@ -97,9 +108,120 @@ def _is_num(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+# --- the budget of one rendering ------------------------------------------------------------------------
+
+class _Budget:
+    __slots__ = ("steps", "built")
+
+    def __init__(self):
+        self.steps, self.built = MAX_STEPS, MAX_BUILT
+
+
+#: the rendering under way (set by _BudgetTemplate for the outermost template; an included or imported
+#: one shares it); a context variable, so no template can reach or reset it
+_BUDGET: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("advisor_template_budget", default=None)
+
+
+def _built_size(value) -> int:
+    """What a step built: a text's characters, a collection's items (their own contents were charged
+    when they were built)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, (list, tuple, dict, set, frozenset)):
+        return len(value)
+    return 0
+
+
+def _charge(value=None, steps: int = 1, built: int | None = None) -> None:
+    """Count one step (or `steps`) and what it built against the rendering's budget; refuse past it."""
+    budget = _BUDGET.get()
+    if budget is None:
+        return
+    budget.steps -= steps
+    if budget.steps < 0:
+        _refuse(f"more than {MAX_STEPS:,} calls and loop steps in one rendering")
+    budget.built -= _built_size(value) if built is None else built
+    if budget.built < 0:
+        _refuse(f"more than {MAX_BUILT:,} characters and items built in one rendering")
+
+
+def _counted(items):
+    """A loop's items, each one step (`for` over a list the template built: a million-item list looped
+    inside itself had no bound but the memo's wall-time alarm, which rule texts do not have)."""
+    for item in items:
+        _charge()
+        yield item
+
+
+def _bounded_concat(parts) -> str:
+    """Jinja's concat (a block's, a macro's or the whole template's output): counted as it is joined,
+    refused past MAX_TEXT x 10 characters before the join builds it."""
+    out, n = [], 0
+    for part in parts:
+        n += len(part)
+        if n > MAX_TEXT * 10:
+            _refuse(f"the output would be longer than {MAX_TEXT * 10:,} characters")
+        out.append(part)
+    _charge(steps=0, built=n)
+    return "".join(out)
+
+
+def _finalizing(user=None):
+    """Jinja's `finalize` (what `{{ value }}` prints), after the caller's own: a list or mapping printed
+    becomes its text here and each printed text is charged, so printing a million-item list in a loop
+    (its text built each time, kept in a block's buffer) meets the budget. Text (Markup and the memo's
+    Markdown text too) passes as it is; numbers and None are printed by Jinja as before."""
+    def finalize(value):
+        if user is not None:
+            value = user(value)
+        if not isinstance(value, (str, int, float, bool, type(None))):
+            value = str(value)
+        _charge(value)
+        return value
+    return finalize
+
+
+def _str_len(x) -> int:
+    return len(x) if isinstance(x, str) else len(str(x)) if _is_num(x) or x is None else len(repr(x)[:MAX_TEXT + 1])
+
+
+def _check_percent(fmt: str, args) -> None:
+    """`%` formatting builds at most the format plus, per conversion, the longest argument (a mapping
+    lets one key be used 300,000 times): refused before it is built when that passes MAX_TEXT."""
+    if not isinstance(fmt, str):
+        return
+    values = list(args.values()) if isinstance(args, dict) else list(args) if isinstance(args, tuple) else [args]
+    longest = max((_str_len(v) for v in values), default=0)
+    if len(fmt) + fmt.count("%") * longest > MAX_TEXT:
+        _refuse(f"a text longer than {MAX_TEXT:,}")
+
+
+def _check_spec(spec: str) -> None:
+    """A `str.format` field's final spec (nested fields filled in: `'{:{}}'.format('a', '2500000000')`)."""
+    if any(int(d) >= MAX_ARG for d in re.findall(r"\d+", spec)):
+        _refuse(f"a format width of {MAX_ARG:,} or more")
+
+
+class _BoundedFormatter(SandboxedFormatter):
+    """str.format in the sandbox: each field's width checked once the spec is known, each field's text
+    charged as it is made ('{0}{0}{0}...' of a long argument)."""
+
+    def format_field(self, value, format_spec):
+        _check_spec(format_spec)
+        out = super().format_field(value, format_spec)
+        _charge(out)
+        return out
+
+
+class _BoundedEscapeFormatter(_BoundedFormatter, SandboxedEscapeFormatter):
+    pass
+
+
 def _check_binop(op: str, a, b) -> None:
     if op == "**" and _is_num(a) and _is_num(b) and abs(b) > MAX_POWER and abs(a) > 1:
         _refuse(f"a power above {MAX_POWER}")
+    if op == "**" and isinstance(a, int) and _is_num(b) and a.bit_length() * abs(b) > MAX_POWER_BITS:
+        _refuse(f"a power of more than {MAX_POWER_BITS:,} bits")
     if op == "*":
         seq, n = (a, b) if isinstance(a, (str, list, tuple)) else (b, a)
         if isinstance(seq, (str, list, tuple)) and _is_num(n) and len(seq) * max(n, 0) > MAX_TEXT:
@@ -110,6 +232,8 @@ def _check_binop(op: str, a, b) -> None:
         _refuse(f"a text longer than {MAX_TEXT:,}")
     if op == "%" and isinstance(a, str) and _WIDE_FORMAT.search(a):
         _refuse("a format width of 10,000 or more")
+    if op == "%" and isinstance(a, str):
+        _check_percent(a, b)
 
 
 def _joined_len(items) -> int:
@@ -143,6 +267,23 @@ def _check_built(name: str, value, args, kwargs) -> None:
         width = (list(args) + [kwargs.get("width", 4)])[0]
         w = width if _is_num(width) else len(width) if isinstance(width, str) else 0
         over(len(value) + (value.count("\n") + 1) * int(w))
+    elif name == "do_wordwrap" and isinstance(value, str):
+        # the wrap string goes in at every break: a million breaks of a million characters
+        given = list(args) + [None] * 3
+        width = given[0] if given[0] is not None else kwargs.get("width", 79)
+        wrap = given[2] if given[2] is not None else kwargs.get("wrapstring")
+        if _is_num(width) and width >= 1:
+            over(len(value) + (len(value) // int(width) + 1) * max(len(wrap) if isinstance(wrap, str) else 1, 1))
+    elif name == "do_sum" and isinstance(kwargs.get("start", args[1] if len(args) > 1 else 0), (list, tuple, str)):
+        # summing lists copies each partial sum: the total is what the result holds
+        items = value if isinstance(value, (list, tuple)) else ()
+        over(sum(_built_size(x) for x in items))
+    elif name == "do_format" and isinstance(value, str):
+        _check_percent(value, kwargs or tuple(args))
+    elif name == "do_tojson":
+        indent = (list(args) + [kwargs.get("indent")])[0]
+        if _is_num(indent) and indent > MAX_JSON_INDENT:
+            _refuse(f"a JSON indent above {MAX_JSON_INDENT} (each level of nesting repeats it on every line)")
 
 
 def _check_args(args, kwargs) -> None:
@@ -167,12 +308,42 @@ class _BoundedCode(CodeGenerator):
         self.write(")")
 
 
+class _BudgetTemplate(Template):
+    """A template whose rendering (the outermost one: an included or imported template shares it) has
+    one budget of steps and of what it builds (see MAX_STEPS)."""
+
+    def render(self, *args, **kwargs):
+        token = _BUDGET.set(_BUDGET.get() or _Budget())
+        try:
+            return super().render(*args, **kwargs)
+        finally:
+            _BUDGET.reset(token)
+
+    def generate(self, *args, **kwargs):
+        token = _BUDGET.set(_BUDGET.get() or _Budget())
+        try:
+            yield from super().generate(*args, **kwargs)
+        finally:
+            _BUDGET.reset(token)
+
+
 class Sandbox(ImmutableSandboxedEnvironment):
     """Jinja's immutable sandbox reading plain data only, with limits on what a template may build."""
 
     code_generator_class = _BoundedCode
+    template_class = _BudgetTemplate
     intercepted_binops = frozenset(["**", "*", "+", "%", "//"])
     bounded_text = staticmethod(_bounded_text)
+    counted = staticmethod(_counted)
+    concat = staticmethod(_bounded_concat)
+
+    def _parse(self, source, name, filename):
+        tree = super()._parse(source, name, filename)
+        # every `for` loop iterates `environment.counted(ITERABLE)`: each item a step of the budget
+        for loop in tree.find_all(nodes.For):
+            loop.iter = nodes.Call(nodes.EnvironmentAttribute("counted", lineno=loop.lineno), [loop.iter], [], None, None,
+                                   lineno=loop.lineno)
+        return tree
 
     def is_safe_attribute(self, obj, attr, value) -> bool:
         return readable(obj, attr, value) and super().is_safe_attribute(obj, attr, value)
@@ -191,26 +362,35 @@ class Sandbox(ImmutableSandboxedEnvironment):
         _refuse(f"reading {attribute!r} of a {type(obj).__name__} is not allowed (templates read plain data only)")
 
     def wrap_str_format(self, value):
-        if getattr(value, "__name__", "") == "format_map":
-            return None                 # then refused as any unlisted method is (Jinja would hand it out first)
+        if getattr(value, "__name__", "") != "format":
+            return None                 # format_map: refused as any unlisted method is (Jinja would hand it out first)
         f_self = getattr(value, "__self__", None)
-        if getattr(value, "__name__", "") in ("format", "format_map") and isinstance(f_self, str) and _WIDE_FORMAT.search(f_self):
+        if not isinstance(f_self, str):
+            return None
+        if _WIDE_FORMAT.search(f_self):
             _refuse("a format width of 10,000 or more")
-        return super().wrap_str_format(value)
+        from markupsafe import Markup
+        formatter = _BoundedEscapeFormatter(self, escape=f_self.escape) if isinstance(f_self, Markup) else _BoundedFormatter(self)
+
+        @functools.wraps(value)
+        def format_(*args, **kwargs):
+            return type(f_self)(formatter.vformat(f_self, args, kwargs))
+        return format_
 
     def call_binop(self, context, operator, left, right):
         _check_binop(operator, left, right)
-        return super().call_binop(context, operator, left, right)
+        out = super().call_binop(context, operator, left, right)
+        _charge(out)
+        return out
 
     def call(__self, __context, __obj, *args, **kwargs):      # noqa: N805 (Jinja's own signature)
         _check_args(args, kwargs)
         name = getattr(__obj, "__name__", "")
         if name in ("join", "replace") and isinstance(getattr(__obj, "__self__", None), str):
             _check_built(name, __obj.__self__, args, kwargs)
-        if name in ("format", "format_map") and isinstance(getattr(__obj, "__self__", None), str) \
-                and _WIDE_FORMAT.search(__obj.__self__):
-            _refuse("a format width of 10,000 or more")
-        return super().call(__context, __obj, *args, **kwargs)
+        out = super().call(__context, __obj, *args, **kwargs)
+        _charge(out)
+        return out
 
 
 def _bounded_filter(f):
@@ -220,14 +400,16 @@ def _bounded_filter(f):
     def run(*args, **kwargs):
         _check_args(args[skip:], kwargs)
         if len(args) >= skip:
-            if f.__name__ == "do_join" and not isinstance(args[skip - 1], (list, tuple, range, dict, str)):
-                # a generator (`map`, `select`) is measured as the list Jinja's join makes of it anyway
+            if f.__name__ in ("do_join", "do_sum") and not isinstance(args[skip - 1], (list, tuple, range, dict, str)):
+                # a generator (`map`, `select`) is measured as the list Jinja's join or sum makes of it anyway
                 args = (*args[:skip - 1], list(args[skip - 1]), *args[skip:])
             _check_built(f.__name__, args[skip - 1], args[skip:], kwargs)
         if f.__name__ in ("do_format",) and len(args) >= skip and isinstance(args[skip - 1], str) \
                 and _WIDE_FORMAT.search(args[skip - 1]):
             _refuse("a format width of 10,000 or more")
-        return f(*args, **kwargs)
+        out = f(*args, **kwargs)
+        _charge(out)                # a filter inside `map` too: each item a step, each text its characters
+        return out
     return run
 
 
@@ -255,7 +437,7 @@ def environment(loader, *, autoescape: bool = False, finalize=None, filters: dic
                 bytecode_cache=None, layout: bool = True) -> Sandbox:
     """A fresh sandbox: Jinja's filters and `filters` (all bounded), `range` and `namespace` as the only
     globals. `bytecode_cache` only for templates the advisor ships; `layout` trims block lines (memos)."""
-    env = Sandbox(autoescape=autoescape, undefined=StrictUndefined, loader=loader, finalize=finalize,
+    env = Sandbox(autoescape=autoescape, undefined=StrictUndefined, loader=loader, finalize=_finalizing(finalize),
                   bytecode_cache=bytecode_cache, keep_trailing_newline=layout, trim_blocks=layout, lstrip_blocks=layout)
     env.filters.update(filters or {})
     for k, f in list(env.filters.items()):

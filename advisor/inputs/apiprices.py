@@ -14,6 +14,7 @@ says how the shipped one was built.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -22,12 +23,15 @@ from dataclasses import dataclass
 from advisor.base import yamlio
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.files import read_input
+from advisor.base.text import clean
 from advisor.inputs.figures import is_number
 from advisor.inputs.names import RELEASE_WORDS, name_index, resolve
 
 #: the price table is ~3.5 MB (2026); anything past this is not that file
 MAX_BYTES = 64 * 2**20
 MODES = ("chat", "completion")
+#: characters of a provider or model id written (LiteLLM's longest are ~120)
+MAX_NAME = 300
 
 #: the row fields of api-prices.yaml, in the order written
 ORDER = ("model", "provider", "provider_model", "usd_per_million_input", "usd_per_million_cached_input",
@@ -97,13 +101,27 @@ def _per_million(v) -> float | None:
     return round(v * 1e6, 6)
 
 
-def rows_from(table: dict, catalog, date: str, source: str) -> tuple[list[dict], list[str]]:
-    """The api-prices rows of a parsed LiteLLM table and the unmapped ids of catalog model families."""
+def _bad_price(e: dict) -> str | None:
+    """Why a mapped entry's prices are no prices the catalog's loader reads (infinite, or 10^18 and more
+    per million tokens: `figures.is_number`), or None."""
+    for k in ("input_cost_per_token", "cache_read_input_token_cost", "output_cost_per_token"):
+        v = e.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0 and not is_number(v * 1e6):
+            return f"{k} {v:g}" if isinstance(v, float) else f"{k} a {len(str(v))}-digit number"
+    return None
+
+
+def rows_from(table: dict, catalog, date: str, source: str, skipped: list[str] | None = None) -> tuple[list[dict], list[str]]:
+    """The api-prices rows of a parsed LiteLLM table and the unmapped ids of catalog model families.
+    A catalog model's entry whose price is no number the loader reads (infinite, absurdly large) is
+    left out and named in `skipped` (issue 42: it was written as `inf`, a file the loader refuses);
+    names are written as plain text (control characters dropped, as `prices import` does)."""
     index, fams = model_index(catalog), families(catalog)
     rows, unmapped = [], []
     for key, e in table.items():
         if not isinstance(e, dict) or e.get("mode") not in MODES:
             continue
+        key = clean(str(key), MAX_NAME)
         inp, out = _per_million(e.get("input_cost_per_token")), _per_million(e.get("output_cost_per_token"))
         if not inp or not out:
             continue      # no price, or 0: a local runtime or a free tier, not an offer to compare with
@@ -113,8 +131,14 @@ def rows_from(table: dict, catalog, date: str, source: str) -> tuple[list[dict],
             if any(re.search(rf"(?:^|[-.]){re.escape(f)}", c) for f in fams):
                 unmapped.append(key)
             continue
+        bad = _bad_price(e)
+        if bad or not key:
+            if skipped is not None:
+                skipped.append(f"{key or '(no id)'} ({bad or 'no id'})")
+            continue
         cached = _per_million(e.get("cache_read_input_token_cost"))
-        rows.append({"model": mid, "provider": str(e.get("litellm_provider") or key.split("/", 1)[0]),
+        provider = clean(str(e.get("litellm_provider") or ""), MAX_NAME) or key.split("/", 1)[0]
+        rows.append({"model": mid, "provider": provider,
                      "provider_model": key, "usd_per_million_input": inp,
                      "usd_per_million_cached_input": cached if cached else None,
                      "usd_per_million_output": out, "date": date, "source": source})
@@ -124,12 +148,14 @@ def rows_from(table: dict, catalog, date: str, source: str) -> tuple[list[dict],
 
 def _scalar(v) -> str:
     if isinstance(v, float):
-        return f"{v:g}"
+        text = f"{v:g}"
+        # YAML 1.1 (PyYAML) reads '1e-06' as text: a float in exponent form needs its '.0'
+        return text.replace("e", ".0e", 1) if "e" in text and "." not in text else text
     return json.dumps(v, ensure_ascii=False)
 
 
 def to_yaml(rows: list[dict], unmapped: list[str], header: str) -> str:
-    lines = [f"# {h}" if h else "#" for h in header.splitlines()] + ["api_prices:"]
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] + ["api_prices:" + ("" if rows else " []")]
     for r in rows:
         lines.append("  - {" + ", ".join(f"{k}: {_scalar(r[k])}" for k in ORDER if r.get(k) is not None) + "}")
     # kept in the file (the catalog does not read it) so a reviewer sees what the mapping left out
@@ -138,23 +164,58 @@ def to_yaml(rows: list[dict], unmapped: list[str], header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def import_api_prices(path: str | Path, catalog, date: str, source: str) -> tuple[str, list[dict], list[str]]:
-    """The api-prices file text for a LiteLLM price table, its rows and the unmapped ids."""
+def _parse_int(text: str):
+    # before int(): 5,000 digits exceed Python's own limit (a ValueError); no price has 20 digits
+    return int(text) if len(text.lstrip("-")) <= 19 else math.inf
+
+
+def read_table(path: str | Path) -> dict:
+    """The parsed LiteLLM table: a JSON object; every failure (not UTF-8, not JSON, nested 100,000 deep,
+    a 5,000-digit number) an InputError naming the file."""
     raw = read_input(path, MAX_BYTES, "LiteLLM price table (JSON)")
     try:
-        table = json.loads(raw.decode("utf-8"))
+        table = json.loads(raw.decode("utf-8"), parse_int=_parse_int)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         line = getattr(exc, "lineno", None)
         raise InputError(Problem(f"not a JSON price table: {getattr(exc, 'msg', exc)}", str(path), line)) from None
+    except RecursionError:
+        raise InputError(Problem("not a LiteLLM price table: nested too deep to read", str(path))) from None
+    except ValueError as exc:
+        raise InputError(Problem(f"not a JSON price table: {str(exc)[:120]}", str(path))) from None
     if not isinstance(table, dict):
         raise InputError(Problem("not a LiteLLM price table (expected a JSON object of model ids)", str(path), 1))
-    rows, unmapped = rows_from(table, catalog, date, source)
+    return table
+
+
+def _loads_back(text: str, catalog) -> None:
+    """Refuse (nothing written) a file the catalog's own loader would refuse: the text is read back by
+    load_api_prices itself, from a private temporary folder, so every check the loader makes applies."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="gpu-advisor-api-") as folder:
+        check = Path(folder) / API_PRICE_FILE
+        check.write_text(text, encoding="utf-8")
+        try:
+            load_api_prices(check, catalog.models)
+        except InputError as exc:
+            first = str(exc.problems[0]).replace(str(check), "the imported file")
+            raise InputError(Problem(f"the import made an API price file its own loader refuses, so nothing was written: {first}")) from None
+
+
+def import_api_prices(path: str | Path, catalog, date: str, source: str,
+                      skipped: list[str] | None = None) -> tuple[str, list[dict], list[str]]:
+    """The api-prices file text for a LiteLLM price table, its rows and the unmapped ids (the entries
+    left out for a price that is no number go to `skipped`). The text is one the loader reads."""
+    date, source = clean(date, 40), clean(source, MAX_NAME)
+    rows, unmapped = rows_from(read_table(path), catalog, date, source, skipped)
     header = (f"Per-token API prices for catalog models, imported by\n"
-              f"`gpu-advisor prices import-api {Path(path).name} --date {date}` (do not edit by hand: re-run it; docs/api-prices.md).\n"
+              f"`gpu-advisor prices import-api {clean(Path(path).name, MAX_NAME)} --date {date}` (do not edit by hand: re-run it; docs/api-prices.md).\n"
               f"Source: {source}. USD per million tokens: input, cached input (absent: the provider lists none), output.\n"
               f"{len(rows)} rows for {len({r['model'] for r in rows})} catalog models; ids of catalog model families not mapped "
-              f"(listed under unmapped): {len(unmapped)}")
-    return to_yaml(rows, unmapped, header), rows, unmapped
+              f"(listed under unmapped): {len(unmapped)}"
+              + (f"; entries left out for a price that is no number: {len(skipped)}" if skipped else ""))
+    text = to_yaml(rows, unmapped, header)
+    _loads_back(text, catalog)
+    return text, rows, unmapped
 
 
 # --- the catalog's API price rows (catalog/api-prices.yaml), as the catalog loads them ---------------

@@ -13,7 +13,7 @@ from advisor.base import yamlio
 from advisor.inputs.catalog import Catalog, Model
 from advisor.inputs.engines import ENGINES
 from advisor.inputs.figures import Figure
-from advisor.inputs import crosschecks, layoutinput
+from advisor.inputs import crosschecks, layoutinput, links
 from advisor.inputs.crosschecks import ROPE_SCALING_MAX, TRAIN  # noqa: F401  (tests read workload.ROPE_SCALING_MAX)
 from advisor.inputs.prices import check_providers
 from advisor.inputs.parallel import LAYOUT_FIELDS, POOL_FIELDS, POOLS, Layout, Pools, of_pools  # noqa: F401  (workload.LAYOUT_FIELDS)
@@ -539,6 +539,12 @@ def parse_fleet(raw, catalog: Catalog, col: Collector, file: str, line: int | No
                 got = read_value(Spec("float", FLEET_FIELDS[k], min=0, max=10_000, unit="USD/h"), v, col, f"fleet[{i}].{k}", kat)
                 if got is not None:
                     vals[k] = got
+            elif k == "interconnect" and v is not None:
+                try:
+                    links.read(str(v))        # a closed vocabulary: "no NVLink" is refused, never read as NVLink
+                    vals[k] = str(v)
+                except ValueError as exc:
+                    col.add(str(exc), kat, f"fleet[{i}].{k}")
             elif v is not None:
                 vals[k] = str(v)
         if "gpu" not in e or "count" not in e:

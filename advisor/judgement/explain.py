@@ -12,6 +12,11 @@ from advisor.base.errors import InputError, Problem
 MAX_BYTES = 64 * 1024 * 1024      # a decision record is some 100 kB; /dev/zero is refused, not read forever
 RECORD_FIELDS = {"recommendation": (dict, type(None)), "decisive_rule": (dict, type(None)), "candidates": list,
                  "versions": dict, "trace": list, "estimate": dict, "inputs": dict}
+# what a record names that explain loads or walks, at most (issue 42: the rules folder named 800 times was
+# loaded 800 times, 53 s and 1.5 GB, for 83,200 lines of duplicate ids): far above any record the advisor writes
+# (one entry per --rules folder, one candidate per catalog GPU, a few hundred trace steps)
+MAX_LISTED = {("versions", "rule_dirs"): 64, ("versions", "price_files"): 8, ("versions", "rule_files"): 10_000,
+              ("candidates",): 10_000, ("alternatives",): 10_000, ("trace",): 1_000_000}
 
 
 def read_record(path: str) -> dict:
@@ -28,6 +33,11 @@ def read_record(path: str) -> dict:
     for k, types in RECORD_FIELDS.items():
         if not isinstance(rec.get(k), types):
             raise InputError(Problem(f"not a complete decision record: '{k}' is missing or of the wrong kind", path))
+    for keys, most in MAX_LISTED.items():
+        listed = rec.get(keys[0]) if len(keys) == 1 else (rec.get(keys[0]) or {}).get(keys[1])
+        if isinstance(listed, list) and len(listed) > most:
+            raise InputError(Problem(f"not a decision record the advisor wrote: '{'.'.join(keys)}' lists {len(listed):,} "
+                                     f"entries (at most {most:,})", path))
     return _printable(rec)
 
 
@@ -80,6 +90,7 @@ def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
             path = d["path"]
             if Path(path).resolve() in from_env:
                 continue
+            from_env.add(Path(path).resolve())        # a folder named twice is loaded once
             if rules:
                 if not any(_same(path, r) for r in rules):
                     unloaded.append(f"Note: the decision used the rules in {path}, which are not loaded: they are not "

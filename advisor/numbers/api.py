@@ -89,15 +89,22 @@ def _close(a, b) -> bool:
     return bool(a and b) and max(a, b) / min(a, b) <= SIZE_CLASS_FACTOR
 
 
+def _charged(a) -> bool:
+    """An offer that charges for tokens: a row of 0 for input and output is a free tier or a local
+    runtime, no price to break even against (the importer leaves those out; a hand-written row of 0
+    divided the day's cost by zero, issue 42)."""
+    return a.usd_per_million_input > 0 or a.usd_per_million_output > 0
+
+
 def offers_for(model, catalog) -> tuple[str, tuple[str, ...], list]:
     """(match, models, API rows): the model's own offers, else those of the catalog models of its size class."""
-    rows = [a for a in catalog.api_prices if a.model == model.id]
+    rows = [a for a in catalog.api_prices if a.model == model.id and _charged(a)]
     if rows:
         return "model", (model.id,), rows
     total, active = _figures(model)
     near = tuple(m.id for m in catalog.models.values()
                  if m.id != model.id and _close(total, _figures(m)[0]) and _close(active, _figures(m)[1]))
-    rows = [a for a in catalog.api_prices if a.model in near]
+    rows = [a for a in catalog.api_prices if a.model in near and _charged(a)]
     if rows:
         return "size-class", tuple(sorted({a.model for a in rows})), rows
     return "none", (), []
@@ -136,6 +143,11 @@ def _offers_priced(w, catalog) -> ApiComparison:
         return ApiComparison("none")
     p, o, h = w.prompt_tokens, w.output_tokens, w.prefix_cache_hit
     priced = sorted(((blended_usd_per_million(a, p, o, h), a) for a in rows), key=lambda x: (x[0], x[1].provider, x[1].provider_model))
+    # an offer free for this request shape (all of its prompt cached at a cached price of 0, no output
+    # price) is no price either
+    priced = [(usd, a) for usd, a in priced if usd > 0]
+    if not priced:
+        return ApiComparison("none")
     best: dict[str, tuple] = {}
     for usd, a in priced:
         best.setdefault(a.provider, (usd, a))

@@ -13,23 +13,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from advisor.inputs import links
 from advisor.inputs.catalog import GPU
 from advisor.inputs.figures import Figure
 
-# words a fleet's `interconnect` uses for a scale-up link between the GPUs of a node (NVIDIA NVLink
-# and NVSwitch, AMD xGMI / Infinity Fabric, UALink, Huawei HCCS); anything else is not one
-SCALE_UP_WORDS = ("nvlink", "nvswitch", "xgmi", "infinity fabric", "infinity-fabric", "ualink", "hccs")
-# a rack-scale NVLink domain named in the fleet (GB200/GB300 NVL72, NVL36): the rack is the domain
-RACK_SCALE_WORDS = ("nvl72", "nvl36", "nvl 72", "nvl 36")
-
 
 def link_kind(interconnect: str | None) -> str:
-    """'scale-up' when the fleet names a scale-up link, 'pcie' when it names PCIe only, 'unknown' when
-    it names neither (or nothing): the last two plan like PCIe."""
-    text = (interconnect or "").lower()
-    if any(word in text for word in SCALE_UP_WORDS):
-        return "scale-up"
-    return "pcie" if "pcie" in text or "pci-e" in text else "unknown"
+    """'scale-up' when the fleet names a scale-up link, 'pcie' when it names PCIe only (or NVLink
+    bridges, which join pairs), 'unknown' when it names neither (or nothing): the last two plan like
+    PCIe. The workload loader has refused every wording outside the vocabulary (inputs.links)."""
+    return links.read(interconnect).kind
 
 
 def entry_for(gpu: GPU, w) -> object | None:
@@ -63,7 +56,7 @@ def shaped(gpu: GPU, w) -> GPU:
             figures["system_kw"] = replace(system, value=share,
                                            sources=tuple(f"{s} x {per_node}/{gpu.gpus_per_node} for the fleet's nodes" for s in system.sources))
     domain = gpu.num("nvlink_domain") or gpu.gpus_per_node
-    rack_scale = any(word in (entry.interconnect or "").lower() for word in RACK_SCALE_WORDS)
+    rack_scale = links.read(entry.interconnect).rack_scale
     if domain > per_node and not rack_scale:
         figures["nvlink_domain"] = Figure(per_node, ("fleet",), f"{where}: NVLink ends at the fleet's node")
     kind = link_kind(entry.interconnect)

@@ -277,7 +277,7 @@ def cmd_sweep(args) -> int:
                                                     progress=not args.quiet and sys.stderr.isatty(), summary=args.summary)
     if interrupted:
         print(f"gpu-advisor: interrupted: {written} of {total} rows decided and kept in {args.out}", file=sys.stderr)
-        return 130
+        return 128 + int(interrupted)      # 130 after Ctrl-C, 143 after SIGTERM, as a shell reports a signal
     if args.summary:
         sweep.write_summary(Path(args.out), fields, Path(args.summary))
     if args.format == "json":
@@ -455,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         for problem in exc.problems:
             print(f"gpu-advisor: error: {one_line(str(problem))}", file=sys.stderr)
-        return EXIT_INPUT
+        return getattr(exc, "exit_code", EXIT_INPUT)      # base.files.WriteFailed: EXIT_OUTPUT
     except KeyboardInterrupt:
         print("gpu-advisor: interrupted", file=sys.stderr)
         return 130

@@ -404,7 +404,10 @@ class Dialogue:
         d = cls(setup, answers=state["answers"], **kw)
         d.resumed_from = Path(path)
         d.preset = set(state.get("preset") or [])
-        d.asked = list(state.get("asked") or [])
+        # only the questions this version asks, each once: a tampered or older file's unknown ids made `back`
+        # fail with StopIteration (issue 42)
+        known = {q.id for q in d.questions}
+        d.asked = list(dict.fromkeys(q for q in state.get("asked") or [] if isinstance(q, str) and q in known))
         d.typed = {str(k): str(v) for k, v in (state.get("typed") or {}).items()}
         # the session goes on as one: the `quit` that paused it and the save answer are not steps of its transcript
         # (review 14: a replay of a quit-and-resumed session ended at the quit)

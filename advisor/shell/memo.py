@@ -44,7 +44,7 @@ def _env(shipped: bool, html: bool, colour: bool, folder: Path, md: bool = False
     filters["code"] = _markdown_code
     # compiled templates are code loaded back with marshal: only the shipped ones are cached; a user's
     # template is compiled afresh every time (its environment has no cache to reach or to fill)
-    cache = jinja_bytecode_cache("bounded2") if shipped else None
+    cache = jinja_bytecode_cache("bounded4") if shipped else None    # bounded4: loops and printed values counted (sandbox budget)
     return sandbox.environment(sandbox.confined_loader(folder), autoescape=html, filters=filters, bytecode_cache=cache,
                                finalize=_markdown_finalize if md and not html else None)
 
@@ -138,7 +138,7 @@ def write(rec: dict, catalog: Catalog, fmt: str, out: str | Path, template: str 
     """Write the memo to `out` (atomically) and, for Markdown, its charts as SVG files beside it, which
     it links; every output is checked (an input of the command is refused) before any is written.
     Returns the paths written, the memo first."""
-    from advisor.base.files import refuse_output    # (write_atomic: imported below, for callers of memo too)
+    from advisor.base.files import refuse_output, write_all    # (write_atomic: imported below, for callers of memo too)
     paths = {}
     if fmt == "md" and writes_charts(out):
         paths = chart_paths(out)
@@ -149,9 +149,9 @@ def write(rec: dict, catalog: Catalog, fmt: str, out: str | Path, template: str 
     drawn = {k: p for k, p in paths.items() if context_svgs.get(k)}
     text = render(rec, catalog, fmt, template, charts={k: p.name for k, p in drawn.items()},
                   prepared=(context, context_svgs))
-    for k, p in drawn.items():
-        write_atomic(p, '<?xml version="1.0" encoding="UTF-8"?>\n' + str(context_svgs[k]) + "\n")
-    write_atomic(out, text, replaces)
+    # the memo and its charts are one write: when any fails (a lock held, a full disk) none is replaced
+    write_all([(out, text), *((p, '<?xml version="1.0" encoding="UTF-8"?>\n' + str(context_svgs[k]) + "\n") for k, p in drawn.items())],
+              replaces)
     return [Path(out), *drawn.values()]
 
 

@@ -139,8 +139,9 @@ def _fleet_line(x: _Record) -> str | None:
         mine = {f["gpu"] for f in fleet}
         out = next((c for c in x.rec.get("candidates") or [] if c.get("gpu") in mine and c.get("excluded") and c.get("excluded_by")), None)
         if out is not None:
-            return (f"The team's {owned} stay out of this plan: its plan on them, {out['count']:,} x {out['gpu']}, is out: "
-                    + x.cites.prose(out["excluded_by"][0]["reason"]))
+            # excluded before it got a plan (no engine runs on it): no card count to quote (issue 42)
+            on = f"its plan on them, {out['count']:,} x {out['gpu']}," if out.get("count") else f"{out['gpu']}"
+            return f"The team's {owned} stay out of this plan: {on} is out: " + x.cites.prose(out["excluded_by"][0]["reason"])
         return f"The team's {owned} stay out of this plan: no plan on them holds the workload"
     p = x.cands[best["gpu"]]["price"]
     added = f", {p['added_gpus']} more rented" if p.get("added_gpus") else ""

@@ -92,8 +92,9 @@ def _import_api(args) -> int:
     date = args.date or datetime.date.today().isoformat()
     source = args.source or f"BerriAI/litellm model_prices_and_context_window.json ({Path(args.paths[0]).name})"
     from advisor.judgement import advise
+    skipped: list[str] = []
     text, rows, unmapped = apiprices.import_api_prices(args.paths[0], advise.load_catalog(getattr(args, "prices", None)),
-                                                       date, source)
+                                                       date, source, skipped)
     if args.out:
         write_atomic(args.out, text)
     else:
@@ -103,6 +104,8 @@ def _import_api(args) -> int:
     if unmapped:
         print(f"not mapped to a catalog model (no row written), {len(unmapped)} ids of catalog model families: "
               + ", ".join(unmapped), file=sys.stderr)
+    if skipped:
+        print(f"left out for a price that is no number (no row written), {len(skipped)}: " + ", ".join(skipped), file=sys.stderr)
     return 0
 
 

@@ -125,15 +125,48 @@ def _where(pr: Problem, path: Path, vary, fields: list[str], pick: tuple) -> tup
 _STATE: dict = {}
 
 
+class Terminated(Exception):
+    """SIGTERM (or SIGHUP) to the sweep: handled as Ctrl-C is (the finished rows kept, the workers
+    stopped, the lock and the temporary file removed), where the default action killed the parent
+    outright and left both, its workers dying on a broken pipe (issue 42)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame):
+    raise Terminated(signum)
+
+
+def _stop_signals() -> dict:
+    """Install _terminate for SIGTERM and SIGHUP in the parent (main thread only); the old handlers."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, _terminate) for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s}
+
+
 def _init(rules, prices):
     import signal
     import warnings
     warnings.simplefilter("ignore", DeprecationWarning)
     if _STATE.get("worker"):
         signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle: no worker tracebacks
+        for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+            if s:                                         # the pool stops a worker with SIGTERM: it just ends
+                signal.signal(s, _worker_exit)
     if "setup" not in _STATE:        # a forked worker has the parent's; a spawned one loads it again
         from advisor.judgement import advise
         _STATE["setup"] = advise.setup(rules, prices)
+
+
+def _worker_exit(signum, frame):
+    # SIGTERM to a worker (from the pool, or to the whole process group): unwound, not killed, so that the
+    # queue lock an idle worker holds while it waits for a task is released (a worker killed holding it
+    # left the parent's pool.terminate() waiting for it for ever); SystemExit ends the process silently
+    raise SystemExit(0)
 
 
 def _decide(doc: dict) -> dict:
@@ -157,12 +190,13 @@ def _r(x):
 
 def run(grid_path, out_path, rules=None, prices=None, jobs: int | None = None, progress=True, summary=None):
     """Decide every combination and write the CSV as rows arrive.
-    Returns (rows written, total, interrupted, the varied fields).
+    Returns (rows written, total, the signal that interrupted it (SIGINT, SIGTERM, SIGHUP) or 0, the
+    varied fields).
 
     The rows go, as they are decided, to a temporary file beside `out_path`, under the exclusive
     lock of files.writing (a second sweep or recommend to the same file is refused, never
-    interleaved); it replaces `out_path` when the sweep ends, or is interrupted with Ctrl-C (the
-    finished rows are kept). A sweep killed outright leaves the previous file as it was. The outputs
+    interleaved); it replaces `out_path` when the sweep ends, or is interrupted with Ctrl-C or stopped
+    with SIGTERM or SIGHUP (the finished rows are kept, the workers stopped). A sweep killed outright leaves the previous file as it was. The outputs
     (`out_path`, and the `summary` written later) are checked against every file read before any
     work starts."""
     from advisor.judgement import advise
@@ -181,7 +215,27 @@ def run(grid_path, out_path, rules=None, prices=None, jobs: int | None = None, p
             raise InputError(Problem("is the table this sweep writes (--out): the summary needs a file of its own",
                                      str(summary), field="--summary"))
         files.refuse_output(summary)
-    written, interrupted = 0, False
+    written, interrupted = 0, 0
+    import signal
+    old_handlers = _stop_signals()
+    try:
+        written, interrupted = _write_rows(out_path, fields, combos, docs, jobs, rules, prices, progress)
+    except Terminated as exc:             # before the table was open, or while it was put in place: nothing kept
+        return 0, len(docs), exc.signum, fields
+    finally:
+        for s, h in old_handlers.items():
+            signal.signal(s, h)
+    if interrupted:        # a signal may land between a row's write and its count: the file says what was kept
+        with open(out_path, newline="", encoding="utf-8") as fh:
+            written = max(0, sum(1 for _ in csv.reader(fh)) - 1)
+    return written, len(docs), interrupted, fields
+
+
+def _write_rows(out_path, fields, combos, docs, jobs, rules, prices, progress) -> tuple[int, int]:
+    """(rows written, the signal that stopped the sweep: SIGINT or SIGTERM/SIGHUP, 0 when none)."""
+    import signal
+    from advisor.base import files
+    written, interrupted = 0, 0
     with files.writing(out_path, newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(list(fields) + list(COLUMNS))
@@ -212,18 +266,20 @@ def run(grid_path, out_path, rules=None, prices=None, jobs: int | None = None, p
                     try:
                         for i, result in enumerate(pool.imap(_decide, docs, chunksize=max(1, len(docs) // (jobs * 16)))):
                             emit(i, result)
-                    except KeyboardInterrupt:
+                    except (KeyboardInterrupt, Terminated):
                         pool.terminate()
                         raise
         except KeyboardInterrupt:
-            interrupted = True
+            interrupted = int(signal.SIGINT)
+        except Terminated as exc:
+            interrupted = exc.signum
         if progress:
             from advisor.shell import progress as bar
             bar.finish()
     if interrupted:        # Ctrl-C may land between a row's write and its count: the file says what was kept
         with open(out_path, newline="", encoding="utf-8") as fh:
             written = max(0, sum(1 for _ in csv.reader(fh)) - 1)
-    return written, len(docs), interrupted, fields
+    return written, interrupted
 
 
 def _cell(v):
