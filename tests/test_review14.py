@@ -41,7 +41,7 @@ def test_ask_from_a_file_keeps_the_fields_no_question_asks(catalog, kb, tmp_path
     assert answers["name"] == "team-chat"
     d = walk(dialogue.Dialogue(Setup(catalog, kb), answers=answers, out_dir=tmp_path, width=80), "confirm")
     shown = "\n".join(d.summary())
-    assert "Only these GPUs: h100-sxm, l40s  (from your file)" in shown and "name: team-chat  (from your file)" in shown
+    assert "Only these GPUs: h100-sxm, l40s  (from your file)" in shown and "Name: team-chat  (from your file)" in shown
     d.submit("yes")
     assert d.decision.record["recommendation"]["gpu"] in ("h100-sxm", "l40s")
     assert d.default_path() == "team-chat-memo.md"
