@@ -266,6 +266,10 @@ def _write_rows(out_path, fields, combos, docs, jobs, rules, prices, progress) -
                     try:
                         for i, result in enumerate(pool.imap(_decide, docs, chunksize=max(1, len(docs) // (jobs * 16)))):
                             emit(i, result)
+                        # every row in: the workers end on the pool's sentinel, not on the SIGTERM the `with`
+                        # block's terminate() would send them mid-wait (a hang seen once under load)
+                        pool.close()
+                        pool.join()
                     except (KeyboardInterrupt, Terminated):
                         pool.terminate()
                         raise
