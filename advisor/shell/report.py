@@ -94,13 +94,14 @@ def summary_text(rec: dict, cat=None, width: int | None = None) -> str:
         if (rec.get("no_plan") or {}).get("text"):
             lines.append(f"  {rec['no_plan']['text'][0].upper()}{rec['no_plan']['text'][1:]}.")
         lines += [f"  {line}" for line in grouped_exclusions(rec["no_candidate"])]
-        return "\n".join(lines) + "\n"
+        return _wrapped(lines, width) if width else "\n".join(lines) + "\n"
     cost = (f"${r['usd_per_hour']:,.2f}/h ({wording.offer(r['price'])})"
             if r["usd_per_hour"] is not None else f"price unknown ({cites.prose(r['price_unknown'])})")
     if r.get("closest"):
         lines.append(f"No GPU meets the target; the closest plan misses it: {r['closest']['missed']} "
                      f"({times(r['closest']['shortfall'])} the target).")
-    lines.append(f"Recommendation: {r['count']} x {r['name']} on {r['nodes']} node(s), {plan_words(r)}, {cost}")
+    nodes = f"{r['nodes']} node{'' if r['nodes'] == 1 else 's'}"
+    lines.append(f"Recommendation: {r['count']} x {r['name']} on {nodes}, {plan_words(r)}, {cost}")
     if r["usd_per_hour"] is not None:
         tokens = "training tokens" if rec.get("inputs", {}).get("mode") in ("training", "fine-tuning") else "output tokens"
         unit = (f"; {wording.job_usd(r['usd_per_job'])} per job" if r.get("usd_per_job") is not None
