@@ -53,3 +53,16 @@ def test_a_recommendation_exits_0_and_invalid_input_2(tmp_path, capsys):
 def test_the_codes_are_in_the_help():
     epilog = build_parser().epilog
     assert "2 invalid input" in epilog and "3 valid input but no plan meets it" in epilog
+
+
+def test_ask_ending_on_no_plan_exits_3(tmp_path, capsys, monkeypatch):
+    """The dialogue's session that ends as asked on a decision without a plan exits 3, as recommend does
+    (a script piping answers in reads the same code)."""
+    import io
+    import sys
+    monkeypatch.setenv("GPU_ADVISOR_PIPE", "1")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n" * 20 + "yes\nmd\n\n"))
+    code = main(["ask", "--from", _file(tmp_path, LLAMA_405B_ON_2), "--out-dir", str(tmp_path / "run")])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "constraints.max_gpus (2) binds" in out
+    assert code == 3

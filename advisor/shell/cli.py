@@ -238,9 +238,10 @@ def cmd_ask(args) -> int:
         print("gpu-advisor: error: `ask` is an interactive dialogue and needs a terminal; for a workload file use "
               "`gpu-advisor recommend WORKLOAD.yaml`", file=sys.stderr)
         return EXIT_INPUT
-    if piped:
-        return dialogue.run_lines(dlg, sys.stdin, print)
-    return dialogue.run_interactive(dlg)
+    code = dialogue.run_lines(dlg, sys.stdin, print) if piped else dialogue.run_interactive(dlg)
+    # the session ended as asked, on a decision without a plan: exit 3, as `recommend` does
+    no_plan = code == 0 and dlg.decision is not None and dlg.decision.record["recommendation"] is None
+    return EXIT_NO_PLAN if no_plan else code
 
 
 def cmd_replay(args) -> int:
