@@ -289,7 +289,7 @@ def test_user_template(capsys, tmp_path):
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--format", "json"]) == 0
     per_million = json.loads(capsys.readouterr().out)["recommendation"]["usd_per_million_tokens"]
     assert main(["recommend", str(EXAMPLES / "chat-assistant.yaml"), "--template", str(t)]) == 0
-    assert capsys.readouterr().out == ("Buy: Use 2 x NVIDIA H100 SXM 80GB (1 node, TP 2 x PP 1 x DP 1): $2.58 per hour "
+    assert capsys.readouterr().out == ("Buy: Use 2 x NVIDIA H100 SXM 80GB (1 node, each layer split over 2 cards): $2.58 per hour "
                                        "(Hyperbolic, 2x-H100-56-541 (1 x 2-GPU instance), 1 region, on-demand, "
                                        f"quoted 2026-11-30), ${per_million:.2f} per million output tokens.\nDecided by "
                                        "ranking-cost-per-unit-of-work (Compare cost per million tokens, not per card; "

@@ -20,7 +20,7 @@ from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, machines as _machines, offer as _offer, plan as _plan,
                                    usd as _usd, why_lost as _why_lost)
 from advisor.shell.memowords import field_words as _field_words, power as _power, readable_all as _readable_all
-from advisor.shell.memorecord import (SEVERITY, _Record, generation_date, _num, _layout, _unit_cost, _cost_sentence,
+from advisor.shell.memorecord import (SEVERITY, _Record, generation_date, _num, _layout, _layout_short, _unit_cost, _cost_sentence,
                                       _money_diff, _objective, _premium, _id_order, _effect)
 from advisor.shell.memosummary import _cheaper_per_token, _summary, _closest_label, _range, _ranking_cost, _speed_short
 
@@ -92,8 +92,9 @@ def _recommendation(x: _Record) -> dict:
                           for g, rules in x.rec["no_candidate"].items()]}
     c = x.cands[r["gpu"]]
     gpu = x.catalog.gpus[r["gpu"]]
+    # the layout in words here; its notation (TP, PP, DP) is defined on the Layout line below, its first use
     headline = (_closest_label(x) + f"Use {r['count']} x {gpu.name} ({_machines(r, gpu.gpus_per_node)}, "
-                f"{_plan(r)}): {_cost_sentence(mode, c, cites)}.")
+                f"{_layout_short(r)}): {_cost_sentence(mode, c, cites)}.")
     facts = [("GPU", f"{gpu.name} ({gpu.id}), {gpu.memory_gb:g} GB at {gpu.bandwidth_tb_s:g} TB/s"),
              ("Cards", f"{r['count']} on {_machines(r, gpu.gpus_per_node)}"),
              ("Layout", _layout(r, gpu.gpus_per_node)),
