@@ -222,6 +222,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     # the calibration every layout of the search is timed with (evaluate would look it up for each)
     cal = speed.calibration(catalog).for_engine(None if w.training else engine)
     evaluated = {} if evaluated is None else evaluated
+    targets = evaluated.setdefault("replica targets", {})    # target_replicas' answers by variant (replicas.kept_targets)
     for vi, (wv, lv, bases, wider) in enumerate(prepared):
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
 
@@ -265,8 +266,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                 got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens, on_demand)
             return got
 
-        def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
-            _search_bases(w, wv, bases, attempt, dp_options, tried, max_gpus, refused, speed.calibration(catalog))
+        def search(bases, wv=wv, attempt=attempt, dp_options=dp_options, vi=vi):
+            _search_bases(w, wv, bases, attempt, dp_options, tried, max_gpus, refused, speed.calibration(catalog), targets.setdefault(vi, {}))
 
         start = len(tried)
         search(bases)
@@ -300,7 +301,7 @@ def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
 
 
 def _search_bases(w: Workload, wv: Workload, bases: list[Layout], attempt, dp_options, tried: list[Tried], max_gpus: int,
-                  refused: dict, cal: Calibration) -> None:
+                  refused: dict, cal: Calibration, targets: dict) -> None:
     """Each base layout at each replica count worth trying (`attempt`, `dp_options`: the search's); one that misses
     a deadline or service level sized up to it, then its instances filled."""
     for base in bases:
@@ -312,7 +313,7 @@ def _search_bases(w: Workload, wv: Workload, bases: list[Layout], attempt, dp_op
             near = got
             for _ in range(replicas.TARGET_ROUNDS):
                 more, short = None, near.layout.dp
-                for d2 in replicas.target_replicas(w, near.layout, near.plan, max_gpus, refused, cal):
+                for d2 in replicas.kept_targets(targets, w, near.layout, near.plan, max_gpus, refused, cal):
                     more = attempt(base, d2)
                     if more and more.plan.misses:
                         short = more.layout.dp

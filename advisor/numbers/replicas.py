@@ -142,6 +142,22 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
     return within
 
 
+def kept_targets(kept: dict, w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: dict, cal=None) -> list[int]:
+    """target_replicas, asked once per layout and ceiling of one GPU's search and workload variant (`kept`: the
+    search's, whose layouts each have one plan: planner._search_layouts): a search run again (deeper pipelines,
+    a budget's cards) asks again of the same plans. What it wrote into `refused` is written again each time."""
+    got = kept.get((lay, max_gpus))
+    if got is None:
+        mine: dict = {}
+        got = kept[lay, max_gpus] = (target_replicas(w, lay, p, max_gpus, mine, cal), mine)
+    out, mine = got
+    if "batch" in mine:
+        refused["batch"] = max(refused.get("batch", 0), mine["batch"])
+    if "needed" in mine:
+        refused["needed"] = min(refused.get("needed", math.inf), mine["needed"])
+    return out
+
+
 def fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:
     """Of the plans tried in the chosen serving layout's shape (TP, PP, EP, attention DP) with fewer
     replicas than it, the one with the most that missed the service level (None: none did)."""
