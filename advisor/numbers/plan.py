@@ -153,14 +153,19 @@ class Plan:
         """The record's candidate entry: the plan's own fields and every part's recorded figures, flat."""
         d = {"gpu": self.gpu.id, "count": self.count, "nodes": self.nodes,
              "layout": self.layout.as_dict() if self.layout else None}
-        for name, part in _owner().items():
-            if _PART_TYPES[part].__dataclass_fields__[name].metadata.get("record", True):
-                d[name] = _plain(getattr(self, name))
-        for f in fields(self):
-            if f.name not in PARTS and f.name not in ("gpu", "table"):
-                d[f.name] = _plain(getattr(self, f.name))
+        for name in _recorded():
+            d[name] = _plain(getattr(self, name))
         d["memory_gb"] = self.gpu.memory_gb
         return d
+
+
+@cache
+def _recorded() -> tuple[str, ...]:
+    """The figures a record's candidate entry keeps, in its key order: every part's recorded ones, then the
+    plan's own fields (but its GPU and table); fixed by the classes, so listed once (a record lists 34 plans)."""
+    parts = [name for name, part in _owner().items()
+             if _PART_TYPES[part].__dataclass_fields__[name].metadata.get("record", True)]
+    return tuple(parts) + tuple(f.name for f in fields(Plan) if f.name not in PARTS and f.name not in ("gpu", "table"))
 
 
 def _default(part: str, name: str):

@@ -133,9 +133,12 @@ def _bases(w: Workload, wv: Workload, lv: Ledger, gpu: GPU, max_gpus: int, stage
     return bases, wider
 
 
-def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int, engine: Engine | None = None):
+def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_gpus: int, engine: Engine | None = None,
+            evaluated: dict | None = None):
     """Every layout tried, as plantable.Tried rows (objective key, order tried, plan, layout, workload and ledger variant),
-    the fewest cards any base layout needs, the precision and rate they were timed at; serving: only layouts the engine runs."""
+    the fewest cards any base layout needs, the precision and rate they were timed at; serving: only layouts the engine runs.
+    `evaluated`: the plans and keys timed so far for this GPU, by variant and layout (the planner's searches again)."""
+    evaluated = {} if evaluated is None else evaluated
     cp = speed.compute_precision(w, gpu, led.sized)
     rate = speed.achievable_tflops(catalog, gpu, cp)
     stages = layouts.ZERO_STAGES if "zero_stage" in w.defaults else (w.zero_stage,)
@@ -163,14 +166,14 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
     # was tried: those are not evaluated at all (if none within it is found, the search runs again
     # whole). Its search has no target to miss, so a plan it skips steers nothing else it tries.
     skip_above = limit if limit is not None and w.training and not targeted else None
-    tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above, on_demand)
+    tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above, on_demand, evaluated)
     if skip_above is not None and not tried:
-        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None, on_demand)
+        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, None, on_demand, evaluated)
     if w.training and targeted and not w.layout_given and _batch_starved(tried, refused):
         # the global batch fed no more replicas, or fewer micro-batches than stages: the search again
         # with deeper pipelines (layouts.deeper_stages), the way to more GPUs within the same batch
         prepared, _ = _prepare(w, variants, gpu, max_gpus, stages, engine, deep=True)
-        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above, on_demand)
+        tried, refused = _search_layouts(w, gpu, catalog, prepared, sizes, max_gpus, engine, cp, rate, unit, gpu_rate, skip_above, on_demand, evaluated)
     if tried and limit is not None:
         # deadline_cards reads the whole list: asked once, when a plan beyond the limit first needs it,
         # not once per such plan (the same figure each time)
@@ -207,7 +210,7 @@ def _batch_starved(tried: list, refused: dict) -> bool:
 
 
 def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, sizes: list[int], max_gpus: int, engine: Engine | None,
-                    cp: str, rate: Term, unit: str, gpu_rate, skip_above=None, on_demand=None):
+                    cp: str, rate: Term, unit: str, gpu_rate, skip_above=None, on_demand=None, evaluated=None):
     """The layouts of `_search` tried, each variant's bases and wider ones (and disaggregated pools),
     as (tried, refused); a layout of more cards than `skip_above(its base)` is not tried."""
     tried: list[Tried] = []
@@ -218,10 +221,12 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
     runs: dict = {}           # whether the engine runs a layout, by all Engine.runs reads of it
     # the calibration every layout of the search is timed with (evaluate would look it up for each)
     cal = speed.calibration(catalog).for_engine(None if w.training else engine)
-    for wv, lv, bases, wider in prepared:
+    evaluated = {} if evaluated is None else evaluated
+    targets = evaluated.setdefault("replica targets", {})    # target_replicas' answers by variant (replicas.kept_targets)
+    for vi, (wv, lv, bases, wider) in enumerate(prepared):
         seen = set()          # (cards, TP, PP): the lowest ZeRO stage that fits a count is tried first
 
-        def attempt(base, dp, wv=wv, lv=lv, seen=seen):
+        def attempt(base, dp, wv=wv, lv=lv, seen=seen, vi=vi):
             # a layout tried already is not built again: with_replicas keeps the base's TP, PP, EP,
             # attention DP and pools and takes at least its replicas
             count = base.count if dp == base.dp else base.tp * base.pp * max(dp, base.min_dp)
@@ -242,8 +247,13 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                     runs[used] = engine.runs(lay)
                 if not runs[used]:
                     return None
-            p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False, cal=cal)
-            tried.append(Tried(objective.plan_key(wv, p, unit, gpu_rate), len(tried), p, lay, wv, lv))
+            # a search run again (deeper pipelines, a budget's cards, no plan within the card limit) times
+            # many of the same layouts: each is timed once per variant (the GPU, engine and rate are the search's)
+            if (vi, lay) not in evaluated:
+                p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, priced, engine, explain=False, cal=cal)
+                evaluated[vi, lay] = (p, objective.plan_key(wv, p, unit, gpu_rate))
+            p, key = evaluated[vi, lay]
+            tried.append(Tried(key, len(tried), p, lay, wv, lv))
             return tried[-1]
 
         dp_memo: dict = {}    # replicas.dp_options reads of a base only its TP x PP, its cards and its fewest replicas
@@ -256,8 +266,8 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
                 got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens, on_demand)
             return got
 
-        def search(bases, wv=wv, attempt=attempt, dp_options=dp_options):
-            _search_bases(w, wv, bases, attempt, dp_options, tried, max_gpus, refused, speed.calibration(catalog))
+        def search(bases, wv=wv, attempt=attempt, dp_options=dp_options, vi=vi):
+            _search_bases(w, wv, bases, attempt, dp_options, tried, max_gpus, refused, speed.calibration(catalog), targets.setdefault(vi, {}))
 
         start = len(tried)
         search(bases)
@@ -291,7 +301,7 @@ def disaggregation_tried(w: Workload, catalog: Catalog) -> bool:
 
 
 def _search_bases(w: Workload, wv: Workload, bases: list[Layout], attempt, dp_options, tried: list[Tried], max_gpus: int,
-                  refused: dict, cal: Calibration) -> None:
+                  refused: dict, cal: Calibration, targets: dict) -> None:
     """Each base layout at each replica count worth trying (`attempt`, `dp_options`: the search's); one that misses
     a deadline or service level sized up to it, then its instances filled."""
     for base in bases:
@@ -303,7 +313,7 @@ def _search_bases(w: Workload, wv: Workload, bases: list[Layout], attempt, dp_op
             near = got
             for _ in range(replicas.TARGET_ROUNDS):
                 more, short = None, near.layout.dp
-                for d2 in replicas.target_replicas(w, near.layout, near.plan, max_gpus, refused, cal):
+                for d2 in replicas.kept_targets(targets, w, near.layout, near.plan, max_gpus, refused, cal):
                     more = attempt(base, d2)
                     if more and more.plan.misses:
                         short = more.layout.dp
@@ -438,11 +448,12 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
             ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
             return Plan(gpu, False, compute_precision=cp, reason=cannot, ideal=ideal, why={"ideal": ideal_why})
     variants = variants or knob_variants(w, led)
-    tried, fewest, cp, rate, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants, max_gpus, engine)
+    evaluated: dict = {}
+    tried, fewest, cp, rate, gpu_rate, unit, refused = _search(w, led, gpu, catalog, variants, max_gpus, engine, evaluated)
     cap = objective.budget_cards(w, tried, gpu_rate, gpu.gpus_per_node)
     if cap and cap < max_gpus:
         # the plans that meet the target are over the budget: the most cards it pays for come closest
-        tried = tried + _search(w, led, gpu, catalog, variants, cap, engine)[0]
+        tried = tried + _search(w, led, gpu, catalog, variants, cap, engine, evaluated)[0]
     ideal, ideal_why = speed.ideal_figures(led.sized, gpu, cp)
     if not tried:
         # the least memory any variant the search tried needs (activation checkpointing's, when it was tried)

@@ -80,23 +80,24 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
     for a service level, doublings up to one replica per sequence (each serving fewer users, T06).
     A count beyond `max_gpus` is not tried: the fewest GPUs it would need goes into `refused`."""
     m = lay.tp * lay.pp
+    tokens = cal.max_batch_tokens if cal is not None else 0.0
+    rc = replica_cap(w, tokens)      # (called for every plan that misses: the figures it reads are read once)
     if w.training:
         if not p.training_hours:
             return []
-        cards = p.count * p.training_hours / w.constraints.deadline_hours
+        count, deadline, stated = p.count, w.constraints.deadline_hours, w.goodput
+        cards = count * p.training_hours / deadline
         if cal is not None and p.step_hours and p.goodput:
             # the goodput falls as the cluster grows (more interruptions per hour): solve for it; the plan's
             # per-step overhead share (calibration.goodput's step term) does not change with the replicas
             # (with a stated global batch it grows as the steps shorten: the planner sizes again from the plan)
-            per_step = p.goodput / cal.goodput(p.count, stated=w.goodput, explain=False)[0]
+            per_step, step_hours = p.goodput / cal.goodput(count, stated=stated, explain=False)[0], p.step_hours
             for _ in range(4):
-                cards = p.count * p.step_hours / w.constraints.deadline_hours / (
-                    per_step * cal.goodput(max(1, round(cards)), stated=w.goodput, explain=False)[0])
+                cards = count * step_hours / deadline / (
+                    per_step * cal.goodput(max(1, round(cards)), stated=stated, explain=False)[0])
         need = math.ceil(cards / m - 1e-9)
         wanted = need * m        # the GPUs the deadline needs, whatever the batch bound lets the planner try
         out = [need + extra for extra in range(4)]
-        tokens = cal.max_batch_tokens if cal is not None else 0.0
-        rc = replica_cap(w, tokens)
         # the planner's own batch binds once 4 micro-batches per stage of `need` replicas exceed it: then,
         # as with a stated batch, counts that split it evenly (whole micro-batches per replica, a multiple
         # of a power-of-two pipeline's stages, so the interleaved schedule runs)
@@ -132,7 +133,6 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
         # a deadline's need is its own count, not the batch-capped one tried for the closest plan (review 13:
         # "needs about 2,048 GPUs" for a job that needs 13,096 in its hour)
         refused["needed"] = min(refused.get("needed", math.inf), max(wanted, max_gpus + 1) if w.training else min(over))
-    rc = replica_cap(w, cal.max_batch_tokens if cal is not None else 0.0)
     within = [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
     most = max_gpus // m
     if over and most > max(within, default=lay.dp) and (rc is None or most <= rc):
@@ -140,6 +140,22 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
         # review's 8B in 72 h within 40 H100: 8 cards at 316 h were kept beside a 41-card need)
         within.append(most)
     return within
+
+
+def kept_targets(kept: dict, w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: dict, cal=None) -> list[int]:
+    """target_replicas, asked once per layout and ceiling of one GPU's search and workload variant (`kept`: the
+    search's, whose layouts each have one plan: planner._search_layouts): a search run again (deeper pipelines,
+    a budget's cards) asks again of the same plans. What it wrote into `refused` is written again each time."""
+    got = kept.get((lay, max_gpus))
+    if got is None:
+        mine: dict = {}
+        got = kept[lay, max_gpus] = (target_replicas(w, lay, p, max_gpus, mine, cal), mine)
+    out, mine = got
+    if "batch" in mine:
+        refused["batch"] = max(refused.get("batch", 0), mine["batch"])
+    if "needed" in mine:
+        refused["needed"] = min(refused.get("needed", math.inf), mine["needed"])
+    return out
 
 
 def fewer_replicas_missed(w: Workload, tried: list, lay: Layout) -> Plan | None:

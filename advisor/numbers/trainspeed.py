@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from advisor.inputs.catalog import GPU
 from advisor.inputs.workload import Workload
@@ -73,25 +74,33 @@ def planned_micro_batches(pp: int) -> int:
 
 
 def micro_batches(w: Workload, lay: Layout, micro_batch: int | None = None,
-                  max_tokens: float = 0.0) -> tuple[int, int, str, str]:
+                  max_tokens: float = 0.0, explain: bool = True) -> tuple[int, int, str, str]:
     """Micro-batches per replica of `lay` per step and the global batch (sequences) they make, with how (the
     arithmetic) and its basis (the memo's words): the stated global batch, else the planner's choice
     (planned_micro_batches), cut to at most `max_tokens` per step (limits.batch_bound, LLAMA3_BATCH) and
-    at least one micro-batch per replica."""
+    at least one micro-batch per replica. `explain` false: the figures without their texts (the planner
+    times thousands of layouts it does not keep)."""
     mbs = micro_batch or w.micro_batch
     pp, dp = lay.pp, lay.dp
     if w.global_batch:
         m = max(1, round(w.global_batch / (mbs * dp)))
+        if not explain:
+            return m, w.global_batch, "", ""
         return m, w.global_batch, (f"global_batch {w.global_batch:,} / (micro_batch {mbs} x DP {dp}) = {m:,} micro-batches per replica"
                                    + (" (rounded)" if m * mbs * dp != w.global_batch else "")), "as given"
     m = planned_micro_batches(pp)
     bound = batch_bound(w, max_tokens)
-    how = (f"{m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}"
-           + (f"; at most {max_tokens / 1e6:,.1f}M tokens a step, LLAMA3_BATCH" if bound else "") + ")")
-    basis = ("chosen by the planner: 4 micro-batches per pipeline stage" if pp > 1 else
-             "chosen by the planner: 4 micro-batches of gradient accumulation")
-    if bound and m * mbs * dp > bound:
+    cut = bool(bound) and m * mbs * dp > bound
+    if cut:
         m = max(1, bound // (mbs * dp))
+    if not explain:
+        return m, m * mbs * dp, "", ""
+    if not cut:
+        how = (f"{m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}"
+               + (f"; at most {max_tokens / 1e6:,.1f}M tokens a step, LLAMA3_BATCH" if bound else "") + ")")
+        basis = ("chosen by the planner: 4 micro-batches per pipeline stage" if pp > 1 else
+                 "chosen by the planner: 4 micro-batches of gradient accumulation")
+    else:
         how = (f"{m} micro-batch{'es' if m > 1 else ''} per replica (4 per stage would exceed the bound of {max_tokens / 1e6:,.1f}M tokens "
                f"per step, {bound:,} sequences of {w.context_tokens:,}: Llama 3 405B's largest batch, LLAMA3_BATCH)")
         # review 17, F6: the memo said "4 micro-batches per pipeline stage" of a plan the bound cut to 2 per replica
@@ -210,6 +219,9 @@ def fp4_training_credit(gpu: GPU, cal: Calibration, precision: str) -> float:
 SCHEDULE_CHUNKS = (4, 2)
 
 
+# stage_imbalance and schedule read only integers: the planner asks the same few thousands of times in
+# one search (every replica count of a base has its layers, stages and micro-batches), so each is kept
+@lru_cache(maxsize=1024)
 def stage_imbalance(layers: int, pp: int, v: int = 1) -> float:
     """How much longer the fullest pipeline stage runs than the mean, the split chosen to balance best:
     the L layers over PP x v chunks, or L + 2 units when the input embedding and the output layer with
@@ -222,6 +234,7 @@ def stage_imbalance(layers: int, pp: int, v: int = 1) -> float:
     return min(math.ceil(n / (pp * v)) * pp * v / n for n in (layers, layers + 2))
 
 
+@lru_cache(maxsize=1024)
 def schedule(layers: int, pp: int, m: int, flexible: bool = False) -> int:
     """The chunks per card the planner runs a pipeline of `pp` stages and `m` micro-batches with: of 1
     and SCHEDULE_CHUNKS that fill whole rounds (m divisible by PP, Megatron-LM's assertion; `flexible`:
@@ -259,9 +272,10 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     if moe:
         # the experts' FLOPs take the busiest rank's time at their matmul efficiency
         flops *= 1 - moe.expert_flops_share + moe.expert_flops_share * moe.imbalance / moe.matmul_efficiency
-    flops += attention_train_flops(w, seq) * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
+    attention = attention_train_flops(w, seq)      # per token, read twice below
+    flops += attention * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
     R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
-    m = microbatches or micro_batches(w, lay, mbs, cal.max_batch_tokens)[0]
+    m = microbatches or micro_batches(w, lay, mbs, cal.max_batch_tokens, explain=False)[0]
     # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
     bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
@@ -297,7 +311,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     step = max(compute, comm_s) / (1 - bubble)
     tps = tokens_step / step / (tp * pp)
     # MFU against the peak of the precision the matmuls run at (an FP4 run is not measured against BF16)
-    model_flops = model_flops_per_token(w, led)[0] + attention_train_flops(w, seq)
+    model_flops = model_flops_per_token(w, led)[0] + attention
     spec = gpu.tflops(p) or gpu.tflops("bf16")
     return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute, moe, dequant, imbalance)
 
@@ -311,7 +325,7 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     may not keep."""
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
-    m, gbs, batch_how, batch_basis = micro_batches(w, lay, max_tokens=cal.max_batch_tokens)
+    m, gbs, batch_how, batch_basis = micro_batches(w, lay, max_tokens=cal.max_batch_tokens, explain=explain)
     layers = int(w.model.num("layers") or 0)
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
     # requires micro-batches divisible by PP with virtual stages); the planner's own batch, which its
