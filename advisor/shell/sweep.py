@@ -148,24 +148,74 @@ def _stop_signals() -> dict:
     return {s: signal.signal(s, _terminate) for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s}
 
 
-def _init(rules, prices):
+def _init_worker(rules, prices):
+    """A worker's start: Ctrl-C is the parent's to handle (no worker tracebacks); SIGTERM or SIGHUP, from
+    the parent or to the whole process group, just ends it."""
     import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+        if s:
+            signal.signal(s, _worker_exit)
+    _init(rules, prices)
+
+
+def _in_workers(docs, jobs, rules, prices, emit) -> None:
+    """Every combination decided by `jobs` worker processes, each with its own share (every jobs-th) and its
+    own pipe, the rows emitted in the grid's order. No queue or lock is shared between processes (as
+    multiprocessing.Pool's are): whatever ends the sweep (all rows in, Ctrl-C, SIGTERM), each worker is
+    stopped, killed if need be, and joined, and nothing it held can keep the sweep from ending."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    procs, conns = [], {}
+    try:
+        for k in range(jobs):
+            r, w = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_work, args=(k, jobs, docs, rules, prices, w), daemon=True)
+            p.start()
+            w.close()
+            procs.append(p)
+            conns[r] = k
+        pending, nxt = {}, 0
+        while conns:
+            for r in wait(list(conns)):
+                try:
+                    i, result = r.recv()
+                    pending[i] = result
+                except (EOFError, OSError):          # the worker's share is done (or it ended)
+                    del conns[r]
+            while nxt in pending:
+                emit(nxt, pending.pop(nxt))
+                nxt += 1
+        for i in range(nxt, len(docs)):   # a worker that ended early: its rows say so, in their place
+            emit(i, pending.pop(i, {"error": "the worker deciding it ended before it did"}))
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(5)
+
+
+def _work(k, jobs, docs, rules, prices, conn) -> None:
+    """A worker: its share of the combinations, each row sent back as it is decided."""
+    _init_worker(rules, prices)
+    for i in range(k, len(docs), jobs):
+        conn.send((i, _decide(docs[i])))
+    conn.close()
+
+
+def _init(rules, prices):
     import warnings
     warnings.simplefilter("ignore", DeprecationWarning)
-    if _STATE.get("worker"):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)     # Ctrl-C is the parent's to handle: no worker tracebacks
-        for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
-            if s:                                         # the pool stops a worker with SIGTERM: it just ends
-                signal.signal(s, _worker_exit)
     if "setup" not in _STATE:        # a forked worker has the parent's; a spawned one loads it again
         from advisor.judgement import advise
         _STATE["setup"] = advise.setup(rules, prices)
 
 
 def _worker_exit(signum, frame):
-    # SIGTERM to a worker (from the pool, or to the whole process group): unwound, not killed, so that the
-    # queue lock an idle worker holds while it waits for a task is released (a worker killed holding it
-    # left the parent's pool.terminate() waiting for it for ever); SystemExit ends the process silently
+    # SIGTERM to a worker (from the parent, or to the whole process group): SystemExit ends the process
+    # silently, without the traceback of the parent's own handler (inherited at the fork)
     raise SystemExit(0)
 
 
@@ -255,24 +305,7 @@ def _write_rows(out_path, fields, combos, docs, jobs, rules, prices, progress) -
                 for i, doc in enumerate(docs):
                     emit(i, _decide(doc))
             else:
-                import multiprocessing as mp
-                ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-                _STATE["worker"] = True               # inherited by the forked workers only
-                try:
-                    pool = ctx.Pool(jobs, initializer=_init, initargs=(rules, prices))
-                finally:
-                    _STATE.pop("worker", None)
-                with pool:
-                    try:
-                        for i, result in enumerate(pool.imap(_decide, docs, chunksize=max(1, len(docs) // (jobs * 16)))):
-                            emit(i, result)
-                        # every row in: the workers end on the pool's sentinel, not on the SIGTERM the `with`
-                        # block's terminate() would send them mid-wait (a hang seen once under load)
-                        pool.close()
-                        pool.join()
-                    except (KeyboardInterrupt, Terminated):
-                        pool.terminate()
-                        raise
+                _in_workers(docs, jobs, rules, prices, emit)
         except KeyboardInterrupt:
             interrupted = int(signal.SIGINT)
         except Terminated as exc:
