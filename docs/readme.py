@@ -49,13 +49,12 @@ def run(cmd: str, cwd: Path = ROOT) -> list[str]:
     return [line.split("\r")[-1] for line in text.rstrip("\n").split("\n")]
 
 
-def run_on_terminal(cmd: str, cwd: Path) -> list[str]:
-    """The lines a command shows with its stdout on a terminal of 80 columns (a pseudo-terminal), as a
-    reader who types it sees them; a failure is an error."""
+def on_pty(cmd, cwd: Path, env: dict, timeout: float = 300) -> tuple[int, str, str]:
+    """(exit code, what a terminal shows, stderr) of a command whose stdout is a pseudo-terminal: `cmd` a
+    shell line (str) or an argv list. tests/test_newcomer.py reads its commands through this too."""
     import pty
     main, child = pty.openpty()
-    env = {**_env(), "COLUMNS": "80"}
-    p = subprocess.Popen(cmd, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=child,
+    p = subprocess.Popen(cmd, shell=isinstance(cmd, str), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=child,
                          stderr=subprocess.PIPE)
     os.close(child)
     chunks = []
@@ -70,9 +69,16 @@ def run_on_terminal(cmd: str, cwd: Path) -> list[str]:
     os.close(main)
     err = p.stderr.read().decode()
     p.stderr.close()
-    if p.wait() != 0:
-        raise SystemExit(f"docs/readme.py: `{cmd}` exited {p.returncode}: {err.strip()[:300]}")
-    return b"".join(chunks).decode().replace("\r\n", "\n").rstrip("\n").split("\n")
+    return p.wait(timeout=timeout), b"".join(chunks).decode().replace("\r\n", "\n"), err
+
+
+def run_on_terminal(cmd: str, cwd: Path) -> list[str]:
+    """The lines a command shows with its stdout on a terminal of 80 columns (a pseudo-terminal), as a
+    reader who types it sees them; a failure is an error."""
+    code, shown, err = on_pty(cmd, cwd, {**_env(), "COLUMNS": "80"})
+    if code != 0:
+        raise SystemExit(f"docs/readme.py: `{cmd}` exited {code}: {err.strip()[:300]}")
+    return shown.rstrip("\n").split("\n")
 
 
 @contextmanager

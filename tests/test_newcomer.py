@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import pty
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +17,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if p.name != "grid.yaml")
 BIN = Path(sys.executable).parent / "gpu-advisor"
+# docs/readme.py's pseudo-terminal runner: the README's excerpts and these tests read a terminal one way
+_spec = importlib.util.spec_from_file_location("readme_script", ROOT / "docs" / "readme.py")
+_readme = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_readme)
 
 
 def _env(**extra) -> dict:
@@ -31,24 +35,9 @@ def run(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
 def on_terminal(*args: str, cwd: Path | None, pager: str | None = None, argv: list[str] | None = None) -> tuple[int, str]:
     """The command with its stdout on a pseudo-terminal of 80 columns, as a user's shell runs it:
     (exit code, what the terminal shows). `argv`: another command line than `gpu-advisor ARGS`."""
-    main, child = pty.openpty()
     env = _env(COLUMNS="80", LINES="40", **({"PAGER": pager} if pager else {}))
-    p = subprocess.Popen(argv or [str(BIN), *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=child,
-                         stderr=subprocess.PIPE)
-    os.close(child)
-    chunks = []
-    while True:
-        try:
-            data = os.read(main, 65536)
-        except OSError:          # the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(main)
-    code = p.wait(timeout=300)
-    p.stderr.close()
-    return code, b"".join(chunks).decode().replace("\r\n", "\n")
+    code, shown, _ = _readme.on_pty(argv or [str(BIN), *args], cwd, env)
+    return code, shown
 
 
 # --- 1. the terminal gets the one-screen summary ------------------------------------------------------
