@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from advisor.inputs.parallel import from_record, notation
 from advisor.base.text import clean_all
 from advisor.base.errors import InputError, Problem
 
@@ -173,10 +174,7 @@ def explain_record(rec: dict, gid: str | None, setup, unloaded: list[str] | None
     out = []
     r = rec.get("recommendation")
     if r:
-        pools = r.get("layout") if isinstance(r.get("layout"), dict) and "prefill" in r["layout"] else None
-        how = (" + ".join(f"{name} {p['replicas']} x (TP {p['tp']} x PP {p['pp']})" for name, p in pools.items()) if pools
-               else f"TP {r['tp']} x PP {r['pp']} x DP {r['dp']}")
-        out.append(f"Recommended: {r['count']} x {r['gpu']} ({r['nodes']} node(s), {how})")
+        out.append(f"Recommended: {r['count']} x {r['gpu']} ({r['nodes']} node(s), {notation(from_record(r))})")
     else:
         out.append("No recommendation: every candidate was excluded.")
     d = rec.get("decisive_rule")
@@ -386,13 +384,7 @@ def plan_table_lines(rec: dict, gid: str) -> list[str]:
 
 def layout_words(row: dict) -> str:
     """A plan-table row's layout in the notation the memo uses (TP x PP x DP, EP, attention DP, pools)."""
-    lay = row["layout"]
-    if "prefill" in lay:
-        words = " + ".join(f"{name} {p['replicas']} x (TP {p['tp']} x PP {p['pp']})" for name, p in lay.items())
-    else:
-        words = f"TP {lay['tp']} x PP {lay['pp']} x DP {lay['dp']}"
-        words += (f", EP {lay['ep']}" if lay.get("ep", 1) > 1 else "") + (
-            f", attention DP {lay['attention_dp']}" if lay.get("attention_dp", 1) > 1 else "")
+    words = notation(from_record({"layout": row["layout"]}))
     if row.get("zero_stage"):
         words += f", ZeRO {row['zero_stage']}"
     if row.get("activation_checkpointing"):
