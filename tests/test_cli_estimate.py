@@ -79,7 +79,7 @@ def test_user_prices_add_quotes(capsys, tmp_path):
     ("mode: inference\nmodel: gpt-oss-120b\nlatency: {tpot_ms: 0.05}\n", "latency.tpot_ms: 0.05 ms is below any time per output token"),
     # a field of another mode, or spot on the team's own cards, is refused, not ignored (the reviewer's F13)
     ("mode: training\nmodel: gpt-oss-120b\ntraining_tokens: 1e9\nprompt_tokens: 500\n",
-     ":4: prompt_tokens: applies to inference only; this workload's mode is training"),
+     ":4: prompt_tokens: applies to LLM serving, an offline LLM batch job and RL post-training only; this workload is training or fine-tuning"),
     ("mode: inference\nmodel: gpt-oss-120b\nconstraints: {spot: true, deployment: on-prem}\n",
      ":3: constraints.spot: spot instances are a cloud offer; deployment on-prem runs on the team's own cards"),
     ("mode: inference\nmodel: gpt-oss-120b\ncontext_tokens: 1000000000\n", ":3: context_tokens: must be at most"),

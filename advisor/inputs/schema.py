@@ -25,6 +25,7 @@ class Spec:
     default: object = None
     unit: str = ""
     modes: tuple = MODES           # the modes for which the field is relevant
+    kinds: tuple = ()              # the kinds of work (advisor.inputs.kinds) it applies to; (): every kind of its modes
     reads: str = ""                # how a number written as text is read (advisor/inputs/units.py); "": by `unit`
 
 
@@ -48,6 +49,11 @@ MODEL_FIELDS: dict[str, Spec] = {
     "precision": Spec("enum", "Shipped precision of the weights.", PRECISIONS),
     "max_context": Spec("int", "Longest context the model supports.", min=1, max=100_000_000),
 }
+
+
+def applies(spec: Spec, mode: str | None, kind: str | None) -> bool:
+    """The field means something for a workload of this mode and kind (kind None: not known yet)."""
+    return mode in spec.modes and (not spec.kinds or kind is None or kind in spec.kinds)
 
 
 def _suggest(key: str, known) -> str:

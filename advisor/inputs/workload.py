@@ -13,9 +13,13 @@ from advisor.base import yamlio
 from advisor.inputs.catalog import Catalog, Model
 from advisor.inputs.engines import ENGINES
 from advisor.inputs.figures import Figure
-from advisor.inputs import crosschecks, layoutinput, links
+from advisor.inputs import crosschecks, kindfields, kinds, layoutinput
 from advisor.inputs.crosschecks import ROPE_SCALING_MAX, TRAIN  # noqa: F401  (tests read workload.ROPE_SCALING_MAX)
-from advisor.inputs.prices import check_providers
+# the constraints and the fleet are read in their own module; their names are read from this one too
+from advisor.inputs.constraints import (CONSTRAINTS, DEPLOYMENTS, FLEET_FIELDS, MAX_NAMES, Constraints,  # noqa: F401
+                                        FleetEntry, load_fleet, parse_fleet, read_constraints)
+from advisor.inputs.kinds import RL_METHODS, TASKS, TOKEN_KINDS, TRAINING_METHODS, KindSpec
+from advisor.inputs.schema import applies
 from advisor.inputs.parallel import LAYOUT_FIELDS, POOL_FIELDS, POOLS, Layout, Pools, of_pools  # noqa: F401  (workload.LAYOUT_FIELDS)
 from advisor.inputs.servicelevels import LATENCY_FIELDS, default_service_levels, service_class  # noqa: F401  (workload.service_class)
 from advisor.base.errors import Collector, InputError
@@ -23,37 +27,30 @@ from advisor.base.errors import Collector, InputError
 from advisor.inputs.schema import MODEL_FIELDS, MODES, PRECISIONS, Spec, check_value, read_value, _suggest, check_model  # noqa: F401
 
 KV_PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
-#: providers or regions a workload may name (each price row is checked against the set of them)
-MAX_NAMES = 100
 OBJECTIVES = ("cost", "time", "cards")
+#: the kinds whose requests are prompts and generated tokens (served, or rolled out in RL)
+SERVED_KINDS = (kinds.LLM_SERVING, kinds.LLM_BATCH, kinds.RL)
 # below these no GPU server answers (a request's handling alone takes tens of ms; 1 ms a token is 1,000
 # tokens/s per user): a smaller figure is a unit slip (seconds given as ms) and is refused, with the hint
 LATENCY_FLOOR_MS = {"ttft_ms": 10.0, "tpot_ms": 1.0}
-TASKS = ("llm", "rlhf", "image-classification", "image-generation", "video-diffusion", "multimodal", "other")
-
-DEPLOYMENTS = ("cloud", "on-prem", "air-gapped", "workstation")
-FLEET_FIELDS = {"gpu": "GPU id or alias", "count": "GPUs owned or reserved", "nodes": "nodes they sit in",
-                "location": "where they are", "interconnect": "links between them (e.g. NVLink + InfiniBand)",
-                "usd_per_gpu_hour": "the team's own negotiated price per GPU-hour (reserved capacity), replacing the running cost"}
-
 FIELDS: dict[str, Spec] = {
     "name": Spec("str", "A short name for the workload, used in titles."),
     "mode": Spec("enum", "What the GPUs will do: serve a model, train one from scratch, or fine-tune one.", MODES),
     "model": Spec("model", "A catalog model id or alias (or a release of one: meta-llama/Llama-3.1-8B-Instruct is read as llama-3.1-8b, and the workload says so), a Hugging Face config.json (path, folder, or hf:ORG/NAME), or a mapping with params_b, active_params_b, layers, kv_heads, head_dim ..."),
     "precision": Spec("enum", "Precision of the weights; default: the model's shipped precision.", PRECISIONS),
-    "kv_precision": Spec("enum", "Precision of the KV cache.", KV_PRECISIONS, default="bf16", modes=("inference",)),
-    "method": Spec("enum", "Full training, LoRA adapters, or QLoRA (4-bit base weights + adapters).", ("full", "lora", "qlora"), default="full", modes=TRAIN),
+    "kv_precision": Spec("enum", "Precision of the KV cache.", KV_PRECISIONS, default="bf16", modes=("inference",), kinds=TOKEN_KINDS),
+    "method": Spec("enum", "Full training, LoRA adapters, or QLoRA (4-bit base weights + adapters); or RL post-training of a trained model (mode: fine-tuning): PPO (policy, critic, reference, reward model), GRPO (policy and reference; rloo and reinforce++ alike), DPO (policy and a frozen reference over preference pairs).", TRAINING_METHODS + RL_METHODS, default="full", modes=TRAIN),
     "lora_rank": Spec("int", "Rank of the LoRA adapters.", min=1, max=4096, default=16, modes=TRAIN),
     "optimizer": Spec("enum", "Optimizer: AdamW (8 B/param states), 8-bit AdamW (2 B), SGD with momentum (4 B).", ("adamw", "adamw-8bit", "sgd"), default="adamw", modes=TRAIN),
     "master_weights": Spec("bool", "Keep an fp32 master copy of 16-bit weights (mixed precision; C06).", default=True, modes=TRAIN),
     "zero_stage": Spec("int", "ZeRO stage: 1 shards optimizer states, 2 also gradients, 3 also weights.", min=0, max=3, default=0, modes=TRAIN),
     "activation_checkpointing": Spec("bool", "Recompute activations in the backward pass (saves memory, ~30% more compute; C06).", default=False, modes=TRAIN),
-    "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens", reads="context"),
-    "prompt_tokens": Spec("int", "Prompt tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
-    "output_tokens": Spec("int", "Generated tokens per request.", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference",)),
-    "prefix_cache_hit": Spec("float", "Share of prompt tokens already in a prefix cache (a shared system prompt, a repeated context), 0-1: the prefill computes only the rest (their KV still held per sequence), and an API bills them at its cached-input price.", min=0, max=1, default=0, modes=("inference",), reads="fraction"),
-    "engine": Spec("enum", "The serving engine (vLLM, SGLang, TensorRT-LLM): its batch cap, KV memory share and layouts (catalog/engines.yaml); default: the one the catalog names for each GPU and model.", ENGINES, modes=("inference",)),
-    "speculative": Spec("speculative", "Speculative decoding with the model's own multi-token-prediction module, {method: mtp, tokens: N drafted per step}: faster per user at small batches, slower at saturation; only models and counts with a published acceptance (catalog/engines.yaml speculative).", modes=("inference",)),
+    "context_tokens": Spec("int", "Tokens per sequence (the context the KV cache or activations must hold).", min=1, max=10_000_000, default=8192, unit="tokens", reads="context", kinds=TOKEN_KINDS),
+    "prompt_tokens": Spec("int", "Prompt tokens per request (RL post-training: per rollout prompt).", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference", "fine-tuning"), kinds=SERVED_KINDS),
+    "output_tokens": Spec("int", "Generated tokens per request (RL post-training: per rollout response).", min=1, max=10_000_000, default=1000, unit="tokens", modes=("inference", "fine-tuning"), kinds=SERVED_KINDS),
+    "prefix_cache_hit": Spec("float", "Share of prompt tokens already in a prefix cache (a shared system prompt, a repeated context), 0-1: the prefill computes only the rest (their KV still held per sequence), and an API bills them at its cached-input price.", min=0, max=1, default=0, modes=("inference",), reads="fraction", kinds=TOKEN_KINDS),
+    "engine": Spec("enum", "The serving engine (vLLM, SGLang, TensorRT-LLM): its batch cap, KV memory share and layouts (catalog/engines.yaml); default: the one the catalog names for each GPU and model.", ENGINES, modes=("inference",), kinds=TOKEN_KINDS),
+    "speculative": Spec("speculative", "Speculative decoding with the model's own multi-token-prediction module, {method: mtp, tokens: N drafted per step}: faster per user at small batches, slower at saturation; only models and counts with a published acceptance (catalog/engines.yaml speculative).", modes=("inference",), kinds=TOKEN_KINDS),
     "requests_per_s": Spec("float", "Requests arriving per second (a Poisson stream, as a service or MLPerf's Server scenario sees them): each plan's figures are the ones at that rate (its time to first token with the wait for the engine near saturation, and the time per token, speed per user, tokens served and cost per token of the batch the rate keeps in flight, Little's law), and a plan whose capacity is below the rate gets more replicas or is excluded, with its capacity named; default: none (the time to first token of `concurrency` users each sending the next request when the last one ends).", min=0.001, max=1e6, unit="requests/s", modes=("inference",)),
     "concurrency": Spec("int", "Sequences served at once (concurrent users or batch size), or 'max' for offline throughput at the largest batch that fits.", min=1, max=1_000_000, default=1, unit="sequences", modes=("inference",)),
     "micro_batch": Spec("int", "Sequences per GPU in one micro-batch (activations grow with it; C06, C13).", min=1, max=1_000_000, default=1, unit="sequences", modes=TRAIN),
@@ -65,72 +62,13 @@ FIELDS: dict[str, Spec] = {
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
     "layout": Spec("layout", "A fixed layout {tp, pp, dp, ep, attention_dp} evaluated as given on every GPU (for scripts and benchmarks): tp cards per pipeline stage, whose MoE layers spread the experts over ep of them and whose attention runs as attention_dp data-parallel ranks (each its own sequences and KV cache); or a disaggregated one {prefill: {tp, pp, ep, attention_dp, replicas}, decode: {...}}: prompts prefilled on one pool, their KV cache sent to the other, which decodes; default: the planner searches. The engines' own notations are read too: vLLM's {dp: 8, tp: 1, ep: 8} or enable_expert_parallel: true (one group of dp x tp cards, attention data-parallel, the experts over all), SGLang's {tp: 8, dp: 8, enable_dp_attention: true}, TensorRT-LLM's enable_attention_dp: true."),
-    "task": Spec("enum", "The kind of model and job.", TASKS, default="llm"),
+    "task": Spec("enum", "The kind of model and job: an LLM (served, trained or fine-tuned), RL post-training of one (rlhf: read as method ppo), or image or video generation (video-diffusion is read as video-generation).", TASKS, default="llm"),
     "utilisation": Spec("float", "Share of the month the GPUs are rented and busy (1 = 24x7; 50%, 12h/day and 8x5 are read too), for the memo's monthly cost.", min=0.01, max=1, reads="share"),
     "constraints": Spec("constraints", "Limits on what may be bought or rented."),
-    "api_prices": Spec("path", "A per-token API price file (`gpu-advisor prices import-api FILE --out my-api.yaml`) whose offers are compared beside the shipped ones; a path relative to the workload's folder.", modes=("inference",)),
+    "api_prices": Spec("path", "A per-token API price file (`gpu-advisor prices import-api FILE --out my-api.yaml`) whose offers are compared beside the shipped ones; a path relative to the workload's folder.", modes=("inference",), kinds=TOKEN_KINDS),
+    **kindfields.FIELDS,
     "fleet": Spec("fleet", "GPUs the team already owns or has reserved: a list of {gpu, count, nodes, location, interconnect, usd_per_gpu_hour}; owned cards cost their running cost only (or the negotiated usd_per_gpu_hour)."),
 }
-
-CONSTRAINTS: dict[str, Spec] = {
-    "import_restricted": Spec("bool", "The team cannot obtain US export-controlled accelerators (T08).", default=False),
-    "liquid_cooling": Spec("bool", "The data centre offers liquid cooling (T10).", default=True),
-    "power_kw_per_node": Spec("float", "Power available per node (rack position; on a workstation, its power supply), kW (C14).", min=0.1, max=1000, unit="kW"),
-    "power_kw_per_rack": Spec("float", "Power available per rack, kW: sets how many nodes share a rack (C14).", min=0.1, max=10_000, unit="kW"),
-    "deployment": Spec("enum", "Where the GPUs run (K02): a cloud, the team's data centre, an isolated one, or a desk or lab workstation (wall power, no hosting).", DEPLOYMENTS, default="cloud"),
-    "jobs_per_month": Spec("float", "Training on owned hardware: jobs the cluster runs a month; each job carries its share of the month's owning cost.", min=0.01, max=100_000, unit="jobs"),
-    "load": Spec("enum", "Steady or irregular load (T11: irregular favours renting).", ("steady", "irregular"), default="steady"),
-    "budget_usd_per_hour": Spec("float", "Most the team will pay per hour for the whole deployment.", min=0.01, max=1e7, unit="USD/h"),
-    "max_gpus": Spec("int", "Most GPUs the team can use.", min=1, max=100_000, unit="GPUs"),
-    "deadline_hours": Spec("float", "Training: hours by which the job must finish (adds data-parallel replicas); 48h, 2 days and 90 min are read too.", min=0.01, max=1e6, unit="h"),
-    "gpus": Spec("gpus", "Consider only these GPUs (ids or aliases)."),
-    "spot": Spec("bool", "Spot (interruptible) instances may be rented; training then needs checkpointing.", default=False),
-    "providers": Spec("names", "Rent only from these providers (e.g. AWS, Lambda, RunPod; case-insensitive)."),
-    "regions": Spec("names", "Rent only in these regions (offers whose regions are recorded)."),
-    "amortisation_years": Spec("float", "On premises: years over which the hardware is written off.", min=0.5, max=20, unit="years"),
-    "usd_per_kwh": Spec("float", "On premises: electricity price.", min=0.001, max=10, unit="USD/kWh"),
-    "pue": Spec("float", "On premises: power usage effectiveness of the data centre (facility / IT power).", min=1, max=5),
-    "hosting_usd_per_kw_month": Spec("float", "On premises: hosting (colocation) per kW of IT load per month, power excluded.", min=0, max=10_000, unit="USD/kW-month"),
-    "busy_share": Spec("float", "On premises: share of hours the GPUs are busy (renting them instead is paid for those only; owning costs run on).", min=0.01, max=1, reads="share"),
-    "utilisation": Spec("float", "The old name of busy_share (read for one release).", min=0.01, max=1, reads="share"),
-}
-
-@dataclass(frozen=True)
-class Constraints:
-    """What the site or the budget rules out."""
-
-    import_restricted: bool = False
-    liquid_cooling: bool = True
-    power_kw_per_node: float | None = None
-    power_kw_per_rack: float | None = None
-    deployment: str = "cloud"
-    jobs_per_month: float | None = None
-    load: str = "steady"
-    budget_usd_per_hour: float | None = None
-    max_gpus: int | None = None
-    deadline_hours: float | None = None
-    gpus: tuple[str, ...] = ()
-    spot: bool = False
-    providers: tuple[str, ...] = ()
-    regions: tuple[str, ...] = ()
-    amortisation_years: float | None = None
-    usd_per_kwh: float | None = None
-    pue: float | None = None
-    hosting_usd_per_kw_month: float | None = None
-    busy_share: float | None = None           # on premises: share of hours busy (rent versus buy)
-
-
-@dataclass(frozen=True)
-class FleetEntry:
-    """GPUs the team owns or has reserved: priced at their running cost, or at the team's own rate."""
-
-    gpu: str
-    count: int
-    nodes: int | None = None
-    location: str | None = None
-    interconnect: str | None = None
-    usd_per_gpu_hour: float | None = None
-
 
 @dataclass(frozen=True)
 class Workload:
@@ -166,6 +104,20 @@ class Workload:
     training_tokens: float | None = None
     latency: str = "interactive"
     task: str = "llm"
+    #: the kind of work (advisor.inputs.kinds), read from mode, task, method, latency and volume
+    kind: str = kinds.LLM_SERVING
+    # image and video generation (advisor.inputs.kindfields); None: the model's published default
+    resolution: tuple[int, int] | None = None
+    steps: int | None = None
+    frames: int | None = None
+    guidance: float | None = None
+    images_per_request: int = 1
+    volume: tuple[str, float] | None = None    # an offline batch job's ("requests" | "tokens", N)
+    # RL post-training
+    samples_per_prompt: int | None = None
+    prompts_per_step: int | None = None
+    rl_steps: int | None = None
+    reward_model: Model | None = None          # None: a rule-based reward or verifier
     utilisation: float | None = None          # share of the month in use; None: the memo assumes 24x7
     objective: str = "cost"
     ttft_ms: float | None = None          # service levels (latency: {ttft_ms, tpot_ms}); None: no target
@@ -188,6 +140,18 @@ class Workload:
     @property
     def training(self) -> bool:
         return self.mode in TRAIN
+
+    @property
+    def kind_spec(self) -> KindSpec:
+        """What the shared path reads of the workload's kind: its goal, unit and time figure."""
+        return kinds.KINDS[self.kind]
+
+    @property
+    def rl_method(self) -> str | None:
+        """RL post-training's algorithm: the method given, or ppo for the old `task: rlhf`."""
+        if self.kind != kinds.RL:
+            return None
+        return self.method if self.method in RL_METHODS else "ppo"
 
     @property
     def kv_tokens(self) -> int:
@@ -230,8 +194,8 @@ class Workload:
                 continue
             if k == "requests_per_s" and self.requests_per_s is None:
                 continue            # shown only when given: a closed-loop workload reads as it was written
-            if self.mode in FIELDS[k].modes:
-                out[k] = "max" if k == "concurrency" and self.concurrency_max else getattr(self, k)
+            if applies(FIELDS[k], self.mode, self.kind):
+                out[k] = _shown(k, getattr(self, k)) if k != "concurrency" or not self.concurrency_max else "max"
         if self.speculative:
             out["speculative"] = {"method": self.speculative[0], "tokens": self.speculative[1]}
         if self.training:
@@ -248,6 +212,17 @@ class Workload:
         if self.fleet:
             out["fleet"] = [{k: v for k, v in f.__dict__.items() if v is not None} for f in self.fleet]
         return {k: v for k, v in out.items() if v is not None}
+
+
+def _shown(key: str, value):
+    """A field's value as the schema writes it (the inverse of its reading)."""
+    if key == "resolution" and value:
+        return f"{value[0]}x{value[1]}"
+    if key == "volume" and value:
+        return {value[0]: value[1]}
+    if key == "reward_model" and value is not None:
+        return value.id
+    return value
 
 
 def _custom_model(raw: dict, col: Collector, file: str) -> Model | None:
@@ -291,12 +266,20 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
     for key, raw in data.items():
         line = yamlio.line_of(data, key)
         if key not in FIELDS:
-            col.add(f"unknown field{_misplaced(key, 'workload') or _suggest(key, FIELDS)}", line, str(key))
+            col.add(f"unknown field{_misplaced(key) or _suggest(key, FIELDS)}", line, str(key))
             continue
         if raw is None:
             continue
         spec = FIELDS[key]
-        if spec.kind == "model":
+        if key == "reward_model":
+            values[key] = kindfields.read_reward_model(raw, catalog, col, file, line)
+        elif spec.kind == "resolution":
+            values[key] = kindfields.read_resolution(raw, col, line)
+        elif spec.kind == "volume":
+            values[key] = kindfields.read_volume(raw, col, line)
+        elif key == "task" and (raw in kinds.TASK_ALIASES or kindfields.refuse_task(raw, col, line)):
+            values[key] = raw                  # an old name, read as its kind's below; or refused
+        elif spec.kind == "model":
             if isinstance(raw, dict):
                 values["model"] = _custom_model(raw, col, file)
             elif isinstance(raw, str):
@@ -337,7 +320,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             if not isinstance(raw, dict):
                 col.add("must be a mapping", line, "constraints")
                 continue
-            values["constraints"] = _constraints(raw, catalog, col, file)
+            values["constraints"] = read_constraints(raw, catalog, col, file, FIELDS)
         elif spec.kind == "fleet":
             values["fleet"] = parse_fleet(raw, catalog, col, file, line)
         elif spec.kind == "path":
@@ -358,18 +341,17 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         elif data[required] is None:
             col.add("required field is empty", yamlio.line_of(data, required), required)
     mode, model = values.get("mode"), values.get("model")
-    for k in data:
-        # a field of another mode would be ignored without a word (prompt_tokens in a training file)
-        spec = FIELDS.get(k)
-        if spec is not None and mode in MODES and mode not in spec.modes and k != "concurrency":
-            col.add(f"applies to {' and '.join(spec.modes)} only; this workload's mode is {mode}", yamlio.line_of(data, k), k)
+    kind = kindfields.read_kind(values, data, col) if values.get("task") not in kinds.REFUSED_TASKS else None
+    if kind:
+        values["kind"] = kind
+    _fields_apply(data, mode, kind, col)
     _context_holds_request(values, data, col)
     renamed = crosschecks.between_fields(values, data, col)
     notes = tuple(release_notes) + tuple(renamed)
     col.raise_if_any()
     given = set(data) | ({"micro_batch"} if renamed else set())
     defaults = tuple(k for k, s in FIELDS.items()
-                     if k not in given and s.default is not None and mode in s.modes)
+                     if k not in given and s.default is not None and applies(s, mode, kind))
     if values.get("constraints", Constraints()).deployment in ("on-prem", "air-gapped") and "liquid_cooling" not in (data.get("constraints") or {}):
         defaults += ("liquid_cooling",)   # the team's own data centre: its cooling is assumed, and the memo says so
     if mode == "inference" and "context_tokens" not in data and ("prompt_tokens" in values or "output_tokens" in values):
@@ -381,6 +363,31 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
         # (`concurrency: max` is an offline run at the largest batch: no user waits on it)
         values.update(default_service_levels(catalog, model, values.get("prompt_tokens")))
     return Workload(defaults=defaults, notes=notes, source=file, **values)
+
+
+def _misplaced(key) -> str:
+    """Where a known key goes when it is written at the top level: a service level under latency:, a
+    constraint under constraints:; or ''."""
+    if key in LATENCY_FIELDS:
+        return f"; a service level goes under latency: (latency: {{{key}: ...}})"
+    if key in CONSTRAINTS:
+        return f"; it is a constraint: write it under constraints: (constraints: {{{key}: ...}})"
+    return ""
+
+
+def _fields_apply(data: dict, mode, kind, col: Collector) -> None:
+    """A field of another mode or kind would be ignored without a word (prompt_tokens in a training file,
+    steps in an LLM's): each is refused, naming the mode or kind it applies to."""
+    for k in data:
+        spec = FIELDS.get(k)
+        if spec is None or mode not in MODES or k == "concurrency":
+            continue
+        if spec.kinds and kind and not applies(spec, mode, kind):
+            labels = [kinds.KINDS[n].label for n in spec.kinds]
+            said = ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0]
+            col.add(f"applies to {said} only; this workload is {kinds.KINDS[kind].label}", yamlio.line_of(data, k), k)
+        elif mode not in spec.modes:
+            col.add(f"applies to {' and '.join(spec.modes)} only; this workload's mode is {mode}", yamlio.line_of(data, k), k)
 
 
 def _input_file(raw, file: str, col: Collector, line, key: str) -> str | None:
@@ -443,132 +450,6 @@ def _speculative(raw, catalog: Catalog, col: Collector, line: int | None, model)
         return None
     f = table[n]
     return ("mtp", n, float(f["v"]), tuple(f.get("src") or ()))
-
-
-def _misplaced(key, where: str) -> str:
-    """Where a known key goes when it is written in the wrong mapping (a service level at the top level
-    or under constraints, a constraint at the top level, a workload field under constraints), or ''."""
-    if key in LATENCY_FIELDS:
-        return f"; a service level goes under latency: (latency: {{{key}: ...}})"
-    if where == "workload" and key in CONSTRAINTS:
-        return f"; it is a constraint: write it under constraints: (constraints: {{{key}: ...}})"
-    if where == "constraints" and key in FIELDS:
-        return "; it is a workload field, not a constraint: write it at the top level"
-    return ""
-
-
-def _constraints(raw: dict, catalog: Catalog, col: Collector, file: str) -> Constraints:
-    values = {}
-    for key, v in raw.items():
-        line = yamlio.line_of(raw, key)
-        if key not in CONSTRAINTS:
-            col.add(f"unknown constraint{_misplaced(key, 'constraints') or _suggest(key, CONSTRAINTS)}", line, f"constraints.{key}")
-            continue
-        if v is None:
-            continue
-        spec = CONSTRAINTS[key]
-        if spec.kind == "gpus":
-            if not isinstance(v, list):
-                col.add("must be a list of GPU ids", line, "constraints.gpus")
-                continue
-            from advisor.inputs.names import select_many      # H100, H100:8 (at most 8 cards), 80GB+
-            try:
-                ids, count = select_many([str(x) for x in v], catalog, "constraints.gpus", file,
-                                         [yamlio.line_of(v, i, line) for i in range(len(v))])
-            except InputError as exc:
-                col.problems.extend(exc.problems)
-                continue
-            values["gpus"] = tuple(ids)
-            if count is not None:
-                values["gpus_count"] = count
-            continue
-        if spec.kind == "names":
-            if isinstance(v, str):
-                v = [v]
-            if not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() and len(x) < 100 for x in v):
-                col.add("must be a list of names", line, f"constraints.{key}")
-                continue
-            if len(v) > MAX_NAMES:
-                col.add(f"must be at most {MAX_NAMES} names (got {len(v):,})", line, f"constraints.{key}")
-                continue
-            values[key] = tuple(dict.fromkeys(x.strip() for x in v))
-            if key == "providers":
-                check_providers(values[key], v, catalog.prices, col, line)
-            continue
-        checked = read_value(spec, v, col, f"constraints.{key}", line)
-        if checked is not None:
-            values[key] = checked
-    if "gpus_count" in values:       # GPU:N caps the cards of every plan, as max_gpus does (the lower wins)
-        count = values.pop("gpus_count")
-        values["max_gpus"] = min(count, values.get("max_gpus") or count)
-    if "utilisation" in values:
-        # constraints.utilisation named what busy_share names (the top-level `utilisation` is the memo's share
-        # of the month): the old name is read for one release
-        old = values.pop("utilisation")
-        if values.setdefault("busy_share", old) != old:
-            col.add("is the old name of busy_share; give busy_share only", yamlio.line_of(raw, "utilisation"), "constraints.utilisation")
-    return Constraints(**values)
-
-
-def parse_fleet(raw, catalog: Catalog, col: Collector, file: str, line: int | None) -> tuple[FleetEntry, ...]:
-    """`fleet:` (in a workload or a --fleet file): a list of {gpu, count, ...}; each GPU once."""
-    if not isinstance(raw, list) or not raw:
-        col.add("must be a list of {gpu, count, nodes, location, interconnect, usd_per_gpu_hour}", line, "fleet")
-        return ()
-    out: dict[str, FleetEntry] = {}
-    for i, e in enumerate(raw):
-        at = yamlio.line_of(raw, i, line)
-        if not isinstance(e, dict):
-            col.add("must be a mapping {gpu: ID, count: N, ...}", at, f"fleet[{i}]")
-            continue
-        vals: dict = {}
-        for k, v in e.items():
-            kat = yamlio.line_of(e, k, at)
-            if k not in FLEET_FIELDS:
-                col.add(f"unknown fleet field{_suggest(k, FLEET_FIELDS)}", kat, f"fleet[{i}].{k}")
-            elif k == "gpu":
-                try:
-                    vals["gpu"] = catalog.gpu(str(v), f"fleet[{i}].gpu", file, kat).id
-                except InputError as exc:
-                    col.problems.extend(exc.problems)
-            elif k in ("count", "nodes"):
-                got = read_value(Spec("int", FLEET_FIELDS[k], min=1, max=1_000_000), v, col, f"fleet[{i}].{k}", kat)
-                if got is not None:
-                    vals[k] = got
-            elif k == "usd_per_gpu_hour":
-                got = read_value(Spec("float", FLEET_FIELDS[k], min=0, max=10_000, unit="USD/h"), v, col, f"fleet[{i}].{k}", kat)
-                if got is not None:
-                    vals[k] = got
-            elif k == "interconnect" and v is not None:
-                try:
-                    links.read(str(v))        # a closed vocabulary: "no NVLink" is refused, never read as NVLink
-                    vals[k] = str(v)
-                except ValueError as exc:
-                    col.add(str(exc), kat, f"fleet[{i}].{k}")
-            elif v is not None:
-                vals[k] = str(v)
-        if "gpu" not in e or "count" not in e:
-            col.add("needs gpu and count", at, f"fleet[{i}]")
-            continue
-        if "gpu" in vals and "count" in vals:
-            if vals.get("nodes", 1) > vals["count"]:
-                col.add(f"{vals['count']} cards cannot fill {vals['nodes']} nodes", yamlio.line_of(e, "nodes", at), f"fleet[{i}].nodes")
-                continue
-            if vals["gpu"] in out:
-                col.add(f"{vals['gpu']} is listed twice: give one entry with the total count", at, f"fleet[{i}].gpu")
-                continue
-            out[vals["gpu"]] = FleetEntry(**vals)
-    return tuple(out.values())
-
-
-def load_fleet(path: str | Path, catalog: Catalog) -> tuple[FleetEntry, ...]:
-    """A --fleet file: `fleet: [...]` (or the bare list)."""
-    data = yamlio.load(path)
-    col = Collector(str(path))
-    raw = data.get("fleet") if isinstance(data, dict) else data
-    got = parse_fleet(raw, catalog, col, str(path), yamlio.line_of(data, "fleet", 1) if isinstance(data, dict) else 1)
-    col.raise_if_any()
-    return got
 
 
 def load(path: str | Path, catalog: Catalog) -> Workload:

@@ -19,7 +19,7 @@ from advisor.inputs.workload import Workload
 from advisor.judgement import knowledge
 from advisor.judgement.decision import Decision, decide
 from advisor.judgement.knowledge import KnowledgeBase
-from advisor.numbers.estimate import estimate
+from advisor.kinds import estimate
 
 
 @dataclass(frozen=True)

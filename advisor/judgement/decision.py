@@ -10,7 +10,7 @@ from advisor.inputs.catalog import Catalog
 from advisor.judgement.engine import runner
 from advisor.base.errors import InputError, Problem
 from advisor.judgement import ranking, record
-from advisor.numbers import estimate as estimator
+from advisor import kinds
 from advisor.numbers import knobs, planner
 from advisor.numbers.estimate import Estimate
 from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, times, unit_cost, unit_of_work
@@ -170,7 +170,7 @@ def _option(c: Plan, score: float, unit: str, w, contributions: list) -> ranking
         hours = c.training_hours
     else:
         hours = c.hours_per_million_tokens
-    t = c.training_hours if w.training else c.tpot_ms
+    t = getattr(c, w.kind_spec.time_field, None)
     # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
     listed = bool(c.price) and c.price.get("tier") == "listing"
     # on premises a rental quote is not what the hardware costs: only an owning cost (kind purchase) ranks
@@ -363,7 +363,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     options = {c["id"]: _option(by_gpu[c["id"]], scores[c["id"]], unit, w, contributions[c["id"]]) for c in cfs if c.get("c_fits")}
     alive = [options[g] for g in options if not excluded[g]]
     ranked = ranking.rank(alive, unit, w.objective)
-    ranked.time_unit = "h" if w.training else "ms per output token"
+    ranked.time_unit = w.kind_spec.time_unit
     ranking_ids = ranked.order
     winner = ranked.winner
     runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None
@@ -404,7 +404,7 @@ def _closest(est: Estimate, options: dict, excluded: dict, unit: str):
     ranked.priced = [g for g in near if g in ranked.priced]
     best = by_gpu[near[0]]
     gap = shortfall(w, best)
-    what = "deadline" if w.training else "service level"
+    what = w.kind_spec.goal
     # plans that meet the target but a budget excluded: the choice the budget forces, said (second review, n2)
     held = sorted((by_gpu[g] for g in options if excluded[g] and by_gpu[g].misses is None and by_gpu[g].usd_per_hour
                    and any(f.rule.id == "over-budget" for f in excluded[g])), key=lambda c: c.usd_per_hour)
@@ -432,7 +432,7 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
     out = []
     missed = d.estimate.candidate(d.winner).misses is not None
     for change, w2 in knobs.knob_alternatives(d.estimate.workload, missed):
-        alt = decide(estimator.estimate(w2, catalog), d.kb, catalog)
+        alt = decide(kinds.estimate(w2, catalog), d.kb, catalog)
         if not alt.winner or not alt.ranked or alt.ranked.basis != "cost" or alt.ranked.unit != unit:
             continue
         o = alt.ranked.options[alt.winner]
@@ -441,7 +441,7 @@ def _suggestions(d: Decision, catalog: Catalog) -> list[dict]:
         c = alt.estimate.candidate(alt.winner)
         saving = 1 - o.cost / now.cost
         # the target the turned plan meets where the answer misses it, named once for the field and the text
-        meets = ("deadline" if d.estimate.workload.training else "service level") if missed and c.misses is None else None
+        meets = d.estimate.workload.kind_spec.goal if missed and c.misses is None else None
         out.append({"change": change,
                     "plan": {"gpu": c.gpu.id, "count": c.count, "nodes": c.nodes, **c.layout.degrees(),
                              "zero_stage": c.zero_stage, "activation_checkpointing": c.activation_checkpointing,

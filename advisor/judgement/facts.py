@@ -37,7 +37,8 @@ FACTS: dict[str, Fact] = {
     # the workload as understood
     "workload.mode": Fact("string", "", "inference | training | fine-tuning"),
     "workload.model": Fact("string", "", "catalog model id ('custom' for a model given by its figures)"),
-    "workload.task": Fact("string", "", "llm | rlhf | image-classification | image-generation | video-diffusion | multimodal | other"),
+    "workload.task": Fact("string", "", "llm | rlhf | image-generation | video-generation"),
+    "workload.kind": Fact("string", "", "llm-serving | llm-batch | llm-training | rl-post-training | image-generation | video-generation (advisor/inputs/kinds.py)"),
     "workload.method": Fact("string", "", "training method: full | lora | qlora (training and fine-tuning only)"),
     "workload.precision": Fact("string", "", "weights precision, e.g. bf16, fp8, mxfp4/bf16 for mixed parts"),
     "workload.low_precision_weights": Fact("boolean", "", "weights stored at 8 bits or fewer (K10)"),
@@ -364,7 +365,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     led = est.ledger
     wf: dict = {}
     vals = {
-        "mode": w.mode, "model": w.model.id, "task": w.task, "latency": w.latency,
+        "mode": w.mode, "model": w.model.id, "task": w.task, "kind": w.kind, "latency": w.latency,
         "precision": led.sized.precision_label,
         "low_precision_weights": all(p.bpp <= 1 for p in led.sized.parts),
         "context_tokens": w.context_tokens, "concurrency": w.concurrency, "concurrency_max": bool(w.concurrency_max),
@@ -399,7 +400,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     for k, v in vals.items():
         _put(wf, f"workload.{k}", v)
     cands = []
-    err = model_error(catalog, False)[0] if catalog is not None and not w.training else None
+    err = model_error(catalog, w.kind_spec.error_class)[0] if catalog is not None and not w.kind_spec.job else None
     weights_gb = led.bytes("weights_gb") / GB
     unit = unit_of_work(w)
     costs = {c.gpu.id: unit_cost(c, unit) for c in est.candidates

@@ -11,7 +11,8 @@ from __future__ import annotations
 from advisor import __version__
 from advisor.judgement import alternatives, ranking
 from advisor.numbers import api, plantable
-from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, unit_cost, unit_of_work
+from advisor import kinds
+from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS, closeness, nearest, shortfall, unit_cost, unit_of_work
 from advisor.numbers.terms import rounded
 
 
@@ -105,16 +106,11 @@ def _recommendation(d, c) -> dict:
     return rec
 
 
-#: the cost a stability band is stated in: the one the speed model's error moves (per hour of
-#: interactive serving it does not: the rental price is a quote)
-BAND_FIELD = {"inference": ("usd_per_million_tokens", "per million output tokens"),
-              "training": ("usd_per_job", "per job")}
-
-
-def model_error(catalog, training: bool) -> tuple[float | None, list]:
-    """The speed model's calibrated median error for the class (catalog/efficiency.yaml model_error),
-    and its sources; None when the catalog states none (then no band is claimed)."""
-    fig = ((catalog.efficiency.get("model_error") or {}).get("training" if training else "serving")) or {}
+def model_error(catalog, error_class: str) -> tuple[float | None, list]:
+    """The speed model's calibrated median error for the class (`serving`, `training`, ...: the kind's
+    `error_class`; catalog/efficiency.yaml model_error), and its sources; None when the catalog states
+    none (then no band is claimed)."""
+    fig = ((catalog.efficiency.get("model_error") or {}).get(error_class)) or {}
     v = fig.get("v") if isinstance(fig, dict) else None
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1
     return (float(v), list(fig.get("src") or [])) if ok else (None, [])
@@ -124,10 +120,11 @@ def _stability(rec: dict, d, by_id: dict) -> None:
     """Each candidate's cost per unit of work with the speed model's error (`cost_range`), and whether
     the runner-up's range overlaps the winner's (`recommendation.within_error`, `runner_up_overlap`)."""
     w = d.estimate.workload
-    err, src = model_error(d.catalog, w.training)
-    field, label = BAND_FIELD["training" if w.training else "inference"]
-    if w.training and not w.training_tokens:
-        field, label = "usd_per_million_tokens", "per million training tokens"
+    err, src = model_error(d.catalog, w.kind_spec.error_class)
+    # the band is stated in the cost the speed model's error moves: the unit of work's (per hour of
+    # interactive serving it does not: the rental price is a quote)
+    unit = unit_of_work(w)
+    field, label = UNIT_FIELD[unit], UNIT_LABELS[unit]
     for c in rec["candidates"]:
         cost = getattr(by_id[c["gpu"]], field, None) if by_id[c["gpu"]].fits else None
         c["cost_range"] = ([rounded(cost * (1 - err)), rounded(cost * (1 + err))]
@@ -138,7 +135,7 @@ def _stability(rec: dict, d, by_id: dict) -> None:
     r["cost_range_basis"] = {"cost": field, "unit": label, "model_error": err, "source": src,
                              "formula": f"cost {label} x (1 -+ {err:.1%}), the speed model's median error on the records "
                                         "kept out of its fit (docs/accuracy.md)" if err is not None else "no model error stated"}
-    if r.get("unit") == "hour" and not w.training:
+    if r.get("unit") == "hour" and not w.kind_spec.job:
         # per-hour prices are quotes, not modelled: the model's error cannot reorder them, it can only
         # leave the winner slower than the service level, so that is the question the band asks
         rec["runner_up_overlap"] = None
@@ -161,9 +158,7 @@ def _stability(rec: dict, d, by_id: dict) -> None:
         "gpu": d.runner_up, "winner_range": win, "runner_up_range": ru, "overlap": overlap,
         "if_winner_slow_runner_up_fast": d.runner_up if ru[0] < win[1] else r["gpu"],
         "if_winner_fast_runner_up_slow": r["gpu"],
-        "settle_by": ("an hour of the workload on one node of each, measuring output tokens/s at the workload's "
-                      "concurrency" if not w.training else
-                      "a few hundred training steps on one node of each, measuring tokens/s per GPU"),
+        "settle_by": kinds.words(w).settle_by,
     }
 
 
@@ -225,7 +220,7 @@ def _closest_priced(d, by_id) -> dict | None:
     c = by_id[g]
     return {"gpu": g, "count": c.count, "missed": c.misses, "shortfall": round(shortfall(w, c), 4),
             "unit_cost": rounded(cost[g]), "unit": r.unit, "price_kind": (c.price or {}).get("kind"),
-            "text": (f"every priced plan misses the {'deadline' if w.training else 'service level'}; the closest, "
+            "text": (f"every priced plan misses the {w.kind_spec.goal}; the closest, "
                      f"{c.count:,} x {g} ({(c.price or {}).get('kind') or 'priced'}), {c.misses.split('; ')[0]}, at "
                      f"{ranking.money(cost[g])} {UNIT_LABELS[r.unit]}")}
 

@@ -30,7 +30,7 @@ def unit_of_work(w) -> str:
     ranking, keeps every user's speed."""
     if w.training:   # without a token budget, per million training tokens: what the job costs whatever its size
         return "job" if w.training_tokens else "million_training_tokens"
-    return "million_tokens"
+    return "job" if w.kind_spec.job else "million_tokens"
 
 
 def minimises_cost(w) -> bool:
@@ -52,7 +52,7 @@ def unit_cost(plan, unit: str) -> float | None:
 
 def plan_time(w, plan) -> float | None:
     """The time `objective: time` minimises: training hours, or ms per output token."""
-    return plan.training_hours if w.training else plan.tpot_ms
+    return getattr(plan, w.kind_spec.time_field, None)
 
 
 def money(plan, unit: str, rate_per_gpu_hour: float | None, cards: int | None = None):

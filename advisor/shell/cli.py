@@ -40,7 +40,7 @@ def _workload(args, cat):
 
 
 def cmd_estimate(args) -> int:
-    from advisor.numbers.estimate import estimate
+    from advisor.kinds import estimate
     from advisor.shell import report
     from advisor.judgement.advise import catalog_for
     cat = _catalog(args)

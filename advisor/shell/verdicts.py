@@ -22,7 +22,7 @@ from advisor.inputs import workload as workload_mod
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.decision import Decision, decide
 from advisor.judgement.knowledge import KnowledgeBase, Rule
-from advisor.numbers.estimate import estimate
+from advisor.kinds import estimate
 
 
 def without(kb: KnowledgeBase, rule: Rule) -> KnowledgeBase:
