@@ -100,7 +100,6 @@ MAX_FUNCTION_LINES = 80
 #: the workload and shell engineers' ones, and the judgement's decision.
 OVER_LIMITS = {
     # the speed and memory terms that read the layout (issue 43): split by job next
-    "advisor.numbers.queueing.serving_at_rate": 89,
     # workload kinds as packages (issue 43, item 2): the workload's reading and the CLI
     "advisor.inputs.workload": 580,
     "advisor.inputs.workload.parse": 105,
