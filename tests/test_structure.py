@@ -108,7 +108,6 @@ OVER_LIMITS = {
     "advisor.judgement.decision._decisive": 86,
     "advisor.judgement.decision.decide": 82,
     "advisor.judgement.facts.facts_for": 101,
-    "advisor.judgement.explain.recorded_inputs": 82,
 }
 
 
