@@ -103,7 +103,6 @@ OVER_LIMITS = {
     # workload kinds as packages (issue 43, item 2): the workload's reading and the CLI
     "advisor.inputs.workload": 580,
     "advisor.inputs.workload.parse": 105,
-    "advisor.shell.cli": 508,
     # the judgement's decision and facts (their owners' changes of issue 43)
     "advisor.judgement.decision._decisive": 86,
     "advisor.judgement.decision.decide": 82,
