@@ -100,20 +100,12 @@ MAX_FUNCTION_LINES = 80
 #: the workload and shell engineers' ones, and the judgement's decision.
 OVER_LIMITS = {
     # the speed and memory terms that read the layout (issue 43): split by job next
-    "advisor.numbers.servestep.serving_times": 97,
-    "advisor.numbers.speed.inference_speed": 92,
-    "advisor.numbers.trainspeed.training_time": 117,
-    "advisor.numbers.queueing.serving_at_rate": 89,
     # workload kinds as packages (issue 43, item 2): the workload's reading and the CLI
     "advisor.inputs.workload.parse": 105,
-    "advisor.inputs.engines.load_engines": 94,
-    "advisor.inputs.prices.prices_from": 98,
-    "advisor.shell.cli": 508,
     # the judgement's decision and facts (their owners' changes of issue 43)
     "advisor.judgement.decision._decisive": 86,
     "advisor.judgement.decision.decide": 82,
     "advisor.judgement.facts.facts_for": 101,
-    "advisor.judgement.explain.recorded_inputs": 82,
 }
 
 

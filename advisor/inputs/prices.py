@@ -86,6 +86,95 @@ def _price_text(col, e, k, line, limit) -> str | None:
     return text
 
 
+def _fields_present(col: Collector, e: dict, line) -> bool:
+    """Whether a price row has every required field and no infinite or NaN figure (an error in `col` for
+    each that does not, and for each unknown field); apart from _price_row because a row missing a
+    field is not read further."""
+    bad = False
+    for k, v in e.items():      # a NaN never compares, an infinity passes every lower bound
+        if isinstance(v, float) and not math.isfinite(v) and k != "usd_per_hour":   # that one: its own check below
+            col.add(f"must be a finite number (got {v})", yamlio.line_of(e, k, line), k)
+            bad = True
+    for k in ("gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source"):
+        if e.get(k) in (None, ""):
+            col.add("required field is missing", line, k)
+            bad = True
+    for k in set(e) - set(PRICE_FIELDS):
+        col.add(f"unknown field (known: {', '.join(PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
+    return not bad
+
+
+def _regions(col: Collector, e: dict, line) -> list[str] | None:
+    """A price row's regions (one name or a list), control characters removed; None after an error in
+    `col` (not a list of names, or too many or too long)."""
+    regions = e.get("regions") or []
+    if isinstance(regions, str):
+        regions = [regions]
+    if not isinstance(regions, list) or not all(isinstance(r, str) and plain_text(r) for r in regions):
+        col.add("must be a list of region names", yamlio.line_of(e, "regions", line), "regions")
+        return None
+    regions = [plain_text(r) for r in regions]
+    if len(regions) > 10_000 or any(len(r) > MAX_NAME for r in regions):
+        col.add(f"must be at most 10,000 region names of at most {MAX_NAME} characters", yamlio.line_of(e, "regions", line),
+                "regions")
+        return None
+    return regions
+
+
+def _price_row(col: Collector, e: dict, line, names, name: str) -> Price | None:
+    """One row of a price file as a Price, each field checked in turn; None after the first problem it
+    finds (in `col`, with its line). Apart from prices_from, which checks the file's shape and the
+    rows' duplicates."""
+    if not _fields_present(col, e, line):
+        return None
+    before = len(col.problems)
+    texts = {k: _price_text(col, e, k, line, MAX_TEXT if k in ("source", "note") else MAX_NAME)
+             for k in ("provider", "date", "source", "instance", "accelerator", "commit", "note")}
+    if len(col.problems) > before:
+        return None
+    empty = [k for k in ("provider", "date", "source") if not texts[k]]
+    if empty:
+        col.add("required field is empty once control characters are removed", line, empty[0])
+        return None
+    try:
+        gid = resolve(e["gpu"], names, "GPU", "gpu", name, yamlio.line_of(e, "gpu", line))
+    except InputError as exc:
+        col.problems.extend(exc.problems)
+        return None
+    usd, n = e["usd_per_hour"], e["gpus_per_instance"]
+    if not is_number(usd) or usd <= 0:
+        col.add(f"must be a positive number (got {usd!r})", yamlio.line_of(e, "usd_per_hour", line), "usd_per_hour")
+        return None
+    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 100_000:
+        col.add(f"must be a whole number >= 1 (got {n!r})", yamlio.line_of(e, "gpus_per_instance", line), "gpus_per_instance")
+        return None
+    tier = e.get("tier", "quote")
+    if tier not in PRICE_TIERS:
+        col.add(f"'{tier}' is not one of {', '.join(PRICE_TIERS)}", yamlio.line_of(e, "tier", line), "tier")
+        return None
+    kind = e.get("kind", "on-demand")
+    if kind not in PRICE_KINDS or kind == "purchase":
+        col.add(f"'{kind}' is not one of {', '.join(k for k in PRICE_KINDS if k != 'purchase')} "
+                "(purchase prices belong in purchase.yaml)", yamlio.line_of(e, "kind", line), "kind")
+        return None
+    median = e.get("usd_per_hour_median")
+    if median is not None and (not is_number(median) or median < usd):
+        col.add(f"must be a number >= usd_per_hour (got {median!r})", yamlio.line_of(e, "usd_per_hour_median", line),
+                "usd_per_hour_median")
+        return None
+    regions = _regions(col, e, line)
+    if regions is None:
+        return None
+    rc = e.get("region_count")
+    if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool) or not 0 <= rc <= 100_000):
+        col.add(f"must be a whole number from 0 to 100,000 (got {rc!r})", yamlio.line_of(e, "region_count", line),
+                "region_count")
+        return None
+    return Price(gid, n, float(usd), texts["provider"], texts["date"], texts["source"], tier, name, line,
+                 kind, texts["instance"], tuple(regions), rc if rc is not None else (len(regions) or None),
+                 texts["commit"], float(median) if median is not None else None, texts["note"])
+
+
 def prices_from(data, name: str, catalog_or_gpus) -> list[Price]:
     """The price rows of a parsed price file (`name` for the messages), each checked: one problem per
     bad field with its line, as `--prices FILE` and the shipped catalog read them."""
@@ -110,76 +199,12 @@ def prices_from(data, name: str, catalog_or_gpus) -> list[Price]:
         if not isinstance(e, dict):
             col.add("each price must be a mapping", line)
             continue
-        bad = False
-        for k, v in e.items():      # a NaN never compares, an infinity passes every lower bound
-            if isinstance(v, float) and not math.isfinite(v) and k != "usd_per_hour":   # that one: its own check below
-                col.add(f"must be a finite number (got {v})", yamlio.line_of(e, k, line), k)
-                bad = True
-        for k in ("gpu", "gpus_per_instance", "usd_per_hour", "provider", "date", "source"):
-            if e.get(k) in (None, ""):
-                col.add("required field is missing", line, k)
-                bad = True
-        for k in set(e) - set(PRICE_FIELDS):
-            col.add(f"unknown field (known: {', '.join(PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
-        if bad:
+        p = _price_row(col, e, line, names, name)
+        if p is None:
             continue
-        before = len(col.problems)
-        texts = {k: _price_text(col, e, k, line, MAX_TEXT if k in ("source", "note") else MAX_NAME)
-                 for k in ("provider", "date", "source", "instance", "accelerator", "commit", "note")}
-        if len(col.problems) > before:
-            continue
-        empty = [k for k in ("provider", "date", "source") if not texts[k]]
-        if empty:
-            col.add("required field is empty once control characters are removed", line, empty[0])
-            continue
-        try:
-            gid = resolve(e["gpu"], names, "GPU", "gpu", name, yamlio.line_of(e, "gpu", line))
-        except InputError as exc:
-            col.problems.extend(exc.problems)
-            continue
-        usd, n = e["usd_per_hour"], e["gpus_per_instance"]
-        if not is_number(usd) or usd <= 0:
-            col.add(f"must be a positive number (got {usd!r})", yamlio.line_of(e, "usd_per_hour", line), "usd_per_hour")
-            continue
-        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 100_000:
-            col.add(f"must be a whole number >= 1 (got {n!r})", yamlio.line_of(e, "gpus_per_instance", line), "gpus_per_instance")
-            continue
-        tier = e.get("tier", "quote")
-        if tier not in PRICE_TIERS:
-            col.add(f"'{tier}' is not one of {', '.join(PRICE_TIERS)}", yamlio.line_of(e, "tier", line), "tier")
-            continue
-        kind = e.get("kind", "on-demand")
-        if kind not in PRICE_KINDS or kind == "purchase":
-            col.add(f"'{kind}' is not one of {', '.join(k for k in PRICE_KINDS if k != 'purchase')} "
-                    "(purchase prices belong in purchase.yaml)", yamlio.line_of(e, "kind", line), "kind")
-            continue
-        median = e.get("usd_per_hour_median")
-        if median is not None and (not is_number(median) or median < usd):
-            col.add(f"must be a number >= usd_per_hour (got {median!r})", yamlio.line_of(e, "usd_per_hour_median", line),
-                    "usd_per_hour_median")
-            continue
-        regions = e.get("regions") or []
-        if isinstance(regions, str):
-            regions = [regions]
-        if not isinstance(regions, list) or not all(isinstance(r, str) and plain_text(r) for r in regions):
-            col.add("must be a list of region names", yamlio.line_of(e, "regions", line), "regions")
-            continue
-        regions = [plain_text(r) for r in regions]
-        if len(regions) > 10_000 or any(len(r) > MAX_NAME for r in regions):
-            col.add(f"must be at most 10,000 region names of at most {MAX_NAME} characters", yamlio.line_of(e, "regions", line),
-                    "regions")
-            continue
-        rc = e.get("region_count")
-        if rc is not None and (not isinstance(rc, int) or isinstance(rc, bool) or not 0 <= rc <= 100_000):
-            col.add(f"must be a whole number from 0 to 100,000 (got {rc!r})", yamlio.line_of(e, "region_count", line),
-                    "region_count")
-            continue
-        p = Price(gid, n, float(usd), texts["provider"], texts["date"], texts["source"], tier, name, line,
-                  kind, texts["instance"], tuple(regions), rc if rc is not None else (len(regions) or None),
-                  texts["commit"], float(median) if median is not None else None, texts["note"])
         if p.key in seen:
-            col.add(f"duplicate price for {gid} x{n} from {p.provider}"
-                    + (f" ({p.instance}, {kind})" if p.instance else f" ({kind})"), line)
+            col.add(f"duplicate price for {p.gpu} x{p.gpus_per_instance} from {p.provider}"
+                    + (f" ({p.instance}, {p.kind})" if p.instance else f" ({p.kind})"), line)
         seen.add(p.key)
         out.append(p)
     col.raise_if_any()

@@ -65,6 +65,94 @@ def _same(a, b) -> bool:
         return False
 
 
+def _recorded_rules(v: dict, rules: list[str] | None, notes: list[str], unloaded: list[str]):
+    """recorded_inputs' rule folders: (the rules to load, same_files) from the record's versions `v` and
+    the --rules given, a note for each recorded folder added to `notes` (loaded) or `unloaded`; apart
+    because the folders are checked by another test (refused, gone, changed) than the price file."""
+    from advisor import HOME
+    from advisor.judgement import knowledge
+    same_files = False
+    if not isinstance(v.get("rule_dirs"), list):
+        return rules, same_files
+    kept, same_files = [], bool(v["rule_dirs"])
+    from_env = {Path(p).resolve() for p in knowledge.rule_dirs(shipped=False)}     # GPU_ADVISOR_RULES adds these itself
+    for d in v["rule_dirs"]:
+        if not (isinstance(d, dict) and isinstance(d.get("path"), str)):
+            unloaded.append("Refused: a rule_dirs entry of the record that is not {path: FOLDER}; nothing loaded for it")
+            same_files = False
+            continue
+        path = d["path"]
+        if Path(path).resolve() in from_env:
+            continue
+        from_env.add(Path(path).resolve())        # a folder named twice is loaded once
+        if rules:
+            if not any(_same(path, r) for r in rules):
+                unloaded.append(f"Note: the decision used the rules in {path}, which are not loaded: they are not "
+                             "among the --rules given")
+                same_files = False
+                continue
+        elif not _under(path, [HOME]):
+            unloaded.append(f"Refused: the record names the rule folder {path}, outside the project: not loaded "
+                         f"(pass --rules {path} to use it)")
+            same_files = False
+            continue
+        if not Path(path).exists():
+            unloaded.append(f"Note: the decision used the rules in {path}, which are gone")
+            same_files = False
+            continue
+        given = d.get("given") if isinstance(d.get("given"), str) else None
+        # as typed when that still names the same folder (the digest of the rules counts their names)
+        use = given if given and Path(given).exists() and _same(given, path) else path
+        try:
+            same = knowledge.folder_digest(Path(use)) == d.get("sha256")
+        except (OSError, InputError):
+            same = False
+        same_files = same_files and same
+        notes.append(f"Rules: the shipped ones and {path}, as the decision recorded" + ("" if same else " (changed since)"))
+        if not rules:
+            kept.append(use)
+    if not rules:
+        rules = kept or None
+    return rules, same_files
+
+
+def _recorded_prices(v: dict, prices: str | None, notes: list[str], unloaded: list[str]) -> str | None:
+    """recorded_inputs' price file: the one to load, from the record's versions `v` and the --prices
+    given, a note for the recorded file added to `notes` (loaded) or `unloaded`; apart from the rule
+    folders because a file is compared by its own digest."""
+    import hashlib
+
+    from advisor import HOME
+    if not isinstance(v.get("price_files"), list):
+        return prices
+    for p in v["price_files"][:1]:
+        if not (isinstance(p, dict) and isinstance(p.get("path"), str)):
+            unloaded.append("Refused: a price_files entry of the record that is not {path: FILE}; nothing loaded for it")
+            continue
+        path = p["path"]
+        if prices:
+            if not _same(prices, path):
+                continue                  # the user's own prices: the catalog digest tells what differs
+        elif not _under(path, [HOME]):
+            unloaded.append(f"Refused: the record names the price file {path}, outside the project: not loaded "
+                         f"(pass --prices {path} to use it)")
+            continue
+        if not Path(path).is_file():
+            unloaded.append(f"Note: the decision used the prices in {path}, which are gone")
+            continue
+        given = p.get("given") if isinstance(p.get("given"), str) else None
+        if not prices:
+            prices = given if given and Path(given).is_file() and _same(given, path) else path
+        try:
+            from advisor.base import yamlio
+            from advisor.base.files import read_input
+            same = hashlib.sha256(read_input(path, yamlio.MAX_BYTES, "price file")).hexdigest() == p.get("sha256")
+        except InputError:
+            same = False
+        notes.append(f"Prices: the catalog's and {path}, as the decision recorded" + ("" if same else " (changed since)"))
+    return prices
+
+
 def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
     """The rule folders and price file `explain` loads: (rules, prices, notes, same_files, unloaded), `unloaded`
     the notes of recorded ones not loaded here (refused, not among those given, or gone).
@@ -74,78 +162,10 @@ def recorded_inputs(rec: dict, rules: list[str] | None, prices: str | None):
     loaded, and a note says so. With --rules (--prices) the user's are used, and the notes say which
     recorded ones they are. `same_files`: every recorded rule folder is loaded, by the path recorded,
     with the files it had."""
-    import hashlib
-
-    from advisor import HOME
-    from advisor.judgement import knowledge
     v = rec.get("versions") or {}
-    notes, unloaded, same_files = [], [], False
-    if isinstance(v.get("rule_dirs"), list):
-        kept, same_files = [], bool(v["rule_dirs"])
-        from_env = {Path(p).resolve() for p in knowledge.rule_dirs(shipped=False)}     # GPU_ADVISOR_RULES adds these itself
-        for d in v["rule_dirs"]:
-            if not (isinstance(d, dict) and isinstance(d.get("path"), str)):
-                unloaded.append("Refused: a rule_dirs entry of the record that is not {path: FOLDER}; nothing loaded for it")
-                same_files = False
-                continue
-            path = d["path"]
-            if Path(path).resolve() in from_env:
-                continue
-            from_env.add(Path(path).resolve())        # a folder named twice is loaded once
-            if rules:
-                if not any(_same(path, r) for r in rules):
-                    unloaded.append(f"Note: the decision used the rules in {path}, which are not loaded: they are not "
-                                 "among the --rules given")
-                    same_files = False
-                    continue
-            elif not _under(path, [HOME]):
-                unloaded.append(f"Refused: the record names the rule folder {path}, outside the project: not loaded "
-                             f"(pass --rules {path} to use it)")
-                same_files = False
-                continue
-            if not Path(path).exists():
-                unloaded.append(f"Note: the decision used the rules in {path}, which are gone")
-                same_files = False
-                continue
-            given = d.get("given") if isinstance(d.get("given"), str) else None
-            # as typed when that still names the same folder (the digest of the rules counts their names)
-            use = given if given and Path(given).exists() and _same(given, path) else path
-            try:
-                same = knowledge.folder_digest(Path(use)) == d.get("sha256")
-            except (OSError, InputError):
-                same = False
-            same_files = same_files and same
-            notes.append(f"Rules: the shipped ones and {path}, as the decision recorded" + ("" if same else " (changed since)"))
-            if not rules:
-                kept.append(use)
-        if not rules:
-            rules = kept or None
-    if isinstance(v.get("price_files"), list):
-        for p in v["price_files"][:1]:
-            if not (isinstance(p, dict) and isinstance(p.get("path"), str)):
-                unloaded.append("Refused: a price_files entry of the record that is not {path: FILE}; nothing loaded for it")
-                continue
-            path = p["path"]
-            if prices:
-                if not _same(prices, path):
-                    continue                  # the user's own prices: the catalog digest tells what differs
-            elif not _under(path, [HOME]):
-                unloaded.append(f"Refused: the record names the price file {path}, outside the project: not loaded "
-                             f"(pass --prices {path} to use it)")
-                continue
-            if not Path(path).is_file():
-                unloaded.append(f"Note: the decision used the prices in {path}, which are gone")
-                continue
-            given = p.get("given") if isinstance(p.get("given"), str) else None
-            if not prices:
-                prices = given if given and Path(given).is_file() and _same(given, path) else path
-            try:
-                from advisor.base import yamlio
-                from advisor.base.files import read_input
-                same = hashlib.sha256(read_input(path, yamlio.MAX_BYTES, "price file")).hexdigest() == p.get("sha256")
-            except InputError:
-                same = False
-            notes.append(f"Prices: the catalog's and {path}, as the decision recorded" + ("" if same else " (changed since)"))
+    notes, unloaded = [], []
+    rules, same_files = _recorded_rules(v, rules, notes, unloaded)
+    prices = _recorded_prices(v, prices, notes, unloaded)
     return rules, prices, notes, same_files, unloaded
 
 

@@ -94,6 +94,39 @@ def scaled(sv: Serving, k: float) -> Serving:
                    tokens_per_s=sv.tokens_per_s / k)
 
 
+def _in_flight(lam: float, in_engine_s, b_max: int) -> int:
+    """The least batch in flight b (1..b_max) that holds the requests arriving at `lam` per second for
+    their time in the engine at that batch, in_engine_s(b) (Little's law: lam x time <= b); a bisection,
+    as the time grows with the batch. Apart from serving_at_rate: it is the search, not the model."""
+    lo, hi = 1, b_max
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if lam * in_engine_s(mid) <= mid:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _first_token_words(cal: Calibration, sv: Serving, output: int, held: float | None, prompts: float) -> str:
+    """How Load.how words the time to a request's first token at the batch `sv`: the fitted decode steps,
+    the prompt's own prefill when that is longer, or (an engine that prefills apart) half a step and a
+    prefill-only step over `prompts` waiting prompts, after `held` seconds in a harness's batch (None: no
+    harness). Apart from serving_at_rate, whose TTFT it only describes."""
+    steps = cal.first_token_steps
+    if cal.prefill_in_step and sv.prefill > steps * sv.tpot:
+        return (f"the prompt's own prefill, {sv.prefill * 1e3:,.1f} ms (longer than the {steps:g} decode steps of "
+                f"{sv.tpot * 1e3:,.1f} ms in which a short prompt's first token comes: its chunks run over more steps)")
+    if cal.prefill_in_step:
+        return (f"{steps:g} decode steps of that batch ({sv.tpot * 1e3:,.1f} ms each, its prompts' prefill included: the "
+                f"wait for the step boundary and the step that runs the prompt and returns the first token, fitted on "
+                f"MLPerf Server logs)")
+    return ((f"{held * 1e3:,.0f} ms in the harness's batch + " if held is not None else "")
+            + f"half a decode step ({sv.step * 1e3:,.1f} ms) + a prefill-only step over {prompts:,.1f} prompts "
+            f"({group_prefill_s(sv, output, prompts) * 1e3:,.1f} ms: the engine prefills waiting prompts apart "
+            f"from the decodes)")
+
+
 def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, requests_per_s: float,
                     cal: Calibration | None = None, capacity_requests_per_s: float | None = None,
                     harness: tuple[float, int] | None = None) -> Load:
@@ -145,13 +178,7 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     def in_engine(sv: Serving) -> float:
         return first_token(sv) + output * sv.tpot
 
-    lo, hi = 1, b_max
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if lam * in_engine(at(mid)) <= mid:
-            hi = mid
-        else:
-            lo = mid + 1
+    lo = _in_flight(lam, lambda b: in_engine(at(b)), b_max)
     sv = at(lo)
     # what a replica sustains: its throughput at the largest batch, or fewer when the slots, each held
     # for a request's whole time in the engine, turn over more slowly than that
@@ -162,18 +189,7 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     wait = math.inf if saturated else slot_wait_s(lam, in_engine(sv), b_max)
     saturated = saturated or math.isinf(wait)
     ttft = first_token(sv) + wait
-    if cal.prefill_in_step and sv.prefill > steps * sv.tpot:
-        first = (f"the prompt's own prefill, {sv.prefill * 1e3:,.1f} ms (longer than the {steps:g} decode steps of "
-                 f"{sv.tpot * 1e3:,.1f} ms in which a short prompt's first token comes: its chunks run over more steps)")
-    elif cal.prefill_in_step:
-        first = (f"{steps:g} decode steps of that batch ({sv.tpot * 1e3:,.1f} ms each, its prompts' prefill included: the "
-                 f"wait for the step boundary and the step that runs the prompt and returns the first token, fitted on "
-                 f"MLPerf Server logs)")
-    else:
-        first = ((f"{held * 1e3:,.0f} ms in the harness's batch + " if harness else "")
-                 + f"half a decode step ({sv.step * 1e3:,.1f} ms) + a prefill-only step over {prompts_of(sv):,.1f} prompts "
-                 f"({group_prefill_s(sv, output, prompts_of(sv)) * 1e3:,.1f} ms: the engine prefills waiting prompts apart "
-                 f"from the decodes)")
+    first = _first_token_words(cal, sv, output, held if harness else None, prompts_of(sv))
     basis = (f"the measured {capacity_requests_per_s / dp:,.2f}, the speed model's times x {k:.2f}" if capacity_requests_per_s
              else f"its throughput at batch {b_max:,} / {output:,} output tokens")
     slots_how = f" (KV taken as each grows: {prompt + held_output:,} tokens held on average)" if cal.kv_on_demand else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from advisor.inputs.catalog import GPU
 from advisor.inputs.parallel import Layout
@@ -178,15 +179,25 @@ def pp_return_s(cal: Calibration, pp: int, micro_batch: float) -> float:
     return (pp - 1) * cal.pp_return_us * 1e-6 * micro_batch if pp > 1 else 0.0
 
 
-def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, lay: Layout,
-                  batch: int, prompt: int, output: int, kv_rep: float = 1.0,
-                  cached: float = 0.0, spec: tuple[int, float] | None = None, dispatch_bytes: float = ACT_BYTES) -> Serving:
-    """TTFT, TPOT and output tokens/s of one replica of `lay` (tp x pp GPUs; its dp is not read) serving
-    `batch` sequences; with its attention ranks of tp / attention_dp cards (each its own sequences and KV)
-    and the experts over its ep ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
-    the share of each prompt already in the prefix cache, whose prefill is skipped (prefill_tokens);
-    `spec`: speculative decoding's (drafted tokens per step, mean accepted length per step)."""
-    tp, pp, ep, adp = lay.tp, lay.pp, lay.ep, lay.attention_dp
+class _Rates(NamedTuple):
+    """What one replica's cards and the model's kernels give every part of serving_times (the decode step
+    and the prefill alike), read once at the fitted shares and the GPU's maturity."""
+
+    bw: float                                  # bytes/s of a card's HBM
+    R: float                                   # FLOP/s of a card's matmuls
+    link: float                                # bytes/s of the tp group's link
+    alpha: float                               # s, a collective's latency floor
+    split: tuple[int, float] | None            # a DEP group wider than the NVLink domain: (domain, its bytes/s)
+    over: float                                # s, launch and scheduling cost of the layers of a step
+    mix: float                                 # share of a native kernel the mixed-input experts run at
+    wide: float                                # the expert matmuls' efficiency at the expert width, x mix
+    moe: bool                                  # experts over ep ranks: all-to-alls instead of the MoE all-reduce
+
+
+def _rates(sh: Shape, gpu: GPU, cal: Calibration, rate_tflops: float, lay: Layout) -> _Rates:
+    """The replica's rates, apart from serving_times because both its decode step and its prefill read
+    them and neither depends on the batch or the prompt."""
+    tp, ep = lay.tp, lay.ep
     mat = cal.maturity(gpu)
     bw = gpu.bandwidth_tb_s * 1e12 * cal.bw_share * mat
     R = rate_tflops * TFLOP * cal.compute_share * mat
@@ -196,10 +207,66 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     split = (comm.nvlink_domain(gpu), cal.link_bytes_s(gpu)[0]) if tp > comm.nvlink_domain(gpu) else None
     L = sh.layers or 0
     over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
+    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
+    wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
+    # mixed-input experts (dequantised in the kernel) read their weights and multiply at a share of a native kernel
+    mix = cal.mixed_input_share if sh.expert_bytes and mixed_input(sh.expert_precision, gpu) else 1.0
+    wide *= mix
+    return _Rates(bw, R, link, alpha, split, over, mix, wide, ep > 1 and bool(sh.expert_bytes))
+
+
+def _prefill_s(sh: Shape, cal: Calibration, lay: Layout, r: _Rates, prompt: int, cached: float, batch: int,
+               dispatch_bytes: float) -> tuple[float, float]:
+    """(the prefill of one prompt alone, its share of a running batch's time) in seconds: the TTFT's main
+    term and the interference a batch's prompts put on its decode steps; apart from serving_times because
+    it reads none of the decode step."""
+    tp, pp, ep, adp = lay.tp, lay.pp, lay.ep, lay.attention_dp
+    bw, R, link, alpha, split, over, mix, wide, moe = r
+    L = sh.layers or 0
+    d = sh.attn_dim or 0.0
+    att = lay.attention_tp                         # cards of one attention rank
+    # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
+    # attention rank: its attention and dense layers on tp / attention_dp cards, its experts on all tp
+    # with a prefix cache only the uncached tokens are computed, attending to the whole prompt
+    new, past = prefill_tokens(prompt, cached)
+    exp_pf, tpe_pf = _touched_bytes(sh, new)
+    imb_pf = expert_imbalance(new, sh.k, ep, cal.ep_skew) if moe else 1.0
+    f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
+    f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
+    f_pf = f_dense + f_exp
+    pf_comm = _layer_comm(sh, new, new, new / att, lay, moe, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
+    # the rest of the model at its roofline, then the expert GEMMs' weight reads and matmuls one after the other
+    prefill = (max(f_dense / (att * R), sh.dense_bytes / att / bw) + sum(expert_gemm_s(exp_pf / mix, f_exp * imb_pf, tp, tp, bw, R))
+               + pf_comm + over)
+    # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
+    # DP its collectives run beside the other ranks' prompts (each card sends its own tokens); the engine
+    # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
+    # is paid once per chunk, not once per prompt (its bytes still grow with every prompt's tokens)
+    if tp > 1 and batch > 1:
+        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, lay, moe, link, alpha, dispatch_bytes, split)
+        sharing = min(max(cal.prefill_chunk_tokens / new, 1.0), batch)
+        pf_comm_b = pf_comm - pf_floor + pf_floor / sharing
+    else:
+        pf_comm_b = pf_comm
+    pf_batched = f_pf / (tp * pp * R) + pf_comm_b / (pp * adp)
+
+    return prefill, pf_batched
+
+
+def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: float, lay: Layout,
+                  batch: int, prompt: int, output: int, kv_rep: float = 1.0,
+                  cached: float = 0.0, spec: tuple[int, float] | None = None, dispatch_bytes: float = ACT_BYTES) -> Serving:
+    """TTFT, TPOT and output tokens/s of one replica of `lay` (tp x pp GPUs; its dp is not read) serving
+    `batch` sequences; with its attention ranks of tp / attention_dp cards (each its own sequences and KV)
+    and the experts over its ep ranks (dispatch and combine all-to-all instead of the MoE all-reduce). `cached`:
+    the share of each prompt already in the prefix cache, whose prefill is skipped (prefill_tokens);
+    `spec`: speculative decoding's (drafted tokens per step, mean accepted length per step)."""
+    tp, pp, ep, adp = lay.tp, lay.pp, lay.ep, lay.attention_dp
+    r = _rates(sh, gpu, cal, rate_tflops, lay)
+    bw, R, link, alpha, split, over, mix, wide, moe = r
+    L = sh.layers or 0
     d = sh.attn_dim or 0.0
     ctx = prompt + output / 2                      # average context of a sequence being decoded
-    att = lay.attention_tp                         # cards of one attention rank
-    moe = ep > 1 and bool(sh.expert_bytes)
 
     # decode step: pp micro-batches of batch/pp sequences pass the stages in turn
     mb = max(batch / pp, 1.0)
@@ -207,11 +274,6 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     b_att = math.ceil(batch / adp) * adp
     kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
     attn_f = 4 * L * ctx * (sh.decode_attn_dim or d)
-    # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
-    wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
-    # mixed-input experts (dequantised in the kernel) read their weights and multiply at a share of a native kernel
-    mix = cal.mixed_input_share if sh.expert_bytes and mixed_input(sh.expert_precision, gpu) else 1.0
-    wide *= mix
 
     def decode_step(q: int):
         """(step, memory, compute, collectives) of a step that runs q tokens of every sequence (1, or
@@ -245,30 +307,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         drafted, accepted = spec
         step = decode_step(1 + drafted)[0] + drafted * step / (L or 64)
 
-    # prefill of one prompt alone (compute-bound; the whole model's weights read once), on one
-    # attention rank: its attention and dense layers on tp / attention_dp cards, its experts on all tp
-    # with a prefix cache only the uncached tokens are computed, attending to the whole prompt
-    new, past = prefill_tokens(prompt, cached)
-    exp_pf, tpe_pf = _touched_bytes(sh, new)
-    imb_pf = expert_imbalance(new, sh.k, ep, cal.ep_skew) if moe else 1.0
-    f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
-    f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
-    f_pf = f_dense + f_exp
-    pf_comm = _layer_comm(sh, new, new, new / att, lay, moe, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
-    # the rest of the model at its roofline, then the expert GEMMs' weight reads and matmuls one after the other
-    prefill = (max(f_dense / (att * R), sh.dense_bytes / att / bw) + sum(expert_gemm_s(exp_pf / mix, f_exp * imb_pf, tp, tp, bw, R))
-               + pf_comm + over)
-    # inside a running batch the prompt's compute is shared out over the pipeline, and with attention
-    # DP its collectives run beside the other ranks' prompts (each card sends its own tokens); the engine
-    # prefills prompts together in chunks of up to prefill_chunk_tokens, so a collective's latency floor
-    # is paid once per chunk, not once per prompt (its bytes still grow with every prompt's tokens)
-    if tp > 1 and batch > 1:
-        pf_floor = _layer_comm(sh, 0.0, 0.0, 0.0, lay, moe, link, alpha, dispatch_bytes, split)
-        sharing = min(max(cal.prefill_chunk_tokens / new, 1.0), batch)
-        pf_comm_b = pf_comm - pf_floor + pf_floor / sharing
-    else:
-        pf_comm_b = pf_comm
-    pf_batched = f_pf / (tp * pp * R) + pf_comm_b / (pp * adp)
+    prefill, pf_batched = _prefill_s(sh, cal, lay, r, prompt, cached, batch, dispatch_bytes)
 
     interference = batch * pf_batched / output     # others' prefills, spread over a sequence's steps
     tpot = step / accepted + interference

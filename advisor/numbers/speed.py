@@ -224,28 +224,14 @@ def decode_tokens_per_s(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal
     return total / sv.step
 
 
-def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
-                    explain: bool = True) -> Speed:
-    """TTFT, TPOT and throughput of the colocated layout `lay` (tp, pp, dp, count; a disaggregated one
-    is numbers.poolspeed's) at the workload's concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
-    source in speed_explained (`explain` false: the figures only, for a layout the planner may not keep)."""
-    cal = cal or default_calibration()
-    sh = _shape_of(w, led)
+def _collectives_term(sv: Serving, sh: Shape, gpu: GPU, cal: Calibration, lay, b: int, dispatch: float, src: str) -> dict:
+    """The step's collectives as speed_explained words them: all-reduces (or, with EP, the MoE all-to-alls)
+    over the link the tp group uses, with its latency floor (the host-staged one on cards without
+    peer-to-peer) and the attention-DP and expert groups named; kept apart from inference_speed because
+    it is the one term whose words depend on the link and the groups."""
     tp, pp = lay.tp, lay.pp
     ep, adp = lay.ep, lay.attention_dp
-    sv, b, total, dispatch, why = _serve(w, led, gpu, lay, rate, cal)
-    tpot_ms = sv.tpot * 1e3
-    tokens_per_s = total / sv.tpot
-    figures = dict(concurrency=total, prefill_ms=sv.prefill * 1e3, ttft_ms=sv.ttft * 1e3, tpot_ms=tpot_ms, decode_ms_per_token=tpot_ms,
-                   tokens_per_s=tokens_per_s, tokens_per_s_per_user=1e3 / tpot_ms, tokens_per_s_per_gpu=tokens_per_s / lay.count,
-                   hours_per_million_tokens=1e6 / (tokens_per_s * 3600) if tokens_per_s else None)
-    if not explain:
-        return Speed(**figures)
-    new, past = prefill_tokens(w.prompt_tokens, w.prefix_cache_hit)
-    cache_words = (f" ({past:,.0f} of the {w.prompt_tokens:,} prompt tokens read from the prefix cache, prefix_cache_hit "
-                   f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
     link, link_how = group_link(gpu, cal, tp)
-    src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     # cards without peer-to-peer: the floor is the measured host-staged one, not the fitted one
     staged = host_staged(gpu, cal, tp)
     floor_us = group_latency_s(gpu, cal, tp) * 1e6
@@ -258,6 +244,61 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
               f"tokens x top-{sh.k} x {sh.hidden or 0:.0f} hidden, "
               f"x (EP - 1) / EP off the card, each with the {floor_us:g} us floor; the busiest EP rank's expert load "
               f"x {expert_imbalance(max(b / pp, 1.0), sh.k, ep, cal.ep_skew):.3f}: balls-into-bins and the fitted routing skew {cal.ep_skew:g})" if moe else "")
+    return {"value": sv.step_comm * 1e3, "factor": {**floor, "link": link_how},
+            "source": "catalog/efficiency.yaml host_staged (NCCL_TUNING, TINYGRAD_P2P_ISSUE17; link: NCCL_ENV_SHM)" if staged else src,
+            "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({floor_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"
+                       + (f"; no peer-to-peer: staged in host memory, {cal.host_base_us:g} us + 2 x ({tp} - 1) hops x "
+                          f"{cal.host_exchange_us - cal.host_base_us:g} us, each byte over PCIe twice" if staged else "") + groups}
+
+
+def _speculative_term(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration, sv: Serving, sh: Shape, b: int) -> dict:
+    """Speculative decoding's gain as speed_explained words it: the same plan served without MTP, against
+    `sv`; apart because it serves the replica a second time and cites its own sources."""
+    _, n, acc, refs = w.speculative
+    plain = _serve(replace(w, speculative=None), led, gpu, lay, rate, cal)[0]     # the same plan without MTP
+    return {
+        "value": plain.tpot / sv.tpot, "factor": {"drafted_tokens": n, "accepted_length": acc}, "source": ", ".join(refs),
+        "formula": (f"MTP, {n} drafted token(s) a step: (step verifying {1 + n} tokens per sequence + {n} MTP pass(es) of "
+                    f"1/{sh.layers or 64} of a one-token step) / {acc:g} tokens accepted per step (catalog/engines.yaml): "
+                    f"{plain.tpot * 1e3:,.2f} -> {sv.tpot * 1e3:,.2f} ms per output token at {b} sequences, "
+                    f"x{plain.tpot / sv.tpot:.2f} tokens/s; checked at one sequence (DeepSeek-R1 on 8 x B200, MTP 3: "
+                    f"x2.23 against x2.28 in TensorRT-LLM's B200 latency blog), it overstates the gain beyond about 16 "
+                    f"sequences (x1.25 measured at 64 on 8 x MI300X in the LMSYS/AMD SGLang MTP blog)")}
+
+
+def _moe_term(s: Sized, sh: Shape, cal: Calibration, b: int, pp: int, src: str) -> dict:
+    """The expert matmuls' efficiency as speed_explained words it (a model with experts only): experts
+    touched per layer at a micro-batch's tokens and the fitted half-efficiency tokens and width."""
+    return {"value": experts_touched(s.experts, s.experts_per_token, max(b / pp, 1)),
+            "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
+            "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
+                       f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
+                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size); "
+                       f"the expert GEMMs' weight reads and matmuls add (grouped GEMMs overlap them little, AIC_MOE_TABLES), "
+                       f"after the dense GEMMs' and the attention's own rooflines"}
+
+
+def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
+                    explain: bool = True) -> Speed:
+    """TTFT, TPOT and throughput of the colocated layout `lay` (tp, pp, dp, count; a disaggregated one
+    is numbers.poolspeed's) at the workload's concurrency (or the largest batch that fits, for `concurrency: max`), each term's factor and
+    source in speed_explained (`explain` false: the figures only, for a layout the planner may not keep)."""
+    cal = cal or default_calibration()
+    sh = _shape_of(w, led)
+    tp, pp = lay.tp, lay.pp
+    adp = lay.attention_dp
+    sv, b, total, dispatch, why = _serve(w, led, gpu, lay, rate, cal)
+    tpot_ms = sv.tpot * 1e3
+    tokens_per_s = total / sv.tpot
+    figures = dict(concurrency=total, prefill_ms=sv.prefill * 1e3, ttft_ms=sv.ttft * 1e3, tpot_ms=tpot_ms, decode_ms_per_token=tpot_ms,
+                   tokens_per_s=tokens_per_s, tokens_per_s_per_user=1e3 / tpot_ms, tokens_per_s_per_gpu=tokens_per_s / lay.count,
+                   hours_per_million_tokens=1e6 / (tokens_per_s * 3600) if tokens_per_s else None)
+    if not explain:
+        return Speed(**figures)
+    new, past = prefill_tokens(w.prompt_tokens, w.prefix_cache_hit)
+    cache_words = (f" ({past:,.0f} of the {w.prompt_tokens:,} prompt tokens read from the prefix cache, prefix_cache_hit "
+                   f"{w.prefix_cache_hit:g}: {new:,.0f} computed, attending to all {w.prompt_tokens:,})" if past else "")
+    src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     explained = {
         "weights_and_kv_read_ms": {"value": sv.step_mem * 1e3, "factor": {"hbm_share": cal.bw_share}, "source": src,
                                    "formula": f"(dense weights {_gb(sh.dense_bytes)} + experts touched by {b} sequences + KV of {b} sequences) / "
@@ -265,11 +306,7 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
         "step_compute_ms": {"value": sv.step_cmp * 1e3, "factor": {"compute_share": cal.compute_share}, "source": src,
                             "formula": f"{b} x (2 x active + attention 4 x layers x context x heads x dim) FLOPs / "
                                        f"(TP {tp} x PP {pp} x {rate.formula} x {cal.compute_share:g}) (K04)"},
-        "tp_allreduce_ms": {"value": sv.step_comm * 1e3, "factor": {**floor, "link": link_how},
-                            "source": "catalog/efficiency.yaml host_staged (NCCL_TUNING, TINYGRAD_P2P_ISSUE17; link: NCCL_ENV_SHM)" if staged else src,
-                            "formula": f"{'1 all-reduce + 2 all-to-alls' if moe else '2 all-reduces'} per layer x ({floor_us:g} us + ring bytes / {link / 1e9:,.0f} GB/s) (K14)"
-                                       + (f"; no peer-to-peer: staged in host memory, {cal.host_base_us:g} us + 2 x ({tp} - 1) hops x "
-                                          f"{cal.host_exchange_us - cal.host_base_us:g} us, each byte over PCIe twice" if staged else "") + groups},
+        "tp_allreduce_ms": _collectives_term(sv, sh, gpu, cal, lay, b, dispatch, src),
         "step_overhead_ms": {"value": (cal.layer_us * (sh.layers or 64) + cal.seq_us * b / adp) / 1e3,
                              "factor": {"layer_overhead_us": cal.layer_us, "sequence_overhead_us": cal.seq_us}, "source": src,
                              "formula": f"{cal.layer_us:g} us launch and scheduling cost x {sh.layers or 64} layers + "
@@ -289,26 +326,10 @@ def inference_speed(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Ca
                                f"FLOPs incl. attention / (TP {tp} x rate)){cache_words} + half a decode step + queueing behind other prompts (M/D/1)"},
     }
     if w.speculative:
-        _, n, acc, refs = w.speculative
-        plain = _serve(replace(w, speculative=None), led, gpu, lay, rate, cal)[0]     # the same plan without MTP
-        explained["speculative"] = {
-            "value": plain.tpot / sv.tpot, "factor": {"drafted_tokens": n, "accepted_length": acc}, "source": ", ".join(refs),
-            "formula": (f"MTP, {n} drafted token(s) a step: (step verifying {1 + n} tokens per sequence + {n} MTP pass(es) of "
-                        f"1/{sh.layers or 64} of a one-token step) / {acc:g} tokens accepted per step (catalog/engines.yaml): "
-                        f"{plain.tpot * 1e3:,.2f} -> {sv.tpot * 1e3:,.2f} ms per output token at {b} sequences, "
-                        f"x{plain.tpot / sv.tpot:.2f} tokens/s; checked at one sequence (DeepSeek-R1 on 8 x B200, MTP 3: "
-                        f"x2.23 against x2.28 in TensorRT-LLM's B200 latency blog), it overstates the gain beyond about 16 "
-                        f"sequences (x1.25 measured at 64 on 8 x MI300X in the LMSYS/AMD SGLang MTP blog)")}
+        explained["speculative"] = _speculative_term(w, led, gpu, lay, rate, cal, sv, sh, b)
         why["speculative"] = explained["speculative"]["formula"]
-    s = led.sized
-    if s.experts and s.experts_per_token:
-        explained["moe"] = {"value": experts_touched(s.experts, s.experts_per_token, max(b / pp, 1)),
-                            "factor": {"moe_half_tokens": cal.moe_half_tokens, "moe_half_width": cal.moe_half_width}, "source": src,
-                            "formula": f"experts touched per layer = {s.experts} x (1 - (1 - {s.experts_per_token}/{s.experts})^tokens); "
-                                       f"expert matmul efficiency = tokens per expert / (tokens per expert + {cal.moe_half_tokens:g})"
-                                       f" x width / (width + {cal.moe_half_width:g}), width = {sh.expert_width:,.0f} (an expert's intermediate size); "
-                                       f"the expert GEMMs' weight reads and matmuls add (grouped GEMMs overlap them little, AIC_MOE_TABLES), "
-                                       f"after the dense GEMMs' and the attention's own rooflines"}
+    if led.sized.experts and led.sized.experts_per_token:
+        explained["moe"] = _moe_term(led.sized, sh, cal, b, pp, src)
     why["prefill_ms"] = (f"{new:,.0f} prompt tokens x ({sh.dense_flops + sh.expert_flops:,.3g} + attention) FLOP / "
                          f"(TP {tp} x {rate.formula} x {cal.compute_share:g} fitted serving share) (K04, K07){cache_words}")
     why["decode_ms_per_token"] = (f"max(weights read, GEMM matmuls) + max(KV read, attention FLOPs), reads at TP {tp} x "

@@ -316,16 +316,9 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     return Training(tps, tps * model_flops / (spec * TFLOP), share, bubble, comm_s, compute, moe, dequant, imbalance)
 
 
-def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
-                  explain: bool = True) -> Speed:
-    """Expected tokens/s, MFU and hours of the layout `lay`: the step time of the calibrated model and
-    the whole run's wall-clock (step time / goodput: interruptions, checkpoints, evaluation), with both
-    fits' spread as the uncertainty; without a token budget, the hours per million training tokens.
-    `explain` false: the figures without their texts (speed_explained, why), for a layout the planner
-    may not keep."""
-    cal = cal or default_calibration()
-    cp = compute_precision(w, gpu, led.sized)
-    m, gbs, batch_how, batch_basis = micro_batches(w, lay, max_tokens=cal.max_batch_tokens, explain=explain)
+def _virtual_stages(w: Workload, lay, m: int) -> int:
+    """The virtual pipeline stages per card the layout's schedule runs with `m` micro-batches a step (1:
+    no interleaving); apart from training_time because it is the choice of a schedule, not a time."""
     layers = int(w.model.num("layers") or 0)
     # the interleaved schedule runs when the micro-batches fill the stages in whole rounds (Megatron-LM
     # requires micro-batches divisible by PP with virtual stages); the planner's own batch, which its
@@ -334,22 +327,53 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     flexible = not w.global_batch
     v = lay.interleave if lay.interleave is not None else schedule(layers, lay.pp, m, flexible)
     v = v if lay.pp > 1 and (m % lay.pp == 0 or flexible and m >= lay.pp) else 1
-    tr = training_rate(w, led, gpu, cal, rate, lay, microbatches=m, precision=cp, virtual_stages=v,
-                       alltoall_overlapped=w.alltoall_overlap)
-    count = lay.count
-    tokens_per_s = tr.tokens_per_s_per_gpu * count
-    flops_token, per_param = train_flops_per_token(w, led)
-    at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
-    p = "fp4" if cp in FP4_NAMES else cp
-    share_how = cal.train_share_for(gpu, p)[1] if explain else ""
-    # one optimizer step of a replica: its micro-batches' tokens at the step rate (the per-step overhead's
-    # base); charged to language models only, the kind of run it was fitted on (an image model's steps
-    # have data loading of another kind: a stated choice)
-    step_s = m * w.micro_batch * w.context_tokens / (tr.tokens_per_s_per_gpu * lay.tp * lay.pp)
-    good, good_how = cal.goodput(count, step_s=step_s if w.task == "llm" else None, stated=w.goodput, explain=explain)
+    return v
+
+
+def _moe_term(w: Workload, cal: Calibration, lay, tr, src: str) -> dict:
+    """The experts' part of a training step as speed_explained words it: their FLOPs share, busiest-rank
+    load and grouped-matmul efficiency, and the EP all-to-all (on or off the critical path)."""
+    return {"value": tr.moe.alltoall_s, "factor": {"ep": lay.ep, "alltoall_bytes_per_micro_batch": tr.moe.alltoall_bytes,
+                                                 "expert_flops_share": tr.moe.expert_flops_share,
+                                                 "expert_matmul_efficiency": tr.moe.matmul_efficiency,
+                                                 "expert_imbalance": tr.moe.imbalance, "link": tr.moe.link},
+            "source": src,
+            "formula": (f"experts {tr.moe.expert_flops_share:.0%} of the parameter FLOPs at x {tr.moe.imbalance:.3f} busiest-rank load "
+                        f"(balls into bins over EP {lay.ep}; trained routers balance) / {tr.moe.matmul_efficiency:.2f} grouped-matmul "
+                        f"efficiency (tokens per expert / (tokens + {cal.train_moe_half_tokens:g}) x expert width per card / (width + {cal.train_moe_half_width:g})); "
+                        + (f"all-to-all per micro-batch: {tr.moe.alltoall_bytes / 1e6:,.1f} MB per GPU (tokens x top-k x hidden x "
+                           f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
+                           + (", hidden behind compute where shorter (alltoall_overlap, as the workload states)" if w.alltoall_overlap
+                              else ", on the critical path (Megatron-Core's default schedule)")
+                           if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}
+
+
+def _goodput_term(w: Workload, cal: Calibration, count: int, good: float, good_how: str, step_s: float) -> dict:
+    """The goodput as speed_explained words it: the workload's stated one, or the fitted whole-run model's
+    factors (interruptions, per-step overhead) at `count` GPUs."""
+    return ({"value": good, "factor": {"stated": w.goodput}, "source": "the workload's goodput", "formula": good_how}
+            if w.goodput is not None else
+            {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
+                                       "whole_run_scale": cal.whole_run_scale(count),
+                                       "step_overhead_s": cal.step_overhead_s,
+                                       "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
+                                       "hours_lost_per_interruption": cal.hours_lost_per_interruption},
+             "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base and step_overhead_s fitted by bench/fit.py)",
+             "formula": good_how})
+
+
+def _training_explained(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Term, lay, tr, p: str, batches: tuple,
+                        good: float, good_how: str, step_s: float) -> dict:
+    """speed_explained of a training plan: each term of the step rate (matmul share, pipeline bubble, DP
+    gradients, compute, MFU, experts, QLoRA dequantisation) and the goodput, with its factors and source;
+    `batches` is (micro-batches, global batch, virtual stages, the batch's words). Apart from
+    training_time, which reads none of it: the planner asks for the figures alone (explain false)."""
     src = "catalog/efficiency.yaml (fitted by bench/fit.py)"
     lora = w.method in ("lora", "qlora")
-    explained = {} if not explain else {
+    share_how = cal.train_share_for(gpu, p)[1]
+    count = lay.count
+    m, gbs, v, batch_how = batches
+    return {
         "matmul_share": {"value": tr.share, "factor": {"share_of_achievable_matmul": tr.share,
                                                        # false: no training record of this GPU family and precision
                                                        "fitted_for_family": cal.fitted_for(gpu, p)},
@@ -378,35 +402,42 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         "mfu": {"value": tr.mfu, "factor": {}, "source": "formula",
                 "formula": (f"tokens/s per GPU x ({'4 x frozen base + 6 x adapters' if lora else '6 x active parameters'} + attention) "
                             f"FLOPs / {gpu.tflops(p) or gpu.tflops('bf16'):g} TFLOPS {p if gpu.tflops(p) else 'bf16'} peak (the precision the matmuls run at)")},
-        **({"moe": {"value": tr.moe.alltoall_s, "factor": {"ep": lay.ep, "alltoall_bytes_per_micro_batch": tr.moe.alltoall_bytes,
-                                                         "expert_flops_share": tr.moe.expert_flops_share,
-                                                         "expert_matmul_efficiency": tr.moe.matmul_efficiency,
-                                                         "expert_imbalance": tr.moe.imbalance, "link": tr.moe.link},
-                    "source": src,
-                    "formula": (f"experts {tr.moe.expert_flops_share:.0%} of the parameter FLOPs at x {tr.moe.imbalance:.3f} busiest-rank load "
-                                f"(balls into bins over EP {lay.ep}; trained routers balance) / {tr.moe.matmul_efficiency:.2f} grouped-matmul "
-                                f"efficiency (tokens per expert / (tokens + {cal.train_moe_half_tokens:g}) x expert width per card / (width + {cal.train_moe_half_width:g})); "
-                                + (f"all-to-all per micro-batch: {tr.moe.alltoall_bytes / 1e6:,.1f} MB per GPU (tokens x top-k x hidden x "
-                                   f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
-                                   + (", hidden behind compute where shorter (alltoall_overlap, as the workload states)" if w.alltoall_overlap
-                                      else ", on the critical path (Megatron-Core's default schedule)")
-                                   if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}}
-           if tr.moe and explain else {}),
+        **({"moe": _moe_term(w, cal, lay, tr, src)} if tr.moe else {}),
         **({"qlora_dequant_s": {"value": tr.dequant_s, "factor": {"per_micro_batch_s": tr.dequant_s / m, "micro_batches": m,
                                                                   "dequant_share_of_hbm": cal.qlora_dequant_share},
                                 "source": src, "formula": f"{m:,} micro-batches x " + qlora_dequant_s(w, led, gpu, cal, lay)[1]
                                                           + " (in compute_s_per_step)"}}
-           if tr.dequant_s and explain else {}),
-        "goodput": ({"value": good, "factor": {"stated": w.goodput}, "source": "the workload's goodput", "formula": good_how}
-                    if w.goodput is not None else
-                    {"value": good, "factor": {"goodput_base": cal.goodput_base, "step_s": step_s,
-                                               "whole_run_scale": cal.whole_run_scale(count),
-                                               "step_overhead_s": cal.step_overhead_s,
-                                               "interruptions_per_gpu_hour": cal.interruptions_per_gpu_hour,
-                                               "hours_lost_per_interruption": cal.hours_lost_per_interruption},
-                     "source": "catalog/efficiency.yaml (whole_run: LLAMA3_RELIABILITY; goodput_base and step_overhead_s fitted by bench/fit.py)",
-                     "formula": good_how}),
+           if tr.dequant_s else {}),
+        "goodput": _goodput_term(w, cal, count, good, good_how, step_s),
     }
+
+
+def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration | None = None,
+                  explain: bool = True) -> Speed:
+    """Expected tokens/s, MFU and hours of the layout `lay`: the step time of the calibrated model and
+    the whole run's wall-clock (step time / goodput: interruptions, checkpoints, evaluation), with both
+    fits' spread as the uncertainty; without a token budget, the hours per million training tokens.
+    `explain` false: the figures without their texts (speed_explained, why), for a layout the planner
+    may not keep."""
+    cal = cal or default_calibration()
+    cp = compute_precision(w, gpu, led.sized)
+    m, gbs, batch_how, batch_basis = micro_batches(w, lay, max_tokens=cal.max_batch_tokens, explain=explain)
+    v = _virtual_stages(w, lay, m)
+    tr = training_rate(w, led, gpu, cal, rate, lay, microbatches=m, precision=cp, virtual_stages=v,
+                       alltoall_overlapped=w.alltoall_overlap)
+    count = lay.count
+    tokens_per_s = tr.tokens_per_s_per_gpu * count
+    flops_token, per_param = train_flops_per_token(w, led)
+    at_peak = (w.training_tokens * flops_token / (count * rate.value * TFLOP) / 3600 if w.training_tokens else None)
+    p = "fp4" if cp in FP4_NAMES else cp
+    # one optimizer step of a replica: its micro-batches' tokens at the step rate (the per-step overhead's
+    # base); charged to language models only, the kind of run it was fitted on (an image model's steps
+    # have data loading of another kind: a stated choice)
+    step_s = m * w.micro_batch * w.context_tokens / (tr.tokens_per_s_per_gpu * lay.tp * lay.pp)
+    good, good_how = cal.goodput(count, step_s=step_s if w.task == "llm" else None, stated=w.goodput, explain=explain)
+    lora = w.method in ("lora", "qlora")
+    explained = {} if not explain else _training_explained(w, led, gpu, cal, rate, lay, tr, p, (m, gbs, v, batch_how),
+                                                           good, good_how, step_s)
     step_tps = tokens_per_s
     batch = {"global_batch": gbs, "micro_batch": w.micro_batch, "micro_batches": m, "pipeline_bubble": tr.bubble, "goodput": good,
              "virtual_stages": v if lay.pp > 1 else None}
