@@ -60,7 +60,7 @@ def cold_start(fmt: str, cache: str, runs: int) -> float:
 def in_process(runs: int) -> dict:
     from advisor.inputs import catalog, workload
     from advisor.judgement import decision, knowledge
-    from advisor.numbers import estimate as estimator
+    from advisor import kinds as estimator   # the advise path: the workload kind's estimate
     cat, kb = catalog.default(), knowledge.load()
     names = ["chat-assistant", "gpt-oss-120b-one-user", "kimi-k3-serving", "llama-13b-full-finetune",
              "mistral-7b-lora", "llama-70b-fp16-serving", "gpt-oss-120b-training"]
@@ -89,7 +89,7 @@ sys.path.insert(0, sys.argv[2])
 t0 = time.perf_counter()
 from advisor.inputs import catalog, workload
 from advisor.judgement import decision, knowledge
-from advisor.numbers import estimate as estimator
+from advisor import kinds as estimator   # the advise path: the workload kind's estimate
 from pathlib import Path
 cat = catalog.default()
 kb = knowledge.load([Path(sys.argv[1])])

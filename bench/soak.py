@@ -45,7 +45,7 @@ def answer(rec: dict) -> tuple:
 def soak(n: int, report_every: int = 1000, fresh_checks: int = 8, out=print) -> dict:
     from advisor.inputs import catalog, workload
     from advisor.judgement import decision, knowledge
-    from advisor.numbers import estimate as estimator
+    from advisor import kinds as estimator   # the advise path: the workload kind's estimate
     cat, kb = catalog.default(), knowledge.load()
     stream = workloads()
     answers, rss = {}, []
