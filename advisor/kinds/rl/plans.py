@@ -124,9 +124,10 @@ def steps_in_run(w: Workload, tokens_per_step: float) -> int | None:
     return None
 
 
-def speed_of(w: Workload, t: Tried) -> Speed:
+def speed_of(w: Workload, t: Tried, gpu: GPU) -> Speed:
     """The plan's speed: the step's phases, its hours over the run (steps x step time: no stall or
-    restart counted) and the rollout share of the step."""
+    restart counted), the rollout share of the step, and the MFU of the whole step (the trained and
+    forward FLOPs, without recomputation, over every card's bf16 peak for the step's wall-clock)."""
     s = t.step
     seqs = models.sequences_per_step(w)
     tokens = seqs * models.sequence_tokens(w)
@@ -139,13 +140,19 @@ def speed_of(w: Workload, t: Tried) -> Speed:
     explained = {"rl_step": {"value": s.total_s, "factor": {k: v for k, v in phases.items() if k != "step_s"},
                              "source": "advisor/kinds/rl (RL training share and colocated switch fitted on catalog/rl-measurements.yaml)",
                              "formula": "rollout + frozen forwards + update + weight sync (+ offload), in turn (on-policy)"}}
-    why = {"rl_step": _step_words(w, t, seqs, tokens)}
+    why = {"rl_step": _step_words(w, t, seqs, tokens),
+           "global_batch": (f"prompts x samples: {models.prompts_per_step(w):,} x {models.samples_per_prompt(w)}"
+                            + (" (a chosen and a rejected response per prompt)" if t.rollout is None else ""))}
+    trained, forward = steps.flops_per_token(w)
+    ckpt = steps.CHECKPOINTING_COMPUTE if models.checkpointing(w) else 1.0
+    mfu = tokens * (trained / ckpt + forward) / s.total_s / (t.count * (gpu.tflops("bf16") or 1) * 1e12)
     if hours is not None:
         why["training_hours"] = (f"{n:,} steps x {s.total_s:,.0f} s per step = {hours:,.1f} h"
                                  + ("" if w.rl_steps else f" ({w.training_tokens:.3g} tokens / {tokens:,.0f} tokens per step)")
                                  + "; stalls, restarts and evaluation not counted")
     return Speed(training_tokens_per_s=tokens / s.total_s, training_hours=hours, step_hours=hours,
                  hours_per_million_tokens=step_h * 1e6 / tokens, global_batch=seqs, micro_batch=w.micro_batch,
+                 micro_batches=math.ceil(seqs / (w.micro_batch * t.trainer)), mfu=mfu,
                  speed_explained=explained, why=why)
 
 
@@ -167,7 +174,7 @@ def _step_words(w: Workload, t: Tried, seqs: int, tokens: float) -> str:
 
 def plan_of(w: Workload, gpu: GPU, catalog: Catalog, t: Tried) -> Plan:
     """The Plan of one tried layout: its layout, memory, speed and cost."""
-    sp = speed_of(w, t)
+    sp = speed_of(w, t, gpu)
     nodes = math.ceil(t.count / gpu.gpus_per_node)
     price = cost.plan_cost(gpu, catalog, t.count, nodes, min(t.count, gpu.gpus_per_node), w)
     price = cost.per_unit(price, sp, w)
