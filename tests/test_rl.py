@@ -128,3 +128,15 @@ def test_deadline_cli_exit_2(tmp_path):
     out = subprocess.run([sys.executable, "-m", "advisor", "recommend", str(f), "--format", "summary"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 2 and "deadline_hours" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_long_grpo_rollouts_prefer_bandwidth_and_h200_memory_verdict(cat, kb):
+    """Rollout-bound RL (8k-token responses x 16 samples) fires the bandwidth rule on high-bandwidth cards,
+    and the seeds' H200 verdict for memory-heavy training covers every RL method (C09)."""
+    from conftest import decide
+    d = decide(cat, kb, {"mode": "fine-tuning", "model": "qwen3-8b", "method": "grpo", "samples_per_prompt": 16,
+                         "prompts_per_step": 256, "prompt_tokens": 1024, "output_tokens": 8192, "rl_steps": 200})
+    fired = {(f.rule.id, f.gpu) for f in d.firings}
+    assert ("rl-rollout-bound-wants-bandwidth", "b200") in fired
+    assert ("rl-rollout-bound-wants-bandwidth", "h100-sxm") not in fired
+    assert ("h200-memory-heavy-training", "h200-sxm") in fired

@@ -203,6 +203,8 @@ def choose(w: Workload, plans: list[Plan]) -> Plan:
         return min(meeting, key=lambda p: (p.training_hours or p.hours_per_million_tokens, p.count))
     if w.objective == "cards":
         return min(meeting, key=lambda p: (p.count, p.training_hours or p.hours_per_million_tokens))
+    # a plan with a price beats one without (the fallback, GPU-hours, is not dollars)
+    meeting = [p for p in meeting if objective.unit_cost(p, unit) is not None] or meeting
     cheapest = min(money(p) for p in meeting)
     near = [p for p in meeting if money(p) <= cheapest * (1 + objective.TIME_TOLERANCE)]
     return min(near, key=lambda p: (p.training_hours or p.hours_per_million_tokens, money(p)))
