@@ -21,6 +21,7 @@ from advisor.numbers import cost, layouts, objective
 from advisor.numbers.cardmemory import Memory
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
 from advisor.numbers.plan import Plan
+from advisor.numbers.replicas import MAX_CARD_FACTOR
 from advisor.numbers.speed import Speed
 from advisor.numbers.terms import GB, _gb
 
@@ -42,8 +43,12 @@ class Tried:
 
 
 def counts(gpu: GPU, w: Workload) -> list[int]:
-    """Card counts worth trying: 1, 2 and 4 cards inside a node, then whole nodes (K13)."""
+    """Card counts worth trying: 1, 2 and 4 cards inside a node, then whole nodes (K13); whole racks of a
+    rack-scale system."""
     top = w.constraints.max_gpus or MAX_GPUS
+    rack = layouts.rack_unit(gpu)
+    if rack:      # a rack rented and bought whole (NVL72): its racks are the unit
+        return [rack * k for k in NODE_MULTIPLES if rack * k <= top]
     gpn = gpu.gpus_per_node
     small = [n for n in (1, 2, 4) if n < gpn]
     return [n for n in small + [gpn * k for k in NODE_MULTIPLES] if n <= top]
@@ -163,7 +168,7 @@ def _step_words(w: Workload, t: Tried, seqs: int, tokens: float) -> str:
                 f"{models.sequence_tokens(w):,} tokens, the reference's forward {s.forward_s:,.1f} s + the policy's update "
                 f"{s.train_s:,.1f} s; no rollouts")
     return (f"{s.total_s:,.0f} s per step, rollout {s.rollout_share:.0%} of it: generating {seqs:,} responses "
-            f"({models.prompts_per_step(w):,} prompts x {models.samples_per_prompt(w)} samples) of {w.output_tokens:,} tokens "
+            f"({models.prompts_per_step(w):,} prompts x {models.samples_per_prompt(w)} sample{'s' if models.samples_per_prompt(w) > 1 else ''}) of {w.output_tokens:,} tokens "
             f"after {w.prompt_tokens:,}-token prompts takes {s.rollout_s:,.0f} s ({s.waves} wave{'s' if s.waves > 1 else ''} "
             f"of {s.batch:,} sequences per replica, at the serving model's time per token); "
             f"reference/reward/critic and log-prob forwards {s.forward_s:,.0f} s; the update {s.train_s:,.0f} s "
@@ -199,6 +204,13 @@ def choose(w: Workload, plans: list[Plan]) -> Plan:
         return v if v is not None else p.count * (p.training_hours or p.hours_per_million_tokens or 0)
 
     meeting = [p for p in plans if not p.misses] or sorted(plans, key=lambda p: p.training_hours or math.inf)[:1]
+    if not (w.constraints.deadline_hours or objective.minimises_time(w)):
+        # per-job figures assume perfect scaling, which experts do not trust across many nodes (T03,
+        # C18): without a deadline, no more than MAX_CARD_FACTOR x the fewest cards (whole nodes), as
+        # the LLM planner bounds its plans
+        fewest = min(p.count for p in meeting)
+        bound = MAX_CARD_FACTOR * max(fewest, meeting[0].gpu.gpus_per_node if fewest > meeting[0].gpu.gpus_per_node else 1)
+        meeting = [p for p in meeting if p.count <= bound] or meeting
     if objective.minimises_time(w):
         return min(meeting, key=lambda p: (p.training_hours or p.hours_per_million_tokens, p.count))
     if w.objective == "cards":
