@@ -49,7 +49,8 @@ def evaluate(r: dict, model_figures: dict, cat) -> steps.Step:
         rollout = (wr, led, cal, name)
     resident = models.states(w).total / r["trainer"] if r["colocated"] else 0.0
     s = steps.step_time(w, gpu, cat, r["trainer"], ro, resident, r["offload"], training_ledger(w), rollout,
-                        r.get("engine_memory_share", steps.ENGINE_MEMORY_SHARE), r.get("rollout_batch"))
+                        r.get("engine_memory_share", steps.ENGINE_MEMORY_SHARE), r.get("rollout_batch"),
+                        r.get("group"))
     if s is None:
         raise SystemExit(f"{r['id']}: the layout holds no rollout batch in the model")
     return s

@@ -140,7 +140,7 @@ def speed_of(w: Workload, t: Tried, gpu: GPU) -> Speed:
     step_h = s.total_s / 3600
     hours = n * step_h if n else None
     phases = {"rollout_s": s.rollout_s, "reference_reward_critic_forward_s": s.forward_s, "train_s": s.train_s,
-              "weight_sync_s": s.sync_s, "offload_s": s.offload_s, "switch_s": s.switch_s, "step_s": s.total_s, "rollout_share": s.rollout_share,
+              "weight_sync_s": s.sync_s, "offload_s": s.offload_s, "switch_s": s.switch_s, "fsdp_exposed_s": s.comm_s, "step_s": s.total_s, "rollout_share": s.rollout_share,
               "sequences_per_step": seqs, "rollout_batch_per_replica": s.batch, "rollout_waves": s.waves}
     explained = {"rl_step": {"value": s.total_s, "factor": {k: v for k, v in phases.items() if k != "step_s"},
                              "source": "advisor/kinds/rl (RL training share and colocated switch fitted on catalog/rl-measurements.yaml)",
@@ -166,7 +166,7 @@ def _step_words(w: Workload, t: Tried, seqs: int, tokens: float) -> str:
     if t.rollout is None:
         return (f"{s.total_s:,.1f} s per step: {seqs:,} sequences ({models.prompts_per_step(w):,} preference pairs) of "
                 f"{models.sequence_tokens(w):,} tokens, the reference's forward {s.forward_s:,.1f} s + the policy's update "
-                f"{s.train_s:,.1f} s; no rollouts")
+                f"{s.train_s:,.1f} s" + (f" + FSDP's weight gathers not hidden {s.comm_s:,.1f} s" if s.comm_s else "") + "; no rollouts")
     return (f"{s.total_s:,.0f} s per step, rollout {s.rollout_share:.0%} of it: generating {seqs:,} responses "
             f"({models.prompts_per_step(w):,} prompts x {models.samples_per_prompt(w)} sample{'s' if models.samples_per_prompt(w) > 1 else ''}) of {w.output_tokens:,} tokens "
             f"after {w.prompt_tokens:,}-token prompts takes {s.rollout_s:,.0f} s ({s.waves} wave{'s' if s.waves > 1 else ''} "
@@ -174,7 +174,8 @@ def _step_words(w: Workload, t: Tried, seqs: int, tokens: float) -> str:
             f"reference/reward/critic and log-prob forwards {s.forward_s:,.0f} s; the update {s.train_s:,.0f} s "
             f"(6 x active parameters x {tokens:,.0f} tokens per trained model); weight sync {s.sync_s:,.1f} s"
             + (f"; offloading the trainer's states {s.offload_s:,.0f} s" if s.offload_s else "")
-            + (f"; switching the cards between trainer and engine {s.switch_s:,.0f} s (fitted, colocated)" if s.switch_s else ""))
+            + (f"; switching the cards between trainer and engine {s.switch_s:,.0f} s (fitted, colocated)" if s.switch_s else "")
+            + (f"; FSDP's weight gathers not hidden by the update {s.comm_s:,.0f} s" if s.comm_s else ""))
 
 
 def plan_of(w: Workload, gpu: GPU, catalog: Catalog, t: Tried) -> Plan:

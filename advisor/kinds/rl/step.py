@@ -34,6 +34,9 @@ RL_TRAIN_SHARE = 0.635
 COLOCATED_SWITCH_S = 109.6
 #: memory a rollout engine may take of a card (vLLM's gpu_memory_utilization, 0.9 by default)
 ENGINE_MEMORY_SHARE = 0.90
+#: tokens per card per micro-batch of the update (verl's dynamic batch, ppo_max_token_len_per_gpu 16,384 in
+#: its GRPO examples; a sequence longer than it is a micro-batch of its own): sets how often FSDP gathers
+RL_MICRO_TOKENS = 16384
 #: host <-> card bytes/s when time-shared cards offload the trainer's states during rollouts (PCIe 4/5
 #: x16 in practice; an assumption, stated)
 OFFLOAD_BYTES_S = 25e9
@@ -66,10 +69,11 @@ class Step:
     waves: int = 0            # batches each replica runs in turn
     engine: str = ""
     switch_s: float = 0.0     # colocated: switching the cards between trainer and engine (fitted)
+    comm_s: float = 0.0       # FSDP's gathers and reduce-scatters beyond the compute they overlap
 
     @property
     def total_s(self) -> float:
-        return self.rollout_s + self.forward_s + self.train_s + self.sync_s + self.offload_s + self.switch_s
+        return self.rollout_s + self.forward_s + self.train_s + self.sync_s + self.offload_s + self.switch_s + self.comm_s
 
     @property
     def rollout_share(self) -> float:
@@ -160,20 +164,22 @@ def flops_per_token(w: Workload) -> tuple[float, float]:
 
 def step_time(w: Workload, gpu: GPU, catalog: Catalog, trainer_cards: int, ro: Rollout | None,
               resident_per_card: float, offload: bool, train_led: Ledger, rollout: tuple | None,
-              share: float = ENGINE_MEMORY_SHARE, batch_cap: int | None = None) -> Step | None:
+              share: float = ENGINE_MEMORY_SHARE, batch_cap: int | None = None, group: int | None = None) -> Step | None:
     """One step on `trainer_cards` (FSDP over them) with the rollout engine `ro` (None: DPO, no rollouts);
     `resident_per_card`: the trainer's bytes on each rollout card while it generates (0 on separate cards
     or when `offload`); `rollout`: (rollout workload, its ledger, engine calibration, engine name); `share`:
     the engine's share of each card's memory; `batch_cap`: sequences a replica is sent at once, where the
-    framework caps them (OpenRLHF's micro_rollout_batch_size)."""
+    framework caps them (OpenRLHF's micro_rollout_batch_size); `group`: the cards each model is sharded over
+    (default: all the trainer's, as verl shards them; OpenRLHF gives each model a group of its own)."""
     cal = speed.calibration(catalog)
     tokens = models.sequences_per_step(w) * models.sequence_tokens(w)
     trained, forward = flops_per_token(w)
     R = train_rate(w, train_led, gpu, catalog, cal)
     train_s = tokens * trained / (trainer_cards * R)
     forward_s = tokens * forward / (trainer_cards * R)
+    comm_s = fsdp_exposed_s(w, gpu, cal, trainer_cards, group or trainer_cards, forward_s + train_s)
     if ro is None:
-        return Step(0.0, forward_s, train_s, 0.0, 0.0)
+        return Step(0.0, forward_s, train_s, 0.0, 0.0, comm_s=comm_s)
     wr, led, rcal, engine = rollout
     rate = speed.achievable_tflops(catalog, gpu, speed.compute_precision(wr, gpu, led.sized))
     got = rollout_seconds(w, wr, led, gpu, rcal, rate, ro, 0.0 if offload else resident_per_card, share, batch_cap)
@@ -190,4 +196,26 @@ def step_time(w: Workload, gpu: GPU, catalog: Catalog, trainer_cards: int, ro: R
         sync_s = policy_bytes / min(link, cal.scale_out_gb_s * 1e9)
     offload_s = 2 * resident_per_card / OFFLOAD_BYTES_S if offload else 0.0
     switch_s = COLOCATED_SWITCH_S if ro.colocated else 0.0
-    return Step(rollout_s, forward_s, train_s, sync_s, offload_s, batch, waves, engine, switch_s)
+    return Step(rollout_s, forward_s, train_s, sync_s, offload_s, batch, waves, engine, switch_s, comm_s)
+
+
+def fsdp_exposed_s(w: Workload, gpu: GPU, cal: Calibration, trainer_cards: int, group: int, compute_s: float) -> float:
+    """Seconds of FSDP (ZeRO-3) traffic the update's compute does not hide: each micro-batch gathers every
+    sharded model's 16-bit weights (forward, and again in the backward of the trained ones) and
+    reduce-scatters the trained ones' gradients, (group - 1) / group of them over the group's link
+    (NVLink inside a node, the network between nodes); overlapped with the compute, as FSDP prefetches."""
+    if group <= 1:
+        return 0.0
+    seq = models.sequence_tokens(w)
+    per_card = models.sequences_per_step(w) * seq / trainer_cards
+    micro = max(1, math.ceil(per_card / max(seq, RL_MICRO_TOKENS)))
+    passes = 0.0
+    for r in models.roles(w):
+        # trained: forward gather, backward gather, gradient reduce-scatter (+ the rollouts' log-prob or
+        # value forward); frozen: one forward gather
+        passes += 2 * r.params * ((3 + (1 if models.rollouts(w) else 0)) if r.trained else 1)
+    link, _ = cal.link_bytes_s(gpu)
+    if group > gpu.gpus_per_node:
+        link = min(link, cal.scale_out_gb_s * 1e9)
+    comm = micro * passes * (group - 1) / group / link
+    return max(0.0, comm - compute_s)
