@@ -140,3 +140,10 @@ def test_long_grpo_rollouts_prefer_bandwidth_and_h200_memory_verdict(cat, kb):
     assert ("rl-rollout-bound-wants-bandwidth", "b200") in fired
     assert ("rl-rollout-bound-wants-bandwidth", "h100-sxm") not in fired
     assert ("h200-memory-heavy-training", "h200-sxm") in fired
+
+
+def test_a_deadline_buys_more_cards_that_meet_it(cat):
+    free = kinds.estimate(rl(cat, "grpo"), cat, ["h100-sxm"]).candidate("h100-sxm")
+    rushed = kinds.estimate(rl(cat, "grpo", constraints={"deadline_hours": 24}), cat, ["h100-sxm"]).candidate("h100-sxm")
+    assert free.training_hours > 24
+    assert rushed.training_hours <= 24 and rushed.misses is None and rushed.count > free.count
