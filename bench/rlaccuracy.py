@@ -14,7 +14,6 @@ import argparse
 import math
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,9 +13,9 @@ from advisor.inputs.workload import Workload
 from advisor.kinds import Words
 from advisor.kinds.rl import models, plans, step as steps
 from advisor.numbers.estimate import Estimate, candidate_gpus
-from advisor.numbers.ledger import LEDGER_KEYS, TRAINING_SAFETY, Ledger, kv_shape, size_model, training_ledger
+from advisor.numbers.ledger import TRAINING_SAFETY, Ledger, kv_shape, size_model, training_ledger
 from advisor.numbers.plan import Plan
-from advisor.numbers.terms import Term, _gb
+from advisor.numbers.terms import GB, Term
 
 
 def ledger(w: Workload) -> Ledger:
@@ -33,7 +33,7 @@ def ledger(w: Workload) -> Ledger:
         "kv_cache_gb": Term(0.0, "the rollout engine's KV cache takes the room the cards leave (each plan's rollout batch)"),
     }
     sub = sum(t.value for t in terms.values())
-    terms["overhead_gb"] = Term((TRAINING_SAFETY - 1) * sub, f"x1.2 safety factor on {_gb(sub)}", ("C06",))
+    terms["overhead_gb"] = Term((TRAINING_SAFETY - 1) * sub, f"x1.2 safety factor on {sub / GB:,.1f} GB", ("C06",))
     terms["total_gb"] = Term(sub * TRAINING_SAFETY, "(weights + gradients + optimizer + activations) x 1.2", ("C06",))
     notes = (f"RL post-training ({w.rl_method}): " + "; ".join(f"{r.part} ({'trained' if r.trained else 'frozen'})"
                                                                for r in models.roles(w)) + " in memory.",)

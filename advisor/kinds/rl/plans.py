@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.inputs.parallel import Layout
 from advisor.inputs.workload import Workload
-from advisor.kinds.rl import models, step as steps
+import advisor.kinds.rl.models as models
+import advisor.kinds.rl.step as steps
 from advisor.numbers import cost, layouts, objective
 from advisor.numbers.cardmemory import Memory
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.replicas import MAX_CARD_FACTOR
 from advisor.numbers.speed import Speed
-from advisor.numbers.terms import GB, _gb
+from advisor.numbers.terms import GB
 
 ENGINE_TP = (1, 2, 4, 8)
 NODE_MULTIPLES = (1, 2, 4, 8, 16, 32, 64)
@@ -189,7 +190,7 @@ def plan_of(w: Workload, gpu: GPU, catalog: Catalog, t: Tried) -> Plan:
     why = {k: v for k, v in price.why.items()}
     why.update(sp.why)
     why["layout"] = layout_words(t, gpu)
-    why["per_card_gb"] = (f"{_gb(t.per_card_bytes)} per card: the fuller of the update (every model's states / "
+    why["per_card_gb"] = (f"{t.per_card_bytes / GB:,.1f} GB per card: the fuller of the update (every model's states / "
                           f"{t.trainer} FSDP ranks + activations, x1.2) and the rollout engine's share")
     return Plan(gpu, True, lay, mem, sp, price, activation_checkpointing=models.checkpointing(w),
                 misses=objective.misses(w, sp), min_count=None, layouts_considered=None, why=why)

@@ -21,7 +21,7 @@ from advisor.inputs.catalog import GPU, Catalog
 from advisor.inputs.kinds import LLM_SERVING
 from advisor.inputs.parallel import Layout
 from advisor.inputs.workload import Workload
-from advisor.kinds.rl import models
+import advisor.kinds.rl.models as models
 from advisor.numbers import speed, trainspeed
 from advisor.numbers.calibration import Calibration, kept_engine_for
 from advisor.numbers.cardmemory import kv_replication
