@@ -82,16 +82,16 @@ def summary(table: list[dict]) -> list[dict]:
 
 
 def fit(table: list[dict]) -> tuple[float, float]:
-    """(RL_TRAIN_SHARE, COLOCATED_SWITCH_S) from the fit split at the factors now in use: the training
+    """(RL_TRAIN_SHARE, OFFLOADED_SWITCH_S) from the fit split at the factors now in use: the training
     share from the published update phases (logits, rewards and training), the geometric mean of the
-    modelled at a share of 1 over the measured; the switch from the colocated steps, the mean of the
+    modelled at a share of 1 over the measured; the switch from the colocated steps with offload, the mean of the
     measured less the modelled phases at that share."""
     fit_rows = [t for t in table if t["split"] == "fit"]
     upd = [math.log((t["step"].forward_s + t["step"].train_s) * steps.RL_TRAIN_SHARE / t["rec"]["update_s"])
            for t in fit_rows if t["rec"].get("update_s")]
     share = math.exp(statistics.mean(upd))
     rest = []
-    for t in (t for t in fit_rows if t["rec"]["colocated"]):
+    for t in (t for t in fit_rows if t["rec"]["colocated"] and t["rec"]["offload"]):
         s = t["step"]
         update = (s.forward_s + s.train_s) * steps.RL_TRAIN_SHARE / share
         rest.append(t["measured"] - update - s.rollout_s - s.sync_s - s.offload_s)
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
               f"within 2x {s['within_2x']:.0%}")
     if args.fit:
         share, switch = fit(table)
-        print(f"fit: RL_TRAIN_SHARE = {share:.3f}, COLOCATED_SWITCH_S = {switch:.1f}")
+        print(f"fit: RL_TRAIN_SHARE = {share:.3f}, OFFLOADED_SWITCH_S = {switch:.1f}")
     return 0
 
 

@@ -90,8 +90,9 @@ class RLKind:
                 continue
             ps = [plans.plan_of(w, gpu, catalog, t) for t in tried]
             chosen = plans.choose(w, ps)
+            why = {**chosen.why, "layout": chosen.why["layout"] + plans.other_layout_words(w, chosen, list(zip(tried, ps)))}
             cands.append(Plan(**{**chosen.__dict__, "layouts_considered": len(ps),
-                                 "min_count": min(p.count for p in ps)}))
+                                 "min_count": min(p.count for p in ps), "why": why}))
         _deadline_shorter_than_a_step(w, cands)
         notes = list(w.notes) + list(led.notes) + _defaults_note(w)
         return Estimate(w, led, cands, compute_terms(w, led), led.kv.bytes_per_sequence(1) if led.kv else None,

@@ -144,7 +144,7 @@ def speed_of(w: Workload, t: Tried, gpu: GPU) -> Speed:
               "weight_sync_s": s.sync_s, "offload_s": s.offload_s, "switch_s": s.switch_s, "fsdp_exposed_s": s.comm_s, "step_s": s.total_s, "rollout_share": s.rollout_share,
               "sequences_per_step": seqs, "rollout_batch_per_replica": s.batch, "rollout_waves": s.waves}
     explained = {"rl_step": {"value": s.total_s, "factor": {k: v for k, v in phases.items() if k != "step_s"},
-                             "source": "advisor/kinds/rl (RL training share and colocated switch fitted on catalog/rl-measurements.yaml)",
+                             "source": "advisor/kinds/rl (RL training share and offloaded-colocated switch fitted on catalog/rl-measurements.yaml)",
                              "formula": "rollout + frozen forwards + update + weight sync (+ offload), in turn (on-policy)"}}
     why = {"rl_step": _step_words(w, t, seqs, tokens),
            "global_batch": (f"prompts x samples: {models.prompts_per_step(w):,} x {models.samples_per_prompt(w)}"
@@ -175,7 +175,7 @@ def _step_words(w: Workload, t: Tried, seqs: int, tokens: float) -> str:
             f"reference/reward/critic and log-prob forwards {s.forward_s:,.0f} s; the update {s.train_s:,.0f} s "
             f"(6 x active parameters x {tokens:,.0f} tokens per trained model); weight sync {s.sync_s:,.1f} s"
             + (f"; offloading the trainer's states {s.offload_s:,.0f} s" if s.offload_s else "")
-            + (f"; switching the cards between trainer and engine {s.switch_s:,.0f} s (fitted, colocated)" if s.switch_s else "")
+            + (f"; switching the cards between trainer and engine {s.switch_s:,.0f} s (fitted on offloading colocated steps)" if s.switch_s else "")
             + (f"; FSDP's weight gathers not hidden by the update {s.comm_s:,.0f} s" if s.comm_s else ""))
 
 
@@ -222,3 +222,25 @@ def choose(w: Workload, plans: list[Plan]) -> Plan:
     cheapest = min(money(p) for p in meeting)
     near = [p for p in meeting if money(p) <= cheapest * (1 + objective.TIME_TOLERANCE)]
     return min(near, key=lambda p: (p.training_hours or p.hours_per_million_tokens, money(p)))
+
+
+def _colocated_of(t: Tried) -> bool | None:
+    return t.rollout.colocated if t.rollout is not None else None
+
+
+def other_layout_words(w: Workload, chosen: Plan, pairs: list[tuple[Tried, Plan]]) -> str:
+    """How the best plan of the other arrangement (separate cards for a colocated choice, or the
+    reverse) compares with the one kept, in words; '' when there is none (DPO) or no figure to compare."""
+    kept = next((t for t, p in pairs if p is chosen), None)
+    if kept is None or kept.rollout is None:
+        return ""
+    others = [p for t, p in pairs if _colocated_of(t) is not kept.rollout.colocated and not p.misses]
+    unit = objective.unit_of_work(w)
+    priced = [p for p in others if objective.unit_cost(p, unit) is not None]
+    if not priced or objective.unit_cost(chosen, unit) is None:
+        return ""
+    best = min(priced, key=lambda p: objective.unit_cost(p, unit))
+    what = "on separate cards" if kept.rollout.colocated else "colocated"
+    ratio = objective.unit_cost(best, unit) / objective.unit_cost(chosen, unit)
+    return (f"; the best plan with the rollouts {what} ({best.count} cards) costs {ratio:.2f}x this one "
+            f"{objective.UNIT_LABELS[unit]}" + (f" and takes {best.training_hours:,.1f} h" if best.training_hours else ""))

@@ -6,9 +6,11 @@ The step is synchronous (on-policy), as verl's and OpenRLHF's default loops run 
 train, sync, in turn. Two factors are fitted on published RL step times (catalog/rl-measurements.yaml,
 split: fit; bench/rlaccuracy.py and bench/accuracy.py print the check split): the trainer's share of the
 LLM training share (FSDP micro-batches of a few sequences, log-prob recomputation, padding), on the
-published update phases; and the seconds a time-shared (colocated) step spends switching its cards
-between the trainer and the engine (waking the engine and rebuilding its KV cache, moving the trainer's
-shards back, the framework's bookkeeping between phases), on the colocated steps. The rollouts are the
+published update phases; and the seconds a time-shared (colocated) step that offloads the trainer's
+states spends switching its cards between the trainer and the engine beyond the bytes moved (waking the
+engine and rebuilding its KV cache, reloading the shards, the framework's bookkeeping between phases),
+on such steps (EasyR1's, offloaded by default); a colocated step that keeps its shards resident is not
+charged it (no record measures one). The rollouts are the
 serving model's own time: OpenRLHF's published generation phases came within 5% of it
 (bench/rlaccuracy.py), so no rollout factor is applied.
 """
@@ -31,7 +33,7 @@ from advisor.numbers.terms import GB, TFLOP
 
 #: fitted on catalog/rl-measurements.yaml's fit split (`python bench/rlaccuracy.py --fit` prints them again)
 RL_TRAIN_SHARE = 0.635
-COLOCATED_SWITCH_S = 109.6
+OFFLOADED_SWITCH_S = 109.6
 #: memory a rollout engine may take of a card (vLLM's gpu_memory_utilization, 0.9 by default)
 ENGINE_MEMORY_SHARE = 0.90
 #: tokens per card per micro-batch of the update (verl's dynamic batch, ppo_max_token_len_per_gpu 16,384 in
@@ -68,7 +70,7 @@ class Step:
     batch: int = 0            # sequences per rollout replica at once
     waves: int = 0            # batches each replica runs in turn
     engine: str = ""
-    switch_s: float = 0.0     # colocated: switching the cards between trainer and engine (fitted)
+    switch_s: float = 0.0     # colocated with offload: switching the cards between trainer and engine (fitted)
     comm_s: float = 0.0       # FSDP's gathers and reduce-scatters beyond the compute they overlap
 
     @property
@@ -195,7 +197,9 @@ def step_time(w: Workload, gpu: GPU, catalog: Catalog, trainer_cards: int, ro: R
         # the updated policy broadcast to the engines on other cards (NCCL over the network between nodes)
         sync_s = policy_bytes / min(link, cal.scale_out_gb_s * 1e9)
     offload_s = 2 * resident_per_card / OFFLOAD_BYTES_S if offload else 0.0
-    switch_s = COLOCATED_SWITCH_S if ro.colocated else 0.0
+    # the fitted switch was measured on colocated steps that offload the trainer's states (EasyR1's default);
+    # a colocated step that keeps them resident is charged its resharding (sync_s) only
+    switch_s = OFFLOADED_SWITCH_S if ro.colocated and offload else 0.0
     return Step(rollout_s, forward_s, train_s, sync_s, offload_s, batch, waves, engine, switch_s, comm_s)
 
 
