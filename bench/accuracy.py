@@ -29,6 +29,7 @@ from advisor.numbers.layouts import Layout  # noqa: E402
 from advisor.numbers import queueing, speed, trainspeed  # noqa: E402
 from advisor.numbers.ledger import inference_ledger, training_ledger  # noqa: E402
 from advisor.inputs.workload import parse  # noqa: E402
+import rlaccuracy  # noqa: E402  (bench/rlaccuracy.py: the RL kind's records)
 
 MEASUREMENTS = ROOT / "catalog" / "measurements.yaml"
 CLASSES = ("throughput", "ttft", "ttft_load", "ttft_load_own", "tpot_load", "tpot", "training", "whole_step", "whole_run", "ratio")
@@ -270,6 +271,14 @@ def main(argv=None) -> int:
     lines.append("GPU-to-GPU ratio errors by pair (median |error|, n):")
     for (pair, split), errs in sorted(pairs.items()):
         lines.append(f"  {pair:<28} {split:<5} {statistics.median(errs):>6.1%}  n={len(errs)}")
+    # RL post-training steps (catalog/rl-measurements.yaml, advisor/kinds/rl): their own records and model
+    rl_table = rlaccuracy.rows(cat)
+    rl_summ = rlaccuracy.summary(rl_table)
+    lines.append("")
+    lines.append(f"{'RL post-training step time':<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 2x':>10}")
+    for s in rl_summ:
+        lines.append(f"{'RL step (s per step)':<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
+                     f"{s['worst_ratio']:>12.2f} {s['within_2x']:>10.0%}")
     lines.append(f"\n{len(records)} records evaluated in {time.perf_counter() - t0:.2f} s")
     print("\n".join(lines))
     if args.markdown:
@@ -289,6 +298,12 @@ def main(argv=None) -> int:
         md += ["", "| GPU pair | split | median abs. error | n |", "|---|---|---|---|"]
         for (pair, split), errs in sorted(pairs.items()):
             md.append(f"| {pair} | {split} | {statistics.median(errs):.1%} | {len(errs)} |")
+        md += ["", "| RL post-training step time | split | n | median abs. error | worst ratio | within 2x |", "|---|---|---|---|---|---|"]
+        for s in rl_summ:
+            md.append(f"| RL step (s per step) | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_2x']:.0%} |")
+        md += ["", "| RL record | split | tool s | measured s | ratio | rollout share |", "|---|---|---|---|---|---|"]
+        for t in rl_table:
+            md.append(f"| {t['id']} | {t['split']} | {t['tool']:,.0f} | {t['measured']:,.0f} | {t['tool'] / t['measured']:.2f} | {t['step'].rollout_share:.0%} |")
         md += ["", "| record | class | split | tool | measured | ratio |", "|---|---|---|---|---|---|"]
         for r in table:
             md.append(f"| {r['id']} | {r['class']} | {r['split']} | {r['tool']:,.4g} | {r['measured']:,.4g} | {r['tool'] / r['measured']:.2f} |")

@@ -7,6 +7,7 @@ import pytest
 # the tests use a cache of their own, empty at the start of every run
 os.environ["GPU_ADVISOR_CACHE"] = tempfile.mkdtemp(prefix="gpu-advisor-test-cache-")
 
+from advisor import kinds
 from advisor.inputs import catalog as catalog_mod
 from advisor.inputs import workload
 from advisor.judgement import decision, knowledge
@@ -29,7 +30,7 @@ def kb():
 def decide(catalog, kb, data):
     """The decision on a workload given as a mapping (named "w" in its errors)."""
     w = workload.parse(data, catalog, "w")
-    return decision.decide(estimator.estimate(w, catalog), kb, catalog)
+    return decision.decide(kinds.estimate(w, catalog), kb, catalog)    # by the workload's kind, as advise does
 
 
 @pytest.fixture(scope="session")

@@ -85,6 +85,7 @@ def read_kind(values: dict, data: dict, col: Collector) -> str | None:
     if wrong:
         col.add(wrong[1], yamlio.line_of(data, wrong[0]), wrong[0])
         return None
+    _rl_samples(values, data, col)
     if values.get("volume") and values.get("latency") != "batch" and "volume" in data:
         col.add("a volume is an offline batch job's: give latency: batch with it", yamlio.line_of(data, "volume"), "volume")
     return kinds.kind_of(*got)
@@ -97,3 +98,21 @@ def refuse_task(raw, col: Collector, line) -> bool:
                 f"{', '.join(kinds.TASKS)}", line, "task")
         return True
     return False
+
+
+def _rl_samples(values: dict, data: dict, col: Collector) -> None:
+    """samples_per_prompt against the method: GRPO and RLOO need a group (their baseline is the other
+    samples of the same prompt: with one, every advantage is zero, DeepSeekMath arXiv 2402.03300 eq. 3;
+    RLOO's leave-one-out mean has no one left), so 1 is refused with what to give instead; DPO
+    generates nothing, so a sample count is refused as meaningless."""
+    n, method = values.get("samples_per_prompt"), values.get("method")
+    if n is None:
+        return
+    line = yamlio.line_of(data, "samples_per_prompt")
+    if n < 2 and method in ("grpo", "rloo"):
+        col.add(f"{method} needs at least 2 samples per prompt: its baseline is the group's other samples, so one "
+                "sample gives every response a zero advantage; give 2 or more (4-16 is usual), or method: ppo or "
+                "reinforce++ for one sample per prompt", line, "samples_per_prompt")
+    elif method == "dpo":
+        col.add("dpo generates no samples (it reads chosen and rejected responses): leave samples_per_prompt out",
+                line, "samples_per_prompt")

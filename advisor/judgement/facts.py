@@ -125,6 +125,7 @@ FACTS: dict[str, Fact] = {
     "candidate.tokens_per_s": Fact("number", "tokens/s", "output tokens per second, all users"),
     "candidate.tokens_per_s_per_user": Fact("number", "tokens/s", "output tokens per second for one user"),
     "candidate.training_hours": Fact("number", "h", "hours to process the training tokens"),
+    "candidate.rollout_percent": Fact("number", "%", "RL post-training: percent of the step spent generating rollouts (absent for other work and for DPO's none)"),
     "candidate.training_hours_high": Fact("number", "h", "the high end of the training hours' range (the speed and goodput fits' spread)"),
     "candidate.deadline_share_high": Fact("number", "", "training_hours_high / the workload's deadline_hours: above 1, the plan meets the deadline only at its expected figure"),
     "candidate.service_level_share_high": Fact("number", "", "serving with a stated or default TTFT or TPOT target that the plan meets: the larger of its TTFT and TPOT x (1 + the serving model error) over their targets; above 1, it meets the service level only at its expected figure"),
@@ -422,6 +423,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          kv_room_sequences=c.max_concurrency,
                          prefill_ms=c.prefill_ms, decode_ms_per_token=c.decode_ms_per_token, tokens_per_s=c.tokens_per_s,
                          tokens_per_s_per_user=c.tokens_per_s_per_user, training_hours=c.training_hours,
+                         rollout_percent=_rollout_percent(c),
                          **_deadline_values(c, w.constraints.deadline_hours), **_service_values(c, w, err),
                          power_kw_per_node=c.power_kw_per_node, usd_per_hour=c.usd_per_hour,
                          usd_per_million_tokens=c.usd_per_million_tokens, usd_per_job=c.usd_per_job,
@@ -459,3 +461,10 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         _put_all(cf, cvals)
         cands.append(cf)
     return wf, cands
+
+
+def _rollout_percent(c) -> float | None:
+    """The percent of an RL step spent generating (the step's phases in speed_explained), None where the
+    plan's work has no rollouts."""
+    share = ((c.speed_explained or {}).get("rl_step") or {}).get("factor", {}).get("rollout_share")
+    return 100 * share if share else None

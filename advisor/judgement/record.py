@@ -95,6 +95,10 @@ def _recommendation(d, c) -> dict:
            "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
            "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
            "ranked_on": d.ranked.basis if d.ranked else None}
+    spec = est.workload.kind_spec
+    if spec.job:
+        # a job with a volume (training, RL, a batch job): its hours beside usd_per_job (issue 44's interface)
+        rec["job_hours"] = getattr(c, spec.time_field, None)
     if c.virtual_stages and c.virtual_stages > 1:
         rec["virtual_stages"] = c.virtual_stages      # the interleaved pipeline that ran
     if c.layout is not None and c.layout.pools:

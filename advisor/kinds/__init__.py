@@ -49,7 +49,7 @@ class Kind(Protocol):
 PACKAGES = {
     "llm-serving": "advisor.kinds.llm",
     "llm-training": "advisor.kinds.llm",
-    "rl-post-training": "advisor.kinds.llm",
+    "rl-post-training": "advisor.kinds.rl",
 }
 
 

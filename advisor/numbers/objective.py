@@ -29,7 +29,8 @@ def unit_of_work(w) -> str:
     users: 8 x A100 at $4.80 per million tokens over 8 x H100 at $3.45). The service level, not the
     ranking, keeps every user's speed."""
     if w.training:   # without a token budget, per million training tokens: what the job costs whatever its size
-        return "job" if w.training_tokens else "million_training_tokens"
+        # an RL run's volume may be its steps (rl_steps) instead of its tokens
+        return "job" if w.training_tokens or getattr(w, "rl_steps", None) else "million_training_tokens"
     return "job" if w.kind_spec.job else "million_tokens"
 
 

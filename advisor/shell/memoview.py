@@ -33,7 +33,7 @@ DISAGREEMENTS = [
 ]
 
 
-WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "per_card_gb": "Memory per card", "power_kw_per_node": "Power of a whole node",
+WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "rl_step": "RL step", "per_card_gb": "Memory per card", "power_kw_per_node": "Power of a whole node",
               "usd_per_million_tokens": "Cost per million output tokens",
               "prefill_ms": "Prefill time", "decode_ms_per_token": "Time per generated token",
               "kv_headroom_gb": "Room left for the KV cache", "usd_per_hour": "Cost per hour",
@@ -108,7 +108,8 @@ def _recommendation(x: _Record) -> dict:
     elif c.get("training_hours") is not None:
         rng = c.get("training_hours_range") or [c["training_hours"], c["training_hours"]]
         facts.append(("Time", f"about {_num(c['training_hours'])} hours ({_num(rng[0])}-{_num(rng[1])}) for "
-                              f"{_count(inputs.get('training_tokens', 0))} tokens at {_num((c.get('mfu') or 0) * 100, 0)}% MFU "
+                              + (f"{_count(inputs['training_tokens'])} tokens" if inputs.get("training_tokens") else "the run")
+                              + f" at {_num((c.get('mfu') or 0) * 100, 0)}% MFU "
                               + (f"(the whole run: {_num(c['step_hours'])} h of steps / {c['goodput']:.2f} goodput, fitted on published "
                                  "whole runs: interruptions, stalls, checkpoints, evaluation; " if c.get("step_hours") and c.get("goodput") else "(")
                               + _calibrated(c) + ")"))

@@ -33,6 +33,4 @@ TRAINED = "a few hundred training steps on one node of each, measuring tokens/s 
 KINDS = {
     "llm-serving": TokenKind(SPECS["llm-serving"], Words("million output tokens", "tokens/s per user", "serving", SERVED)),
     "llm-training": TokenKind(SPECS["llm-training"], Words("job", "hours", "training", TRAINED)),
-    # until its own package lands, RL post-training is estimated as the fine-tuning it extends (task: rlhf)
-    "rl-post-training": TokenKind(SPECS["rl-post-training"], Words("job", "hours", "RL post-training", TRAINED)),
 }
