@@ -122,7 +122,7 @@ def test_the_summary_leads_with_the_on_demand_plan_and_the_warning_names_the_con
     out = capsys.readouterr().out
     first = " ".join(out.split("\n  about")[0].split())    # the first line and its continuations (wrapped at 100 columns)
     assert first.startswith("Recommendation: 128 x NVIDIA H100") and "on-demand" in first
-    assert "finishing within 30 days needs 976 x h100-sxm (TP 1 x PP 1 x DP 976) on a 12-month contract" in " ".join(out.split())
+    assert "finishing within 30 days needs 936 x h100-sxm (TP 1 x PP 1 x DP 936) on a 12-month contract" in " ".join(out.split())
 
 
 def test_cost_objective_takes_the_fastest_plan_within_5_percent_of_the_cheapest(catalog, kb):
