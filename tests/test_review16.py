@@ -85,4 +85,4 @@ def test_the_stability_verdict_says_it_is_about_the_ranking(capsys):
     from conftest import EXAMPLES
     assert main(["recommend", str(EXAMPLES / "7b-pretraining-deadline.yaml")]) == 0
     flat = " ".join(capsys.readouterr().out.split())
-    assert "Stable ranking (9.9% model error): h100-sxm $5,029-$6,134, b200 $7,184-$8,763" in flat
+    assert "Stable ranking (8.7% model error): h100-sxm $4,901-$5,835, b200 $7,080-$8,429" in flat
