@@ -772,7 +772,7 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
 
 
 def test_long_runs_and_many_instances_on_demand_are_risks_with_what_to_do(capsys):
-    rec = _json(capsys, "7b-pretraining-deadline")         # 80 x H100 on 10 on-demand instances, 54.1 h
+    rec = _json(capsys, "7b-pretraining-deadline")         # 80 x H100 on 10 on-demand instances, 52.0 h
     w = {x["rule"]: x for x in rec["warnings"]}
     cap, run = w["risk-capacity-or-contract"], w["risk-long-training-run"]
     assert cap["severity"] == "medium" and "10 whole instances (80 cards" in cap["text"]
