@@ -113,12 +113,18 @@ def test_a_spot_plan_prices_restarts_and_checkpoints_at_youngs_interval(catalog,
     assert t["expected_hours"] > t["hours_without_interruptions"]
     assert c.training_hours == pytest.approx(t["expected_hours"])
     assert r["usd_per_job"] == pytest.approx(t["expected_hours"] * r["usd_per_hour"])
-    # by hand: the share reclaimed a month (capacity.yaml) as a rate, the checkpoint as the model state
-    # over the GPUs' storage bandwidth, Young's interval sqrt(2 x checkpoint time x MTBF)
+    # by hand: the offer's interruption rate by its kind (capacity.yaml: a hyperscaler's share reclaimed a
+    # month as a rate, a neocloud's or marketplace's interruptions per instance-day), the checkpoint as the
+    # model state over the GPUs' storage bandwidth, Young's interval sqrt(2 x checkpoint time x MTBF)
     spot = catalog.capacity["spot"]
-    shares = spot["interruption_share_per_month"]
-    share = (shares.get(d.winner) or shares["default"])["v"]
-    mtbf = 1 / (-math.log(1 - share) / 730 * p["instances"])
+    hyperscaler = p["provider"].split()[0].lower() in {x.lower() for x in spot["hyperscaler_providers"]["v"]}
+    assert t["offer_kind"] == ("hyperscaler spot" if hyperscaler else "neocloud spot or marketplace offer")
+    if hyperscaler:
+        shares = spot["interruption_share_per_month"]
+        per_instance_hour = -math.log(1 - (shares.get(d.winner) or shares["default"])["v"]) / 730
+    else:
+        per_instance_hour = spot["marketplace_interruptions_per_instance_day"]["v"] / 24
+    mtbf = 1 / (per_instance_hour * p["instances"])
     led = d.estimate.ledger
     state = led.bytes("weights_gb") + led.bytes("optimizer_gb")
     ckpt_h = state / (c.count * spot["checkpoint_gb_s_per_gpu"]["v"] * 1e9) / 3600
@@ -129,8 +135,42 @@ def test_a_spot_plan_prices_restarts_and_checkpoints_at_youngs_interval(catalog,
     restart_h = spot["restart_minutes"]["v"] / 60 + ckpt_h
     assert t["expected_factor"] == pytest.approx(1 + ckpt_h / tau + (tau / 2 + restart_h) / mtbf)
     # the warning says to checkpoint, and how often
+    # the work the interruptions lose, in hours and at the plan's price
+    assert t["lost_hours"] == pytest.approx(t["expected_interruptions"] * (tau / 2 + restart_h))
+    assert t["lost_usd"] == pytest.approx(t["lost_hours"] * r["usd_per_hour"])
     warn = warnings_of(d, d.winner, "spot-training-checkpoint-interval")
-    assert warn and f"Checkpoint {d.winner}'s spot training every {tau:.1f} h" in warn[0]["text"]
+    every = f"{tau * 60:,.0f} min" if tau < 2 else f"{tau:,.1f} h"
+    assert warn and f"Checkpoint {d.winner}'s spot training ({t['offer_kind']}) every {every}" in warn[0]["text"]
+    assert f"lose about {t['lost_hours']:,.1f} h of the run" in warn[0]["text"]
+
+
+@pytest.mark.parametrize("provider, kind", [("RunPod", "neocloud spot or marketplace offer"), ("AWS", "hyperscaler spot")])
+def test_a_spot_plan_checkpoints_at_the_formulas_interval_for_its_offer_kind_in_the_memo(catalog, kb, provider, kind):
+    """Issue 45 item 6: a neocloud's spot offer is not a hyperscaler's. A 155-hour-class job checkpointed
+    every 17.8 h on a RunPod spot offer, at AWS's monthly band; at the marketplace's sourced rate its
+    interval is Young's sqrt(2 x checkpoint time x MTBI) in minutes, stated in the memo with the lost work."""
+    from advisor.shell import memo
+    d = decide(catalog, kb, {**SPOT_7B, "constraints": {"spot": True, "providers": [provider], "gpus": ["h100-sxm"]}})
+    p = d.record["recommendation"]["price"]
+    assert p["kind"] == "spot" and p["provider"].startswith(provider)
+    t = p["spot"]
+    assert t["offer_kind"] == kind
+    tau_h = math.sqrt(2 * t["checkpoint_seconds"] / 3600 * t["mtbf_hours"])
+    assert t["checkpoint_interval_hours"] == pytest.approx(min(tau_h, t["hours_without_interruptions"] / 2))
+    if provider == "RunPod":
+        # 2 interruptions a day per instance: an interval of minutes to a couple of hours, not 17.8 h
+        assert t["mtbf_hours"] == pytest.approx(12 / p["instances"]) and t["checkpoint_interval_hours"] < 2
+    else:
+        assert t["mtbf_hours"] > 100
+    text = memo.render(d.record, catalog, "text")
+    every = spot_every(t)
+    assert f"every {every}" in " ".join(text.split())
+    assert f"lose about {t['lost_hours']:,.1f} h" in " ".join(text.split())
+
+
+def spot_every(t):
+    h = t["checkpoint_interval_hours"]
+    return f"{h * 60:,.0f} min" if h < 2 else f"{h:,.1f} h"
 
 
 def test_more_instances_on_spot_mean_more_interruptions_and_a_shorter_interval(catalog):

@@ -74,7 +74,7 @@ def test_c10_7b_lora_goes_to_one_card_and_never_to_an_h200(catalog, kb):
     assert any(c["rule"] == "small-lora-on-a-24-48gb-card" for c in d.contributions["l40s"])
     dec = d.record["decisive_rule"]
     assert dec["id"] == "ranking-cost-per-unit-of-work"
-    assert dec["because"].startswith("Cost decides: l40s costs $0.0266 per million training tokens, rtx-4090 $0.0271")
+    assert dec["because"].startswith("Cost decides: l40s costs $0.0259 per million training tokens, rtx-4090 $0.0264")
     assert d.estimate.candidate("h100-sxm").count == 1
 
 

@@ -102,12 +102,13 @@ def test_a_dense_model_trains_without_expert_parallelism(catalog):
     assert found and {lay.ep for lay in found} == {1}
 
 
-def test_moe_training_layouts_try_ep_inside_the_node_and_the_narrowest_group_beyond_it(catalog):
-    # every EP inside the 8-GPU NVLink domain, and beside them the narrowest wider group that holds the
-    # model (review 19, F2: DeepSeek-V3 trains cheaper at EP 16 x PP 2 than at EP 8 x PP 4), not every width
+def test_moe_training_layouts_try_ep_inside_the_node_and_the_groups_beyond_it_up_to_deepseeks_64(catalog):
+    # every EP inside the 8-GPU NVLink domain, and beside them the wider groups that hold the model up to
+    # DeepSeek-V3's EP 64 over 8 nodes (review 19, F2; issue 45 item 4: at EP 16 a 2,048-GPU DeepSeek-V3
+    # plan fed each expert 2,048 tokens a micro-batch, a quarter of what EP 64 does), not every width
     w = _gpt_oss(catalog)
     found = layouts.training_layouts(w, training_ledger(w), catalog.gpus["h100-sxm"], 1024)
-    assert {lay.ep for lay in found} == {1, 2, 4, 8, 16}
+    assert {lay.ep for lay in found} == {1, 2, 4, 8, 16, 32, 64}
     assert all((lay.tp * lay.dp) % lay.ep == 0 for lay in found)
 
 
@@ -120,14 +121,16 @@ def test_qlora_on_a_moe_model_never_gets_expert_parallelism(catalog):
     assert fits and all(c.layout.ep == 1 and c.tp == 1 and c.pp == 1 for c in fits)
 
 
-def test_a_stated_alltoall_overlap_hides_the_all_to_all_behind_compute(catalog, tmp_path, capsys):
-    """alltoall_overlap: true (DeepSeek's DualPipe, Megatron-Core's --overlap-moe-expert-parallel-comm): the
-    step is max(compute, all-to-all) per micro-batch, not their sum; the hours fall by the all-to-all's time."""
+@pytest.mark.parametrize("overlapped", ["alltoall_overlap: true\n", ""])
+def test_an_overlapped_alltoall_hides_behind_compute_unless_stated_false(catalog, tmp_path, capsys, overlapped):
+    """alltoall_overlap: true (DeepSeek's DualPipe, Megatron-Core's --overlap-moe-expert-parallel-comm), or
+    nothing stated (the planner's schedule overlaps it, issue 45 item 4): the step is max(compute,
+    all-to-all) per micro-batch, not their sum; alltoall_overlap: false puts it back on the critical path."""
     text = ("mode: training\nmodel: gpt-oss-120b\nprecision: bf16\ncontext_tokens: 4096\nmicro_batch: 1\n"
             "global_batch: 1280\ntraining_tokens: 1e9\nlayout: {tp: 1, pp: 4, dp: 16, ep: 8}\nconstraints: {gpus: [h100-sxm]}\n")
     got = {}
     for overlap in (False, True):
-        f = _file(tmp_path, text + ("alltoall_overlap: true\n" if overlap else ""))
+        f = _file(tmp_path, text + (overlapped if overlap else "alltoall_overlap: false\n"))
         assert main(["estimate", f, "--format", "json"]) == 0
         c = next(c for c in json.loads(capsys.readouterr().out)["candidates"] if c["gpu"] == "h100-sxm")
         got[overlap] = c

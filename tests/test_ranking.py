@@ -120,7 +120,8 @@ def test_a_rule_of_thumb_does_not_outweigh_a_cheaper_faster_plan(catalog, kb):
     h100, h200 = _unit_cost(d, "h100-sxm"), _unit_cost(d, "h200-sxm")
     assert d.winner == "h100-sxm" and dec["id"] == "ranking-cost-per-unit-of-work"
     assert 1.26 < h200 / h100 < 1.35
-    assert d.estimate.candidate("h100-sxm").training_hours < d.estimate.candidate("h200-sxm").training_hours
+    # (since issue 45 item 4 both run 64 cards with the experts over 64 and the all-to-all hidden: as fast)
+    assert d.estimate.candidate("h100-sxm").training_hours <= d.estimate.candidate("h200-sxm").training_hours
     assert (f"h200-sxm costs {h200 / h100 - 1:.0%} more and the rules in its favour are worth 26%, less than that") in dec["because"]
 
 

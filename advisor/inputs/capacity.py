@@ -92,7 +92,18 @@ def load_capacity(path: Path, gpus: dict) -> dict:
     if "default" not in shares:
         col.add("needs a default share for GPUs without their own", yamlio.line_of(spot, "interruption_share_per_month", sline),
                 "spot.interruption_share_per_month")
-    for k in ("restart_minutes", "checkpoint_gb_s_per_gpu"):
+    hyper = spot.get("hyperscaler_providers")
+    if hyper is not None:
+        names = hyper.get("v") if isinstance(hyper, dict) else None
+        if not (isinstance(names, list) and names and all(isinstance(x, str) and x for x in names)) \
+                or not hyper.get("src") or not hyper.get("date"):
+            col.add("must be {v: [provider names], src: ..., date: ...}", yamlio.line_of(spot, "hyperscaler_providers", sline),
+                    "spot.hyperscaler_providers")
+        else:
+            out["spot"]["hyperscaler_providers"] = {"v": [str(x) for x in names], "src": str(hyper["src"]), "date": str(hyper["date"])}
+    # (the offer kinds, issue 45 item 6, are optional: without them every spot offer takes the shares above)
+    optional = ("marketplace_interruptions_per_instance_day",)
+    for k in ("restart_minutes", "checkpoint_gb_s_per_gpu") + tuple(k for k in optional if k in spot):
         fig = _figure(col, spot.get(k), yamlio.line_of(spot, k, sline), f"spot.{k}")
         if fig is not None:
             out["spot"][k] = fig

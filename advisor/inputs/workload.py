@@ -57,7 +57,7 @@ FIELDS: dict[str, Spec] = {
     "global_batch": Spec("int", "Sequences per optimizer step over all data-parallel replicas (micro-batches per replica = global_batch / (micro_batch x DP): the pipeline bubble); default: the planner's choice, stated.", min=1, max=100_000_000, unit="sequences", modes=TRAIN),
     "virtual_stages": Spec("int", "Model chunks per card of the interleaved pipeline schedule (Megatron-LM's virtual pipeline stages: the bubble falls v-fold, each micro-batch crosses the stages v times); with a given layout it runs as given (default 1: no interleaving), and a searched plan takes it where each of PP x it chunks keeps a layer (default: the planner's choice of 1, 2 or 4, the shortest step counting the fullest stage when the layers do not split evenly, stated).", min=1, max=64, unit="chunks per card", modes=TRAIN),
     "goodput": Spec("float", "Share of the whole run's wall-clock that advances training (interruptions, restarts, checkpoints, evaluation and stalls taken out), from the team's own record (Llama 3's 16,384-H100 run kept over 0.9); default: the figure fitted on published whole runs, with its interruptions per GPU-hour and per-step overhead.", min=0.05, max=1, modes=TRAIN, reads="fraction"),
-    "alltoall_overlap": Spec("bool", "A MoE model's expert all-to-all is hidden behind compute where it is shorter (DeepSeek's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm); default: on the critical path, as Megatron-Core's default schedule runs it.", modes=TRAIN),
+    "alltoall_overlap": Spec("bool", "A MoE model's expert all-to-all is hidden behind compute where it is shorter (DeepSeek's DualPipe; Megatron-Core's --overlap-moe-expert-parallel-comm); default: the planner overlaps it unless activation checkpointing recomputes every layer (Megatron-Core 0.14's batch-level EP overlap, which full recompute rules out; MEGATRON_EP_OVERLAP); false: on the critical path.", modes=TRAIN),
     "training_tokens": Spec("float", "Tokens to process in the whole training or fine-tuning job.", min=1, max=1e16, unit="tokens", modes=TRAIN),
     "latency": Spec("enum", "Interactive use optimises latency, batch use total throughput (T06); or service levels {ttft_ms: N, tpot_ms: N}.", ("interactive", "batch"), default="interactive"),
     "objective": Spec("enum", "What the plan minimises: cost per unit of work, time (training hours, serving latency), or cards.", OBJECTIVES, default="cost"),
@@ -99,7 +99,7 @@ class Workload:
     global_batch: int | None = None  # training: sequences per optimizer step; None: the planner chooses
     virtual_stages: int | None = None  # training: interleaved pipeline chunks per card; None: 1 with a given layout, else the planner's choice
     goodput: float | None = None   # training: the team's own whole-run goodput; None: the fitted one
-    alltoall_overlap: bool = False  # training: the MoE all-to-all overlapped with compute (DualPipe), as the workload states
+    alltoall_overlap: bool | None = None  # training: the MoE all-to-all overlapped with compute (DualPipe) or not, as stated; None: the planner's choice (trainspeed.alltoall_overlapped)
     concurrency_max: bool = False  # `concurrency: max`: the speed model resolves the largest batch that fits
     training_tokens: float | None = None
     latency: str = "interactive"

@@ -12,7 +12,7 @@ from functools import lru_cache
 from advisor.base.kept import Kept, fingerprint
 from advisor.inputs.catalog import GPU
 from advisor.numbers import api
-from advisor.numbers.spot import every_text
+from advisor.numbers.spot import every_text, lost_text
 from advisor.numbers.estimate import GB, Estimate
 from advisor.numbers.layouts import rack_unit
 from advisor.numbers.objective import unit_cost, unit_of_work
@@ -168,6 +168,10 @@ FACTS: dict[str, Fact] = {
     "candidate.spot_checkpoint_seconds": Fact("number", "s", "spot training: time to write one checkpoint (model state / storage bandwidth)"),
     "candidate.spot_mtbf_hours": Fact("number", "h", "spot training: mean hours between interruptions of the job's instances"),
     "candidate.spot_expected_factor": Fact("number", "", "spot training: expected hours / hours without interruptions"),
+    "candidate.spot_offer_kind": Fact("string", "", "spot training: hyperscaler spot | neocloud spot or marketplace offer: which interruption figure the offer takes (catalog/capacity.yaml)"),
+    "candidate.spot_lost_hours": Fact("number", "h", "spot training: expected wall-clock hours the interruptions lose (half an interval of work redone and a restart each)"),
+    "candidate.spot_lost_usd": Fact("number", "USD", "spot training: spot_lost_hours at the plan's hourly price"),
+    "candidate.spot_lost_words": Fact("string", "", "spot training: the lost work and the saves in hours and dollars, in words"),
     "candidate.buy_break_even_months": Fact("number", "months", "owned plan (deployment on-prem): months after which buying costs less than renting the same work (absent: it never does)"),
     "candidate.contracted_cluster": Fact("boolean", "", "priced as a contracted cluster (price.kind contract): its nodes come with the cluster's fabric"),
     "candidate.purchase_quote_age_years": Fact("integer", "years", "owned plan: years between its purchase price's quote and the newest quote in catalog/purchase.yaml"),
@@ -319,7 +323,9 @@ def _price_values(c, price: dict | None) -> dict:
         out.update(spot_checkpoint_minutes=spot_term["checkpoint_interval_hours"] * 60,
                spot_checkpoint_every=every_text(spot_term),
                spot_checkpoint_seconds=spot_term["checkpoint_seconds"], spot_mtbf_hours=spot_term["mtbf_hours"],
-               spot_expected_factor=spot_term["expected_factor"])
+               spot_expected_factor=spot_term["expected_factor"], spot_offer_kind=spot_term.get("offer_kind"),
+               spot_lost_hours=spot_term.get("lost_hours"), spot_lost_usd=spot_term.get("lost_usd"),
+               spot_lost_words=lost_text(spot_term) if spot_term.get("lost_hours") is not None else None)
     if price and price.get("kind") == "owned":
         out.update(owned_gpus=price["owned_gpus"], added_gpus=price["added_gpus"],
                owned_nodes=price.get("owned_nodes"), added_nodes=price.get("added_nodes"))

@@ -135,10 +135,18 @@ class Calibration:
     # the most tokens per optimizer step the planner's own global batch takes (efficiency.yaml
     # training_batch, LLAMA3_BATCH); 0: no bound. A stated global_batch is not bound by it
     max_batch_tokens: float = 0.0
+    # a mixture-of-experts model's bound (training_batch.max_tokens_per_step_moe, DEEPSEEK_V3_BATCH); 0: the dense one
+    max_batch_tokens_moe: float = 0.0
     # the engine's KV share per TP size where it sets one by TP (SGLang's mem_fraction_static), else {}
     kv_share_by_tp: dict = field(default_factory=dict)
     _links: dict = field(default_factory=dict)
     _engines: dict = field(default_factory=dict)
+
+    def batch_tokens(self, w) -> float:
+        """The most tokens per optimizer step the planner's own global batch takes for the workload `w`:
+        the largest published batch of its model class (a MoE model: DeepSeek-V3's; else Llama 3 405B's)."""
+        moe = w.model.num("experts") and w.model.num("experts_per_token")
+        return self.max_batch_tokens_moe if moe and self.max_batch_tokens_moe else self.max_batch_tokens
 
     def kv_share(self, tp: int) -> float:
         """The share of memory the engine gives weights + KV (or KV of the free memory) at this TP size."""
@@ -427,6 +435,7 @@ def _calibration(eff: dict) -> Calibration:
         goodput_full_scale_gpus=_v(tr, "goodput_full_scale_gpus", 0.0, T),
         qlora_dequant_share=_v(tr, "qlora_dequant_share", 0.0, T),
         max_batch_tokens=_v(eff.get("training_batch") or {}, "max_tokens_per_step", 0.0, "training_batch."),
+        max_batch_tokens_moe=_v(eff.get("training_batch") or {}, "max_tokens_per_step_moe", 0.0, "training_batch."),
         interruptions_per_gpu_hour=_v(eff.get("whole_run") or {}, "interruptions_per_gpu_hour", 0.0, "whole_run."),
         hours_lost_per_interruption=_v(eff.get("whole_run") or {}, "hours_lost_per_interruption", 0.0, "whole_run."),
         sources={k: (v.get("src") if isinstance(v, dict) else None) for k, v in sv.items()},

@@ -236,6 +236,8 @@ def training_per_card(led: Ledger, lay: Layout, z: int, split: tuple | None = No
 
 #: expert-parallel sizes tried for training (Megatron-Core, NeMo and torchtitan recipes use powers of 2)
 EP_SIZES = (2, 4, 8, 16, 32, 64, 128, 256)
+#: the widest expert-parallel group a published pre-training ran: DeepSeek-V3's EP 64 over 8 nodes (DEEPSEEK_V3_BATCH)
+WIDEST_TRAINING_EP = 64
 
 
 def training_ep_options(w: Workload, gpu: GPU, tp: int) -> tuple[list[int], list[int]]:
@@ -312,8 +314,8 @@ def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages,
                         out.append(Layout(tp, pp, dp, per_card, zero_stage=z, min_dp=dp, ep=ep,
                                           interleave=interleaved_stages(layers, pp, w.virtual_stages)))
                         found = True
-                    if found and group is across:
-                        break       # the narrowest cross-node EP that holds the model
+                    if found and group is across and ep >= WIDEST_TRAINING_EP:
+                        break       # cross-node EP sizes that hold the model, up to the widest published one
     return out
 
 

@@ -23,6 +23,14 @@ def batch_bound(w: Workload, max_tokens: float = 0.0) -> int | None:
     return max(w.micro_batch, int(max_tokens // w.context_tokens))
 
 
+def batch_source(w: Workload) -> tuple[str, str]:
+    """Whose batch the planner's bound is (the memo's words) and its source key: a MoE model's is
+    DeepSeek-V3's (efficiency.yaml max_tokens_per_step_moe), a dense model's Llama 3 405B's."""
+    if w.model.num("experts") and w.model.num("experts_per_token"):
+        return "DeepSeek-V3's largest batch", "DEEPSEEK_V3_BATCH"
+    return "Llama 3 405B's largest batch", "LLAMA3_BATCH"
+
+
 def replica_cap(w: Workload, max_tokens: float = 0.0) -> int | None:
     """A training step gives each data-parallel replica at least one micro-batch: at most global_batch /
     micro_batch replicas, the stated global batch's or the planner's bound's (batch_bound; None: neither)."""
@@ -65,10 +73,11 @@ def batch_limit(w: Workload, needed: int, max_tokens: float = 0.0, tp: int = 1) 
                 "text": (f"global_batch {w.global_batch:,} / micro_batch {w.micro_batch} feeds at most {cap:,} "
                          f"data-parallel replicas; meeting the deadline needs about {needed:,} replicas of this layout")}
     bound = batch_bound(w, max_tokens)
+    whose, key = batch_source(w)
     return {"limit": "global_batch", "value": bound, "needed_replicas": needed, "max_gpus_full_pipeline": tp * cap,
-            "source": "catalog/efficiency.yaml training_batch.max_tokens_per_step (LLAMA3_BATCH)",
+            "source": f"catalog/efficiency.yaml training_batch.max_tokens_per_step{'_moe' if key != 'LLAMA3_BATCH' else ''} ({key})",
             "text": (f"the planner's global batch is at most {max_tokens / 1e6:,.1f}M tokens per step ({bound:,} sequences of "
-                     f"{w.context_tokens:,}, Llama 3 405B's largest batch): with a micro-batch per pipeline stage for each "
+                     f"{w.context_tokens:,}, {whose}): with a micro-batch per pipeline stage for each "
                      f"replica it feeds at most {tp * cap:,} GPUs at TP {tp}, and more replicas or stages leave stages idle; "
                      "state global_batch to train with a larger one")}
 

@@ -263,7 +263,7 @@ def _search_layouts(w: Workload, gpu: GPU, catalog: Catalog, prepared: list, siz
             key = (base.tp * base.pp, base.count, base.min_dp)
             got = dp_memo.get(key)
             if got is None:
-                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.max_batch_tokens, on_demand)
+                got = dp_memo[key] = replicas.dp_options(wv, gpu, base, sizes, max_gpus, cal.batch_tokens(wv), on_demand)
             return got
 
         def search(bases, wv=wv, attempt=attempt, dp_options=dp_options, vi=vi):
@@ -466,7 +466,7 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     p = evaluate(wv, lv, gpu, catalog, lay, cp, rate, None, engine)
     limits = []
     # the GPU ceiling is named unless the global batch binds below it (more GPUs would not be fed)
-    tokens = speed.calibration(catalog).max_batch_tokens
+    tokens = speed.calibration(catalog).batch_tokens(w)
     fed = (replica_cap(w, tokens) or 0) * layouts.tensor_split_max(gpu) if refused.get("batch") else 0
     if p.misses and refused.get("needed") and not (fed and max_gpus >= fed):
         # the ceiling, not the hardware, is why the target is missed: say so where the miss is said

@@ -80,7 +80,7 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
     for a service level, doublings up to one replica per sequence (each serving fewer users, T06).
     A count beyond `max_gpus` is not tried: the fewest GPUs it would need goes into `refused`."""
     m = lay.tp * lay.pp
-    tokens = cal.max_batch_tokens if cal is not None else 0.0
+    tokens = cal.batch_tokens(w) if cal is not None else 0.0
     rc = replica_cap(w, tokens)      # (called for every plan that misses: the figures it reads are read once)
     if w.training:
         if not p.training_hours:

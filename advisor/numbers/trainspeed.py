@@ -15,7 +15,7 @@ from advisor.inputs.workload import Workload
 from advisor.numbers import comm
 from advisor.numbers.calibration import Calibration, default_calibration
 from advisor.numbers.layouts import Layout, expert_split
-from advisor.numbers.limits import batch_bound
+from advisor.numbers.limits import batch_bound, batch_source
 from advisor.numbers.ledger import Ledger
 from advisor.numbers.speed import (ACT_BYTES, CHECKPOINTING_COMPUTE, FP4_NAMES, Speed, compute_precision, _moe_eff,
                                    expert_imbalance, _shape_of)
@@ -90,6 +90,7 @@ def micro_batches(w: Workload, lay: Layout, micro_batch: int | None = None,
                                    + (" (rounded)" if m * mbs * dp != w.global_batch else "")), "as given"
     m = planned_micro_batches(pp)
     bound = batch_bound(w, max_tokens)
+    whose, key = batch_source(w)
     cut = bool(bound) and m * mbs * dp > bound
     if cut:
         m = max(1, bound // (mbs * dp))
@@ -97,15 +98,15 @@ def micro_batches(w: Workload, lay: Layout, micro_batch: int | None = None,
         return m, m * mbs * dp, "", ""
     if not cut:
         how = (f"{m} micro-batches per replica ({'4 x PP' if pp > 1 else 'no pipeline'}"
-               + (f"; at most {max_tokens / 1e6:,.1f}M tokens a step, LLAMA3_BATCH" if bound else "") + ")")
+               + (f"; at most {max_tokens / 1e6:,.1f}M tokens a step, {key}" if bound else "") + ")")
         basis = ("chosen by the planner: 4 micro-batches per pipeline stage" if pp > 1 else
                  "chosen by the planner: 4 micro-batches of gradient accumulation")
     else:
         how = (f"{m} micro-batch{'es' if m > 1 else ''} per replica (4 per stage would exceed the bound of {max_tokens / 1e6:,.1f}M tokens "
-               f"per step, {bound:,} sequences of {w.context_tokens:,}: Llama 3 405B's largest batch, LLAMA3_BATCH)")
+               f"per step, {bound:,} sequences of {w.context_tokens:,}: {whose}, {key})")
         # review 17, F6: the memo said "4 micro-batches per pipeline stage" of a plan the bound cut to 2 per replica
         basis = (f"chosen by the planner: {'4 micro-batches per pipeline stage' if pp > 1 else '4 micro-batches'} would exceed "
-                 f"{max_tokens / 1e6:,.1f}M tokens a step, Llama 3 405B's largest batch (LLAMA3_BATCH), so "
+                 f"{max_tokens / 1e6:,.1f}M tokens a step, {whose} ({key}), so "
                  f"{m} per replica")
     return m, m * mbs * dp, f"planner's choice: {how} x micro_batch {mbs} x DP {dp} = global batch {m * mbs * dp:,} sequences", basis
 
@@ -275,7 +276,7 @@ def training_rate(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, rate: Te
     attention = attention_train_flops(w, seq)      # per token, read twice below
     flops += attention * (CHECKPOINTING_COMPUTE if w.activation_checkpointing else 1) * (2 if w.task == "rlhf" else 1)
     R = rate.value * TFLOP * share * fp4_training_credit(gpu, cal, p)
-    m = microbatches or micro_batches(w, lay, mbs, cal.max_batch_tokens, explain=False)[0]
+    m = microbatches or micro_batches(w, lay, mbs, cal.batch_tokens(w), explain=False)[0]
     # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1), v interleaved stages per card
     bubble = (pp - 1) / (m * virtual_stages + pp - 1) if pp > 1 else 0.0
     tokens_step = m * mbs * seq                     # per replica per optimizer step
@@ -330,6 +331,15 @@ def _virtual_stages(w: Workload, lay, m: int) -> int:
     return v
 
 
+def alltoall_overlapped(w: Workload) -> bool:
+    """Whether a plan hides its MoE all-to-all behind compute: as the workload states, else the planner's
+    schedule, which overlaps it (DeepSeek-V3's DualPipe; Megatron-Core 0.14's batch-level EP overlap,
+    --overlap-moe-expert-parallel-comm, MEGATRON_EP_OVERLAP) unless activation checkpointing recomputes every
+    layer, which that overlap rules out. Until issue 45 every plan put it on the critical path: a 2,048-GPU
+    DeepSeek-V3-class plan paid its cross-node all-to-all in full, which no lab training such a model does."""
+    return w.alltoall_overlap if w.alltoall_overlap is not None else not w.activation_checkpointing
+
+
 def _moe_term(w: Workload, cal: Calibration, lay, tr, src: str) -> dict:
     """The experts' part of a training step as speed_explained words it: their FLOPs share, busiest-rank
     load and grouped-matmul efficiency, and the EP all-to-all (on or off the critical path)."""
@@ -343,8 +353,11 @@ def _moe_term(w: Workload, cal: Calibration, lay, tr, src: str) -> dict:
                         f"efficiency (tokens per expert / (tokens + {cal.train_moe_half_tokens:g}) x expert width per card / (width + {cal.train_moe_half_width:g})); "
                         + (f"all-to-all per micro-batch: {tr.moe.alltoall_bytes / 1e6:,.1f} MB per GPU (tokens x top-k x hidden x "
                            f"bytes, dispatch + combine, forward + backward, x (EP - 1) / EP) = {tr.moe.alltoall_s * 1e3:,.2f} ms over {tr.moe.link}"
-                           + (", hidden behind compute where shorter (alltoall_overlap, as the workload states)" if w.alltoall_overlap
-                              else ", on the critical path (Megatron-Core's default schedule)")
+                           + ((", hidden behind compute where shorter (alltoall_overlap, as the workload states)" if w.alltoall_overlap
+                               else ", hidden behind compute where shorter (the planner's schedule: Megatron-Core's EP overlap, DualPipe; MEGATRON_EP_OVERLAP)")
+                              if alltoall_overlapped(w) else
+                              ", on the critical path (" + ("alltoall_overlap: false, as the workload states" if w.alltoall_overlap is False
+                                                            else "full activation recompute rules out the EP overlap") + ")")
                            if lay.ep > 1 else "no expert parallelism: experts split over TP, no all-to-all"))}
 
 
@@ -421,10 +434,10 @@ def training_time(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
     may not keep."""
     cal = cal or default_calibration()
     cp = compute_precision(w, gpu, led.sized)
-    m, gbs, batch_how, batch_basis = micro_batches(w, lay, max_tokens=cal.max_batch_tokens, explain=explain)
+    m, gbs, batch_how, batch_basis = micro_batches(w, lay, max_tokens=cal.batch_tokens(w), explain=explain)
     v = _virtual_stages(w, lay, m)
     tr = training_rate(w, led, gpu, cal, rate, lay, microbatches=m, precision=cp, virtual_stages=v,
-                       alltoall_overlapped=w.alltoall_overlap)
+                       alltoall_overlapped=alltoall_overlapped(w))
     count = lay.count
     tokens_per_s = tr.tokens_per_s_per_gpu * count
     flops_token, per_param = train_flops_per_token(w, led)
