@@ -1,0 +1,137 @@
+"""`gpu-advisor deploy` (and `recommend --deploy DIR`): the launch files of a plan, written into a folder.
+
+plan.py reads the plan from the decision record (its layout as the one `Layout` value); serving.py
+turns it into each engine's command (the layout's options declared in advisor/inputs/parallel.py) and
+the benchmark that checks it; this module prepares every value the templates under templates/deploy/
+place and writes the folder (folder.py: nothing the user wrote is replaced). docs/deploy.md lists the
+files.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.shell.deploy import serving
+from advisor.shell.deploy.folder import render, write_folder
+from advisor.shell.deploy.plan import Plan, read_plan
+
+__all__ = ["write", "read_plan", "files_for"]
+
+PARAMS = {
+    "NODE_RANK": "this node's rank in the group: 0 on the head node, then 1, 2, ... on the others",
+    "HEAD_ADDR": "the head node's IP address, reachable from every node of the group",
+    "BASE_URL": "where bench.sh reaches the server (default http://localhost:8000)",
+    "HF_TOKEN": "a Hugging Face token, for models whose repository asks for one",
+}
+
+
+def write(rec: dict, catalog, w, out: str | Path, force: bool = False, candidate: int | None = None) -> tuple[Plan, list[Path]]:
+    """Write the launch folder of the record's plan; returns the plan and the files written."""
+    plan = read_plan(rec, catalog, w, candidate)
+    files = files_for(plan)
+    return plan, write_folder(Path(out), files, force)
+
+
+def files_for(plan: Plan) -> dict[str, str]:
+    """Every file of the folder, name -> text."""
+    listing, files, sections = [], {}, []
+    launches = serving.launches(plan) if plan.serving else []
+    if plan.serving and all(x.refused for x in launches):
+        from advisor.base.errors import InputError, Problem
+        raise InputError(Problem(f"no engine this tool writes launch files for can run the plan ({plan.notation} on "
+                                 f"{plan.gpu_name}): " + "; ".join(f"{x.name}: {x.refused}" for x in launches), "deploy"))
+    for x in launches:
+        name = f"serve-{x.engine}.sh"
+        sections.append(_section(plan, x, name))
+        if x.refused:
+            continue
+        files[name] = render("serve.sh.j2", _serve_context(plan, x))
+        listing.append({"name": name, "what": f"starts {x.name} with the plan's layout and memory settings",
+                        "where": _where(x)})
+    check = None
+    if plan.serving:
+        b = serving.bench(plan)
+        files["bench.sh"] = render("bench.sh.j2", {**b, "port": serving.PORT})
+        listing.append({"name": "bench.sh", "what": "the check: `vllm bench serve` at the workload's lengths and load",
+                        "where": "any machine that reaches the server, once it answers"})
+        w = plan.workload
+        check = {**b, "lengths": f"{w.prompt_tokens:,} prompt and {w.output_tokens:,} output tokens",
+                 "error": "The estimates carry the speed model's error (the memo's range); a measured figure well "
+                          "outside it means the plan's assumptions do not hold on this machine: check the engine "
+                          "version, the settings above and the load."}
+    listing.insert(0, {"name": "README.md", "what": "this file", "where": "(read first)"})
+    multi = any(x.worker for x in launches)
+    params = [{"name": k, "meaning": v} for k, v in PARAMS.items() if multi or k not in ("NODE_RANK", "HEAD_ADDR")]
+    files["README.md"] = render("README.md.j2", {
+        "title": f"Launch files: {plan.name}", "plan_line": _plan_line(plan), "summary": _summary(plan),
+        "files": listing, "params": params, "launches": sections, "check": check, "assumptions": _assumptions(plan)})
+    return dict(sorted(files.items()))
+
+
+def _plan_line(plan: Plan) -> str:
+    row = "the recommendation" if plan.row == 1 else f"row {plan.row} of the plan table"
+    return f"{row}, {plan.count} x {plan.gpu_name} on {plan.nodes} node{'s' if plan.nodes > 1 else ''}, {plan.notation}"
+
+
+def _summary(plan: Plan) -> str:
+    from advisor.inputs.parallel import describe
+    engine = serving.ENGINE_NAMES.get(plan.engine or "", plan.engine or "no engine named")
+    words = describe(plan.layout, plan.gpus_per_node, training=not plan.serving)
+    return (f"The model ({plan.model_repo}) is laid out as {plan.notation}: {words}. "
+            + (f"The plan's figures are {engine}'s" + (f": {plan.engine_why}" if plan.engine_why else "") + "."
+               if plan.serving else ""))
+
+
+def _where(x: serving.Launch) -> str:
+    where = f"each of the {x.nodes} nodes of a group, with NODE_RANK and HEAD_ADDR set" if x.worker else "the node with the GPUs"
+    return where + (f"; {x.servers} copies behind a load balancer" if x.servers > 1 else "")
+
+
+def _section(plan: Plan, x: serving.Launch, file: str) -> dict:
+    shape = (f"{x.cards} card{'s' if x.cards > 1 else ''} per server on {x.nodes} node{'s' if x.nodes > 1 else ''}"
+             + (f", {x.servers} servers behind a load balancer" if x.servers > 1 else "")
+             + ("; " + ", ".join(f"{k} {v}" if v is not True else k for k, v in x.options.items()) if x.options else ""))
+    notes = list(x.notes)
+    if plan.engine and x.engine != plan.engine and not x.refused:
+        notes.append(f"the memo's figures are {serving.ENGINE_NAMES.get(plan.engine, plan.engine)}'s: {x.name} runs the same "
+                     f"layout, its speed may differ")
+    return {"name": x.name, "own": x.engine == plan.engine, "refused": x.refused, "file": file, "shape": shape,
+            "notes": notes}
+
+
+def _serve_context(plan: Plan, x: serving.Launch) -> dict:
+    where = (f"Run on every node of a {x.nodes}-node group: NODE_RANK=0 on the head node." if x.worker
+             else "Run on the node with the GPUs.")
+    if x.servers > 1:
+        where += f" The plan runs {x.servers} such servers behind a load balancer."
+    return {"title": f"{x.name} server: {plan.name}", "plan_line": _plan_line(plan), "where": where,
+            "param_lines": [f"HF_TOKEN: {PARAMS['HF_TOKEN']}"] + _model_note(plan),
+            "multi": bool(x.worker), "rank_help": _rank_help(x.nodes), "program": x.program, "model": plan.model_repo,
+            "head": x.head, "worker": x.worker}
+
+
+def _rank_help(nodes: int) -> str:
+    others = "1 on the other" if nodes == 2 else f"1 to {nodes - 1} on the others"
+    return f"set NODE_RANK to 0 on the head node and {others}"
+
+
+def _model_note(plan: Plan) -> list[str]:
+    """A model the catalog names no Hugging Face repository for: the folder says to put the checkpoint's in."""
+    if "/" in plan.model_repo:
+        return []
+    return [f"{plan.model_repo}: the catalog names no Hugging Face repository for this model; replace it with "
+            "the checkpoint's repository or local path"]
+
+
+def _assumptions(plan: Plan) -> list[str]:
+    w = plan.workload
+    out = [f"{plan.count} x {plan.gpu_name} ({plan.memory_gb:g} GB each, {plan.gpus_per_node} per node)", *_model_note(plan)]
+    if plan.offer.provider:
+        out.append(f"priced on {plan.offer.provider}" + (f" {plan.offer.instance}" if plan.offer.instance else "")
+                   + (f" ({plan.offer.kind})" if plan.offer.kind else "")
+                   + (f" at ${plan.offer.usd_per_hour:,.2f} per instance-hour" if plan.offer.usd_per_hour else ""))
+    if plan.serving:
+        out.append(f"requests of {w.prompt_tokens:,} prompt and {w.output_tokens:,} output tokens, a context of "
+                   f"{w.context_tokens:,} tokens, " + (f"{w.requests_per_s:g} requests/s" if w.requests_per_s
+                                                       else f"{w.concurrency} at once"))
+        out.append(f"KV cache in {w.kv_precision}; weights in {w.precision or 'the precision the checkpoint ships'}")
+    return out

