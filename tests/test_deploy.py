@@ -184,11 +184,13 @@ def test_a_folder_that_is_not_empty_is_refused_unless_force_and_user_files_are_k
     assert (out / "notes.txt").read_text() == "mine" and (out / "serve-vllm.sh").is_file()
     # a second --force replaces what deploy wrote; a file of the user's in the way is never replaced
     assert main(["deploy", str(ex), "--out", str(out), "--force"]) == 0
-    (out / ".gpu-advisor-deploy").write_text("serve-vllm.sh\n")
+    # the user replaces deploy's bench.sh with their own (it leaves deploy's list of what it wrote)
+    listed = (out / ".gpu-advisor-deploy").read_text().split()
+    (out / ".gpu-advisor-deploy").write_text("\n".join(n for n in listed if n != "bench.sh") + "\n")
     (out / "bench.sh").write_text("my own benchmark")
     capsys.readouterr()
     assert main(["deploy", str(ex), "--out", str(out), "--force"]) == 2
-    assert "bench.sh: not written by deploy, so not replaced" in capsys.readouterr().err
+    assert ": bench.sh: not written by deploy, so not replaced" in capsys.readouterr().err
     assert (out / "bench.sh").read_text() == "my own benchmark"
 
 
@@ -225,6 +227,10 @@ def test_another_row_of_the_plan_table(tmp_path, capsys):
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
 def test_every_example_writes_files_the_tools_accept(example, tmp_path):
     out = deploy(tmp_path, example)
+    if (out / "skypilot.yaml").exists():
+        sky_task(out / "skypilot.yaml")
+    if (out / "kubernetes.yaml").exists():
+        k8s_documents(out / "kubernetes.yaml")
     for script in sorted(out.glob("serve-vllm.sh")):
         for call in run_script(script, tmp_path, NODE_RANK="1", HEAD_ADDR="10.0.0.1"):
             vllm_serve(call)
@@ -232,3 +238,103 @@ def test_every_example_writes_files_the_tools_accept(example, tmp_path):
         [call] = run_script(out / "bench.sh", tmp_path)
         vllm_bench(call)
     assert (out / "README.md").read_text().startswith("# Launch files: ")
+
+
+# --- (b) SkyPilot and Kubernetes ------------------------------------------------------------------------
+
+LWS_CRD = Path(__file__).parent / "data" / "lws" / "leaderworkerset.x-k8s.io_leaderworkersets.yaml.gz"
+K8S_VERSION = "1.33.0"      # a Kubernetes release kubernetes-validate carries the schemas of
+
+
+def sky_task(path: Path):
+    """SkyPilot's own reading of the task: its schema check and its Task and Resources objects."""
+    sky = pytest.importorskip("sky")
+    import yaml
+    config = yaml.safe_load(path.read_text())
+    cwd = os.getcwd()
+    os.chdir(path.parent)           # workdir: . is the folder the task is launched from
+    try:
+        return sky.Task.from_yaml_config(config), config
+    finally:
+        os.chdir(cwd)
+
+
+def k8s_documents(path: Path) -> list[dict]:
+    """Each document of the manifest, validated: built-in kinds by kubernetes-validate (strict: an unknown
+    field fails), the LeaderWorkerSet by its CRD's schema."""
+    kv = pytest.importorskip("kubernetes_validate")
+    import gzip
+
+    import jsonschema
+    import yaml
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for d in docs:
+        if d["kind"] == "LeaderWorkerSet":
+            crd = yaml.safe_load(gzip.decompress(LWS_CRD.read_bytes()))
+            schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")["schema"]["openAPIV3Schema"]
+            jsonschema.validate(d, schema)
+            for t in ("leaderTemplate", "workerTemplate"):       # and each pod as Kubernetes reads a pod
+                pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": d["spec"]["leaderWorkerTemplate"][t]["spec"]}
+                kv.validate(pod, K8S_VERSION, strict=True)
+        else:
+            kv.validate(d, K8S_VERSION, strict=True)
+    return docs
+
+
+def test_skypilot_and_kubernetes_of_the_chat_example(tmp_path):
+    out = deploy(tmp_path, ROOT / "examples" / "chat-assistant.yaml")
+    task, config = sky_task(out / "skypilot.yaml")
+    [res] = list(task.resources)
+    assert task.num_nodes == 1 and res.accelerators == {"H100": 2} and res.use_spot is False
+    assert str(res.cloud).lower() == "hyperbolic"       # the offer the plan is priced on
+    docs = k8s_documents(out / "kubernetes.yaml")
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 2
+    assert {m["mountPath"] for m in c["volumeMounts"]} == {"/dev/shm", "/root/.cache/huggingface"}
+    assert "--tensor-parallel-size 2" in c["args"][0]
+
+
+def test_the_validators_refuse_what_the_tools_refuse(tmp_path):
+    bad = tmp_path / "skypilot.yaml"
+    bad.write_text("name: x\nnum_nodes: two\nresources: {accelerators: 'H100:8'}\nrun: echo\n")
+    with pytest.raises(Exception):
+        sky_task(bad)
+    man = tmp_path / "k.yaml"
+    man.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replicas: 1, selector: {}, "
+                   "template: {spec: {containers: [{name: c, image: i, gpus: 2}]}}}\n")
+    with pytest.raises(Exception):
+        k8s_documents(man)
+
+
+DEP16 = ("mode: inference\nmodel: deepseek-v3\nconcurrency: 256\nlayout: {tp: 16, ep: 16, attention_dp: 16}\n"
+         "constraints: {gpus: [h200]}\n")
+
+
+def test_a_dep16_deepseek_plan_runs_as_16_data_parallel_expert_ranks_over_2_nodes(tmp_path):
+    out = deploy(tmp_path, _file(tmp_path, DEP16))
+    head, = run_script(out / "serve-vllm.sh", tmp_path, NODE_RANK="0", HEAD_ADDR="10.0.0.1")
+    worker, = run_script(out / "serve-vllm.sh", tmp_path, NODE_RANK="1", HEAD_ADDR="10.0.0.1")
+    h, wk = vllm_serve(head), vllm_serve(worker)
+    # DEP 16 in vLLM: attention data-parallel over 16 ranks, the experts over all of them (EP = DP x TP)
+    assert (h.tensor_parallel_size, h.data_parallel_size, h.enable_expert_parallel) == (1, 16, True)
+    assert (h.data_parallel_size_local, h.data_parallel_address, h.headless) == (8, "10.0.0.1", False)
+    assert (wk.data_parallel_start_rank, wk.headless) == (8, True)
+    task, _ = sky_task(out / "skypilot.yaml")
+    [res] = list(task.resources)
+    assert task.num_nodes == 2 and res.accelerators == {"H200": 8}
+    docs = k8s_documents(out / "kubernetes.yaml")
+    lws = next(d for d in docs if d["kind"] == "LeaderWorkerSet")
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    pvc = next(d for d in docs if d["kind"] == "PersistentVolumeClaim")
+    assert int(pvc["spec"]["resources"]["requests"]["storage"][:-2]) >= 600      # DeepSeek-V3's 671B weights in fp8
+
+
+def test_the_clouds_a_task_may_name_are_skypilots():
+    pytest.importorskip("sky")
+    from sky.utils import schemas
+
+    from advisor.shell.deploy.plan import TASK_CLOUDS
+    enum = schemas.get_resources_schema()["properties"]["cloud"]
+    names = {c.lower() for c in (enum.get("enum") or enum.get("case_insensitive_enum") or [])}
+    assert names and set(TASK_CLOUDS) <= names

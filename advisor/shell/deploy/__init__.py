@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.shell.deploy import serving
+from advisor.shell.deploy import launchers, serving
 from advisor.shell.deploy.folder import render, write_folder
 from advisor.shell.deploy.plan import Plan, read_plan
 
@@ -58,6 +58,9 @@ def files_for(plan: Plan) -> dict[str, str]:
                  "error": "The estimates carry the speed model's error (the memo's range); a measured figure well "
                           "outside it means the plan's assumptions do not hold on this machine: check the engine "
                           "version, the settings above and the load."}
+    ran = next((x for x in launches if not x.refused), None)
+    if ran:
+        files.update(_where_it_runs(plan, ran, listing))
     listing.insert(0, {"name": "README.md", "what": "this file", "where": "(read first)"})
     multi = any(x.worker for x in launches)
     params = [{"name": k, "meaning": v} for k, v in PARAMS.items() if multi or k not in ("NODE_RANK", "HEAD_ADDR")]
@@ -65,6 +68,36 @@ def files_for(plan: Plan) -> dict[str, str]:
         "title": f"Launch files: {plan.name}", "plan_line": _plan_line(plan), "summary": _summary(plan),
         "files": listing, "params": params, "launches": sections, "check": check, "assumptions": _assumptions(plan)})
     return dict(sorted(files.items()))
+
+
+#: how each engine is installed on a SkyPilot node (the release whose options the tests check)
+INSTALL = {"vllm": "pip install 'vllm==0.32.0'", "sglang": "pip install 'sglang[all]==0.5.3'",
+           "trtllm": "pip install 'tensorrt-llm==1.2.0'"}
+
+
+def _where_it_runs(plan: Plan, x: serving.Launch, listing: list) -> dict[str, str]:
+    """skypilot.yaml and kubernetes.yaml for one server group of launch `x` (the plan's own engine when it
+    can run the plan, else the first that can)."""
+    script = f"serve-{x.engine}.sh"
+    per_node = min(plan.gpus_per_node, x.cards)
+    sky = launchers.skypilot(plan, script, x.nodes, per_node, x.servers, True, INSTALL[x.engine], spot_bucket=False)
+    sky["setup_lines"], sky["run_lines"] = sky["setup"].splitlines(), sky["run"].splitlines()
+    notes = [n for n in (sky["accelerator_missing"],) if n]
+    if plan.offer.provider and not plan.offer.cloud:
+        notes.append(f"the plan's offer is {plan.offer.provider}'s, not a SkyPilot cloud: SkyPilot picks the cheapest cloud it has")
+    common = {"title": f"{x.name} server: {plan.name}", "plan_line": _plan_line(plan), "name": sky["name"]}
+    words = f"exec {x.program} {plan.model_repo} "
+    k = launchers.kubernetes(plan, x.engine, words + " ".join(x.head), (words + " ".join(x.worker)) if x.worker else None,
+                             x.nodes, per_node, x.servers, True)
+    k.update(engine=x.engine, checkpoint_mount=None)
+    listing += [{"name": "skypilot.yaml", "what": f"a SkyPilot task running `{script}` on {x.nodes} node{'s' if x.nodes > 1 else ''} "
+                 f"of {per_node} x {plan.accelerator or plan.gpu_name}", "where": "`sky launch` (or `sky serve up`) from this folder"},
+                {"name": "kubernetes.yaml", "what": ("a LeaderWorkerSet of " + f"{x.nodes}-pod groups" if k["multi"] else "a Deployment")
+                 + f" with {per_node} GPUs per pod, /dev/shm and a model cache volume, and its Service",
+                 "where": "`kubectl apply -f kubernetes.yaml`"}]
+    return {"skypilot.yaml": render("skypilot.yaml.j2", {**common, "sky": {**sky, "num_nodes": sky["num_nodes"]},
+                                                          "notes": notes, "bucket_name": f"{sky['name']}-checkpoints"}),
+            "kubernetes.yaml": render("kubernetes.yaml.j2", {**common, "k": k})}
 
 
 def _plan_line(plan: Plan) -> str:

@@ -21,7 +21,8 @@ MANIFEST = ".gpu-advisor-deploy"
 def render(template: str, context: dict) -> str:
     env = sandbox.environment(sandbox.confined_loader(TEMPLATES))
     try:
-        return sandbox.render(env.get_template(template), context)
+        text = sandbox.render(env.get_template(template), context)
+        return text if text.endswith("\n") else text + "\n"
     except TemplateError as exc:        # a shipped template that does not fit its values: a bug, said in one line
         raise InputError(Problem(f"cannot render {template}: {exc}", "templates/deploy")) from None
 

@@ -18,7 +18,13 @@ WRITTEN_FOR = (kinds.LLM_SERVING, kinds.LLM_TRAINING)
 SKY_ACCELERATORS = {**{gid: name for name, gid in reversed(list(SIMPLE.items())) if "-" not in name or gid.startswith("h200")},
                     "h100-sxm": "H100", "h100-pcie": "H100", "a100-80gb-sxm": "A100-80GB", "a100-80gb-pcie": "A100-80GB",
                     "a100-40gb-sxm": "A100", "a100-40gb-pcie": "A100"}
-SKY_CLOUDS = {v: k for k, v in PROVIDERS.items()}
+#: the clouds a SkyPilot task may name (SkyPilot 0.14.1, sky/utils/schemas.py resources `cloud`; a test
+#: checks this list against the installed package): a provider SkyPilot's catalog lists but its task does
+#: not take (SimplePod) is left for SkyPilot to choose
+TASK_CLOUDS = ("aws", "azure", "gcp", "ibm", "lambda", "scp", "oci", "kubernetes", "runpod", "vast", "vsphere", "cudo",
+               "fluidstack", "paperspace", "primeintellect", "do", "nebius", "ssh", "slurm", "hyperbolic", "seeweb",
+               "shadeform", "yotta", "mithril", "verda")
+SKY_CLOUDS = {v: k for k, v in PROVIDERS.items() if k in TASK_CLOUDS}
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Plan:
     model_repo: str             # the Hugging Face repository the engines load
     gpu_id: str
     gpu_name: str
+    vendor: str                 # the GPU's vendor (nvidia, amd, ...): the device plugin's resource, the image
     memory_gb: float
     gpus_per_node: int
     accelerator: str | None     # SkyPilot's name for the GPU (None: SkyPilot has none)
@@ -51,6 +58,7 @@ class Plan:
     engine_why: str
     row: int                    # 1-based row of the plan table (1: the recommendation's layout)
     offer: Offer
+    weights_gb: float | None = None     # the record's ledger: the weights in the plan's precision
     figures: dict = field(default_factory=dict)     # the record's figures for the memo's promise
     service_level: dict = field(default_factory=dict)
 
@@ -92,10 +100,11 @@ def read_plan(rec: dict, catalog, w, candidate: int | None = None) -> Plan:
     gpu = catalog.gpus[r["gpu"]]
     nodes = lay.nodes(gpu) if row != 1 else nodes
     return Plan(name=w.name or w.model.id, kind=w.kind, workload=w, model_repo=model_repo(w.model), gpu_id=gpu.id,
-                gpu_name=gpu.name, memory_gb=gpu.memory_gb, gpus_per_node=gpu.gpus_per_node,
+                gpu_name=gpu.name, vendor=(gpu.vendor or "nvidia").lower(), memory_gb=gpu.memory_gb, gpus_per_node=gpu.gpus_per_node,
                 accelerator=SKY_ACCELERATORS.get(gpu.id), layout=lay, count=count, nodes=nodes,
                 engine=est.get("engine"), engine_why=(est.get("why") or {}).get("engine") or "", row=row,
-                offer=_offer(r.get("price") or {}), figures=dict(figures or {}),
+                offer=_offer(r.get("price") or {}), weights_gb=(rec["estimate"].get("ledger") or {}).get("weights_gb"),
+                figures=dict(figures or {}),
                 service_level=dict(rec.get("service_level") or {}))
 
 
