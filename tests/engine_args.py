@@ -80,8 +80,14 @@ class Source:
         if isinstance(ann, ast.Subscript):
             head = ann.value.id if isinstance(ann.value, ast.Name) else getattr(ann.value, "attr", "")
             args = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
-            if head == "Literal":
-                return [("literal", [a.value for a in args if isinstance(a, ast.Constant)])]
+            if head == "Literal":      # its values, those of a nested Literal alias too (KVRole = Literal[KVProducer, ...])
+                values = []
+                for a in args:
+                    if isinstance(a, ast.Constant):
+                        values.append(a.value)
+                    elif isinstance(a, ast.Name) and a.id in self.aliases:
+                        values += [v for h in self.hints(self.aliases[a.id], depth + 1) if h[0] == "literal" for v in h[1]]
+                return [("literal", list(dict.fromkeys(values)))]
             if head in ("Optional",):
                 return self.hints(args[0], depth + 1) + [("none",)]
             if head in ("Union",):
@@ -191,7 +197,9 @@ def vllm_args(wheel: Path) -> dict:
     # the frontend's options: every field of FrontendArgs (and its base), as `FrontendArgs.add_cli_args` adds them
     for name, ann in src.fields("FrontendArgs").items():
         args.append({"flags": ["--" + name.replace("_", "-")], **field_kwargs(src, ann)})
-    return {"engine": "vllm", "command": "vllm serve", "args": _dedup(args)}
+    # the JSON options' own fields (--kv-transfer-config is a KVTransferConfig: its keys and their types)
+    configs = {"--kv-transfer-config": {k: field_kwargs(src, a) for k, a in src.fields("KVTransferConfig").items()}}
+    return {"engine": "vllm", "command": "vllm serve", "args": _dedup(args), "json_options": configs}
 
 
 def vllm_bench_args(wheel: Path) -> dict:

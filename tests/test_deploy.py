@@ -101,9 +101,16 @@ def run_script(script: Path, tmp_path: Path, **env) -> list[list[str]]:
 
 
 def vllm_serve(argv: list[str]):
+    """The arguments as `vllm serve` reads them; a JSON option's keys and values checked against its config's fields."""
     assert argv[:2] == ["vllm", "serve"], argv
-    p, _ = engine_parser("vllm", "model_tag")
-    return p.parse_args(argv[2:])
+    p, spec = engine_parser("vllm", "model_tag")
+    a = p.parse_args(argv[2:])
+    for flag, fields in spec["json_options"].items():
+        given = getattr(a, flag[2:].replace("-", "_"))
+        for k, v in (given or {}).items():
+            assert k in fields, f"{flag}: {k} is not a field of vLLM's config"
+            assert v in fields[k].get("choices", [v]), f"{flag}: {k} {v!r} is not one of {fields[k]['choices']}"
+    return a
 
 
 def vllm_bench(argv: list[str]):
@@ -338,3 +345,33 @@ def test_the_clouds_a_task_may_name_are_skypilots():
     enum = schemas.get_resources_schema()["properties"]["cloud"]
     names = {c.lower() for c in (enum.get("enum") or enum.get("case_insensitive_enum") or [])}
     assert names and set(TASK_CLOUDS) <= names
+
+
+LONG_PROMPT = ("mode: inference\nmodel: llama-3.1-70b\nprompt_tokens: 32768\noutput_tokens: 1000\ncontext_tokens: 34000\n"
+               "concurrency: 64\nlatency: {tpot_ms: 40}\nconstraints: {gpus: [h100]}\n")
+
+
+def test_a_disaggregated_long_prompt_plan_is_launched_as_its_two_pools(tmp_path, capsys):
+    f = _file(tmp_path, LONG_PROMPT)
+    rec = json.loads(_recommend_json(f, capsys))
+    pools = next(c for c in rec["estimate"]["candidates"] if c["gpu"] == rec["recommendation"]["gpu"])["layout"]
+    assert set(pools) == {"prefill", "decode"}
+    out = deploy(tmp_path, f)
+    for pool in ("prefill", "decode"):
+        want = pools[pool]
+        nodes = -(-want["tp"] * want["replicas"] // 8)
+        ranks = []
+        for rank in range(nodes):
+            [call] = run_script(out / f"serve-vllm-{pool}.sh", tmp_path, NODE_RANK=str(rank), HEAD_ADDR="10.0.0.1")
+            a = vllm_serve(call)
+            assert (a.tensor_parallel_size, a.data_parallel_size) == (want["tp"], want["replicas"])
+            kv = a.kv_transfer_config
+            assert kv["kv_connector"] == "NixlConnector" and kv["kv_role"] == {"prefill": "kv_producer", "decode": "kv_consumer"}[pool]
+            start = a.data_parallel_start_rank or 0
+            ranks += range(start, start + a.data_parallel_size_local)
+        assert ranks == list(range(want["replicas"]))       # every data-parallel rank once, over the pool's nodes
+        task, _ = sky_task(out / f"skypilot-{pool}.yaml")
+        assert task.num_nodes == nodes
+    docs = k8s_documents(out / "kubernetes.yaml")
+    assert [d["spec"]["leaderWorkerTemplate"]["size"] for d in docs if d["kind"] == "LeaderWorkerSet"] == [
+        -(-pools[p]["tp"] * pools[p]["replicas"] // 8) for p in ("prefill", "decode")]

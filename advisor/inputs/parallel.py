@@ -389,3 +389,9 @@ def engine_layout(lay: Layout, engine: str) -> EngineLayout | str:
     if a > 1:
         opts[f["attention_dp"]] = True
     return EngineLayout(engine, opts, d, t * pp)
+
+
+#: each pool of a disaggregated layout as the engines launch it (POOL_DIMS says the same in words): vLLM's
+#: KV connector role (--kv-transfer-config kv_role), SGLang's --disaggregation-mode
+POOL_FLAGS = {"vllm": {"prefill": {"kv_role": "kv_producer"}, "decode": {"kv_role": "kv_consumer"}},
+              "sglang": {"prefill": {"--disaggregation-mode": "prefill"}, "decode": {"--disaggregation-mode": "decode"}}}

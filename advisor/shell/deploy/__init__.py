@@ -40,7 +40,7 @@ def files_for(plan: Plan) -> dict[str, str]:
         raise InputError(Problem(f"no engine this tool writes launch files for can run the plan ({plan.notation} on "
                                  f"{plan.gpu_name}): " + "; ".join(f"{x.name}: {x.refused}" for x in launches), "deploy"))
     for x in launches:
-        name = f"serve-{x.engine}.sh"
+        name = f"serve-{x.engine}" + (f"-{x.pool}" if x.pool else "") + ".sh"
         sections.append(_section(plan, x, name))
         if x.refused:
             continue
@@ -58,9 +58,10 @@ def files_for(plan: Plan) -> dict[str, str]:
                  "error": "The estimates carry the speed model's error (the memo's range); a measured figure well "
                           "outside it means the plan's assumptions do not hold on this machine: check the engine "
                           "version, the settings above and the load."}
-    ran = next((x for x in launches if not x.refused), None)
-    if ran:
-        files.update(_where_it_runs(plan, ran, listing))
+    # SkyPilot and Kubernetes run the first engine (the plan's own when it can) whose every pool is written
+    engine = next((x.engine for x in launches if not any(y.refused for y in launches if y.engine == x.engine)), None)
+    if engine:
+        files.update(_where_it_runs(plan, [x for x in launches if x.engine == engine], listing))
     listing.insert(0, {"name": "README.md", "what": "this file", "where": "(read first)"})
     multi = any(x.worker for x in launches)
     params = [{"name": k, "meaning": v} for k, v in PARAMS.items() if multi or k not in ("NODE_RANK", "HEAD_ADDR")]
@@ -75,29 +76,37 @@ INSTALL = {"vllm": "pip install 'vllm==0.32.0'", "sglang": "pip install 'sglang[
            "trtllm": "pip install 'tensorrt-llm==1.2.0'"}
 
 
-def _where_it_runs(plan: Plan, x: serving.Launch, listing: list) -> dict[str, str]:
-    """skypilot.yaml and kubernetes.yaml for one server group of launch `x` (the plan's own engine when it
-    can run the plan, else the first that can)."""
-    script = f"serve-{x.engine}.sh"
-    per_node = min(plan.gpus_per_node, x.cards)
-    sky = launchers.skypilot(plan, script, x.nodes, per_node, x.servers, True, INSTALL[x.engine], spot_bucket=False)
-    sky["setup_lines"], sky["run_lines"] = sky["setup"].splitlines(), sky["run"].splitlines()
-    notes = [n for n in (sky["accelerator_missing"],) if n]
-    if plan.offer.provider and not plan.offer.cloud:
-        notes.append(f"the plan's offer is {plan.offer.provider}'s, not a SkyPilot cloud: SkyPilot picks the cheapest cloud it has")
-    common = {"title": f"{x.name} server: {plan.name}", "plan_line": _plan_line(plan), "name": sky["name"]}
-    words = f"exec {x.program} {plan.model_repo} "
-    k = launchers.kubernetes(plan, x.engine, words + " ".join(x.head), (words + " ".join(x.worker)) if x.worker else None,
-                             x.nodes, per_node, x.servers, True)
-    k.update(engine=x.engine, checkpoint_mount=None)
-    listing += [{"name": "skypilot.yaml", "what": f"a SkyPilot task running `{script}` on {x.nodes} node{'s' if x.nodes > 1 else ''} "
-                 f"of {per_node} x {plan.accelerator or plan.gpu_name}", "where": "`sky launch` (or `sky serve up`) from this folder"},
-                {"name": "kubernetes.yaml", "what": ("a LeaderWorkerSet of " + f"{x.nodes}-pod groups" if k["multi"] else "a Deployment")
-                 + f" with {per_node} GPUs per pod, /dev/shm and a model cache volume, and its Service",
-                 "where": "`kubectl apply -f kubernetes.yaml`"}]
-    return {"skypilot.yaml": render("skypilot.yaml.j2", {**common, "sky": {**sky, "num_nodes": sky["num_nodes"]},
-                                                          "notes": notes, "bucket_name": f"{sky['name']}-checkpoints"}),
-            "kubernetes.yaml": render("kubernetes.yaml.j2", {**common, "k": k})}
+def _where_it_runs(plan: Plan, group: list[serving.Launch], listing: list) -> dict[str, str]:
+    """skypilot.yaml (one per pool of a disaggregated plan) and kubernetes.yaml for one engine's launches."""
+    files, k_groups = {}, []
+    for x in group:
+        script = f"serve-{x.engine}" + (f"-{x.pool}" if x.pool else "") + ".sh"
+        sky_file = "skypilot" + (f"-{x.pool}" if x.pool else "") + ".yaml"
+        per_node = min(plan.gpus_per_node, x.cards)
+        sky = launchers.skypilot(plan, script, x.nodes, per_node, x.servers, True, INSTALL[x.engine], spot_bucket=False)
+        sky["setup_lines"], sky["run_lines"] = sky["setup"].splitlines(), sky["run"].splitlines()
+        if x.pool:
+            sky["name"] += f"-{x.pool}"
+        notes = [n for n in (sky["accelerator_missing"],) if n]
+        if plan.offer.provider and not plan.offer.cloud:
+            notes.append(f"the plan's offer is {plan.offer.provider}'s, not a SkyPilot cloud: SkyPilot picks the cheapest cloud it has")
+        files[sky_file] = render("skypilot.yaml.j2", {"title": f"{x.name} server: {plan.name}", "plan_line": _plan_line(plan),
+                                                       "name": sky["name"], "sky": sky, "notes": notes,
+                                                       "bucket_name": f"{sky['name']}-checkpoints"})
+        listing.append({"name": sky_file, "what": f"a SkyPilot task running `{script}` on {x.nodes} node{'s' if x.nodes > 1 else ''} "
+                        f"of {per_node} x {plan.accelerator or plan.gpu_name}", "where": "`sky launch` (or `sky serve up`) from this folder"})
+        words = f"exec {x.program} {plan.model_repo} "
+        app = f"{launchers.name_of(plan)}-{x.engine}" + (f"-{x.pool}" if x.pool else "")
+        k_groups.append(launchers.kubernetes_group(plan, x.engine, app, words + " ".join(x.head),
+                                                   (words + " ".join(x.worker)) if x.worker else None, x.nodes, per_node,
+                                                   x.servers, True))
+    k = launchers.kubernetes(plan, k_groups)
+    kinds = ", ".join(f"a LeaderWorkerSet of {g['nodes']}-pod groups" if g["multi"] else "a Deployment" for g in k_groups)
+    listing.append({"name": "kubernetes.yaml", "what": f"{kinds}, with the GPUs of a node per pod, /dev/shm and a model cache "
+                    "volume, and a Service per group", "where": "`kubectl apply -f kubernetes.yaml`"})
+    files["kubernetes.yaml"] = render("kubernetes.yaml.j2", {"title": f"{group[0].name.split(' ')[0]} servers: {plan.name}",
+                                                              "plan_line": _plan_line(plan), "k": k})
+    return files
 
 
 def _plan_line(plan: Plan) -> str:

@@ -57,17 +57,23 @@ def skypilot(plan: Plan, script: str, nodes: int, cards_per_node: int, servers: 
             "accelerator_missing": None if plan.accelerator else f"SkyPilot has no accelerator name for {plan.gpu_name}"}
 
 
-def kubernetes(plan: Plan, engine: str, head: str, worker: str | None, nodes: int, cards_per_node: int,
-               servers: int, serving: bool) -> dict:
-    """The manifest's values: the container of the head (and of the workers), the GPUs, shared memory
-    and the model cache; a LeaderWorkerSet when the group spans nodes."""
-    vendor = plan.vendor
-    name = name_of(plan)
-    container = {"image": IMAGES.get((engine, vendor)) or IMAGES.get((engine, "nvidia")), "gpus": cards_per_node,
-                 "gpu_resource": GPU_RESOURCE.get(vendor, "nvidia.com/gpu"), "port": 8000 if serving else None}
+def kubernetes_group(plan: Plan, engine: str, app: str, head: str, worker: str | None, nodes: int, cards_per_node: int,
+                     servers: int, serving: bool) -> dict:
+    """One group of the manifest (a server group, a pool, the training job): its container (image, GPUs of
+    its node), its command on the head node and on the others, its copies; a LeaderWorkerSet when the
+    group spans nodes."""
+    container = {"image": IMAGES.get((engine, plan.vendor)) or IMAGES.get((engine, "nvidia")), "gpus": cards_per_node,
+                 "gpu_resource": GPU_RESOURCE.get(plan.vendor, "nvidia.com/gpu"), "port": 8000 if serving else None}
     # the group's rank and head address as LeaderWorkerSet gives them to each pod
     lws_env = "export NODE_RANK=$LWS_WORKER_INDEX HEAD_ADDR=$LWS_LEADER_ADDRESS; "
-    return {"name": name, "app": f"{name}-{engine}", "replicas": servers, "nodes": nodes, "multi": nodes > 1,
-            "container": container, "head": (lws_env if nodes > 1 else "") + head,
-            "worker": (lws_env + worker) if worker else None, "shm": SHM, "cache_mount": CACHE_MOUNT,
-            "cache_gi": cache_size_gi(plan), "serving": serving}
+    return {"app": app, "engine": engine, "replicas": servers, "nodes": nodes, "multi": nodes > 1, "container": container,
+            "head": (lws_env if nodes > 1 else "") + head, "worker": (lws_env + worker) if worker else None, "serving": serving}
+
+
+def kubernetes(plan: Plan, groups: list[dict], checkpoint_mount: str | None = None) -> dict:
+    """The manifest's values: its groups, shared memory and the model cache (shared by every pod of every
+    group: ReadWriteMany when more than one pod mounts it)."""
+    pods = sum(g["replicas"] * g["nodes"] for g in groups)
+    return {"name": name_of(plan), "groups": groups, "any_multi": any(g["multi"] for g in groups),
+            "access_mode": "ReadWriteMany" if pods > 1 else "ReadWriteOnce", "shm": SHM, "cache_mount": CACHE_MOUNT,
+            "cache_gi": cache_size_gi(plan), "checkpoint_mount": checkpoint_mount}

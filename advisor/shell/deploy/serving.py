@@ -7,7 +7,9 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
-from advisor.inputs.parallel import EngineLayout, engine_layout
+import json
+
+from advisor.inputs.parallel import POOL_FLAGS, EngineLayout, Layout, engine_layout
 from advisor.shell.deploy.plan import Plan
 
 ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
@@ -26,6 +28,9 @@ KV_DTYPE = {"vllm": {"bf16": "auto", "fp16": "auto", "fp32": "auto", "fp8": "fp8
 #: quantised beforehand, whose config names its method (the engine reads it; no flag)
 ONLINE_QUANT = {"fp8": "fp8"}
 SHELL_EXPANSION = ('"$',)
+#: the KV transfer of a disaggregated plan in vLLM: NIXL (NVIDIA's inference transfer library), the connector
+#: vLLM's disaggregated-serving docs and llm-d run; prefill servers send, decode servers receive
+VLLM_KV_CONNECTOR = "NixlConnector"
 
 
 @dataclass
@@ -40,6 +45,7 @@ class Launch:
     worker: list[str] = field(default_factory=list)     # the other nodes' (empty: one node)
     program: str = ""
     servers: int = 1                                    # independent copies of this group behind a load balancer
+    pool: str | None = None                             # a disaggregated plan's pool (prefill, decode)
     nodes: int = 1                                      # nodes one copy spans
     cards: int = 0
     notes: list[str] = field(default_factory=list)
@@ -87,24 +93,30 @@ def batch_cap(plan: Plan, ranks: int) -> tuple[int, str]:
     return max(1, math.ceil(total / ranks)), f"the workload's {total:,} sequences at once, over {ranks} rank{'s' if ranks > 1 else ''}"
 
 
-def vllm(plan: Plan) -> Launch:
-    """`vllm serve` for the plan: one command per node of a replica group (multi-node: the head node's
-    and the others', by NODE_RANK and HEAD_ADDR)."""
-    el = engine_layout(plan.layout, "vllm")
-    out = Launch("vllm", ENGINE_NAMES["vllm"], program="vllm serve")
+def vllm(plan: Plan, lay: Layout | None = None, pool: str | None = None) -> Launch:
+    """`vllm serve` for the plan (or one pool of a disaggregated plan): one command per node of a replica
+    group (multi-node: the head node's and the others', by NODE_RANK and HEAD_ADDR)."""
+    el = engine_layout(lay or plan.layout, "vllm")
+    out = Launch("vllm", ENGINE_NAMES["vllm"] + (f" {pool} pool" if pool else ""), program="vllm serve", pool=pool)
     if isinstance(el, str):
         out.refused = el
         return out
     w = plan.workload
     tp, pp, dp = el.options["--tensor-parallel-size"], el.options["--pipeline-parallel-size"], el.options["--data-parallel-size"]
     share, share_why = memory_share(plan)
-    seqs, seqs_why = batch_cap(plan, dp)
+    seqs, seqs_why = batch_cap(plan, dp * el.servers)
     opts = dict(el.options)
     opts.update({"--max-model-len": w.context_tokens, "--max-num-seqs": seqs, "--gpu-memory-utilization": f"{share:.2f}",
                  "--kv-cache-dtype": KV_DTYPE["vllm"][w.kv_precision]})
     q = _quantisation(plan)
     if q:
         opts["--quantization"] = q
+    if pool:
+        kv = {"kv_connector": VLLM_KV_CONNECTOR, **POOL_FLAGS["vllm"][pool]}
+        opts["--kv-transfer-config"] = json.dumps(kv, separators=(",", ":"))
+        out.notes.append(f"--kv-transfer-config: the {pool} pool's side of the KV transfer ({VLLM_KV_CONNECTOR}, "
+                         f"kv_role {kv['kv_role']}); a P/D-aware router sends each request to a prefill server, "
+                         "then to a decode server (vLLM ships none in its package: llm-d's or vllm-router)")
     opts.update({"--served-model-name": plan.name, "--host": "0.0.0.0", "--port": PORT})
     out.options, out.servers, out.cards = el.options, el.servers, el.cards
     out.nodes = math.ceil(el.cards / plan.gpus_per_node)
@@ -120,8 +132,11 @@ def vllm(plan: Plan) -> Launch:
         local = plan.gpus_per_node // (tp * pp)
         multi = {"--data-parallel-size-local": local, "--data-parallel-address": '"$HEAD_ADDR"',
                  "--data-parallel-rpc-port": DP_RPC_PORT}
+        # the last node of an uneven split runs the ranks left (5 ranks, 2 a node: 2, 2, 1)
+        last = local if dp % local == 0 else f'"$(({dp} - NODE_RANK * {local} < {local} ? {dp} - NODE_RANK * {local} : {local}))"'
         out.head = _words({**opts, **multi})
-        out.worker = _words({**opts, **multi, "--data-parallel-start-rank": f'"$((NODE_RANK * {local}))"', "--headless": True})
+        out.worker = _words({**opts, **multi, "--data-parallel-size-local": last,
+                             "--data-parallel-start-rank": f'"$((NODE_RANK * {local}))"', "--headless": True})
         out.notes.append(f"{dp} data-parallel ranks, {local} on each node; the head node (NODE_RANK 0) serves the API")
         return out
     if dp > 1:
@@ -165,7 +180,13 @@ def launches(plan: Plan) -> list[Launch]:
     order = [plan.engine] if plan.engine in ENGINE_NAMES else []
     order += [e for e in ENGINE_NAMES if e not in order]
     writers = {"vllm": vllm}
-    return [writers[e](plan) for e in order if e in writers]
+    out = []
+    for e in (e for e in order if e in writers):
+        if plan.layout.pools:
+            out += [writers[e](plan, getattr(plan.layout.pools, p), p) for p in ("prefill", "decode")]
+        else:
+            out.append(writers[e](plan))
+    return out
 
 
 def layout_of(plan: Plan, engine: str) -> EngineLayout | str:
