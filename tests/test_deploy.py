@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import shlex
@@ -232,7 +233,13 @@ def test_another_row_of_the_plan_table(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
-def test_every_example_writes_files_the_tools_accept(example, tmp_path):
+def test_every_example_writes_files_the_tools_accept(example, tmp_path, capsys):
+    if "lora" in example.stem:
+        # a LoRA fine-tuning plan: no launcher written yet, and deploy says so (exit 2, nothing written)
+        assert main(["deploy", str(example), "--out", str(tmp_path / "out")]) == 2
+        assert "TorchTitan 0.3.0 trains full weights" in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()
+        return
     out = deploy(tmp_path, example)
     if (out / "skypilot.yaml").exists():
         sky_task(out / "skypilot.yaml")
@@ -241,6 +248,8 @@ def test_every_example_writes_files_the_tools_accept(example, tmp_path):
     for script in sorted(out.glob("serve-vllm.sh")):
         for call in run_script(script, tmp_path, NODE_RANK="1", HEAD_ADDR="10.0.0.1"):
             vllm_serve(call)
+    for script in sorted(out.glob("train-torchtitan.sh")):
+        torchtitan_args(run_script(script, tmp_path, NODE_RANK="1", HEAD_ADDR="10.0.0.1", MODEL="org/model")[0])
     if (out / "bench.sh").exists():
         [call] = run_script(out / "bench.sh", tmp_path)
         vllm_bench(call)
@@ -261,7 +270,7 @@ def sky_task(path: Path):
     cwd = os.getcwd()
     os.chdir(path.parent)           # workdir: . is the folder the task is launched from
     try:
-        return sky.Task.from_yaml_config(config), config
+        return sky.Task.from_yaml_config(copy.deepcopy(config)), config       # SkyPilot pops what it reads
     finally:
         os.chdir(cwd)
 
@@ -375,3 +384,91 @@ def test_a_disaggregated_long_prompt_plan_is_launched_as_its_two_pools(tmp_path,
     docs = k8s_documents(out / "kubernetes.yaml")
     assert [d["spec"]["leaderWorkerTemplate"]["size"] for d in docs if d["kind"] == "LeaderWorkerSet"] == [
         -(-pools[p]["tp"] * pools[p]["replicas"] // 8) for p in ("prefill", "decode")]
+
+
+# --- (d) training -----------------------------------------------------------------------------------------
+
+def torchtitan_args(argv: list[str]) -> tuple[dict, argparse.Namespace]:
+    """torchrun's options (as given) and TorchTitan's, parsed by a parser rebuilt from TorchTitan 0.3.0's config
+    fields (tests/data/engine-args/torchtitan.json): --module and --config among its registry, every
+    --SECTION.FIELD one it declares with its type, the activation checkpointing subcommand one of its names."""
+    assert argv[0] == "torchrun" and "-m" in argv and argv[argv.index("-m") + 1] == "torchtitan.train", argv
+    i = argv.index("-m")
+    run, rest = argv[1:i], argv[i + 2:]
+    spec = json.loads((ARGS / "torchtitan.json").read_text())
+    sub = [a for a in rest if not a.startswith("-") and ":" in a]
+    assert len(sub) == 1 and rest[-1] == sub[0]
+    name, choice = sub[0].split(":")
+    assert choice in spec["subcommands"][name]
+    p = _Parser(prog="torchtitan.train", add_help=False, allow_abbrev=False)
+    p.add_argument("--module", choices=sorted(spec["registry"]), required=True)
+    p.add_argument("--config", required=True)
+    for a in spec["args"]:
+        if a["action"] == "store_true":
+            p.add_argument(*a["flags"], action="store_true")
+        else:
+            p.add_argument(*a["flags"], type=TYPES[a.get("type", "str")], choices=a.get("choices"),
+                           nargs=a.get("nargs"))
+    ns = p.parse_args(rest[:-1])
+    assert ns.config in spec["registry"][ns.module], f"TorchTitan's {ns.module} has no config {ns.config}"
+    opts, j = {}, 0
+    while j < len(run):        # torchrun's own options, as written (torch is not installed to parse them)
+        if run[j] == "--standalone":
+            opts["standalone"], j = True, j + 1
+        else:
+            opts[run[j].lstrip("-")], j = run[j + 1], j + 2
+    return opts, ns
+
+
+PP_TRAINING = ("mode: training\nmodel: llama-3.1-8b\ntraining_tokens: 1e9\ncontext_tokens: 4096\n"
+               "layout: {tp: 8, pp: 2}\nconstraints: {gpus: [h100]}\n")
+SPOT_TRAINING = "mode: training\nmodel: llama-3.1-8b\ntraining_tokens: 2e10\ncontext_tokens: 4096\nconstraints: {spot: true, gpus: [h100]}\n"
+
+
+def test_a_two_node_pipeline_training_plan(tmp_path):
+    out = deploy(tmp_path, _file(tmp_path, PP_TRAINING))
+    for rank in ("0", "1"):
+        [call] = run_script(out / "train-torchtitan.sh", tmp_path, NODE_RANK=rank, HEAD_ADDR="10.0.0.1")
+        run, t = torchtitan_args(call)
+        assert run == {"nnodes": "2", "nproc-per-node": "8", "node-rank": rank, "master-addr": "10.0.0.1", "master-port": "29500"}
+        assert (t.module, t.config) == ("llama3", "llama3_8b")
+        assert (t.__dict__["parallelism.tensor_parallel_degree"], t.__dict__["parallelism.pipeline_parallel_degree"]) == (8, 2)
+        assert t.__dict__["training.seq_len"] == 4096 and t.__dict__["checkpoint.enable"] is True
+    task, config = sky_task(out / "skypilot.yaml")
+    [res] = list(task.resources)
+    assert config["num_nodes"] == task.num_nodes == 2 and res.accelerators == {"H100": 8}
+    docs = k8s_documents(out / "kubernetes.yaml")
+    assert [d["spec"]["leaderWorkerTemplate"]["size"] for d in docs if d["kind"] == "LeaderWorkerSet"] == [2]
+
+
+def test_a_spot_training_plan_checkpoints_to_a_bucket_at_its_interval(tmp_path, capsys):
+    f = _file(tmp_path, SPOT_TRAINING)
+    rec = json.loads(_recommend_json(f, capsys))
+    r = rec["recommendation"]
+    c = next(c for c in rec["estimate"]["candidates"] if c["gpu"] == r["gpu"])
+    assert r["price"]["kind"] == "spot"
+    out = deploy(tmp_path, f)
+    [call] = run_script(out / "train-torchtitan.sh", tmp_path, CHECKPOINT_DIR="/checkpoints")
+    run, t = torchtitan_args(call)
+    steps = -(-20_000_000_000 // (c["global_batch"] * 4096))
+    assert t.__dict__["training.steps"] == steps and t.__dict__["training.global_batch_size"] == c["global_batch"]
+    assert t.__dict__["checkpoint.folder"] == "/checkpoints"
+    # the record's checkpoint interval (Young's, hours) in steps of the plan's step time
+    per_step_h = c["step_hours"] / steps
+    assert t.__dict__["checkpoint.interval"] == int(c["price"]["spot"]["checkpoint_interval_hours"] / per_step_h)
+    task, config = sky_task(out / "skypilot.yaml")
+    [res] = list(task.resources)
+    assert res.use_spot is True and config["file_mounts"]["/checkpoints"]["mode"] == "MOUNT"
+    assert config["envs"]["CHECKPOINT_DIR"] == "/checkpoints"
+    docs = k8s_documents(out / "kubernetes.yaml")
+    job = next(d for d in docs if d["kind"] == "Job")
+    mounts = {m["mountPath"] for m in job["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+    assert "/checkpoints" in mounts
+    assert "sky jobs launch skypilot.yaml" in (out / "README.md").read_text()
+
+
+def test_every_torchtitan_config_deploy_names_is_torchtitans():
+    from advisor.shell.deploy.training import HF_BACKEND, HF_BACKEND_MOE, TORCHTITAN_CONFIGS
+    registry = json.loads((ARGS / "torchtitan.json").read_text())["registry"]
+    for module, config in [*TORCHTITAN_CONFIGS.values(), HF_BACKEND, HF_BACKEND_MOE]:
+        assert config in registry[module], (module, config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.shell.deploy import launchers, serving
+from advisor.shell.deploy import launchers, serving, training
 from advisor.shell.deploy.folder import render, write_folder
 from advisor.shell.deploy.plan import Plan, read_plan
 
@@ -34,18 +34,19 @@ def write(rec: dict, catalog, w, out: str | Path, force: bool = False, candidate
 def files_for(plan: Plan) -> dict[str, str]:
     """Every file of the folder, name -> text."""
     listing, files, sections = [], {}, []
-    launches = serving.launches(plan) if plan.serving else []
-    if plan.serving and all(x.refused for x in launches):
+    launches = serving.launches(plan) if plan.serving else [training.torchtitan(plan)]
+    if all(x.refused for x in launches):
         from advisor.base.errors import InputError, Problem
-        raise InputError(Problem(f"no engine this tool writes launch files for can run the plan ({plan.notation} on "
+        raise InputError(Problem(f"no engine or launcher this tool writes files for can run the plan ({plan.notation} on "
                                  f"{plan.gpu_name}): " + "; ".join(f"{x.name}: {x.refused}" for x in launches), "deploy"))
     for x in launches:
-        name = f"serve-{x.engine}" + (f"-{x.pool}" if x.pool else "") + ".sh"
+        name = script_name(plan, x)
         sections.append(_section(plan, x, name))
         if x.refused:
             continue
         files[name] = render("serve.sh.j2", _serve_context(plan, x))
-        listing.append({"name": name, "what": f"starts {x.name} with the plan's layout and memory settings",
+        listing.append({"name": name, "what": f"starts {x.name} with the plan's layout and " +
+                        ("memory settings" if plan.serving else "batch, checkpointing and checkpoint interval"),
                         "where": _where(x)})
     check = None
     if plan.serving:
@@ -71,8 +72,12 @@ def files_for(plan: Plan) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
+def script_name(plan: Plan, x: serving.Launch) -> str:
+    return f"{'serve' if plan.serving else 'train'}-{x.engine}" + (f"-{x.pool}" if x.pool else "") + ".sh"
+
+
 #: how each engine is installed on a SkyPilot node (the release whose options the tests check)
-INSTALL = {"vllm": "pip install 'vllm==0.32.0'", "sglang": "pip install 'sglang[all]==0.5.3'",
+INSTALL = {"torchtitan": "pip install 'torchtitan==0.3.0'", "vllm": "pip install 'vllm==0.32.0'", "sglang": "pip install 'sglang[all]==0.5.3'",
            "trtllm": "pip install 'tensorrt-llm==1.2.0'"}
 
 
@@ -80,31 +85,39 @@ def _where_it_runs(plan: Plan, group: list[serving.Launch], listing: list) -> di
     """skypilot.yaml (one per pool of a disaggregated plan) and kubernetes.yaml for one engine's launches."""
     files, k_groups = {}, []
     for x in group:
-        script = f"serve-{x.engine}" + (f"-{x.pool}" if x.pool else "") + ".sh"
+        script = script_name(plan, x)
         sky_file = "skypilot" + (f"-{x.pool}" if x.pool else "") + ".yaml"
         per_node = min(plan.gpus_per_node, x.cards)
-        sky = launchers.skypilot(plan, script, x.nodes, per_node, x.servers, True, INSTALL[x.engine], spot_bucket=False)
+        spot = bool(plan.offer.kind == "spot" or plan.workload.constraints.spot)
+        sky = launchers.skypilot(plan, script, x.nodes, per_node, x.servers, plan.serving, INSTALL[x.engine],
+                                 spot_bucket=spot and not plan.serving)
         sky["setup_lines"], sky["run_lines"] = sky["setup"].splitlines(), sky["run"].splitlines()
         if x.pool:
             sky["name"] += f"-{x.pool}"
         notes = [n for n in (sky["accelerator_missing"],) if n]
         if plan.offer.provider and not plan.offer.cloud:
             notes.append(f"the plan's offer is {plan.offer.provider}'s, not a SkyPilot cloud: SkyPilot picks the cheapest cloud it has")
-        files[sky_file] = render("skypilot.yaml.j2", {"title": f"{x.name} server: {plan.name}", "plan_line": _plan_line(plan),
+        files[sky_file] = render("skypilot.yaml.j2", {"title": f"{x.name} {'server' if plan.serving else 'training'}: {plan.name}", "plan_line": _plan_line(plan),
                                                        "name": sky["name"], "sky": sky, "notes": notes,
                                                        "bucket_name": f"{sky['name']}-checkpoints"})
+        where = ("`sky launch` (or `sky serve up`) from this folder" if plan.serving else
+                 "`sky jobs launch skypilot.yaml` from this folder: a managed job, relaunched after a preemption, "
+                 "TorchTitan resuming from the last checkpoint" if spot else "`sky launch` from this folder")
         listing.append({"name": sky_file, "what": f"a SkyPilot task running `{script}` on {x.nodes} node{'s' if x.nodes > 1 else ''} "
-                        f"of {per_node} x {plan.accelerator or plan.gpu_name}", "where": "`sky launch` (or `sky serve up`) from this folder"})
-        words = f"exec {x.program} {plan.model_repo} "
+                        f"of {per_node} x {plan.accelerator or plan.gpu_name}" + (", checkpoints in a bucket mounted at "
+                        f"{launchers.CHECKPOINT_MOUNT}" if sky["bucket"] else ""), "where": where})
+        words = f"exec {_command(plan, x)} "
         app = f"{launchers.name_of(plan)}-{x.engine}" + (f"-{x.pool}" if x.pool else "")
         k_groups.append(launchers.kubernetes_group(plan, x.engine, app, words + " ".join(x.head),
                                                    (words + " ".join(x.worker)) if x.worker else None, x.nodes, per_node,
-                                                   x.servers, True))
-    k = launchers.kubernetes(plan, k_groups)
-    kinds = ", ".join(f"a LeaderWorkerSet of {g['nodes']}-pod groups" if g["multi"] else "a Deployment" for g in k_groups)
+                                                   x.servers, plan.serving))
+    k = launchers.kubernetes(plan, k_groups, None if plan.serving else launchers.CHECKPOINT_MOUNT)
+    kinds = ", ".join(f"a LeaderWorkerSet of {g['nodes']}-pod groups" if g["multi"] else "a Deployment" if plan.serving
+                      else "a Job" for g in k_groups)
     listing.append({"name": "kubernetes.yaml", "what": f"{kinds}, with the GPUs of a node per pod, /dev/shm and a model cache "
-                    "volume, and a Service per group", "where": "`kubectl apply -f kubernetes.yaml`"})
-    files["kubernetes.yaml"] = render("kubernetes.yaml.j2", {"title": f"{group[0].name.split(' ')[0]} servers: {plan.name}",
+                    "volume" + (", and a Service per group" if plan.serving else ", checkpoints on a volume"),
+                    "where": "`kubectl apply -f kubernetes.yaml`"})
+    files["kubernetes.yaml"] = render("kubernetes.yaml.j2", {"title": f"{group[0].name.split(' ')[0]} {'servers' if plan.serving else 'training'}: {plan.name}",
                                                               "plan_line": _plan_line(plan), "k": k})
     return files
 
@@ -145,10 +158,15 @@ def _serve_context(plan: Plan, x: serving.Launch) -> dict:
              else "Run on the node with the GPUs.")
     if x.servers > 1:
         where += f" The plan runs {x.servers} such servers behind a load balancer."
-    return {"title": f"{x.name} server: {plan.name}", "plan_line": _plan_line(plan), "where": where,
+    return {"title": f"{x.name} {'server' if plan.serving else 'training'}: {plan.name}", "plan_line": _plan_line(plan), "where": where,
             "param_lines": [f"HF_TOKEN: {PARAMS['HF_TOKEN']}"] + _model_note(plan),
-            "multi": bool(x.worker), "rank_help": _rank_help(x.nodes), "program": x.program, "model": plan.model_repo,
+            "multi": bool(x.worker), "rank_help": _rank_help(x.nodes), "command": _command(plan, x),
             "head": x.head, "worker": x.worker}
+
+
+def _command(plan: Plan, x: serving.Launch) -> str:
+    """The program and, for a server, the model it serves (torchrun's model is named by its options)."""
+    return f"{x.program} {plan.model_repo}" if plan.serving else x.program
 
 
 def _rank_help(nodes: int) -> str:

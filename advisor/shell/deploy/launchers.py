@@ -15,7 +15,7 @@ GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "haba
 IMAGES = {("vllm", "nvidia"): "vllm/vllm-openai:v0.32.0", ("vllm", "amd"): "rocm/vllm:latest",
           ("sglang", "nvidia"): "lmsysorg/sglang:v0.5.3", ("sglang", "amd"): "lmsysorg/sglang:v0.5.3-rocm630",
           ("trtllm", "nvidia"): "nvcr.io/nvidia/tensorrt-llm/release:1.2.0",
-          ("train", "nvidia"): "nvcr.io/nvidia/pytorch:25.10-py3", ("train", "amd"): "rocm/pytorch:latest"}
+          ("torchtitan", "nvidia"): "nvcr.io/nvidia/pytorch:25.10-py3", ("torchtitan", "amd"): "rocm/pytorch:latest"}
 #: shared memory for NCCL and the engines' worker processes (vLLM's and SGLang's docs: --shm-size of a few GB
 #: at least; 64 GiB is what their Kubernetes examples mount)
 SHM = "64Gi"
@@ -62,7 +62,7 @@ def kubernetes_group(plan: Plan, engine: str, app: str, head: str, worker: str |
     """One group of the manifest (a server group, a pool, the training job): its container (image, GPUs of
     its node), its command on the head node and on the others, its copies; a LeaderWorkerSet when the
     group spans nodes."""
-    container = {"image": IMAGES.get((engine, plan.vendor)) or IMAGES.get((engine, "nvidia")), "gpus": cards_per_node,
+    container = {"image": IMAGES.get((engine, plan.vendor)) or IMAGES[(engine, "nvidia")], "gpus": cards_per_node,
                  "gpu_resource": GPU_RESOURCE.get(plan.vendor, "nvidia.com/gpu"), "port": 8000 if serving else None}
     # the group's rank and head address as LeaderWorkerSet gives them to each pod
     lws_env = "export NODE_RANK=$LWS_WORKER_INDEX HEAD_ADDR=$LWS_LEADER_ADDRESS; "
@@ -76,4 +76,14 @@ def kubernetes(plan: Plan, groups: list[dict], checkpoint_mount: str | None = No
     pods = sum(g["replicas"] * g["nodes"] for g in groups)
     return {"name": name_of(plan), "groups": groups, "any_multi": any(g["multi"] for g in groups),
             "access_mode": "ReadWriteMany" if pods > 1 else "ReadWriteOnce", "shm": SHM, "cache_mount": CACHE_MOUNT,
-            "cache_gi": cache_size_gi(plan), "checkpoint_mount": checkpoint_mount}
+            "cache_gi": cache_size_gi(plan), "checkpoint_mount": checkpoint_mount, "checkpoint_gi": checkpoint_size_gi(plan)}
+
+
+def checkpoint_size_gi(plan: Plan) -> int:
+    """The checkpoint volume: room for the record's checkpoint (weights and optimizer states) kept twice (the
+    last and the one being written); else four times the model cache."""
+    spot = ((plan.figures.get("price") or {}).get("spot") or {})
+    gb = spot.get("checkpoint_gb")
+    if not gb:
+        return cache_size_gi(plan) * 4
+    return max(20, math.ceil(gb * 1e9 / 2 ** 30 * 2 / 10) * 10)
