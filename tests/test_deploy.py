@@ -114,6 +114,13 @@ def vllm_serve(argv: list[str]):
     return a
 
 
+def sglang_serve(argv: list[str]):
+    """The arguments as SGLang 0.5.23's launch_server reads them (its ServerArgs fields, tests/data/engine-args/sglang.json)."""
+    assert argv[:3] == ["python3", "-m", "sglang.launch_server"], argv
+    p, _ = engine_parser("sglang")
+    return p.parse_args(argv[3:])
+
+
 def vllm_bench(argv: list[str]):
     assert argv[:3] == ["vllm", "bench", "serve"], argv
     p, _ = engine_parser("vllm-bench")
@@ -250,6 +257,9 @@ def test_every_example_writes_files_the_tools_accept(example, tmp_path, capsys):
             vllm_serve(call)
     for script in sorted(out.glob("train-torchtitan.sh")):
         torchtitan_args(run_script(script, tmp_path, NODE_RANK="1", HEAD_ADDR="10.0.0.1", MODEL="org/model")[0])
+    for script in sorted(out.glob("serve-sglang*.sh")):
+        for call in run_script(script, tmp_path, NODE_RANK="1", HEAD_ADDR="10.0.0.1"):
+            sglang_serve(call)
     if (out / "bench.sh").exists():
         [call] = run_script(out / "bench.sh", tmp_path)
         vllm_bench(call)
@@ -308,7 +318,7 @@ def test_skypilot_and_kubernetes_of_the_chat_example(tmp_path):
     c = dep["spec"]["template"]["spec"]["containers"][0]
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 2
     assert {m["mountPath"] for m in c["volumeMounts"]} == {"/dev/shm", "/root/.cache/huggingface"}
-    assert "--tensor-parallel-size 2" in c["args"][0]
+    assert "--tp_size 2" in c["args"][0]       # the plan's own engine, TensorRT-LLM
 
 
 def test_the_validators_refuse_what_the_tools_refuse(tmp_path):
@@ -472,3 +482,54 @@ def test_every_torchtitan_config_deploy_names_is_torchtitans():
     registry = json.loads((ARGS / "torchtitan.json").read_text())["registry"]
     for module, config in [*TORCHTITAN_CONFIGS.values(), HF_BACKEND, HF_BACKEND_MOE]:
         assert config in registry[module], (module, config)
+
+
+
+# --- (c) SGLang and TensorRT-LLM --------------------------------------------------------------------------
+
+def test_the_rebuilt_sglang_parser_refuses_what_sglang_refuses():
+    p, spec = engine_parser("sglang")
+    assert spec["version"] == "0.5.23"
+    ok = p.parse_args(["--model-path", "m", "--tp-size", "8", "--attn-dp-size", "8", "--disaggregation-mode", "prefill"])
+    assert (ok.tp_size, ok.attn_dp_size, ok.disaggregation_mode) == (8, 8, "prefill")
+    for bad in (["--tp-size", "eight"], ["--disaggregation-mode", "both"], ["--tensor-parallel"], ["--tp_size", "2"]):
+        with pytest.raises(Refused):
+            p.parse_args(bad)
+
+
+def test_sglang_runs_the_dep16_plan_as_tp16_with_attention_dp_and_ep_over_2_nodes(tmp_path):
+    out = deploy(tmp_path, _file(tmp_path, DEP16))
+    for rank in ("0", "1"):
+        [call] = run_script(out / "serve-sglang.sh", tmp_path, NODE_RANK=rank, HEAD_ADDR="10.0.0.1")
+        a = sglang_serve(call)
+        assert (a.tp_size, a.attn_dp_size, a.ep_size) == (16, 16, 16)
+        assert (a.nnodes, a.node_rank, a.dist_init_addr) == (2, int(rank), "10.0.0.1:20000")
+    assert "(the engine the plan was sized with)" in (out / "README.md").read_text().split("## SGLang")[1].splitlines()[0]
+
+
+def test_sglang_pools_of_a_disaggregated_plan_and_their_router(tmp_path):
+    out = deploy(tmp_path, _file(tmp_path, LONG_PROMPT))
+    for pool in ("prefill", "decode"):
+        [call] = run_script(out / f"serve-sglang-{pool}.sh", tmp_path, NODE_RANK="0", HEAD_ADDR="10.0.0.1")
+        a = sglang_serve(call)
+        assert (a.disaggregation_mode, a.disaggregation_transfer_backend) == (pool, "nixl")
+    [call] = run_script(out / "router-sglang.sh", tmp_path, PREFILL_URL="http://p:8000", DECODE_URL="http://d:8000")
+    assert call[:3] == ["python3", "-m", "sglang_router.launch_router"]
+    assert call[call.index("--prefill") + 1] == "http://p:8000" and "--pd-disaggregation" in call
+
+
+def test_trtllm_serve_of_the_chat_example_with_its_options_file(tmp_path):
+    import yaml
+    out = deploy(tmp_path, ROOT / "examples" / "chat-assistant.yaml")
+    [call] = run_script(out / "serve-trtllm.sh", tmp_path)
+    assert call[:2] == ["trtllm-serve", "openai/gpt-oss-120b"]
+    opts = dict(zip(call[2::2], call[3::2]))
+    assert (opts["--tp_size"], opts["--pp_size"], opts["--max_seq_len"]) == ("2", "1", "8192")
+    assert opts["--extra_llm_api_options"] == "trtllm-extra-options.yaml"
+    extra = yaml.safe_load((out / "trtllm-extra-options.yaml").read_text())
+    assert extra == {"enable_attention_dp": False, "kv_cache_config": {"dtype": "auto", "free_gpu_memory_fraction": 0.9}}
+    # the plan's own engine (TensorRT-LLM on H100) is the one SkyPilot and Kubernetes run; the pod writes the options file
+    task, config = sky_task(out / "skypilot.yaml")
+    assert "bash serve-trtllm.sh" in config["run"]
+    dep = next(d for d in k8s_documents(out / "kubernetes.yaml") if d["kind"] == "Deployment")
+    assert dep["spec"]["template"]["spec"]["containers"][0]["args"][0].startswith("printf '%s' ")

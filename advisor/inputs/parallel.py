@@ -350,8 +350,9 @@ class EngineLayout:
 ENGINE_FLAGS = {
     "vllm": {"tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size", "dp": "--data-parallel-size",
              "ep": "--enable-expert-parallel"},
+    # SGLang 0.5.23: attention DP is --attn-dp-size N (`--dp-size N --enable-dp-attention` is its deprecated spelling)
     "sglang": {"tp": "--tp-size", "pp": "--pp-size", "dp": "--dp-size", "ep": "--ep-size",
-               "attention_dp": "--enable-dp-attention"},
+               "attention_dp": "--attn-dp-size"},
     "trtllm": {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "ep": "moe_expert_parallel_size",
                "attention_dp": "enable_attention_dp"},
 }
@@ -379,7 +380,7 @@ def engine_layout(lay: Layout, engine: str) -> EngineLayout | str:
             return "SGLang does not combine DP attention with pipeline stages"
         opts = {f["tp"]: t, f["pp"]: pp}
         if a > 1:
-            opts.update({f["dp"]: a, f["attention_dp"]: True})
+            opts[f["attention_dp"]] = a
         if e > 1:
             opts[f["ep"]] = e
         return EngineLayout(engine, opts, d, t * pp)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.shell.deploy import launchers, serving, training
+from advisor.shell.deploy import engines, launchers, serving, training
 from advisor.shell.deploy.folder import render, write_folder
 from advisor.shell.deploy.plan import Plan, read_plan
 
@@ -45,9 +45,19 @@ def files_for(plan: Plan) -> dict[str, str]:
         if x.refused:
             continue
         files[name] = render("serve.sh.j2", _serve_context(plan, x))
+        if x.extra is not None:
+            files[engines.TRTLLM_OPTIONS] = render("trtllm-options.yaml.j2", {"plan_line": _plan_line(plan), "o": x.extra})
+            listing.append({"name": engines.TRTLLM_OPTIONS, "what": f"TensorRT-LLM's LLM API options, read by `{name}`",
+                            "where": "beside it"})
         listing.append({"name": name, "what": f"starts {x.name} with the plan's layout and " +
                         ("memory settings" if plan.serving else "batch, checkpointing and checkpoint interval"),
                         "where": _where(x)})
+    sg = [x for x in launches if x.engine == "sglang" and x.pool and not x.refused]
+    if len(sg) == 2:
+        files["router-sglang.sh"] = render("router.sh.j2", {"plan_line": _plan_line(plan), "port": ROUTER_PORT})
+        listing.append({"name": "router-sglang.sh", "what": "SGLang's router for the two pools (sglang-router, "
+                        "`--pd-disaggregation`): each request prefilled on one pool, decoded on the other",
+                        "where": f"any machine that reaches both pools; clients and bench.sh use it (port {ROUTER_PORT})"})
     check = None
     if plan.serving:
         b = serving.bench(plan)
@@ -62,7 +72,8 @@ def files_for(plan: Plan) -> dict[str, str]:
     # SkyPilot and Kubernetes run the first engine (the plan's own when it can) whose every pool is written
     engine = next((x.engine for x in launches if not any(y.refused for y in launches if y.engine == x.engine)), None)
     if engine:
-        files.update(_where_it_runs(plan, [x for x in launches if x.engine == engine], listing))
+        side = {engines.TRTLLM_OPTIONS: files[engines.TRTLLM_OPTIONS]} if engine == "trtllm" else None
+        files.update(_where_it_runs(plan, [x for x in launches if x.engine == engine], listing, side))
     listing.insert(0, {"name": "README.md", "what": "this file", "where": "(read first)"})
     multi = any(x.worker for x in launches)
     params = [{"name": k, "meaning": v} for k, v in PARAMS.items() if multi or k not in ("NODE_RANK", "HEAD_ADDR")]
@@ -81,9 +92,13 @@ INSTALL = {"torchtitan": "pip install 'torchtitan==0.3.0'", "vllm": "pip install
            "trtllm": "pip install 'tensorrt-llm==1.2.0'"}
 
 
-def _where_it_runs(plan: Plan, group: list[serving.Launch], listing: list) -> dict[str, str]:
+def _where_it_runs(plan: Plan, group: list[serving.Launch], listing: list, written: dict | None = None) -> dict[str, str]:
     """skypilot.yaml (one per pool of a disaggregated plan) and kubernetes.yaml for one engine's launches."""
+    import shlex
     files, k_groups = {}, []
+    # a file the command reads (TensorRT-LLM's options) is written by the pod's command first: the container
+    # has only the image
+    prelude = "".join(f"printf '%s' {shlex.quote(text)} > {name}; " for name, text in (written or {}).items())
     for x in group:
         script = script_name(plan, x)
         sky_file = "skypilot" + (f"-{x.pool}" if x.pool else "") + ".yaml"
@@ -106,7 +121,7 @@ def _where_it_runs(plan: Plan, group: list[serving.Launch], listing: list) -> di
         listing.append({"name": sky_file, "what": f"a SkyPilot task running `{script}` on {x.nodes} node{'s' if x.nodes > 1 else ''} "
                         f"of {per_node} x {plan.accelerator or plan.gpu_name}" + (", checkpoints in a bucket mounted at "
                         f"{launchers.CHECKPOINT_MOUNT}" if sky["bucket"] else ""), "where": where})
-        words = f"exec {_command(plan, x)} "
+        words = prelude + f"exec {_command(plan, x)} "
         app = f"{launchers.name_of(plan)}-{x.engine}" + (f"-{x.pool}" if x.pool else "")
         k_groups.append(launchers.kubernetes_group(plan, x.engine, app, words + " ".join(x.head),
                                                    (words + " ".join(x.worker)) if x.worker else None, x.nodes, per_node,
@@ -164,9 +179,13 @@ def _serve_context(plan: Plan, x: serving.Launch) -> dict:
             "head": x.head, "worker": x.worker}
 
 
+#: the port of SGLang's router in front of a disaggregated plan's pools
+ROUTER_PORT = 8080
+
+
 def _command(plan: Plan, x: serving.Launch) -> str:
-    """The program and, for a server, the model it serves (torchrun's model is named by its options)."""
-    return f"{x.program} {plan.model_repo}" if plan.serving else x.program
+    """The program and, for a server that takes it so, the model it serves (SGLang's and torchrun's are options)."""
+    return f"{x.program} {plan.model_repo}" if plan.serving and x.model_arg else x.program
 
 
 def _rank_help(nodes: int) -> str:

@@ -59,6 +59,7 @@ class Plan:
     row: int                    # 1-based row of the plan table (1: the recommendation's layout)
     offer: Offer
     weights_gb: float | None = None     # the record's ledger: the weights in the plan's precision
+    kv_shares: dict = field(default_factory=dict)   # catalog/engines.yaml kv_share per engine (the plans' memory share)
     figures: dict = field(default_factory=dict)     # the record's figures for the memo's promise
     service_level: dict = field(default_factory=dict)
 
@@ -103,6 +104,7 @@ def read_plan(rec: dict, catalog, w, candidate: int | None = None) -> Plan:
                 gpu_name=gpu.name, vendor=(gpu.vendor or "nvidia").lower(), memory_gb=gpu.memory_gb, gpus_per_node=gpu.gpus_per_node,
                 accelerator=SKY_ACCELERATORS.get(gpu.id), layout=lay, count=count, nodes=nodes,
                 engine=est.get("engine"), engine_why=(est.get("why") or {}).get("engine") or "", row=row,
+                kv_shares={k: e.get("kv_share") or {} for k, e in ((catalog.engines or {}).get("engines") or {}).items()},
                 offer=_offer(r.get("price") or {}), weights_gb=(rec["estimate"].get("ledger") or {}).get("weights_gb"),
                 figures=dict(figures or {}),
                 service_level=dict(rec.get("service_level") or {}))

@@ -46,6 +46,8 @@ class Launch:
     program: str = ""
     servers: int = 1                                    # independent copies of this group behind a load balancer
     pool: str | None = None                             # a disaggregated plan's pool (prefill, decode)
+    model_arg: bool = True                              # the model follows the program (SGLang names it by --model-path)
+    extra: dict | None = None                           # TensorRT-LLM's LLM API options (its options file)
     nodes: int = 1                                      # nodes one copy spans
     cards: int = 0
     notes: list[str] = field(default_factory=list)
@@ -65,18 +67,20 @@ def _words(opts: dict) -> list[str]:
     return out
 
 
-def memory_share(plan: Plan) -> tuple[float, str]:
-    """vLLM's --gpu-memory-utilization: the share the plan's KV budget was sized with (0.9, the
-    catalog's vLLM figure), raised to what the plan's card holds when it needs more (never past 0.95)."""
+def memory_share(plan: Plan, engine: str = "vllm", tp: int = 1) -> tuple[float, str]:
+    """The engine's share of each card for weights + KV (vLLM --gpu-memory-utilization, SGLang
+    --mem-fraction-static): the catalog's share the plans are sized with (by TP where the engine sets it
+    so), raised to what the plan's card holds when it needs more (never past 0.95)."""
+    ks = plan.kv_shares.get(engine) or {}
+    share = float((ks.get("by_tp") or {}).get(tp) or ks.get("v") or 0.9)
     need_gb = plan.figures.get("per_card_gb")
-    share = 0.9
-    why = "vLLM's share of the card in the catalog the plans are sized with (catalog/engines.yaml vllm.kv_share)"
+    why = f"{ENGINE_NAMES[engine]}'s share of the card in the catalog the plans are sized with (catalog/engines.yaml {engine}.kv_share)"
     if need_gb and plan.memory_gb:
         need = math.ceil(need_gb / plan.memory_gb * 100) / 100
         if need > share:
-            share = min(need, VLLM_SHARE_MAX)
             why = (f"the plan holds {need_gb:.1f} GB of each {plan.memory_gb:g} GB card (weights, KV cache and "
-                   f"activations at its concurrency): more than vLLM's 0.9 default")
+                   f"activations at its concurrency): more than {ENGINE_NAMES[engine]}'s {share:.2f} default")
+            share = min(need, VLLM_SHARE_MAX)
         else:
             why += f"; the plan holds {need_gb:.1f} GB of each {plan.memory_gb:g} GB card, {need:.2f} of it"
     return share, why
@@ -103,7 +107,7 @@ def vllm(plan: Plan, lay: Layout | None = None, pool: str | None = None) -> Laun
         return out
     w = plan.workload
     tp, pp, dp = el.options["--tensor-parallel-size"], el.options["--pipeline-parallel-size"], el.options["--data-parallel-size"]
-    share, share_why = memory_share(plan)
+    share, share_why = memory_share(plan, "vllm")
     seqs, seqs_why = batch_cap(plan, dp * el.servers)
     opts = dict(el.options)
     opts.update({"--max-model-len": w.context_tokens, "--max-num-seqs": seqs, "--gpu-memory-utilization": f"{share:.2f}",
@@ -179,7 +183,8 @@ def launches(plan: Plan) -> list[Launch]:
     """Every engine's launch of a serving plan, the plan's own engine first."""
     order = [plan.engine] if plan.engine in ENGINE_NAMES else []
     order += [e for e in ENGINE_NAMES if e not in order]
-    writers = {"vllm": vllm}
+    from advisor.shell.deploy.engines import sglang, trtllm
+    writers = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
     out = []
     for e in (e for e in order if e in writers):
         if plan.layout.pools:
