@@ -88,8 +88,8 @@ def script_name(plan: Plan, x: serving.Launch) -> str:
 
 
 #: how each engine is installed on a SkyPilot node (the release whose options the tests check)
-INSTALL = {"torchtitan": "pip install 'torchtitan==0.3.0'", "vllm": "pip install 'vllm==0.32.0'", "sglang": "pip install 'sglang[all]==0.5.3'",
-           "trtllm": "pip install 'tensorrt-llm==1.2.0'"}
+INSTALL = {"torchtitan": "pip install 'torchtitan==0.3.0'", "vllm": "pip install 'vllm==0.32.0'",
+           "sglang": "pip install 'sglang==0.5.23'", "trtllm": "pip install 'tensorrt-llm==1.2.1'"}
 
 
 def _where_it_runs(plan: Plan, group: list[serving.Launch], listing: list, written: dict | None = None) -> dict[str, str]:
@@ -104,7 +104,7 @@ def _where_it_runs(plan: Plan, group: list[serving.Launch], listing: list, writt
         sky_file = "skypilot" + (f"-{x.pool}" if x.pool else "") + ".yaml"
         per_node = min(plan.gpus_per_node, x.cards)
         spot = bool(plan.offer.kind == "spot" or plan.workload.constraints.spot)
-        sky = launchers.skypilot(plan, script, x.nodes, per_node, x.servers, plan.serving, INSTALL[x.engine],
+        sky = launchers.skypilot(plan, script, x.engine, x.nodes, per_node, x.servers, plan.serving, INSTALL[x.engine],
                                  spot_bucket=spot and not plan.serving)
         sky["setup_lines"], sky["run_lines"] = sky["setup"].splitlines(), sky["run"].splitlines()
         if x.pool:

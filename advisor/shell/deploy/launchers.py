@@ -13,8 +13,8 @@ from advisor.shell.deploy.plan import Plan
 GPU_RESOURCE = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu", "intel": "habana.ai/gaudi", "google": "google.com/tpu"}
 #: the engines' container images, at the release whose options the tests check (docs/deploy.md)
 IMAGES = {("vllm", "nvidia"): "vllm/vllm-openai:v0.32.0", ("vllm", "amd"): "rocm/vllm:latest",
-          ("sglang", "nvidia"): "lmsysorg/sglang:v0.5.3", ("sglang", "amd"): "lmsysorg/sglang:v0.5.3-rocm630",
-          ("trtllm", "nvidia"): "nvcr.io/nvidia/tensorrt-llm/release:1.2.0",
+          ("sglang", "nvidia"): "lmsysorg/sglang:v0.5.23", ("sglang", "amd"): "lmsysorg/sglang:v0.5.23-rocm700",
+          ("trtllm", "nvidia"): "nvcr.io/nvidia/tensorrt-llm/release:1.2.1",
           ("torchtitan", "nvidia"): "nvcr.io/nvidia/pytorch:25.10-py3", ("torchtitan", "amd"): "rocm/pytorch:latest"}
 #: shared memory for NCCL and the engines' worker processes (vLLM's and SGLang's docs: --shm-size of a few GB
 #: at least; 64 GiB is what their Kubernetes examples mount)
@@ -40,11 +40,16 @@ def cache_size_gi(plan: Plan) -> int:
     return max(20, math.ceil(gb * 1e9 / 2 ** 30 * CACHE_SLACK / 10) * 10)
 
 
-def skypilot(plan: Plan, script: str, nodes: int, cards_per_node: int, servers: int, serving: bool,
+def skypilot(plan: Plan, script: str, engine: str, nodes: int, cards_per_node: int, servers: int, serving: bool,
              setup: str, spot_bucket: bool) -> dict:
     """The SkyPilot task's values: one server group (or the training job) on `nodes` nodes."""
     o = plan.offer
-    resources = {"accelerators": f"{plan.accelerator}:{cards_per_node}" if plan.accelerator else None,
+    # the engines' PyPI wheels are CUDA builds: on other GPUs the task runs in the engine's image instead
+    image = None if plan.vendor == "nvidia" else IMAGES.get((engine, plan.vendor))
+    if image:
+        setup = f"echo 'the engine comes with the image {image}'"
+    resources = {"image_id": f"docker:{image}" if image else None,
+                 "accelerators": f"{plan.accelerator}:{cards_per_node}" if plan.accelerator else None,
                  "cloud": o.cloud, "region": o.region if o.cloud else None,
                  "use_spot": bool(o.kind == "spot" or plan.workload.constraints.spot),
                  "disk_size": max(256, cache_size_gi(plan) * 2), "ports": 8000 if serving else None}

@@ -60,6 +60,8 @@ class Plan:
     offer: Offer
     weights_gb: float | None = None     # the record's ledger: the weights in the plan's precision
     kv_shares: dict = field(default_factory=dict)   # catalog/engines.yaml kv_share per engine (the plans' memory share)
+    #: engine -> why it does not run on this GPU (catalog/engines.yaml runs_on), None where it does
+    not_here: dict = field(default_factory=dict)
     figures: dict = field(default_factory=dict)     # the record's figures for the memo's promise
     service_level: dict = field(default_factory=dict)
 
@@ -104,10 +106,22 @@ def read_plan(rec: dict, catalog, w, candidate: int | None = None) -> Plan:
                 gpu_name=gpu.name, vendor=(gpu.vendor or "nvidia").lower(), memory_gb=gpu.memory_gb, gpus_per_node=gpu.gpus_per_node,
                 accelerator=SKY_ACCELERATORS.get(gpu.id), layout=lay, count=count, nodes=nodes,
                 engine=est.get("engine"), engine_why=(est.get("why") or {}).get("engine") or "", row=row,
+                not_here=_not_here(catalog, gpu, w.model),
                 kv_shares={k: e.get("kv_share") or {} for k, e in ((catalog.engines or {}).get("engines") or {}).items()},
                 offer=_offer(r.get("price") or {}), weights_gb=(rec["estimate"].get("ledger") or {}).get("weights_gb"),
                 figures=dict(figures or {}),
                 service_level=dict(rec.get("service_level") or {}))
+
+
+def _not_here(catalog, gpu, model) -> dict:
+    """Each serving engine's refusal of this GPU, as the planner's engine choice reads engines.yaml."""
+    from advisor.inputs.engines import ENGINES
+    from advisor.numbers.calibration import engine_for
+    out = {}
+    for eid in ENGINES:
+        e, why = engine_for(catalog, gpu, model, eid)
+        out[eid] = None if e is not None else (why or "the catalog has no engines.yaml")
+    return out
 
 
 def model_repo(model) -> str:

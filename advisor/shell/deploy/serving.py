@@ -187,6 +187,9 @@ def launches(plan: Plan) -> list[Launch]:
     writers = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
     out = []
     for e in (e for e in order if e in writers):
+        if plan.not_here.get(e):          # the engine does not run on this GPU (catalog/engines.yaml runs_on)
+            out.append(Launch(e, ENGINE_NAMES[e], refused=plan.not_here[e]))
+            continue
         if plan.layout.pools:
             out += [writers[e](plan, getattr(plan.layout.pools, p), p) for p in ("prefill", "decode")]
         else:
