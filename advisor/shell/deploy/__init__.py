@@ -34,7 +34,7 @@ def write(rec: dict, catalog, w, out: str | Path, force: bool = False, candidate
 def files_for(plan: Plan) -> dict[str, str]:
     """Every file of the folder, name -> text."""
     listing, files, sections = [], {}, []
-    launches = serving.launches(plan) if plan.serving else [training.torchtitan(plan)]
+    launches = engines.launches(plan) if plan.serving else [training.torchtitan(plan)]
     if all(x.refused for x in launches):
         from advisor.base.errors import InputError, Problem
         raise InputError(Problem(f"no engine or launcher this tool writes files for can run the plan ({plan.notation} on "

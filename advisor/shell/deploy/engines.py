@@ -8,7 +8,7 @@ import math
 from advisor.inputs.parallel import POOL_FLAGS, Layout, engine_layout
 from advisor.shell.deploy.plan import Plan
 from advisor.shell.deploy.serving import (ENGINE_NAMES, KV_DTYPE, PORT, Launch, _kv_note, _quant_notes,
-                                          _quantisation, _words, batch_cap, memory_share)
+                                          _quantisation, _words, batch_cap, memory_share, vllm)
 
 #: SGLang's torch.distributed port on the head node (its multi-node docs use `--dist-init-addr HEAD:20000`)
 SGLANG_DIST_PORT = 20000
@@ -91,4 +91,21 @@ def trtllm(plan: Plan, lay: Layout | None = None, pool: str | None = None) -> La
                   f"--max_batch_size {seqs}: {seqs_why}", f"--max_seq_len {w.context_tokens}: the workload's context_tokens",
                   f"{TRTLLM_OPTIONS}: attention data parallelism {'on' if out.extra['enable_attention_dp'] else 'off'}, "
                   f"KV cache dtype {kv}", *_quant_notes(plan, None)]
+    return out
+
+
+def launches(plan: Plan) -> list[Launch]:
+    """Every engine's launch of a serving plan, the plan's own engine first."""
+    order = [plan.engine] if plan.engine in ENGINE_NAMES else []
+    order += [e for e in ENGINE_NAMES if e not in order]
+    writers = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
+    out = []
+    for e in (e for e in order if e in writers):
+        if plan.not_here.get(e):          # the engine does not run on this GPU (catalog/engines.yaml runs_on)
+            out.append(Launch(e, ENGINE_NAMES[e], refused=plan.not_here[e]))
+            continue
+        if plan.layout.pools:
+            out += [writers[e](plan, getattr(plan.layout.pools, p), p) for p in ("prefill", "decode")]
+        else:
+            out.append(writers[e](plan))
     return out

@@ -179,24 +179,6 @@ def _kv_note(plan: Plan, engine: str) -> str:
             (" (the model's own 16-bit type)" if KV_DTYPE[engine][kv] == "auto" else ""))
 
 
-def launches(plan: Plan) -> list[Launch]:
-    """Every engine's launch of a serving plan, the plan's own engine first."""
-    order = [plan.engine] if plan.engine in ENGINE_NAMES else []
-    order += [e for e in ENGINE_NAMES if e not in order]
-    from advisor.shell.deploy.engines import sglang, trtllm
-    writers = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}
-    out = []
-    for e in (e for e in order if e in writers):
-        if plan.not_here.get(e):          # the engine does not run on this GPU (catalog/engines.yaml runs_on)
-            out.append(Launch(e, ENGINE_NAMES[e], refused=plan.not_here[e]))
-            continue
-        if plan.layout.pools:
-            out += [writers[e](plan, getattr(plan.layout.pools, p), p) for p in ("prefill", "decode")]
-        else:
-            out.append(writers[e](plan))
-    return out
-
-
 def layout_of(plan: Plan, engine: str) -> EngineLayout | str:
     return engine_layout(plan.layout, engine)
 
