@@ -329,3 +329,70 @@ def _pool_words(p: Layout) -> str:
     cards = p.tp * p.pp
     each = "one card" if cards == 1 else f"{cards} cards" + (f" in {p.pp} pipeline stages" if p.pp > 1 else "")
     return f"{p.dp} replica{'s' if p.dp > 1 else ''} of {each}"
+
+
+# --- the engines' own spelling of a layout (the deploy writers read these; nothing else re-derives them) ---
+
+@dataclass(frozen=True)
+class EngineLayout:
+    """One replica group of a layout as an engine is launched with it: its options (flag or option-file
+    key -> value, declared below per engine), how many separate servers of that group the plan runs
+    (`servers`: replicas the engine does not run inside one launch) and the cards one server takes."""
+
+    engine: str
+    options: dict
+    servers: int
+    cards: int
+
+
+#: each engine's name for each degree it takes (vLLM: vllm/engine/arg_utils.py; SGLang: server_args.py;
+#: TensorRT-LLM: the LLM API options of `trtllm-serve --extra_llm_api_options`, llmapi/llm_args.py)
+ENGINE_FLAGS = {
+    "vllm": {"tp": "--tensor-parallel-size", "pp": "--pipeline-parallel-size", "dp": "--data-parallel-size",
+             "ep": "--enable-expert-parallel"},
+    # SGLang 0.5.23: attention DP is --attn-dp-size N (`--dp-size N --enable-dp-attention` is its deprecated spelling)
+    "sglang": {"tp": "--tp-size", "pp": "--pp-size", "dp": "--dp-size", "ep": "--ep-size",
+               "attention_dp": "--attn-dp-size"},
+    "trtllm": {"tp": "tensor_parallel_size", "pp": "pipeline_parallel_size", "ep": "moe_expert_parallel_size",
+               "attention_dp": "enable_attention_dp"},
+}
+
+
+def engine_layout(lay: Layout, engine: str) -> EngineLayout | str:
+    """`lay` (one replica group; a pool of a disaggregated layout is passed alone) in `engine`'s options,
+    or why the engine cannot run it as planned. vLLM's EP is its whole TP x DP group (EP = DP x TP) and its
+    attention DP is its DP with expert parallelism on; SGLang takes tp, ep and DP attention as given;
+    TensorRT-LLM's attention DP spans the whole TP group. Replicas the engine does not run in one launch
+    (the plan's dp, or any replica count beside an expert-parallel group) are separate servers."""
+    f = ENGINE_FLAGS[engine]
+    t, a, e, pp, d = lay.tp, lay.attention_dp, lay.ep, lay.pp, lay.dp
+    if engine == "vllm":
+        if e > 1 and e != t:
+            return f"vLLM spreads the experts over its whole TP x DP group (EP = DP x TP): EP {e} inside TP {t} is not a vLLM layout"
+        if a > 1 and e == 1:
+            return "vLLM runs attention data-parallel only with expert parallelism (--data-parallel-size with --enable-expert-parallel)"
+        opts = {f["tp"]: t // a, f["pp"]: pp, f["dp"]: a * (d if e == 1 else 1)}
+        if e > 1:
+            opts[f["ep"]] = True
+        return EngineLayout(engine, opts, 1 if e == 1 else d, t * pp * (d if e == 1 else 1))
+    if engine == "sglang":
+        if a > 1 and pp > 1:
+            return "SGLang does not combine DP attention with pipeline stages"
+        opts = {f["tp"]: t, f["pp"]: pp}
+        if a > 1:
+            opts[f["attention_dp"]] = a
+        if e > 1:
+            opts[f["ep"]] = e
+        return EngineLayout(engine, opts, d, t * pp)
+    if a > 1 and a != t:
+        return f"TensorRT-LLM's attention DP spans the whole TP group (enable_attention_dp): attention DP {a} inside TP {t} is not one of its layouts"
+    opts = {f["tp"]: t, f["pp"]: pp, f["ep"]: e}
+    if a > 1:
+        opts[f["attention_dp"]] = True
+    return EngineLayout(engine, opts, d, t * pp)
+
+
+#: each pool of a disaggregated layout as the engines launch it (POOL_DIMS says the same in words): vLLM's
+#: KV connector role (--kv-transfer-config kv_role), SGLang's --disaggregation-mode
+POOL_FLAGS = {"vllm": {"prefill": {"kv_role": "kv_producer"}, "decode": {"kv_role": "kv_consumer"}},
+              "sglang": {"prefill": {"--disaggregation-mode": "prefill"}, "decode": {"--disaggregation-mode": "decode"}}}

@@ -57,18 +57,21 @@ def cmd_recommend(args) -> int:
     from advisor.base.files import write_atomic
     from advisor.judgement.advise import advise
     s = _setup(args)
-    d = advise(_workload(args, s.catalog), s, why_none=True)
+    w = _workload(args, s.catalog)
+    d = advise(w, s, why_none=True)
     rec = d.record
-    from advisor.shell import terminal
+    from advisor.shell import deploycmd, terminal
+    deployed = deploycmd.after_recommend(args, rec, s.catalog, w)      # --deploy DIR: the launch files
     if terminal.wants_summary(args):        # a terminal: the summary, the whole memo in a file (terminal.py)
         code = terminal.show(rec, s.catalog, args.workload)
+        print(deployed or "", end="\n" if deployed else "")
         return _no_plan(rec) if rec["recommendation"] is None else code
     args.format = args.format or "text"
     if args.format == "json":
         text = json.dumps(rec, indent=2, ensure_ascii=False, default=str) + "\n"
     elif args.format == "summary":
         from advisor.shell.report import SUMMARY_WIDTH, summary_text
-        text = summary_text(rec, s.catalog, SUMMARY_WIDTH)
+        text = summary_text(rec, s.catalog, SUMMARY_WIDTH) + (deployed + "\n" if deployed else "")
     elif not (args.out and args.format == "md"):
         from advisor.shell import memo
         colour = args.format == "text" and not args.out and not args.template and sys.stdout.isatty() \
@@ -205,6 +208,11 @@ def _gpus_args(g) -> None:
     gpuscmd.add_arguments(g, _common)
 
 
+def _deploy_args(d) -> None:
+    from advisor.shell import deploycmd
+    deploycmd.add_arguments(d, _common)
+
+
 def _completion_args(c) -> None:
     from advisor.shell import completion
     completion.add_arguments(c, build_parser)
@@ -237,7 +245,7 @@ def _estimate_args(e) -> None:
 
 
 def _recommend_args(r) -> None:
-    from advisor.shell import workloadflags
+    from advisor.shell import deploycmd, workloadflags
     r.add_argument("workload", metavar="WORKLOAD.yaml", nargs="?", help="the workload file (or give --model and other flags)")
     r.add_argument("--gpu", action="append", metavar="GPU", help="consider only this GPU: an id or alias, GPU:N for at most N "
                    "cards (H100:8), or a memory size (80GB, 80GB+: at least 80 GB) (repeatable)")
@@ -252,6 +260,7 @@ def _recommend_args(r) -> None:
     jsonflag.add(r, formats=())                 # --json: the decision record, as --format json
     r.add_argument("--out", metavar="FILE", help="write to FILE atomically instead of stdout")
     r.add_argument("--template", metavar="FILE", help="render the memo with this Jinja template (sandboxed)")
+    deploycmd.add_recommend_flag(r)
     _api_prices_arg(r)
     _common(r, rules=True, prices=True)
     r.set_defaults(func=cmd_recommend)
@@ -317,6 +326,7 @@ COMMANDS = {
     "explain": ("explain a saved decision record", _explain_args),
     "prices": ("list the known price quotes, or import SkyPilot's catalog (vms.csv) as a price file", _prices_args),
     "gpus": ("the GPUs with their memory and cheapest offers, sorted and filtered (like `sky show-gpus`)", _gpus_args),
+    "deploy": ("the plan's launch files: engine commands, SkyPilot and Kubernetes, the benchmark that checks it", _deploy_args),
     "completion": ("a shell completion script: gpu-advisor completion bash|zsh|tcsh", _completion_args),
 }
 
