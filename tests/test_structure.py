@@ -158,3 +158,12 @@ def test_plan_figures_are_declared_where_a_reader_finds_them():
     assert bare.usd_per_hour is None and bare.tp is None and bare.speed_explained == {}
     priced = Plan(gpu=gpu, fits=True, cost=Cost(power_kw_per_node=10.2, usd_per_hour=24.0))
     assert priced.usd_per_hour == 24.0 and priced.as_dict()["usd_per_hour"] == 24.0
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject.toml lists the packages by name: a new package (a workload kind's) missing from the list
+    would be left out of the wheel and fail at import on an installed copy only."""
+    import re
+    listed = set(re.findall(r'"(advisor[\w.]*)"', (ROOT.parent / "pyproject.toml").read_text()))
+    found = {_module(p.parent / "__init__.py") for p in ROOT.rglob("__init__.py")}
+    assert found - listed == set()
