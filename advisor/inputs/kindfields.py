@@ -87,7 +87,11 @@ def read_kind(values: dict, data: dict, col: Collector) -> str | None:
         return None
     if values.get("volume") and values.get("latency") != "batch" and "volume" in data:
         col.add("a volume is an offline batch job's: give latency: batch with it", yamlio.line_of(data, "volume"), "volume")
-    return kinds.kind_of(*got)
+    kind = kinds.kind_of(*got)
+    if kind == LLM_BATCH and "concurrency" not in data and values.get("requests_per_s") is None:
+        # an offline job runs each replica at the largest batch that fits (concurrency: max): no user waits
+        values["concurrency_max"] = True
+    return kind
 
 
 def refuse_task(raw, col: Collector, line) -> bool:

@@ -49,7 +49,7 @@ class KindSpec:
 
 KINDS: dict[str, KindSpec] = {k.name: k for k in (
     KindSpec(LLM_SERVING, "LLM serving", ("inference",), "service level", "tpot_ms", "ms per output token", False, "serving"),
-    KindSpec(LLM_BATCH, "an offline LLM batch job", ("inference",), "deadline", "job_hours", "h", True, "serving", modelled=False),
+    KindSpec(LLM_BATCH, "an offline LLM batch job", ("inference",), "deadline", "job_hours", "h", True, "serving"),
     KindSpec(LLM_TRAINING, "training or fine-tuning", ("training", "fine-tuning"), "deadline", "training_hours", "h", True, "training"),
     KindSpec(RL, "RL post-training", ("fine-tuning",), "deadline", "training_hours", "h", True, "training"),
     KindSpec(IMAGE, "image generation", ("inference",), "service level", "seconds_per_image", "s per image", False, "image-generation", modelled=False),

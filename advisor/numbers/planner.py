@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from advisor.base.kept import Kept, fingerprint
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
+from advisor.numbers import batchjob, comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, disaggregation_settings, kept_engine_for, kv_words
 from advisor.numbers.layouts import Layout
 from advisor.numbers.objective import misses
@@ -23,7 +23,7 @@ from advisor.numbers.terms import GB, TFLOP, Term
 from advisor.inputs.workload import Workload
 
 SUGGEST_SAVING = 0.25    # a fixed knob is named when the plan is at least 25% dearer than with it turned (decision._suggestions)
-_UNIT_WHY = ("usd_per_million_tokens", "usd_per_job")     # cost terms that follow the speed they come from
+_UNIT_WHY = ("usd_per_million_tokens", "usd_per_job", "usd_per_million_io_tokens")     # cost terms that follow the speed they come from
 
 
 def knob_variants(w: Workload, led: Ledger) -> list[tuple[Workload, Ledger]]:
@@ -80,7 +80,12 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     load = None
     if w.requests_per_s and not training:
         sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
+    if w.volume and not training:
+        # an offline batch job: its hours for the whole volume and what the job costs (numbers.batchjob)
+        sp = batchjob.timed(w, sp, explain)
     price = cost.per_unit(price, sp, w, explain)
+    if sp.job_hours is not None:
+        price = batchjob.priced(w, price, sp, explain)
     # what each card holds and the ideal hours are the kept plan's to show: the search orders plans by neither
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
     ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if training and explain else {}
@@ -414,7 +419,7 @@ def _choose(w: Workload, tried: list[Tried], unit: str, gpu_rate) -> Tried:
     objective.nearest_first(w, tried)
     if not objective.minimises_cost(w) or unit == "million_training_tokens":
         return tried[0]     # a job of unknown size gets the smallest rental that holds it (T03, C18)
-    if w.training:
+    if w.kind_spec.job:
         # cost per job, then time: of the plans within the tolerance of the cheapest, the fastest
         # (checkpointing's ~30% recompute, C06, is in its cost per job, so it must pay for itself)
         return objective.fastest_within_tolerance(w, tried, unit, gpu_rate)
