@@ -80,12 +80,15 @@ def read_kind(values: dict, data: dict, col: Collector) -> str | None:
     task = values.get("task")
     if task in kinds.TASK_ALIASES:
         values["task"] = kinds.TASK_ALIASES[task]
-    got = (values.get("mode"), values.get("task"), values.get("method"), values.get("latency"), values.get("volume"))
+    # a volume given but wrong (its own error already said) still makes the workload a batch job, so that
+    # the deadline and the other fields are read as that kind's and not refused again as serving's
+    volume = values.get("volume") or (data.get("volume") is not None and "volume" in data)
+    got = (values.get("mode"), values.get("task"), values.get("method"), values.get("latency"), volume)
     wrong = kinds.problem(*got)
     if wrong:
         col.add(wrong[1], yamlio.line_of(data, wrong[0]), wrong[0])
         return None
-    if values.get("volume") and values.get("latency") != "batch" and "volume" in data:
+    if volume and values.get("latency") != "batch" and values.get("mode") == "inference":
         col.add("a volume is an offline batch job's: give latency: batch with it", yamlio.line_of(data, "volume"), "volume")
     kind = kinds.kind_of(*got)
     if kind == LLM_BATCH and "concurrency" not in data and values.get("requests_per_s") is None:

@@ -369,7 +369,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None
     decisive = None
     closest = None
-    if not winner:
+    if not winner and w.kind_spec.closest_plan:
         winner, ranking_ids, decisive, closest, near_ranked = _closest(est, options, excluded, unit)
         ranked = near_ranked or ranked
         runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None

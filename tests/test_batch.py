@@ -1,0 +1,108 @@
+"""Offline batch LLM jobs (issue 44 item 5): a volume of requests or tokens and a deadline give the cards
+that meet it, the job's hours, its total $ and its $ per million input + output tokens; every job with a
+volume (batch or training) states job_hours and usd_per_job in its record's recommendation."""
+import json
+
+import pytest
+
+from advisor.shell.cli import main
+from conftest import EXAMPLES, decide, refuse
+
+OVERNIGHT = {"name": "summarise a billion tokens overnight", "mode": "inference", "model": "llama-3.1-70b",
+             "latency": "batch", "prompt_tokens": 3000, "output_tokens": 200, "volume": {"tokens": 1e9},
+             "constraints": {"deadline_hours": 12}}
+
+
+def _job(catalog, kb, **changes):
+    data = {**OVERNIGHT, **changes}
+    d = decide(catalog, kb, data)
+    r = d.record["recommendation"]
+    return d, r, d.estimate.candidate(r["gpu"]) if r else None
+
+
+def test_a_billion_tokens_by_a_12_hour_deadline(catalog, kb):
+    d, r, plan = _job(catalog, kb)
+    assert d.estimate.workload.kind_spec.name == "llm-batch" and r["unit"] == "job"
+    # the cards that meet the deadline: the job's hours are within it
+    assert 0 < r["job_hours"] <= 12 and plan.misses is None
+    # hours = the volume's output tokens (1e9 x 200 / 3,200) over the plan's own output tokens/s
+    assert r["job_hours"] == pytest.approx(1e9 * 200 / 3200 / plan.tokens_per_s / 3600, rel=1e-9)
+    # total $ = hours x the plan's price per hour (its per-GPU rate x the GPUs it rents)
+    gpus_rented = plan.count + ((plan.price or {}).get("idle_gpus") or 0)
+    per_gpu_hour = plan.usd_per_hour / gpus_rented
+    assert r["usd_per_job"] == pytest.approx(r["job_hours"] * per_gpu_hour * gpus_rented, rel=1e-9)
+    # $ per million input + output tokens: the job's $ over its 1,000 million tokens
+    assert r["usd_per_million_io_tokens"] == pytest.approx(r["usd_per_job"] / 1000, rel=1e-9)
+    # the plan runs each replica at its largest batch: an offline job, no user waiting
+    assert d.estimate.workload.concurrency_max and plan.concurrency > 100
+
+
+def test_the_deadline_adds_the_cards(catalog, kb):
+    """Without a deadline the cheapest plan per job is fewer cards and runs past 12 h; the deadline
+    adds replicas until it meets it."""
+    _, r12, p12 = _job(catalog, kb)
+    _, r, p = _job(catalog, kb, constraints={})
+    assert r["gpu"] == r12["gpu"] == "h100-sxm"
+    assert p.count < p12.count and r["job_hours"] > 12 >= r12["job_hours"]
+    # the same volume in the same GPU-hours, give or take the replicas' batch (the cost per job stays near)
+    assert r12["usd_per_job"] == pytest.approx(r["usd_per_job"], rel=0.1)
+
+
+def test_a_prompt_heavy_job_is_prefill_bound(catalog, kb):
+    """The hours count the prompts' prefill: the same requests and output with 15x the prompt take far
+    longer, not the same decode time."""
+    vol = {"requests": 100_000}
+    _, long_prompt, _ = _job(catalog, kb, volume=vol, constraints={"gpus": ["h100-sxm"], "max_gpus": 8})
+    _, short_prompt, _ = _job(catalog, kb, volume=vol, prompt_tokens=200, constraints={"gpus": ["h100-sxm"], "max_gpus": 8})
+    assert long_prompt["count"] == short_prompt["count"]
+    assert long_prompt["job_hours"] > 3 * short_prompt["job_hours"]
+
+
+def test_a_deadline_beyond_max_gpus_exits_3_naming_the_binding_constraint(tmp_path, capsys):
+    f = tmp_path / "w.yaml"
+    f.write_text(json.dumps({**OVERNIGHT, "constraints": {"deadline_hours": 1, "max_gpus": 8}}))
+    assert main(["recommend", str(f), "--format", "json"]) == 3
+    out, err = capsys.readouterr()
+    b = json.loads(out)["no_plan"]["binding"]
+    assert b["constraint"] == "constraints.max_gpus" and b["value"] == 8 and b["count"] > 8
+    assert "constraints.max_gpus (8) binds" in err
+
+
+@pytest.mark.parametrize("volume, said", [
+    ("{rows: 5}", "volume: must be one of {requests: N} or {tokens: N}"),
+    ("{tokens: 0}", "volume.tokens: must be at least 1 tokens"),
+    ("5", "volume: must be one of"),
+    ("{requests: lots}", "volume.requests: must be a number"),
+])
+def test_a_bad_volume_is_one_line_naming_it(tmp_path, capsys, volume, said):
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: inference\nmodel: llama-3.1-70b\nlatency: batch\n"
+                 f"volume: {volume}\nconstraints: {{deadline_hours: 12}}\n")
+    err = refuse(capsys, ["recommend", str(f)], said)
+    assert len(err.strip().splitlines()) == 1 and f"w.yaml:4: {said}" in err
+
+
+def test_a_volume_needs_latency_batch(tmp_path, capsys):
+    f = tmp_path / "w.yaml"
+    f.write_text("mode: inference\nmodel: llama-3.1-8b\nvolume: {requests: 1000}\n")
+    refuse(capsys, ["recommend", str(f)], "volume: a volume is an offline batch job's: give latency: batch with it")
+
+
+def test_batch_without_a_volume_stays_serving_per_million_output_tokens(catalog, kb):
+    """T07: `latency: batch` without a volume is serving priced per million output tokens, as before."""
+    d = decide(catalog, kb, {"mode": "inference", "model": "llama-3.1-8b", "latency": "batch", "concurrency": "max"})
+    r = d.record["recommendation"]
+    assert r["unit"] == "million_tokens" and r["job_hours"] is None and r["usd_per_million_io_tokens"] is None
+
+
+def test_a_training_job_with_a_budget_states_its_hours_as_job_hours(catalog, kb):
+    d = decide(catalog, kb, {"mode": "fine-tuning", "model": "llama-3.1-8b", "method": "lora", "training_tokens": 1e8})
+    r = d.record["recommendation"]
+    plan = d.estimate.candidate(r["gpu"])
+    assert r["unit"] == "job" and r["job_hours"] == plan.training_hours and r["usd_per_job"] == plan.usd_per_job
+
+
+def test_the_example_is_the_overnight_job(capsys):
+    assert main(["recommend", str(EXAMPLES / "batch-summarise-overnight.yaml"), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)["recommendation"]
+    assert r["unit"] == "job" and r["job_hours"] <= 12 and r["usd_per_job"] > 0
