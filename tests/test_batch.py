@@ -106,3 +106,26 @@ def test_the_example_is_the_overnight_job(capsys):
     assert main(["recommend", str(EXAMPLES / "batch-summarise-overnight.yaml"), "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)["recommendation"]
     assert r["unit"] == "job" and r["job_hours"] <= 12 and r["usd_per_job"] > 0
+
+
+def test_batch_api_prices_beside_the_plan(catalog, kb):
+    """The providers' batch prices where the price table lists them (LiteLLM's *_cost_per_token_batches:
+    Bedrock's Llama 3.1 70B at $0.36 per million in and out, half its $0.72), the job's cost there beside
+    the plan's."""
+    d, r, plan = _job(catalog, kb)
+    b = d.record["api_comparison"]["batch"]
+    assert b["match"] == "model" and b["provider"] == "bedrock"
+    assert b["usd_per_million_input_batch"] == 0.36 and b["usd_per_million_output_batch"] == 0.36
+    row = next(a for a in catalog.api_prices if a.provider_model == b["provider_model"])
+    assert row.usd_per_million_input_batch == row.usd_per_million_input / 2
+    # the job's 1,000 million tokens at that price, and the plan's own total beside it
+    assert b["usd_per_job"] == pytest.approx(360.0) and b["plan_usd_per_job"] == pytest.approx(r["usd_per_job"], abs=1e-4)
+
+
+def test_no_batch_price_is_derived_where_none_is_listed(catalog, kb):
+    """A model whose providers list no batch price, nor any of its size class: none is made up."""
+    with_batch = {a.model for a in catalog.api_prices if a.usd_per_million_input_batch is not None}
+    assert "deepseek-v3" not in with_batch
+    d = decide(catalog, kb, {**OVERNIGHT, "model": "deepseek-v3", "constraints": {}})
+    b = d.record["api_comparison"]["batch"]
+    assert b["match"] in ("none", "size-class") and (b["match"] == "none" or set(b["models"]) <= with_batch)
