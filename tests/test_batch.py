@@ -129,3 +129,59 @@ def test_no_batch_price_is_derived_where_none_is_listed(catalog, kb):
     d = decide(catalog, kb, {**OVERNIGHT, "model": "deepseek-v3", "constraints": {}})
     b = d.record["api_comparison"]["batch"]
     assert b["match"] in ("none", "size-class") and (b["match"] == "none" or set(b["models"]) <= with_batch)
+
+
+def test_the_memo_states_hours_total_and_per_million_tokens(capsys):
+    """The summary says what a batch job's owner asks: the hours, the job's total $, $ per million input +
+    output tokens, the deadline met, and the API and batch API for the same job (no tokens/s per user)."""
+    assert main(["recommend", str(EXAMPLES / "batch-summarise-overnight.yaml"), "--format", "json"]) == 0
+    r = json.loads(capsys.readouterr().out)["recommendation"]
+    assert main(["recommend", str(EXAMPLES / "batch-summarise-overnight.yaml"), "--format", "summary"]) == 0
+    short = " ".join(capsys.readouterr().out.split())
+    assert f"${r['usd_per_job']:,.0f} per job ({r['job_hours']:,.1f} h)" in short
+    assert main(["recommend", str(EXAMPLES / "batch-summarise-overnight.yaml"), "--format", "text"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"${r['usd_per_job']:,.0f} per job ({r['job_hours']:,.1f} h)" in out
+    assert f"${r['usd_per_million_io_tokens']:.2f} per million input + output tokens" in out
+    assert "within the 12-hour deadline" in out and "tokens/s per user" not in out.split("Runners-up")[0]
+    assert "a batch API: $0.36 (bedrock" in out and "= $360" in out
+
+
+def _dialogue(catalog, kb, answers: dict):
+    """The guided dialogue answered by question id (Enter for the rest): the questions asked and the workload."""
+    from advisor.judgement.advise import Setup
+    from advisor.shell import dialogue
+    d = dialogue.Dialogue(Setup(catalog, kb), dry_run=True)
+    asked = []
+    while d.stage == "questions":
+        q = d.current().id
+        asked.append(q)
+        d.submit(answers.get(q, ""))
+    return asked, d.workload_data()
+
+
+def test_the_dialogue_asks_a_batch_job_its_volume_and_deadline(catalog, kb):
+    answers = {"mode": "inference", "model": "llama-3.1-70b", "prompt_tokens": "3000", "output_tokens": "200",
+               "latency": "offline", "volume": "1B tokens", "batch_deadline_hours": "12h"}
+    asked, data = _dialogue(catalog, kb, answers)
+    assert asked.index("volume") == asked.index("latency") + 1 and "batch_deadline_hours" in asked
+    assert "service_level" not in asked and "deadline_hours" not in asked
+    assert data["volume"] == {"tokens": 1_000_000_000} and data["constraints"]["deadline_hours"] == 12
+    assert data["concurrency"] == "max"      # each replica at its largest batch, whatever was said before
+    d = decide(catalog, kb, data)
+    assert d.record["recommendation"]["unit"] == "job" and d.record["recommendation"]["job_hours"] <= 12
+    # no volume: batch serving as before, and no deadline asked (serving has none)
+    asked, data = _dialogue(catalog, kb, {**answers, "volume": ""})
+    assert "volume" in asked and "batch_deadline_hours" not in asked and "volume" not in data
+    # interactive serving is asked neither
+    asked, _ = _dialogue(catalog, kb, {**answers, "latency": "interactive"})
+    assert "volume" not in asked and "batch_deadline_hours" not in asked
+
+
+def test_a_fixed_concurrency_or_an_arrival_rate_is_refused_for_a_batch_job(tmp_path, capsys):
+    f = tmp_path / "w.yaml"
+    f.write_text(json.dumps({**OVERNIGHT, "concurrency": 64}))
+    refuse(capsys, ["recommend", str(f)], "concurrency: an offline batch job runs each replica at the largest batch")
+    f.write_text(json.dumps({**OVERNIGHT, "concurrency": "max"}))
+    assert main(["recommend", str(f), "--format", "summary"]) == 0
+    capsys.readouterr()

@@ -91,7 +91,15 @@ def read_kind(values: dict, data: dict, col: Collector) -> str | None:
     if volume and values.get("latency") != "batch" and values.get("mode") == "inference":
         col.add("a volume is an offline batch job's: give latency: batch with it", yamlio.line_of(data, "volume"), "volume")
     kind = kinds.kind_of(*got)
-    if kind == LLM_BATCH and "concurrency" not in data and values.get("requests_per_s") is None:
+    if kind == LLM_BATCH and "concurrency" in data and not values.get("concurrency_max"):
+        # the sequences in flight of a job are its replicas' largest batches: a fixed number would be shared
+        # out over the replicas a deadline adds, and the job would take no less time with more of them
+        col.add("an offline batch job runs each replica at the largest batch that fits: give concurrency: max or "
+                "leave it out", yamlio.line_of(data, "concurrency"), "concurrency")
+    elif kind == LLM_BATCH and values.get("requests_per_s") is not None:
+        col.add("an offline batch job has its whole volume at the start, not an arrival rate: leave requests_per_s out",
+                yamlio.line_of(data, "requests_per_s"), "requests_per_s")
+    elif kind == LLM_BATCH:
         # an offline job runs each replica at the largest batch that fits (concurrency: max): no user waits
         values["concurrency_max"] = True
     return kind

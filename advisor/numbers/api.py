@@ -213,7 +213,7 @@ def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiCompariso
                                         f"({be / (tps * 86400):.0%} of the plan's {tps * 86400 / 1e6:,.0f} million-token day)")
     return ApiComparison(match, models, shown, n, api, plan_usd, per_day, tps, u, load, be, be / (tps * 86400),
                          load / be, why, base.providers, base.median_usd_per_million_tokens, base.set_aside,
-                         _batch_against(base.batch, plan))
+                         _batch_against(base.batch, plan, api))
 
 
 def record(plan, w, catalog) -> dict | None:
@@ -239,13 +239,13 @@ def batch_offer(w, catalog) -> dict:
     if not rows and match == "model":
         match, models, rows = size_class_offers(w.model, catalog)
         rows = [a for a in rows if a.usd_per_million_input_batch is not None]
+    tokens = total_tokens(w)
     if not rows:
-        return {"match": "none", "models": [], "offers_considered": 0}
+        return {"match": "none", "models": [], "offers_considered": 0, "job_tokens": tokens}
     p, o = w.prompt_tokens, w.output_tokens
     priced = [((p * a.usd_per_million_input_batch + o * a.usd_per_million_output_batch) / (p + o), a) for a in rows]
     usd, a = min(priced, key=lambda x: (x[0], x[1].provider, x[1].provider_model))
-    tokens = total_tokens(w)
-    return {"match": match, "models": sorted({r.model for r in rows}), "offers_considered": len(rows),
+    return {"match": match, "job_tokens": tokens, "models": sorted({r.model for r in rows}), "offers_considered": len(rows),
             "provider": a.provider, "provider_model": a.provider_model, "model": a.model,
             "usd_per_million_input_batch": a.usd_per_million_input_batch,
             "usd_per_million_output_batch": a.usd_per_million_output_batch,
@@ -256,9 +256,13 @@ def batch_offer(w, catalog) -> dict:
                         f"tokens of the job ({a.provider} {a.provider_model}, batch price, {a.date})")}
 
 
-def _batch_against(batch: dict | None, plan) -> dict | None:
-    """The batch offer with the plan's own job cost beside it (the plan's $ per job over the API's)."""
-    if batch is None or batch.get("match") == "none" or plan.usd_per_job is None:
+def _batch_against(batch: dict | None, plan, api: float | None) -> dict | None:
+    """The batch offer with the plan's own job cost beside it (the plan's $ per job over the batch API's)
+    and the whole job at the cheapest per-token (not batch) price, `api`."""
+    if batch is None or plan.usd_per_job is None:
         return batch
-    return {**batch, "plan_usd_per_job": round(plan.usd_per_job, 4),
-            "plan_share_of_api": round(plan.usd_per_job / batch["usd_per_job"], 4) if batch["usd_per_job"] else None}
+    out = {**batch, "plan_usd_per_job": round(plan.usd_per_job, 4),
+           "api_usd_per_job": round(api * batch["job_tokens"] / 1e6, 4) if api else None}
+    if batch.get("usd_per_job"):
+        out["plan_share_of_api"] = round(plan.usd_per_job / batch["usd_per_job"], 4)
+    return out
