@@ -185,3 +185,12 @@ def test_a_fixed_concurrency_or_an_arrival_rate_is_refused_for_a_batch_job(tmp_p
     f.write_text(json.dumps({**OVERNIGHT, "concurrency": "max"}))
     assert main(["recommend", str(f), "--format", "summary"]) == 0
     capsys.readouterr()
+
+
+def test_without_a_deadline_a_job_past_30_days_is_sized_within_them(catalog, kb):
+    """No deadline: the cheapest plan per job, unless it runs past the long-job bound the training path
+    uses (numbers/longjob.py, 30 days): then the plan that finishes within it, the cheapest named beside."""
+    d, r, plan = _job(catalog, kb, model="llama-3.1-405b", volume={"tokens": 2e11}, constraints={"gpus": ["h100-sxm"]})
+    assert r["job_hours"] <= 30 * 24 and plan.beyond_bound is not None
+    assert plan.beyond_bound["training_hours"] > 30 * 24 and plan.beyond_bound["count"] < r["count"]
+    assert any(x["limit"] == "long_job_bound" for x in d.record["limits"])
