@@ -18,7 +18,6 @@ from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.plantable import Tried, table
-from advisor.numbers.replicas import MAX_CARD_FACTOR
 from advisor.numbers.terms import GB, TFLOP, Term
 from advisor.inputs.workload import Workload
 
@@ -80,12 +79,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     load = None
     if w.requests_per_s and not training:
         sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
-    if w.volume and not training:
-        # an offline batch job: its hours for the whole volume and what the job costs (numbers.batchjob)
-        sp = batchjob.timed(w, sp, explain)
-    price = cost.per_unit(price, sp, w, explain)
-    if sp.job_hours is not None:
-        price = batchjob.priced(w, price, sp, explain)
+    sp = batchjob.timed(w, sp, explain)     # an offline batch job: its hours and its cost for the whole volume
+    price = batchjob.priced(w, cost.per_unit(price, sp, w, explain), sp, explain)
     # what each card holds and the ideal hours are the kept plan's to show: the search orders plans by neither
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
     ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if training and explain else {}
@@ -164,7 +159,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         # states among them, are the scale-out the factor bounds
         def card_limit(lay, fewest=fewest):
             n = fewest if lay.pools else max(fewest, lay.pp * math.lcm(lay.tp, lay.ep))
-            return MAX_CARD_FACTOR * max(n, max(sizes, default=1), gpu.gpus_per_node if n > gpu.gpus_per_node else 1)
+            return replicas.MAX_CARD_FACTOR * max(n, max(sizes, default=1), gpu.gpus_per_node if n > gpu.gpus_per_node else 1)
         limit = card_limit
     targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
     # a training job without a deadline keeps no plan beyond the limit (below) while one within it
