@@ -217,7 +217,7 @@ def import_api_prices(path: str | Path, catalog, date: str, source: str,
     rows, unmapped = rows_from(read_table(path), catalog, date, source, skipped)
     header = (f"Per-token API prices for catalog models, imported by\n"
               f"`gpu-advisor prices import-api {clean(Path(path).name, MAX_NAME)} --date {date}` (do not edit by hand: re-run it; docs/api-prices.md).\n"
-              f"Source: {source}. USD per million tokens: input, cached input (absent: the provider lists none), output;\n"
+              f"Source: {source}. USD per million tokens: input, cached input (absent: the provider lists none), output; "
               f"input and output of the provider's batch API (absent: none listed).\n"
               f"{len(rows)} rows for {len({r['model'] for r in rows})} catalog models; ids of catalog model families not mapped "
               f"(listed under unmapped): {len(unmapped)}"
