@@ -224,9 +224,11 @@ def test_every_question_survives_garbage(catalog):
             d.answers["model"] = "other"
         if "constraints.deployment" in q.when:
             d.answers["constraints.deployment"] = q.when["constraints.deployment"][0]
-        for key, allowed in q.when.items():      # any other condition (task: rlhf, method: grpo): its first value
-            if key != "model_in_catalog" and key not in d.answers:
-                d.answers[key] = allowed[0] if isinstance(allowed, list) else allowed
+        for key, allowed in q.when.items():        # the earlier answers the question is asked after
+            if key in ("mode", "model_in_catalog"):
+                continue
+            d.answers[key] = ({"volume": {"tokens": 1000}}.get(key, 1) if allowed == "given"
+                              else allowed[0] if isinstance(allowed, list) else allowed)
         d.preset = set(d.answers)
         _advance_to(d, q.id)
         assert d.stage == "questions" and d.current().id == q.id, q.id

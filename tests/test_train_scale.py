@@ -229,7 +229,7 @@ def test_of_plans_as_cheap_and_as_fast_the_cheapest_wins():
     from types import SimpleNamespace as NS
     from advisor.numbers import objective
     from advisor.numbers.plantable import Tried
-    w = NS(objective="cost", training=True)
+    w = NS(objective="cost", training=True, kind_spec=NS(job=True, time_field="training_hours"))
 
     def plan(usd, hours):
         return Tried(None, 0, NS(usd_per_job=usd, training_hours=hours, misses=None, count=1), None, None, None)

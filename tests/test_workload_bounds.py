@@ -139,7 +139,7 @@ def test_a_global_batch_of_part_micro_batches_is_refused(tmp_path, capsys):
 
 def test_a_deadline_on_serving_and_a_fleet_of_more_nodes_than_cards_are_refused(tmp_path, capsys):
     f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "constraints": {"deadline_hours": 10}})
-    refuse(capsys, ["recommend", f], "constraints.deadline_hours: a deadline applies to a training or fine-tuning job")
+    refuse(capsys, ["recommend", f], "constraints.deadline_hours: a deadline applies to a job with a volume (training, fine-tuning, or an offline batch job")
     f = _file(tmp_path, {"mode": "inference", "model": "llama-3.1-8b", "fleet": [{"gpu": "h100-sxm", "count": 4, "nodes": 8}]})
     refuse(capsys, ["recommend", f], "fleet[0].nodes: 4 cards cannot fill 8 nodes")
 

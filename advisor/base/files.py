@@ -53,7 +53,8 @@ def note_read(path: str | Path, what: str = "file") -> None:
     except OSError:
         return
     _refuse_kind(st, path, what)
-    _READ.setdefault((st.st_dev, st.st_ino), str(path))
+    # the latest name wins: a file deleted since (a test's temporary one) frees its inode for the next
+    _READ[(st.st_dev, st.st_ino)] = str(path)
 
 
 @contextlib.contextmanager
@@ -84,7 +85,7 @@ def open_input(path: str | Path, max_bytes: int, what: str = "file"):
     except BaseException:
         os.close(fd)
         raise
-    _READ.setdefault((st.st_dev, st.st_ino), name)
+    _READ[(st.st_dev, st.st_ino)] = name
     with os.fdopen(fd, "rb") as f:
         yield f
 

@@ -35,7 +35,11 @@ MAX_NAME = 300
 
 #: the row fields of api-prices.yaml, in the order written
 ORDER = ("model", "provider", "provider_model", "usd_per_million_input", "usd_per_million_cached_input",
-         "usd_per_million_output", "date", "source")
+         "usd_per_million_output", "usd_per_million_input_batch", "usd_per_million_output_batch", "date", "source")
+#: the provider's batch price (OpenAI's Batch API, Bedrock batch inference, Vertex AI batch prediction: jobs
+#: returned within 24 h), LiteLLM's `input_cost_per_token_batches` and `output_cost_per_token_batches`;
+#: absent where the table lists none (never derived from a discount it does not state)
+BATCH_FIELDS = ("usd_per_million_input_batch", "usd_per_million_output_batch")
 
 #: region and vendor prefixes of cloud model ids (Bedrock's 'us.meta.llama3-1-70b-instruct-v1:0',
 #: OCI's 'meta.llama-3.1-70b-instruct'): where the model is served or who published it, not which it is
@@ -138,10 +142,14 @@ def rows_from(table: dict, catalog, date: str, source: str, skipped: list[str] |
             continue
         cached = _per_million(e.get("cache_read_input_token_cost"))
         provider = clean(str(e.get("litellm_provider") or ""), MAX_NAME) or key.split("/", 1)[0]
+        b_in, b_out = _per_million(e.get("input_cost_per_token_batches")), _per_million(e.get("output_cost_per_token_batches"))
+        batch = bool(b_in and b_out and is_number(b_in) and is_number(b_out))    # both, or no batch price
         rows.append({"model": mid, "provider": provider,
                      "provider_model": key, "usd_per_million_input": inp,
                      "usd_per_million_cached_input": cached if cached else None,
-                     "usd_per_million_output": out, "date": date, "source": source})
+                     "usd_per_million_output": out,
+                     "usd_per_million_input_batch": b_in if batch else None,
+                     "usd_per_million_output_batch": b_out if batch else None, "date": date, "source": source})
     rows.sort(key=lambda r: (r["model"], r["usd_per_million_output"], r["provider"], r["provider_model"]))
     return rows, sorted(unmapped)
 
@@ -209,7 +217,8 @@ def import_api_prices(path: str | Path, catalog, date: str, source: str,
     rows, unmapped = rows_from(read_table(path), catalog, date, source, skipped)
     header = (f"Per-token API prices for catalog models, imported by\n"
               f"`gpu-advisor prices import-api {clean(Path(path).name, MAX_NAME)} --date {date}` (do not edit by hand: re-run it; docs/api-prices.md).\n"
-              f"Source: {source}. USD per million tokens: input, cached input (absent: the provider lists none), output.\n"
+              f"Source: {source}. USD per million tokens: input, cached input (absent: the provider lists none), output; "
+              f"input and output of the provider's batch API (absent: none listed).\n"
               f"{len(rows)} rows for {len({r['model'] for r in rows})} catalog models; ids of catalog model families not mapped "
               f"(listed under unmapped): {len(unmapped)}"
               + (f"; entries left out for a price that is no number: {len(skipped)}" if skipped else ""))
@@ -222,7 +231,8 @@ def import_api_prices(path: str | Path, catalog, date: str, source: str,
 
 API_PRICE_FILE = "api-prices.yaml"
 API_PRICE_FIELDS = ("model", "provider", "provider_model", "usd_per_million_input", "usd_per_million_cached_input",
-                    "usd_per_million_output", "date", "source")
+                    "usd_per_million_output", "usd_per_million_input_batch", "usd_per_million_output_batch", "date", "source")
+_OPTIONAL = ("usd_per_million_cached_input",) + BATCH_FIELDS
 
 
 @dataclass(frozen=True)
@@ -239,6 +249,9 @@ class ApiPrice:
     source: str
     file: str
     line: int
+    # the provider's batch API price (BATCH_FIELDS); None: it lists none
+    usd_per_million_input_batch: float | None = None
+    usd_per_million_output_batch: float | None = None
 
 
 def load_api_prices(path: Path, models: dict) -> list[ApiPrice]:
@@ -257,12 +270,16 @@ def load_api_prices(path: Path, models: dict) -> list[ApiPrice]:
         if not isinstance(e, dict):
             col.add("each API price must be a mapping", line)
             continue
-        bad = [k for k in API_PRICE_FIELDS if k != "usd_per_million_cached_input" and e.get(k) in (None, "")]
+        bad = [k for k in API_PRICE_FIELDS if k not in _OPTIONAL and e.get(k) in (None, "")]
         for k in bad:
             col.add("required field is missing", line, k)
         for k in set(e) - set(API_PRICE_FIELDS):
             col.add(f"unknown field (known: {', '.join(API_PRICE_FIELDS)})", yamlio.line_of(e, k, line), k)
-        for k in ("usd_per_million_input", "usd_per_million_cached_input", "usd_per_million_output"):
+        if (e.get(BATCH_FIELDS[0]) is None) != (e.get(BATCH_FIELDS[1]) is None):
+            col.add("a batch price gives both usd_per_million_input_batch and usd_per_million_output_batch", line,
+                    BATCH_FIELDS[0] if e.get(BATCH_FIELDS[0]) is None else BATCH_FIELDS[1])
+            bad.append("batch")
+        for k in ("usd_per_million_input", "usd_per_million_cached_input", "usd_per_million_output") + BATCH_FIELDS:
             v = e.get(k)
             if v is not None and (not is_number(v) or v < 0):
                 col.add(f"must be a number >= 0 (got {v!r})", yamlio.line_of(e, k, line), k)
@@ -277,6 +294,7 @@ def load_api_prices(path: Path, models: dict) -> list[ApiPrice]:
         cached = e.get("usd_per_million_cached_input")
         out.append(ApiPrice(mid, str(e["provider"]), str(e["provider_model"]), float(e["usd_per_million_input"]),
                             float(cached) if cached is not None else None, float(e["usd_per_million_output"]),
-                            str(e["date"]), str(e["source"]), str(path), line))
+                            str(e["date"]), str(e["source"]), str(path), line,
+                            *(float(e[k]) if e.get(k) is not None else None for k in BATCH_FIELDS)))
     col.raise_if_any()
     return out

@@ -31,7 +31,7 @@ CONSTRAINTS: dict[str, Spec] = {
     "load": Spec("enum", "Steady or irregular load (T11: irregular favours renting).", ("steady", "irregular"), default="steady"),
     "budget_usd_per_hour": Spec("float", "Most the team will pay per hour for the whole deployment.", min=0.01, max=1e7, unit="USD/h"),
     "max_gpus": Spec("int", "Most GPUs the team can use.", min=1, max=100_000, unit="GPUs"),
-    "deadline_hours": Spec("float", "Training: hours by which the job must finish (adds data-parallel replicas); 48h, 2 days and 90 min are read too.", min=0.01, max=1e6, unit="h"),
+    "deadline_hours": Spec("float", "Training, or an offline batch job (latency: batch with a volume): hours by which the job must finish (adds data-parallel replicas); 48h, 2 days and 90 min are read too.", min=0.01, max=1e6, unit="h"),
     "gpus": Spec("gpus", "Consider only these GPUs (ids or aliases)."),
     "spot": Spec("bool", "Spot (interruptible) instances may be rented; training then needs checkpointing.", default=False),
     "providers": Spec("names", "Rent only from these providers (e.g. AWS, Lambda, RunPod; case-insensitive)."),

@@ -3,6 +3,8 @@ model, the batch sizes, a constraint that means nothing in the mode): each probl
 line, as the one-field checks of advisor.inputs.workload do."""
 from __future__ import annotations
 
+from advisor.inputs import kinds
+
 from advisor.base import yamlio
 from advisor.base.errors import Collector
 from advisor.inputs import layoutinput
@@ -75,8 +77,10 @@ def between_fields(values: dict, data, col: Collector) -> tuple[str, ...]:
         notes += (f"At an arrival rate the sequences in flight follow from requests_per_s and the plan's own times "
                   f"(each plan states them): concurrency {values['concurrency']:,} does not size the plan.",)
     cons = values.get("constraints")
-    if mode == "inference" and cons is not None and cons.deadline_hours is not None:
-        col.add("a deadline applies to a training or fine-tuning job; serving is sized by its load and service level "
+    job = values.get("kind") in kinds.KINDS and kinds.KINDS[values["kind"]].job
+    if mode == "inference" and cons is not None and cons.deadline_hours is not None and not job:
+        col.add("a deadline applies to a job with a volume (training, fine-tuning, or an offline batch job: latency: batch "
+                "with volume: {requests: N} or {tokens: N}); serving is sized by its load and service level "
                 "(latency, requests_per_s)", yamlio.line_of(data.get("constraints") or {}, "deadline_hours",
                                                             yamlio.line_of(data, "constraints")), "constraints.deadline_hours")
     layoutinput.check_virtual_stages(values, model, data, col, mode in TRAIN)

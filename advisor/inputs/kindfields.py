@@ -80,15 +80,30 @@ def read_kind(values: dict, data: dict, col: Collector) -> str | None:
     task = values.get("task")
     if task in kinds.TASK_ALIASES:
         values["task"] = kinds.TASK_ALIASES[task]
-    got = (values.get("mode"), values.get("task"), values.get("method"), values.get("latency"), values.get("volume"))
+    # a volume given but wrong (its own error already said) still makes the workload a batch job, so that
+    # the deadline and the other fields are read as that kind's and not refused again as serving's
+    volume = values.get("volume") or (data.get("volume") is not None and "volume" in data)
+    got = (values.get("mode"), values.get("task"), values.get("method"), values.get("latency"), volume)
     wrong = kinds.problem(*got)
     if wrong:
         col.add(wrong[1], yamlio.line_of(data, wrong[0]), wrong[0])
         return None
     _rl_samples(values, data, col)
-    if values.get("volume") and values.get("latency") != "batch" and "volume" in data:
+    if volume and values.get("latency") != "batch" and values.get("mode") == "inference":
         col.add("a volume is an offline batch job's: give latency: batch with it", yamlio.line_of(data, "volume"), "volume")
-    return kinds.kind_of(*got)
+    kind = kinds.kind_of(*got)
+    if kind == LLM_BATCH and "concurrency" in data and not values.get("concurrency_max"):
+        # the sequences in flight of a job are its replicas' largest batches: a fixed number would be shared
+        # out over the replicas a deadline adds, and the job would take no less time with more of them
+        col.add("an offline batch job runs each replica at the largest batch that fits: give concurrency: max or "
+                "leave it out", yamlio.line_of(data, "concurrency"), "concurrency")
+    elif kind == LLM_BATCH and values.get("requests_per_s") is not None:
+        col.add("an offline batch job has its whole volume at the start, not an arrival rate: leave requests_per_s out",
+                yamlio.line_of(data, "requests_per_s"), "requests_per_s")
+    elif kind == LLM_BATCH:
+        # an offline job runs each replica at the largest batch that fits (concurrency: max): no user waits
+        values["concurrency_max"] = True
+    return kind
 
 
 def refuse_task(raw, col: Collector, line) -> bool:

@@ -45,11 +45,16 @@ class KindSpec:
     job: bool                  # a job with a volume: its plans are priced per job (job_hours, usd_per_job)
     error_class: str           # the speed model's error it is judged with (catalog/efficiency.yaml model_error)
     modelled: bool = True      # False: refused at the field until its package (advisor/kinds/) lands
+    # when every plan misses the goal: the closest plan is the answer (a run that can take longer), or
+    # none (exit 3, the constraint that binds named: advise.no_plan)
+    closest_plan: bool = True
 
 
 KINDS: dict[str, KindSpec] = {k.name: k for k in (
     KindSpec(LLM_SERVING, "LLM serving", ("inference",), "service level", "tpot_ms", "ms per output token", False, "serving"),
-    KindSpec(LLM_BATCH, "an offline LLM batch job", ("inference",), "deadline", "job_hours", "h", True, "serving", modelled=False),
+    # an offline batch job's deadline is the window it has (overnight, before the next day's data): a plan
+    # that runs past it is no plan, and what binds (max_gpus, a budget) is named instead (issue 44)
+    KindSpec(LLM_BATCH, "an offline LLM batch job", ("inference",), "deadline", "job_hours", "h", True, "serving", closest_plan=False),
     KindSpec(LLM_TRAINING, "training or fine-tuning", ("training", "fine-tuning"), "deadline", "training_hours", "h", True, "training"),
     KindSpec(RL, "RL post-training", ("fine-tuning",), "deadline", "training_hours", "h", True, "training"),
     KindSpec(IMAGE, "image generation", ("inference",), "service level", "seconds_per_image", "s per image", False, "image-generation", modelled=False),

@@ -378,10 +378,11 @@ def _misplaced(key) -> str:
 def _fields_apply(data: dict, mode, kind, col: Collector) -> None:
     """A field of another mode or kind would be ignored without a word (prompt_tokens in a training file,
     steps in an LLM's): each is refused, naming the mode or kind it applies to."""
+    said = {p.field for p in col.problems}
     for k in data:
         spec = FIELDS.get(k)
-        if spec is None or mode not in MODES or k == "concurrency":
-            continue
+        if spec is None or mode not in MODES or k == "concurrency" or k in said:
+            continue           # (a field whose value was refused already: one line for it)
         if spec.kinds and kind and not applies(spec, mode, kind):
             labels = [kinds.KINDS[n].label for n in spec.kinds]
             said = ", ".join(labels[:-1]) + " and " + labels[-1] if len(labels) > 1 else labels[0]

@@ -164,13 +164,13 @@ def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
 def _option(c: Plan, score: float, unit: str, w, contributions: list) -> ranking.Option:
     """A candidate as the ranking sees it: count, premium score, cost per unit of work, and the
     hours each card runs per unit (to turn a cost into a break-even price per GPU-hour)."""
+    t = getattr(c, w.kind_spec.time_field, None)
     if unit == "hour":
         hours = 1.0
     elif unit == "job":
-        hours = c.training_hours
+        hours = t                 # the job's hours: training hours, or a batch job's (the kind's time figure)
     else:
         hours = c.hours_per_million_tokens
-    t = getattr(c, w.kind_spec.time_field, None)
     # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
     listed = bool(c.price) and c.price.get("tier") == "listing"
     # on premises a rental quote is not what the hardware costs: only an owning cost (kind purchase) ranks
@@ -369,7 +369,7 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
     runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None
     decisive = None
     closest = None
-    if not winner:
+    if not winner and w.kind_spec.closest_plan:
         winner, ranking_ids, decisive, closest, near_ranked = _closest(est, options, excluded, unit)
         ranked = near_ranked or ranked
         runner_up = ranking_ids[1] if len(ranking_ids) > 1 else None

@@ -393,8 +393,9 @@ def plan_table_lines(rec: dict, gid: str) -> list[str]:
             figures.append(f"${r['usd_per_hour']:,.2f}/h")
         if r.get("unit_cost") is not None:
             figures.append(f"${r['unit_cost']:,.2f} {table['unit']}" if r["unit_cost"] >= 10 else f"${r['unit_cost']:.3g} {table['unit']}")
-        if r.get("training_hours") is not None:
-            figures.append(f"{r['training_hours']:,.1f} h")
+        for hours in ("training_hours", "job_hours"):          # a training run's, or a batch job's
+            if r.get(hours) is not None:
+                figures.append(f"{r[hours]:,.1f} h")
         if r.get("tpot_ms") is not None:
             figures.append(f"{r['tpot_ms']:,.1f} ms per output token")
         head = "chosen" if "lost" not in r else "tried"

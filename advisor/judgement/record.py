@@ -92,6 +92,10 @@ def _recommendation(d, c) -> dict:
            **c.layout.degrees(),      # every declared dimension (advisor.inputs.parallel)
            "usd_per_hour": c.usd_per_hour,
            "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
+           # every job with a volume (training tokens, a batch job's requests or tokens) states its hours
+           # beside its cost: the kind's time figure (training_hours, or a batch job's hours)
+           "job_hours": getattr(c, est.workload.kind_spec.time_field, None) if unit_of_work(est.workload) == "job" else None,
+           "usd_per_million_io_tokens": c.usd_per_million_io_tokens,
            "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
            "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
            "ranked_on": d.ranked.basis if d.ranked else None}

@@ -48,6 +48,7 @@ class Kind(Protocol):
 #: kind name -> the package that models it (imported when a workload of the kind is first decided)
 PACKAGES = {
     "llm-serving": "advisor.kinds.llm",
+    "llm-batch": "advisor.kinds.batch",
     "llm-training": "advisor.kinds.llm",
     "rl-post-training": "advisor.kinds.rl",
 }

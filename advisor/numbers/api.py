@@ -58,6 +58,9 @@ class ApiComparison:
     providers: int = 0                            # providers quoting it, each at its cheapest offer
     median_usd_per_million_tokens: float | None = None   # the median of those providers' cheapest prices
     set_aside: tuple[dict, ...] = ()              # providers whose cheapest is under OUTLIER_SHARE x the median
+    # an offline batch job (a workload with a volume): the cheapest sourced batch API price for the model
+    # or its size class and what the whole job costs there (`batch_job`); None for other workloads
+    batch: dict | None = None
 
     def as_dict(self) -> dict:
         from advisor.numbers.terms import rounded
@@ -68,6 +71,7 @@ class ApiComparison:
                     "busy_share", "load_tokens_per_day", "break_even_tokens_per_day", "break_even_utilisation",
                     "load_share_of_break_even", "median_usd_per_million_tokens")},
                 "providers": self.providers, "set_aside": [dict(o) for o in self.set_aside],
+                "batch": dict(self.batch) if self.batch is not None else None,
                 "why": dict(self.why)}
 
 
@@ -101,6 +105,11 @@ def offers_for(model, catalog) -> tuple[str, tuple[str, ...], list]:
     rows = [a for a in catalog.api_prices if a.model == model.id and _charged(a)]
     if rows:
         return "model", (model.id,), rows
+    return size_class_offers(model, catalog)
+
+
+def size_class_offers(model, catalog) -> tuple[str, tuple[str, ...], list]:
+    """(match, models, API rows) of the catalog models of the model's size class ('none' without any)."""
     total, active = _figures(model)
     near = tuple(m.id for m in catalog.models.values()
                  if m.id != model.id and _close(total, _figures(m)[0]) and _close(active, _figures(m)[1]))
@@ -140,7 +149,7 @@ def _offers_priced(w, catalog) -> ApiComparison:
     """The workload's API offers priced for its request shape (the plan's figures left out)."""
     match, models, rows = offers_for(w.model, catalog)
     if not rows:
-        return ApiComparison("none")
+        return ApiComparison("none", batch=batch_offer(w, catalog) if w.volume else None)
     p, o, h = w.prompt_tokens, w.output_tokens, w.prefix_cache_hit
     priced = sorted(((blended_usd_per_million(a, p, o, h), a) for a in rows), key=lambda x: (x[0], x[1].provider, x[1].provider_model))
     # an offer free for this request shape (all of its prompt cached at a cached price of 0, no output
@@ -174,7 +183,7 @@ def _offers_priced(w, catalog) -> ApiComparison:
         + (f" + {p:,} x {h:.0%} cached x ${a0.usd_per_million_cached_input if a0.usd_per_million_cached_input is not None else a0.usd_per_million_input:g}" if h else "")
         + f" + {o:,} output tokens x ${a0.usd_per_million_output:g}) / {p + o:,} tokens, per million ({a0.date}, {a0.source})")}
     return ApiComparison(match, models, shown, len(rows), api, why=why, providers=len(each), median_usd_per_million_tokens=median,
-                         set_aside=aside)
+                         set_aside=aside, batch=batch_offer(w, catalog) if w.volume else None)
 
 
 def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiComparison | None:
@@ -203,7 +212,8 @@ def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiCompariso
     why["break_even_tokens_per_day"] = (f"${per_day:,.2f} a day / ${api:.4g} per million tokens = {be / 1e6:,.1f} million tokens a day "
                                         f"({be / (tps * 86400):.0%} of the plan's {tps * 86400 / 1e6:,.0f} million-token day)")
     return ApiComparison(match, models, shown, n, api, plan_usd, per_day, tps, u, load, be, be / (tps * 86400),
-                         load / be, why, base.providers, base.median_usd_per_million_tokens, base.set_aside)
+                         load / be, why, base.providers, base.median_usd_per_million_tokens, base.set_aside,
+                         _batch_against(base.batch, plan, api))
 
 
 def record(plan, w, catalog) -> dict | None:
@@ -214,3 +224,45 @@ def record(plan, w, catalog) -> dict | None:
     return {**a.as_dict(), "gpu": plan.gpu.id if plan is not None else None,
             "prompt_tokens": w.prompt_tokens, "output_tokens": w.output_tokens, "prefix_cache_hit": w.prefix_cache_hit,
             "deployment": w.constraints.deployment}
+
+
+def batch_offer(w, catalog) -> dict:
+    """An offline batch job against the providers' batch APIs: the cheapest row with a sourced batch price
+    (catalog/api-prices.yaml usd_per_million_*_batch, LiteLLM's *_cost_per_token_batches: Bedrock batch
+    inference, Vertex AI batch prediction at half their per-token price) for the model, else for its size
+    class, priced for the job's prompt:output shape, and the whole job's cost there (`usd_per_job`: that
+    price x the volume's input + output tokens). `match` 'none' when no provider lists a batch price for
+    either: no batch price is derived from a discount the table does not state."""
+    from advisor.numbers.batchjob import total_tokens
+    match, models, rows = offers_for(w.model, catalog)
+    rows = [a for a in rows if a.usd_per_million_input_batch is not None]
+    if not rows and match == "model":
+        match, models, rows = size_class_offers(w.model, catalog)
+        rows = [a for a in rows if a.usd_per_million_input_batch is not None]
+    tokens = total_tokens(w)
+    if not rows:
+        return {"match": "none", "models": [], "offers_considered": 0, "job_tokens": tokens}
+    p, o = w.prompt_tokens, w.output_tokens
+    priced = [((p * a.usd_per_million_input_batch + o * a.usd_per_million_output_batch) / (p + o), a) for a in rows]
+    usd, a = min(priced, key=lambda x: (x[0], x[1].provider, x[1].provider_model))
+    return {"match": match, "job_tokens": tokens, "models": sorted({r.model for r in rows}), "offers_considered": len(rows),
+            "provider": a.provider, "provider_model": a.provider_model, "model": a.model,
+            "usd_per_million_input_batch": a.usd_per_million_input_batch,
+            "usd_per_million_output_batch": a.usd_per_million_output_batch,
+            "usd_per_million_tokens": round(usd, 6), "usd_per_job": round(usd * tokens / 1e6, 4),
+            "date": a.date, "source": a.source,
+            "formula": (f"({p:,} prompt tokens x ${a.usd_per_million_input_batch:g} + {o:,} output tokens x "
+                        f"${a.usd_per_million_output_batch:g}) / {p + o:,} per million, x {tokens / 1e6:,.1f} million "
+                        f"tokens of the job ({a.provider} {a.provider_model}, batch price, {a.date})")}
+
+
+def _batch_against(batch: dict | None, plan, api: float | None) -> dict | None:
+    """The batch offer with the plan's own job cost beside it (the plan's $ per job over the batch API's)
+    and the whole job at the cheapest per-token (not batch) price, `api`."""
+    if batch is None or plan.usd_per_job is None:
+        return batch
+    out = {**batch, "plan_usd_per_job": round(plan.usd_per_job, 4),
+           "api_usd_per_job": round(api * batch["job_tokens"] / 1e6, 4) if api else None}
+    if batch.get("usd_per_job"):
+        out["plan_share_of_api"] = round(plan.usd_per_job / batch["usd_per_job"], 4)
+    return out

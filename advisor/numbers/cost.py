@@ -78,6 +78,8 @@ class Cost:
     usd_per_hour: float | None = None
     usd_per_million_tokens: float | None = None
     usd_per_job: float | None = None
+    # an offline batch job (numbers.batchjob): its cost per million input + output tokens of its volume
+    usd_per_million_io_tokens: float | None = None
     price: dict | None = None
     price_unknown: str | None = None
     tco: dict | None = None            # on premises: rent versus buy (own)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from advisor.inputs.parallel import notation
-from advisor.numbers.objective import minimises_cost
+from advisor.numbers.objective import minimises_cost, plan_time
 
 LONG_JOB_HOURS = 30 * 24
 
@@ -22,8 +22,9 @@ LONG_JOB_HOURS = 30 * 24
 def applies(w, plan) -> bool:
     """A training job without a deadline whose cheapest plan runs past LONG_JOB_HOURS: it is planned to
     finish within them (`objective: cards` or `time` asks for its own plan, kept)."""
-    return (w.training and minimises_cost(w) and not w.constraints.deadline_hours and plan.training_hours is not None
-            and plan.training_hours > LONG_JOB_HOURS)
+    hours = plan_time(w, plan)
+    return (w.kind_spec.job and minimises_cost(w) and not w.constraints.deadline_hours and hours is not None
+            and hours > LONG_JOB_HOURS)
 
 
 def within(w, cheapest, search, on_demand: int | None):
@@ -39,15 +40,15 @@ def within(w, cheapest, search, on_demand: int | None):
     if price.get("kind") == "contract" and on_demand and on_demand < p.count:
         most = f"what one listing rents on demand, {on_demand:,} x {p.gpu.id} (catalog/capacity.yaml)"
         q = search(wb, (on_demand, most))
-        if q.fits and q.misses and q.training_hours <= price["term_hours"]:
+        if q.fits and q.misses and _hours(q) <= price["term_hours"]:
             text = (f"{p.count:,} x {p.gpu.id} ({_layout(p)}) on a {price['term_months']}-month contract, "
-                    f"{p.training_hours:,.0f} h for ${p.usd_per_job:,.0f} per job, committing ${price['term_usd']:,.0f}")
-            contract = {"count": p.count, "training_hours": p.training_hours, "usd_per_job": p.usd_per_job,
+                    f"{_hours(p):,.0f} h for ${p.usd_per_job:,.0f} per job, committing ${price['term_usd']:,.0f}")
+            contract = {"count": p.count, "training_hours": _hours(p), "usd_per_job": p.usd_per_job,
                         "term_months": price["term_months"], "term_usd": price["term_usd"], "layout": p.layout.as_dict(), "text": text}
             p = replace(q, bound_contract=contract)
         elif q.fits and not q.misses:
             p = q                    # on-demand capacity meets the bound too: no commitment beyond the job
-    if not p.fits or (p.misses and not p.training_hours < cheapest.training_hours):
+    if not p.fits or (p.misses and not _hours(p) < _hours(cheapest)):
         return None
     return replace(p, misses=None, bound_missed=p.misses)
 
@@ -59,8 +60,8 @@ def bounded(cheapest, p):
     c = cheapest
     cost = f" for ${c.usd_per_job:,.0f} per job" if c.usd_per_job is not None else ""
     text = (f"{c.count:,} x {c.gpu.id} ({_layout(c)}), the cheapest plan, "
-            f"would take {c.training_hours:,.0f} h ({c.training_hours / 24 / 365:,.1f} years){cost}")
-    beyond = {"count": c.count, "training_hours": c.training_hours, "step_hours": c.step_hours, "usd_per_job": c.usd_per_job,
+            f"would take {_hours(c):,.0f} h ({_hours(c) / 24 / 365:,.1f} years){cost}")
+    beyond = {"count": c.count, "training_hours": _hours(c), "step_hours": c.step_hours, "usd_per_job": c.usd_per_job,
               "layout": c.layout.as_dict(), "text": text, "met": p.bound_missed is None}
     if p.bound_missed is None:
         sized = f"the plan is sized to finish within {hours / 24:g} days"
@@ -77,3 +78,8 @@ def bounded(cheapest, p):
 
 def _layout(p) -> str:
     return notation(p.layout)
+
+
+def _hours(p) -> float | None:
+    """A job's hours: a training run's, or an offline batch job's (numbers.batchjob; one of them is set)."""
+    return p.training_hours if p.training_hours is not None else p.job_hours

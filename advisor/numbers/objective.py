@@ -52,7 +52,8 @@ def unit_cost(plan, unit: str) -> float | None:
 
 
 def plan_time(w, plan) -> float | None:
-    """The time `objective: time` minimises: training hours, or ms per output token."""
+    """The time `objective: time` minimises: the kind's time figure (training hours, a batch job's hours,
+    or ms per output token)."""
     return getattr(plan, w.kind_spec.time_field, None)
 
 
@@ -67,7 +68,9 @@ def money(plan, unit: str, rate_per_gpu_hour: float | None, cards: int | None = 
     if unit == "hour":
         return per_hour, False
     if unit == "job":
-        return (per_hour * plan.training_hours if plan.training_hours is not None else None), False
+        # the job's hours: a training run's, or an offline batch job's (only one of them is set)
+        hours = plan.training_hours if plan.training_hours is not None else plan.job_hours
+        return (per_hour * hours if hours is not None else None), False
     return (per_hour * plan.hours_per_million_tokens if plan.hours_per_million_tokens else None), False
 
 
@@ -75,9 +78,9 @@ def shortfall(w, plan) -> float:
     """How far a plan is from its stated deadline or service level: the largest ratio of its figure to
     the target (training hours to the deadline; first-token and per-token time to theirs); 1 or less
     when it meets them all, 0 when there is no target."""
-    if w.training:
-        dl = w.constraints.deadline_hours
-        return plan.training_hours / dl if dl and plan.training_hours is not None else 0.0
+    if w.kind_spec.job:
+        dl, hours = w.constraints.deadline_hours, plan_time(w, plan)
+        return hours / dl if dl and hours is not None else 0.0
     ratios = [fig / target for fig, target in ((plan.ttft_ms, w.ttft_ms), (plan.tpot_ms, w.tpot_ms))
               if target and fig is not None]
     if w.requests_per_s and plan.capacity_requests_per_s:
@@ -90,10 +93,10 @@ def misses(w, sp, load=None) -> str | None:
     """The stated deadline or service level a plan of this speed (`sp`: numbers.speed.Speed) misses, with
     the figure that missed (`load`: queueing.Load, the plan at the workload's arrival rate, whose capacity
     may be below it)."""
-    if w.training:
-        dl = w.constraints.deadline_hours
-        if dl and sp.training_hours is not None and sp.training_hours > dl * (1 + 1e-9):
-            return f"{sp.training_hours:,.1f} h, over the {dl:g} h deadline"
+    if w.kind_spec.job:
+        dl, hours = w.constraints.deadline_hours, plan_time(w, sp)
+        if dl and hours is not None and hours > dl * (1 + 1e-9):
+            return f"{hours:,.1f} h, over the {dl:g} h deadline"
         return None
     # every figure that misses is named, so a plan over both limits is not read as missing one
     missed = []
@@ -213,21 +216,21 @@ def fastest_within_tolerance(w, ordered: list, unit: str, rate: float | None):
     cost` keeps for a training job of known size: of the plans that meet the target and cost at most
     TIME_TOLERANCE over the cheapest per job, the fastest; of those within TIME_TOLERANCE of its time,
     the cheapest (then the first by plan_key)."""
-    if not (minimises_cost(w) and w.training and unit == "job"):
+    if not (minimises_cost(w) and w.kind_spec.job and unit == "job"):
         return ordered[0]
     pool = [t for t in ordered if not t.plan.misses]
     if not pool:
         return ordered[0]       # every plan misses: the nearest the target (plan_key), not the cheapest
     priced = [(money(t.plan, unit, rate)[0], t) for t in pool]
-    priced = [(c, t) for c, t in priced if c is not None and t.plan.training_hours is not None]
+    priced = [(c, t) for c, t in priced if c is not None and plan_time(w, t.plan) is not None]
     if not priced:
         return ordered[0]
     cheapest = min(c for c, _ in priced)
     near = [(c, t) for c, t in priced if c <= cheapest * (1 + TIME_TOLERANCE)]
     # the fastest, unless a cheaper one finishes within the same tolerance of its time: 3% more money
     # for an hour less of 2,158 buys nothing a user would pay for
-    fastest = min(t.plan.training_hours for _, t in near)
-    as_fast = [(c, t) for c, t in near if t.plan.training_hours <= fastest * (1 + TIME_TOLERANCE)]
+    fastest = min(plan_time(w, t.plan) for _, t in near)
+    as_fast = [(c, t) for c, t in near if plan_time(w, t.plan) <= fastest * (1 + TIME_TOLERANCE)]
     return min(as_fast, key=lambda ct: (float(f"{ct[0]:.9g}"), ordered.index(ct[1])))[1]
 
 
@@ -320,4 +323,4 @@ def _money(v: float | None) -> str:
 
 
 def _time(w, t: float) -> str:
-    return f"{t:,.1f} h" if w.training else f"{t:,.1f} ms per output token"
+    return f"{t:,.1f} h" if w.kind_spec.job else f"{t:,.1f} ms per output token"

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from advisor.base.kept import Kept, fingerprint
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
+from advisor.numbers import batchjob, comm, cost, fleet, layouts, longjob, objective, planwhy, poolspeed, power, queueing, replicas, speed, spot, trainspeed
 from advisor.numbers.calibration import Calibration, Engine, disaggregation_settings, kept_engine_for, kv_words
 from advisor.numbers.layouts import Layout
 from advisor.numbers.objective import misses
@@ -18,12 +18,11 @@ from advisor.numbers.limits import batch_limit, budget_limit, max_gpus_limit, no
 from advisor.numbers.ledger import Ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.plantable import Tried, table
-from advisor.numbers.replicas import MAX_CARD_FACTOR
 from advisor.numbers.terms import GB, TFLOP, Term
 from advisor.inputs.workload import Workload
 
 SUGGEST_SAVING = 0.25    # a fixed knob is named when the plan is at least 25% dearer than with it turned (decision._suggestions)
-_UNIT_WHY = ("usd_per_million_tokens", "usd_per_job")     # cost terms that follow the speed they come from
+_UNIT_WHY = ("usd_per_million_tokens", "usd_per_job", "usd_per_million_io_tokens")     # cost terms that follow the speed they come from
 
 
 def knob_variants(w: Workload, led: Ledger) -> list[tuple[Workload, Ledger]]:
@@ -80,7 +79,8 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     load = None
     if w.requests_per_s and not training:
         sp, load = queueing.speed_at_rate(w, led, gpu, lay, rate, cal, sp, explain)
-    price = cost.per_unit(price, sp, w, explain)
+    sp = batchjob.timed(w, sp, explain)     # an offline batch job: its hours and its cost for the whole volume
+    price = batchjob.priced(w, cost.per_unit(price, sp, w, explain), sp, explain)
     # what each card holds and the ideal hours are the kept plan's to show: the search orders plans by neither
     mem = layouts.memory(w, led, gpu, lay, sp.concurrency) if explain else None
     ideal = {"training_hours_at_peak": training_hours_at_peak(w, led, lay.count, rate)} if training and explain else {}
@@ -159,7 +159,7 @@ def _search(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variants, max_
         # states among them, are the scale-out the factor bounds
         def card_limit(lay, fewest=fewest):
             n = fewest if lay.pools else max(fewest, lay.pp * math.lcm(lay.tp, lay.ep))
-            return MAX_CARD_FACTOR * max(n, max(sizes, default=1), gpu.gpus_per_node if n > gpu.gpus_per_node else 1)
+            return replicas.MAX_CARD_FACTOR * max(n, max(sizes, default=1), gpu.gpus_per_node if n > gpu.gpus_per_node else 1)
         limit = card_limit
     targeted = w.constraints.deadline_hours or w.ttft_ms or w.tpot_ms
     # a training job without a deadline keeps no plan beyond the limit (below) while one within it
@@ -414,7 +414,7 @@ def _choose(w: Workload, tried: list[Tried], unit: str, gpu_rate) -> Tried:
     objective.nearest_first(w, tried)
     if not objective.minimises_cost(w) or unit == "million_training_tokens":
         return tried[0]     # a job of unknown size gets the smallest rental that holds it (T03, C18)
-    if w.training:
+    if w.kind_spec.job:
         # cost per job, then time: of the plans within the tolerance of the cheapest, the fastest
         # (checkpointing's ~30% recompute, C06, is in its cost per job, so it must pay for itself)
         return objective.fastest_within_tolerance(w, tried, unit, gpu_rate)

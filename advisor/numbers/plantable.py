@@ -47,6 +47,7 @@ class PlanRow:
     usd_per_hour: float | None
     unit_cost: float | None      # per the workload's unit of work (objective.UNIT_FIELD), its own price only
     training_hours: float | None
+    job_hours: float | None      # an offline batch job's hours for its volume (numbers.batchjob)
     ttft_ms: float | None
     tpot_ms: float | None
     met: bool                    # holds the stated deadline or service level (true when none is stated)
@@ -61,7 +62,7 @@ class PlanRow:
         """The record's row: the layout as the record states layouts, the figures that are known."""
         d = {"layout": self.layout.as_dict(), "count": self.count, "zero_stage": self.layout.zero_stage,
              "activation_checkpointing": self.activation_checkpointing, "usd_per_hour": self.usd_per_hour,
-             "unit_cost": self.unit_cost, "training_hours": self.training_hours, "ttft_ms": self.ttft_ms,
+             "unit_cost": self.unit_cost, "training_hours": self.training_hours, "job_hours": self.job_hours, "ttft_ms": self.ttft_ms,
              "tpot_ms": self.tpot_ms, "met": self.met, "lost": self.lost}
         return {k: rounded(v) for k, v in d.items() if v is not None}
 
@@ -96,7 +97,7 @@ def table(w: Workload, tried: list[Tried], chosen: Tried, unit: str, gpu_rate) -
 def _row(w: Workload, t: Tried, unit: str, lost: str | None) -> PlanRow:
     p = t.plan
     return PlanRow(p.gpu.id, t.layout, t.layout.count, t.workload.activation_checkpointing if w.training else None,
-                   p.usd_per_hour, objective.unit_cost(p, unit), p.training_hours,
+                   p.usd_per_hour, objective.unit_cost(p, unit), p.training_hours, p.job_hours,
                    None if w.training else p.ttft_ms, None if w.training else p.tpot_ms, p.misses is None, p.misses, lost)
 
 

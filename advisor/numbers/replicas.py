@@ -42,7 +42,9 @@ def dp_options(w: Workload, gpu: GPU, base: Layout, sizes: list[int], max_gpus: 
         rented = math.ceil(base.count / s) * s
         out.add(max(base.min_dp, rented // m))
     cap = max_gpus // m
-    if not w.training:
+    if not w.training and not w.volume:
+        # (an offline batch job's replicas each run their largest batch: more of them finish its volume
+        # sooner, not at a cost per job of their own, so the instances rented are filled: K13)
         cap = min(cap, max(base.min_dp, w.concurrency))
     rc = replica_cap(w, max_tokens)
     if rc is not None and base.min_dp > rc:
@@ -118,6 +120,15 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
             out = [rc]
             if refused is not None:
                 refused["batch"] = max(refused.get("batch", 0), need)
+    elif w.volume:
+        # an offline batch job's deadline: its replicas each run their largest batch, so its hours fall in
+        # proportion to them (numbers.batchjob); the count that finishes in time, and one more for the
+        # speed model's rounding
+        if not p.job_hours or not w.constraints.deadline_hours:
+            return []
+        need = math.ceil(lay.dp * p.job_hours / w.constraints.deadline_hours - 1e-9)
+        wanted = need * m
+        out = [need, need + 1]
     else:
         # with an arrival rate, up to the replicas that would each hold one sequence of the
         # rate x output x TPOT in flight (Little's law at this plan's TPOT: more than enough)
@@ -132,7 +143,7 @@ def target_replicas(w: Workload, lay: Layout, p: Plan, max_gpus: int, refused: d
     if over and refused is not None:
         # a deadline's need is its own count, not the batch-capped one tried for the closest plan (review 13:
         # "needs about 2,048 GPUs" for a job that needs 13,096 in its hour)
-        refused["needed"] = min(refused.get("needed", math.inf), max(wanted, max_gpus + 1) if w.training else min(over))
+        refused["needed"] = min(refused.get("needed", math.inf), max(wanted, max_gpus + 1) if w.kind_spec.job else min(over))
     within = [d for d in out if d * m <= max_gpus and (rc is None or d <= rc)]
     most = max_gpus // m
     if over and most > max(within, default=lay.dp) and (rc is None or most <= rc):

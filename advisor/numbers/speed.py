@@ -106,6 +106,7 @@ class Speed:
     pipeline_bubble: float | None = None       # share of a step the pipeline idles: (PP - 1) / (m x v + PP - 1)
     virtual_stages: int | None = None          # v: model chunks per card of the interleaved schedule that ran
     hours_per_million_tokens: float | None = None  # hours per million tokens (trained or generated)
+    job_hours: float | None = None             # an offline batch job's hours for its whole volume (numbers.batchjob)
     speed_explained: dict = field(default_factory=dict)
     why: dict = field(default_factory=dict)
 

@@ -70,6 +70,10 @@ class Dialogue:
                 if in_catalog != bool(allowed):
                     return False
                 continue
+            if allowed == "given":          # asked only when the earlier question was answered (not skipped)
+                if self.answers.get(key) is None:
+                    return False
+                continue
             if self.answers.get(key) not in (allowed if isinstance(allowed, list) else [allowed]):
                 return False
         mode = self.answers.get("mode")
@@ -275,6 +279,10 @@ class Dialogue:
                 data[k] = v
         if isinstance(self.answers.get(SERVICE_LEVEL), dict) and data.get("latency", "interactive") == "interactive":
             data["latency"] = dict(self.answers[SERVICE_LEVEL])       # {ttft_ms, tpot_ms}: interactive, stated
+        if data.get("volume") and data.get("latency") == "batch":
+            # a batch job with a volume runs each copy of the model at its largest batch (the volume
+            # question's help says so): the sequences-at-once answer does not size it
+            data["concurrency"] = "max"
         if data.get("model") == "other" or "model" not in data:
             data["model"] = model or data.get("model")
         data.setdefault("name", f"{data['model'] if isinstance(data.get('model'), str) else 'custom-model'}-{data.get('mode')}")

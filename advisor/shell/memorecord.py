@@ -77,11 +77,22 @@ def _layout_short(c: dict) -> str:
 
 
 def _training(c: dict) -> bool:
-    """A training plan's record (its EP ranks drawn from TP x DP: the memo counts the model's copies)."""
-    return c.get("training_hours") is not None or c.get("unit") in ("job", "million_training_tokens")
+    """A training plan's record (its EP ranks drawn from TP x DP: the memo counts the model's copies); an
+    offline batch job's (priced per job too) is a serving plan: it has a cost per million tokens."""
+    serving = c.get("usd_per_million_io_tokens") is not None or c.get("usd_per_million_tokens") is not None
+    return c.get("training_hours") is not None or c.get("unit") == "million_training_tokens" or (c.get("unit") == "job" and not serving)
+
+
+def _job_cost(c: dict) -> str:
+    """An offline batch job's cost (a plan with `job_hours`): the whole job, its hours and per million
+    input + output tokens."""
+    return (f"{_job_usd(c['usd_per_job'])} per job ({_num(c['job_hours'])} h), "
+            f"{_small_usd(c['usd_per_million_io_tokens'])} per million input + output tokens")
 
 
 def _unit_cost(mode: str, c: dict) -> str:
+    if c.get("job_hours") is not None and c.get("usd_per_job") is not None and c.get("usd_per_million_io_tokens") is not None:
+        return _job_cost(c)
     if mode == "inference" and c.get("usd_per_million_tokens") is not None:
         return f"{_usd(c['usd_per_million_tokens'])} per million output tokens"
     if mode != "inference" and c.get("usd_per_job") is not None:

@@ -234,6 +234,13 @@ def _forward_reasons(x: _Record, v: dict) -> list[str]:
 
 def _speed_against_level(x: _Record, c: dict) -> str:
     """The winner's speed per user against the service level, or its hours against the deadline."""
+    dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
+    if c.get("job_hours") is not None:
+        # an offline batch job: its hours for the whole volume, and the deadline met (a plan that misses
+        # it is no plan: exit 3)
+        return f"about {_duration(c['job_hours'])} for the whole job" + (
+            f", within the {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else
+            " (no deadline given: the cheapest plan per job)")
     if x.mode == "inference" and c.get("tokens_per_s_per_user") is not None:
         sl = x.rec.get("service_level") or {}
         text = f"{rate_beside(c['tokens_per_s_per_user'], sl)} tokens/s per user"
@@ -241,7 +248,6 @@ def _speed_against_level(x: _Record, c: dict) -> str:
             text += f" (the service level asks {asked_rate(sl['tpot_ms'])})"
         return text
     if c.get("training_hours") is not None:
-        dl = (x.inputs.get("constraints") or {}).get("deadline_hours")       # a constraint, not a top-level field
         return f"about {_duration(c['training_hours'])}" + (f" against a {dl:,.0f}-hour deadline" if isinstance(dl, (int, float)) else "")
     return ""
 
@@ -325,6 +331,8 @@ def _ranking_cost(unit: str, c: dict) -> str:
 def _speed_short(mode: str, c: dict) -> str:
     if not c.get("fits"):
         return "-"
+    if c.get("job_hours") is not None:
+        return duration_short(c["job_hours"])
     if mode == "inference":
         return f"{_num(c.get('tokens_per_s_per_user'), 0)} tokens/s per user"
     return duration_short(c["training_hours"]) if c.get("training_hours") is not None else "-"
@@ -336,7 +344,7 @@ def _alt_risks(x: _Record, gpus: list[str]) -> list[dict]:
     runner-up's risks are in the alternatives below; a cheaper-looking one's must not hide there."""
     warns = {c["gpu"]: c.get("warnings") or [] for c in x.rec.get("candidates") or [] if isinstance(c, dict)}
     pick = x.cands.get((x.r or {}).get("gpu")) or {}
-    work = "usd_per_million_tokens" if x.mode == "inference" else "usd_per_job"
+    work = "usd_per_million_tokens" if x.mode == "inference" and pick.get("job_hours") is None else "usd_per_job"
 
     def cheaper(c: dict, field: str) -> bool:
         return c.get(field) is not None and pick.get(field) is not None and c[field] < pick[field]
@@ -353,6 +361,9 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
     if x.mode != "inference" and (x.r or {}).get("unit") == "million_training_tokens":
         work = ("usd_per_million_tokens", "per M training tokens")
     speed = ("tokens_per_s_per_user", "tokens/s per user", 0) if x.mode == "inference" else ("training_hours", "hours", 1)
+    if (x.cands.get((x.r or {}).get("gpu")) or {}).get("job_hours") is not None:
+        # an offline batch job: the whole job's cost and hours
+        work, speed = ("usd_per_job", "per job"), ("job_hours", "hours", 1)
     head = ["", "per hour", work[1], speed[1]]
     rows = []
     for g in gpus:

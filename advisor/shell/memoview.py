@@ -18,7 +18,7 @@ from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
 from advisor.shell.memotradeoff import tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
 from advisor.shell.wording import (_ID, clean_all as _clean_all, count as _count, machines as _machines, offer as _offer, plan as _plan,
-                                   usd as _usd, why_lost as _why_lost)
+                                   usd as _usd, why_lost as _why_lost, job_usd as _job_usd, small_usd as _small_usd)
 from advisor.shell.memowords import field_words as _field_words, power as _power, readable_all as _readable_all
 from advisor.shell.memorecord import (SEVERITY, _Record, generation_date, _num, _layout, _layout_short, _unit_cost, _cost_sentence,
                                       _money_diff, _objective, _premium, _id_order, _effect)
@@ -101,6 +101,8 @@ def _recommendation(x: _Record) -> dict:
              *([("Engine", c["why"]["engine"])] if (c.get("why") or {}).get("engine") else []),
              ("Memory per card", _memory_line(c, inputs, gpu)),
              ("Cost", _cost_sentence(mode, c, cites))]
+    if c.get("job_hours") is not None:
+        facts.append(("Job", _job_line(c, inputs)))
     if mode == "inference":
         facts.append(("Speed", f"first token in {_num(c.get('ttft_ms', c['prefill_ms']))} ms for a {inputs.get('prompt_tokens', 0):,}-token prompt; "
                                f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"
@@ -124,6 +126,18 @@ def _recommendation(x: _Record) -> dict:
     if _objective(r):
         facts.append(("Ranked by", _objective(r)))
     return {"recommended": True, "gpu_name": gpu.name, "headline": headline, "facts": facts}
+
+
+def _job_line(c: dict, inputs: dict) -> str:
+    """An offline batch job's whole volume: its hours at the plan's throughput, the deadline met, its
+    cost (the plan's own figures and their formulas)."""
+    dl = (inputs.get("constraints") or {}).get("deadline_hours")
+    met = (f"within the {dl:g}-hour deadline" if isinstance(dl, (int, float)) else
+           "no deadline given: the cheapest plan per job")
+    cost = (f"; {_job_usd(c['usd_per_job'])} for the job ({c['why'].get('usd_per_job', '')}), "
+            f"{_small_usd(c['usd_per_million_io_tokens'])} per million input + output tokens"
+            if c.get("usd_per_job") is not None and c.get("usd_per_million_io_tokens") is not None else "")
+    return f"about {_num(c['job_hours'])} hours, {met}: {c['why'].get('job_hours', '')}{cost}"
 
 
 def _why(x: _Record) -> dict:

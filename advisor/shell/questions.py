@@ -132,6 +132,8 @@ def read_answer(q: Question, text: str, catalog: Catalog, default=None):
         text = str(q.synonyms[norm(text)])
     if q.kind == SERVICE_LEVEL:
         return service_level(q, text)
+    if q.kind == "volume":
+        return volume(q, text)
     if q.kind == "bool":
         if text.lower() in YES:
             return True, None
@@ -187,9 +189,31 @@ def service_level(q: Question, text: str):
     return {"tpot_ms": round(1000 / tps, 3), **({"ttft_ms": first} if first is not None else {})}, None
 
 
+_VOLUME = re.compile(r"^\s*(?P<n>.+?)\s*(?P<what>tokens?|requests?|reqs?|prompts?)?\s*$", re.I)
+
+
+def volume(q: Question, text: str):
+    """A batch job's volume: a count of tokens (the default) or requests ('1B tokens', '1e9', '300k
+    requests'), as the workload's {tokens: N} or {requests: N}."""
+    from advisor.inputs.units import UnitError, parse_number
+    m = _VOLUME.match(text)
+    if not m:
+        return None, f"'{text}' is not a number of tokens or requests. {accepted(q)}"
+    key = "requests" if (m["what"] or "").lower().startswith(("req", "prompt")) else "tokens"
+    try:
+        n = parse_number(m["n"].strip(), "tokens")
+    except UnitError as exc:
+        return None, f"{str(exc)[0].upper()}{str(exc)[1:]}. {accepted(q)}"
+    if not 1 <= n <= 1e16:
+        return None, f"The volume must be from 1 to 10^16 {key}. {accepted(q)}"
+    return {key: int(n) if float(n).is_integer() else n}, None
+
+
 def accepted(q: Question) -> str:
     """What the question accepts, said for the help and for a refused answer."""
     s = q.spec
+    if q.kind == "volume":
+        return "Accepted: a number of tokens or requests (e.g. 1B tokens, 1e9, 300k requests), or Enter to skip."
     if q.kind == SERVICE_LEVEL:
         return (f"Accepted: {', '.join(q.presets)}, or tokens/s per user and seconds to the first token "
                 "(e.g. '20 tokens/s, 1 s' or '20, 1').")

@@ -104,7 +104,12 @@ def summary_text(rec: dict, cat=None, width: int | None = None) -> str:
     lines.append(f"Recommendation: {r['count']} x {r['name']} on {nodes}, {plan_words(r)}, {cost}")
     if r["usd_per_hour"] is not None:
         tokens = "training tokens" if rec.get("inputs", {}).get("mode") in ("training", "fine-tuning") else "output tokens"
-        unit = (f"; {wording.job_usd(r['usd_per_job'])} per job" if r.get("usd_per_job") is not None
+        # every job with a volume states its hours beside its cost (record: job_hours); a batch job its
+        # cost per million input + output tokens too
+        hours = f" ({r['job_hours']:,.1f} h)" if r.get("job_hours") is not None else ""
+        io = (f", {wording.small_usd(r['usd_per_million_io_tokens'])} per million input + output tokens"
+              if r.get("usd_per_million_io_tokens") is not None else "")
+        unit = (f"; {wording.job_usd(r['usd_per_job'])} per job{hours}{io}" if r.get("usd_per_job") is not None
                 else f"; {wording.usd(r['usd_per_million_tokens'])} per million {tokens}" if r.get("usd_per_million_tokens") is not None
                 else "")
         month = wording.month_shown(rec.get("inputs") or {}, r)

@@ -413,6 +413,8 @@ def api_line(a: dict | None) -> str | None:
     are prompt + output tokens, the plan at the workload's concurrency and busy hours)."""
     if not a:
         return None
+    if a.get("batch") is not None:
+        return job_api_line(a, a["batch"])
     if a.get("match") == "none":
         return "No API in catalog/api-prices.yaml sells this model or one of its size: self-hosting is the only way to serve it"
     o = (a.get("offers") or [{}])[0]
@@ -444,3 +446,27 @@ def api_line(a: dict | None) -> str | None:
     else:
         verdict = f"self-hosting is cheaper above {be / 1e6:,.0f} million a day"
     return text + f"; this plan {_per_m(plan)} in + out at {a['load_tokens_per_day'] / 1e6:,.0f} million a day: {verdict}"
+
+
+def job_api_line(a: dict, b: dict) -> str:
+    """An offline batch job against the APIs, each for the whole job: the cheapest per-token offer, the
+    cheapest sourced batch API price (record api_comparison.batch) and the plan's own total."""
+    tokens = f"{b['job_tokens'] / 1e6:,.0f} million tokens"
+    parts = []
+    if a.get("match") != "none":
+        o = (a.get("offers") or [{}])[0]
+        what = "" if a["match"] == "model" else f" for a model of its size ({', '.join(a.get('models') or [])})"
+        whole = f" = {job_usd(b['api_usd_per_job'])} for the job" if b.get("api_usd_per_job") is not None else ""
+        parts.append(f"An API: {_per_m(a['api_usd_per_million_tokens'])} per million tokens in + out{what} "
+                     f"({o.get('provider')}, {o.get('date')}){whole}")
+    else:
+        parts.append("No API in catalog/api-prices.yaml sells this model or one of its size")
+    if b.get("match") != "none":
+        what = "" if b["match"] == "model" else f" for a model of its size ({', '.join(b.get('models') or [])})"
+        parts.append(f"a batch API{what}: {_per_m(b['usd_per_million_tokens'])} ({b['provider']} {b['provider_model']}, "
+                     f"{b['date']}) = {job_usd(b['usd_per_job'])}")
+    else:
+        parts.append("no provider lists a batch price for it or its size")
+    if b.get("plan_usd_per_job") is not None:
+        parts.append(f"this plan {job_usd(b['plan_usd_per_job'])} for the {tokens}")
+    return "; ".join(parts)
