@@ -379,6 +379,9 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
         warnings += cand_warn[winner]
         decisive = _decisive(ranked, options, excluded, contributions, firings, kb, rule_index, winner,
                              w.constraints.deployment != "cloud")
+        if decisive and decisive.get("file", "").startswith("advisor/") and w.kind_spec.cost_sources:
+            # a kind counted in its own units cites what its cost ranking rests on (not per-token pricing)
+            decisive = {**decisive, "source": list(w.kind_spec.cost_sources)}
         if ranked.basis == "cost" and len(ranked.priced) > 1:
             runner_up = ranked.priced[1]
         elif ranked.basis == "cost" and ranked.unpriced:

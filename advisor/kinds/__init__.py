@@ -50,6 +50,8 @@ PACKAGES = {
     "llm-serving": "advisor.kinds.llm",
     "llm-training": "advisor.kinds.llm",
     "rl-post-training": "advisor.kinds.llm",
+    "image-generation": "advisor.kinds.diffusion",
+    "video-generation": "advisor.kinds.diffusion",
 }
 
 

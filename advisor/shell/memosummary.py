@@ -7,6 +7,7 @@ import re
 
 from advisor.judgement.alternatives import titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS, times
+from advisor.shell import memokind
 from advisor.shell.wording import (asked_rate, rate_beside, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_shown)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
@@ -325,6 +326,9 @@ def _ranking_cost(unit: str, c: dict) -> str:
 def _speed_short(mode: str, c: dict) -> str:
     if not c.get("fits"):
         return "-"
+    own = memokind.speed_short(c)      # a kind counted in images or clips
+    if own is not None:
+        return own
     if mode == "inference":
         return f"{_num(c.get('tokens_per_s_per_user'), 0)} tokens/s per user"
     return duration_short(c["training_hours"]) if c.get("training_hours") is not None else "-"
