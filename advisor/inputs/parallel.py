@@ -60,7 +60,7 @@ DIMS: tuple[Dim, ...] = (
         "the guided and unguided passes of each step on {n} cards at once", "guidance passes on {n} cards", kinds_only=True,
         engines={"xdit": "--use_cfg_parallel"}),
     Dim("sp", "SP", "sequence parallelism (Ulysses/ring)",
-        "each step's latent tokens split over {n} cards, all-to-alls around every attention", "latent tokens over {n} cards",
+        "each step's latent patches split over {n} cards, all-to-alls around every attention", "latent patches over {n} cards",
         kinds_only=True, engines={"xdit": "--ulysses_degree / --ring_degree"}),
 )
 BY_FIELD = {d.field: d for d in DIMS}

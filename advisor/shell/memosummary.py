@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 
-from advisor.judgement.alternatives import titles_line as _titles
+from advisor.judgement.alternatives import ranking_field, titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS, times
 from advisor.shell import memokind
 from advisor.shell.wording import (asked_rate, rate_beside, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
@@ -315,8 +315,7 @@ def _range(rg) -> str:
 
 def _ranking_cost(unit: str, c: dict) -> str:
     """The cost in the ranking's unit (per hour of interactive serving, per million tokens, per job)."""
-    field = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
-             "million_training_tokens": "usd_per_million_tokens"}.get(unit or "hour", "usd_per_hour")
+    field = ranking_field(unit)
     v = c.get(field)
     if v is None:
         return "price unknown"
