@@ -69,7 +69,7 @@ def test_an_image_memo_and_record_never_speak_of_tokens_or_llm_apis(flux_record)
     assert not LLM_WORDS.search(body), LLM_WORDS.search(body)
     assert not LLM_WORDS.search(md), md[max(0, LLM_WORDS.search(md).start() - 200):LLM_WORDS.search(md).end() + 50]
     assert "per 1,000 images" in md and "s per image" in md
-    assert rec["api_comparison"] is None or "images" in json.dumps(rec["api_comparison"])
+    assert rec["api_comparison"]["unit"] == "image"          # the image APIs' comparison, not the per-token one
 
 
 def test_the_ledger_holds_denoiser_text_encoders_and_vae(catalog):
@@ -120,3 +120,13 @@ def test_bad_diffusion_inputs_exit_2_with_one_line_naming_the_field(tmp_path, ca
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     assert re.search(rf"\b{re.escape(field)}\b", lines[0]), lines[0]
+
+
+def test_image_apis_selling_the_model_are_compared_per_image(flux_record):
+    rec, md, _ = flux_record
+    a = rec["api_comparison"]
+    assert a["unit"] == "image" and a["match"] == "model"
+    # Together AI's $0.0154 per 1024x1024 image is the cheapest of the FLUX.1-dev rows (fal.ai $0.025 per MP)
+    assert a["offers"][0]["provider"] == "Together AI" and a["api_usd_per_image"] == pytest.approx(0.0154)
+    assert a["plan_usd_per_image"] == pytest.approx(rec["recommendation"]["usd_per_thousand_images"] / 1000)
+    assert "per image (Together AI" in md

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from advisor import __version__
 from advisor.judgement import alternatives, ranking
-from advisor.numbers import api, plantable
+from advisor.numbers import plantable
 from advisor.numbers.plan import KIND_FIGURES
 from advisor import kinds
 from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS, closeness, nearest, shortfall, unit_cost, unit_of_work
@@ -60,7 +60,7 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["suggestions"] = suggestions
     rec["closest_priced"] = _closest_priced(d, by_id)
     rec["over_budget"] = _over_budget(d, by_id)
-    rec["api_comparison"] = api.record(by_id.get(d.winner), est.workload, d.catalog)
+    rec["api_comparison"] = kinds.api_comparison(by_id.get(d.winner), est.workload, d.catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,

@@ -68,3 +68,26 @@ def _secs(s: float) -> str:
     if s >= 120:
         return f"{s / 60:,.1f} min"
     return f"{s:,.2f} s" if s < 10 else f"{s:,.1f} s"
+
+
+def api_line(a: dict | None) -> str | None:
+    """The memo's line on self-hosting against an API that sells the model per image or clip (the
+    record's api_comparison with a `unit`); None for another comparison."""
+    if not a or a.get("unit") not in ("image", "clip"):
+        return None
+    unit = a["unit"]
+    if a.get("match") == "none":
+        return f"No API in catalog/image-api-prices.yaml sells this model per {unit}: self-hosting is the way to run it"
+    o = a["offers"][0]
+    text = (f"An API: {_usd_small(o[f'usd_per_{unit}'])} per {unit} ({o['provider']}, {o['how']}"
+            + (f", at {o['resolution']} (its stated size)" if o.get("resolution") else "")
+            + (f", {o['date']}" if o.get("date") else ", undated page") + (f"; cheapest of {len(a['offers'])}" if len(a["offers"]) > 1 else "") + ")")
+    ours = a.get(f"plan_usd_per_{unit}")
+    if ours is None:
+        return text + "; the plan has no price to compare"
+    cheaper = "the API is cheaper" if ours > o[f"usd_per_{unit}"] else "self-hosting is cheaper"
+    return text + f"; this plan {_usd_small(ours)} per {unit} with its replicas busy: {cheaper}"
+
+
+def _usd_small(x: float) -> str:
+    return f"${x:,.2f}" if x >= 0.1 else f"${x:.4f}"

@@ -63,7 +63,7 @@ def _summary(x: _Record, v: dict) -> dict:
         c = x.cands[r["gpu"]]
         summary["cost"] = _summary_cost(x, c)
         summary["objective"] = _objective(r)
-        summary["api"] = _api_line(x.rec.get("api_comparison"))
+        summary["api"] = memokind.api_line(x.rec.get("api_comparison")) or _api_line(x.rec.get("api_comparison"))
         summary["fleet"] = _fleet_line(x)
         summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {_machines(r, x.catalog.gpus[r['gpu']].gpus_per_node)} "
                                f"({_layout_short(r)}).")

@@ -12,6 +12,7 @@ from advisor.inputs.catalog import Catalog
 from advisor.inputs.kinds import IMAGE, KINDS as SPECS, VIDEO, KindSpec
 from advisor.inputs.workload import Workload
 from advisor.kinds import Words
+from advisor.kinds.diffusion import apis
 from advisor.kinds.diffusion.ledger import ledger
 from advisor.kinds.diffusion.plans import plan_for
 from advisor.kinds.diffusion.shape import shape
@@ -27,6 +28,10 @@ class DiffusionKind:
 
     spec: KindSpec
     words: Words
+
+    def api_comparison(self, plan, w: Workload, catalog: Catalog) -> dict | None:
+        """The APIs that sell the model per image or clip, beside the plan (catalog/image-api-prices.yaml)."""
+        return apis.comparison(plan, w, shape(w))
 
     def estimate(self, w: Workload, catalog: Catalog, only: list[str] | None = None) -> Estimate:
         s = shape(w)
