@@ -130,3 +130,25 @@ def test_image_apis_selling_the_model_are_compared_per_image(flux_record):
     assert a["offers"][0]["provider"] == "Together AI" and a["api_usd_per_image"] == pytest.approx(0.0154)
     assert a["plan_usd_per_image"] == pytest.approx(rec["recommendation"]["usd_per_thousand_images"] / 1000)
     assert "per image (Together AI" in md
+
+
+def test_the_dialogue_asks_an_image_workload_its_own_questions(catalog, tmp_path):
+    from advisor.judgement.advise import Setup
+    from advisor.judgement import knowledge
+    from advisor.shell import dialogue
+    d = dialogue.Dialogue(Setup(catalog, knowledge.load()), dry_run=True)
+    answers = {"mode": "inference", "model": "black-forest-labs/FLUX.1-dev", "task": "image-generation",
+               "resolution": "1024x1024", "steps": "28", "concurrency": "16"}
+    asked = []
+    while d.stage == "questions":
+        q = d.current().id
+        asked.append(q)
+        if q == "resolution":
+            assert any("multiple" in line or "Must be" in line for line in d.submit("1000 by 1000")) or d.current().id == "resolution"
+        d.submit(answers.get(q, ""))
+    assert {"resolution", "steps", "images_per_request"} <= set(asked) and "frames" not in asked
+    assert not {"context_tokens", "prompt_tokens", "output_tokens", "service_level"} & set(asked)
+    assert d.answers["model"] == "flux.1-dev" and d.answers["resolution"] == "1024x1024" and d.answers["steps"] == 28
+    data = d.workload_data()
+    w = parse(data, catalog, "dialogue")
+    assert w.kind == "image-generation" and w.resolution == (1024, 1024)

@@ -83,6 +83,11 @@ def knows(name) -> bool:
     return isinstance(name, str) and norm(name) in _names()
 
 
+def resolve_id(name: str) -> str:
+    """The catalog id of a diffusion model named by its id, an alias or its Hugging Face repo."""
+    return _names()[norm(name)]
+
+
 def model(name: str, kind: str, field_name: str = "model", file=None, line=None) -> Model:
     """The diffusion model `name` names (id, alias or Hugging Face repo), for a workload of `kind`."""
     m = shipped()[resolve(name, _names(), f"{'image' if kind == 'image-generation' else 'video'} generation model", field_name, file, line)]
