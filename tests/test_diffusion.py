@@ -152,3 +152,11 @@ def test_the_dialogue_asks_an_image_workload_its_own_questions(catalog, tmp_path
     data = d.workload_data()
     w = parse(data, catalog, "dialogue")
     assert w.kind == "image-generation" and w.resolution == (1024, 1024)
+
+
+def test_the_estimate_command_tables_seconds_and_cost_per_image(tmp_path, capsys):
+    p = tmp_path / "w.yaml"
+    p.write_text(FLUX)
+    assert main(["estimate", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "s/image" in out and "$/1k images" in out and not LLM_WORDS.search(out)

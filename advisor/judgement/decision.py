@@ -168,6 +168,8 @@ def _option(c: Plan, score: float, unit: str, w, contributions: list) -> ranking
         hours = 1.0
     elif unit == "job":
         hours = c.training_hours
+    elif c.hours_per_unit is not None:      # a kind counted in its own units (1,000 images, a clip)
+        hours = c.hours_per_unit
     else:
         hours = c.hours_per_million_tokens
     t = getattr(c, w.kind_spec.time_field, None)

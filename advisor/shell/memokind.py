@@ -20,6 +20,16 @@ def own_units(c: dict) -> bool:
     return c.get("seconds_per_image") is not None or c.get("seconds_per_clip") is not None
 
 
+def table_columns(r: dict) -> tuple[tuple, tuple] | None:
+    """(work, speed) columns of the summary's runners-up table for a recommendation counted in images or
+    clips: (field, head) and (field, head, decimals); None for the token and job kinds."""
+    if r.get("seconds_per_image") is not None:
+        return ("usd_per_thousand_images", "per 1,000 images"), ("seconds_per_image", "s per image", 2)
+    if r.get("seconds_per_clip") is not None:
+        return ("usd_per_clip", "per clip"), ("seconds_per_clip", "s per clip", 0)
+    return None
+
+
 def unit_cost(c: dict) -> str | None:
     if c.get("usd_per_thousand_images") is not None:
         return f"{_usd(c['usd_per_thousand_images'])} per 1,000 images"

@@ -356,6 +356,9 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
     if x.mode != "inference" and (x.r or {}).get("unit") == "million_training_tokens":
         work = ("usd_per_million_tokens", "per M training tokens")
     speed = ("tokens_per_s_per_user", "tokens/s per user", 0) if x.mode == "inference" else ("training_hours", "hours", 1)
+    own = memokind.table_columns(x.r or {})       # a kind counted in images or clips
+    if own:
+        work, speed = own
     head = ["", "per hour", work[1], speed[1]]
     rows = []
     for g in gpus:

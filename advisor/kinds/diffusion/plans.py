@@ -61,6 +61,10 @@ def plan_for(w: Workload, s: Shape, led: Ledger, gpu: GPU, catalog: Catalog) -> 
         chosen = min(timed, key=lambda t: t[1])
         why_form = f"the fastest form tried; none meets the {target:g} s target"
     (cfg, sp), seconds, parts, how = chosen
+    if cfg * sp == 1 and per_card_bytes(led, 1) * 2 <= gpu.memory_gb * GB:
+        # memory would hold two copies, compute would not: the denoiser keeps the card busy at batch 1
+        why_form += (f" (the card's memory would hold {int(gpu.memory_gb * GB // per_card_bytes(led, 1))} copies, but a "
+                     "second copy on it shares the same compute and adds no images per second)")
     per_request = seconds * (1 if video else s.images)
     replicas, why_replicas = replicas_for(w, s, per_request)
     count = replicas * cfg * sp
