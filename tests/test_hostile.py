@@ -222,8 +222,9 @@ def test_every_question_survives_garbage(catalog):
             d.answers["mode"] = (q.when.get("mode") or ["inference"])[0]      # a mode the question is asked in
         if q.when.get("model_in_catalog") is False:
             d.answers["model"] = "other"
-        if "constraints.deployment" in q.when:
-            d.answers["constraints.deployment"] = q.when["constraints.deployment"][0]
+        for key in ("constraints.deployment", "task"):      # an answer the question is asked after
+            if key in q.when:
+                d.answers[key] = q.when[key][0]
         d.preset = set(d.answers)
         _advance_to(d, q.id)
         assert d.stage == "questions" and d.current().id == q.id, q.id
