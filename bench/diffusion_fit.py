@@ -89,7 +89,7 @@ def prepare(records: list[dict], cat) -> tuple[list[Row], list[str]]:
             skipped.append(r["id"])
             continue
         sp = degree if method in SEQUENCE_PARALLEL else 1
-        terms = replica_terms(w, shape(w), cat.gpus[r["gpu"]], cat, 1, sp)
+        terms = replica_terms(w, shape(w), cat.gpus[r["gpu"]], cat, (1, sp))
         rows.append(Row(r["id"], r["gpu"], r["kind"], fit_class(w), r["split"], seconds, terms))
     return rows, skipped
 

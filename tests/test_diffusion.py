@@ -160,3 +160,20 @@ def test_the_estimate_command_tables_seconds_and_cost_per_image(tmp_path, capsys
     assert main(["estimate", str(p)]) == 0
     out = capsys.readouterr().out
     assert "s/image" in out and "$/1k images" in out and not LLM_WORDS.search(out)
+
+
+def test_cfg_parallelism_for_a_guided_model_s_latency_target(catalog):
+    sd35 = FLUX.replace("black-forest-labs/FLUX.1-dev", "stabilityai/stable-diffusion-3.5-large")
+    one = estimate(_w(sd35 + "constraints: {gpus: [h100-sxm]}\n", catalog), catalog).candidate("h100-sxm")
+    fast = estimate(_w(sd35 + "latency: {seconds_per_image: 4}\nconstraints: {gpus: [h100-sxm]}\n", catalog),
+                    catalog).candidate("h100-sxm")
+    assert (one.cfg, one.sp) == (1, 1) and one.seconds_per_image > 4
+    # two passes per step on two cards at once: about half the time, no all-to-alls
+    assert (fast.cfg, fast.sp) == (2, 1) and fast.seconds_per_image <= 4 and fast.count == 2
+
+
+def test_a_layout_is_the_planner_s_for_diffusion_and_sp_is_not_an_llm_s(tmp_path, capsys):
+    code, _, err = _run(tmp_path, capsys, FLUX + "layout: {tp: 2, pp: 1, dp: 1}\n")
+    assert code == 2 and "layout" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _run(tmp_path, capsys, "mode: inference\nmodel: llama-3.1-8b\nlayout: {tp: 1, pp: 1, dp: 1, sp: 2}\n")
+    assert code == 2 and "layout" in err and len(err.strip().splitlines()) == 1

@@ -140,6 +140,13 @@ def check_with_model(values: dict, data: dict, kind: str | None, col: Collector)
     for k, applies_to in LATENCY_TARGETS.items():
         if values.get(k) is not None and kind != applies_to:
             col.add(f"applies to {kinds.KINDS[applies_to].label} only", yamlio.line_of(data.get("latency") or {}, k, yamlio.line_of(data, "latency")), f"latency.{k}")
+    lay = values.get("layout")
+    if lay is not None and kind in DIFFUSION_KINDS:
+        col.add("a diffusion workload's layout is the planner's (replicas; CFG or sequence parallelism for a latency "
+                "target): give latency: {seconds_per_image: N} or {seconds_per_clip: N} instead", yamlio.line_of(data, "layout"), "layout")
+    elif lay is not None and (lay.cfg > 1 or lay.sp > 1):
+        col.add("cfg and sp are image and video generation's parallelism (task: image-generation or video-generation)",
+                yamlio.line_of(data, "layout"), "layout")
     model = values.get("model")
     if kind not in DIFFUSION_KINDS or model is None or model.fig("kind").value != kind:
         return

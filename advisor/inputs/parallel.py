@@ -56,12 +56,13 @@ DIMS: tuple[Dim, ...] = (
                  "trtllm": "enable_attention_dp"}),
     # image and video generation (advisor/kinds/diffusion): a replica's denoiser split over cards only to
     # meet a latency target; xDiT (xfuser) names both
+    # (the LLM engines have no such knob: xDiT's flags are --use_cfg_parallel and --ulysses_degree / --ring_degree)
     Dim("cfg", "CFG", "classifier-free-guidance parallelism",
         "the guided and unguided passes of each step on {n} cards at once", "guidance passes on {n} cards", kinds_only=True,
-        engines={"xdit": "--use_cfg_parallel"}),
+        engines={"vllm": None, "sglang": None, "trtllm": None}),
     Dim("sp", "SP", "sequence parallelism (Ulysses/ring)",
         "each step's latent patches split over {n} cards, all-to-alls around every attention", "latent patches over {n} cards",
-        kinds_only=True, engines={"xdit": "--ulysses_degree / --ring_degree"}),
+        kinds_only=True, engines={"vllm": None, "sglang": None, "trtllm": None}),
 )
 BY_FIELD = {d.field: d for d in DIMS}
 LAYOUT_FIELDS = tuple(d.field for d in DIMS)
@@ -92,7 +93,7 @@ POOL_DIMS: tuple[Pool, ...] = (
 )
 POOLS = tuple(p.name for p in POOL_DIMS)
 # a pool's own fields: its replica count is `replicas` (the pools together are the plan's replicas)
-POOL_FIELDS = tuple(f for f in LAYOUT_FIELDS if f != "dp") + ("replicas",)
+POOL_FIELDS = tuple(f for f in LAYOUT_FIELDS if f != "dp" and not BY_FIELD[f].kinds_only) + ("replicas",)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import replace
 from advisor.inputs.catalog import GPU, Catalog
 from advisor.inputs.parallel import Layout
 from advisor.inputs.workload import Workload
-from advisor.kinds.diffusion import speed as dspeed
+import advisor.kinds.diffusion.speed as dspeed
 from advisor.kinds.diffusion.ledger import per_card_bytes
 from advisor.kinds.diffusion.shape import Shape, clip_seconds
 from advisor.kinds.diffusion.cost import DiffusionCost, priced
@@ -32,10 +32,11 @@ SP_DEGREES = (1, 2, 4, 8)
 
 
 def forms(s: Shape, gpu: GPU) -> list[tuple[int, int]]:
-    """(cfg, sp) forms of one replica inside a node, fewest cards first."""
+    """(cfg, sp) forms of one replica inside a node, fewest cards first; at the same cards CFG parallelism
+    first (it exchanges one noise prediction per step, sequence parallelism four all-to-alls per block)."""
     cfgs = (1, 2) if s.passes == 2 else (1,)
     out = [(c, p) for c in cfgs for p in SP_DEGREES if c * p <= max(gpu.gpus_per_node, 1)]
-    return sorted(out, key=lambda f: (f[0] * f[1], f[0]))
+    return sorted(out, key=lambda f: (f[0] * f[1], -f[0]))
 
 
 def plan_for(w: Workload, s: Shape, led: Ledger, gpu: GPU, catalog: Catalog) -> Plan:
@@ -46,7 +47,7 @@ def plan_for(w: Workload, s: Shape, led: Ledger, gpu: GPU, catalog: Catalog) -> 
         return Plan(gpu, False, reason=(f"needs {led.bytes('total_gb') / GB:,.1f} GB on one card ({need / GB:,.1f} GB with its "
                                         f"activations split over {max(SP_DEGREES)} cards: the weights are whole on each); "
                                         f"the card has {gpu.memory_gb:g} GB"))
-    timed = [(f, *dspeed.replica_seconds(w, s, gpu, catalog, *f)) for f in fitting]
+    timed = [(f, *dspeed.replica_seconds(w, s, gpu, catalog, f)) for f in fitting]
     target = getattr(w, w.kind_spec.time_field, None)
     meeting = [t for t in timed if target is None or t[1] <= target * (1 + 1e-9)]
     if target is None:

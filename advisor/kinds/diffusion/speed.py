@@ -72,7 +72,10 @@ class Terms:
     rate_how: str
 
 
-def replica_terms(w: Workload, s: Shape, gpu: GPU, catalog: Catalog, cfg: int, sp: int) -> Terms:
+def replica_terms(w: Workload, s: Shape, gpu: GPU, catalog: Catalog, form: tuple[int, int]) -> Terms:
+    """The terms of one replica of form (cfg, sp): guidance passes on cfg cards at once, each pass's
+    positions over sp cards."""
+    cfg, sp = form
     rate_t = achievable_tflops(catalog, gpu, compute_precision(w, gpu))
     rate = rate_t.value * TFLOP
     passes_seq = s.steps * s.passes / min(cfg, s.passes)        # passes one after another
@@ -85,6 +88,8 @@ def replica_terms(w: Workload, s: Shape, gpu: GPU, catalog: Catalog, cfg: int, s
         seq = s.tokens + (s.text_tokens if s.joined else 0)
         n = int(passes_seq * w.model.num("layers") * ULYSSES_ALLTOALLS)
         bytes_s = n * comm.alltoall_bytes(seq / sp * w.model.num("hidden_size") * 2, sp) / link
+    if cfg > 1 and s.passes > 1:
+        n += s.steps            # CFG parallelism: the two predictions exchanged once per step
     return Terms(text + denoise + vae, passes_seq, n, bytes_s, {"text_s": text, "denoise_s": denoise, "vae_s": vae},
                  rate_t.formula)
 
@@ -99,9 +104,10 @@ def combine(t: Terms, share_: float, alltoall_us: float, pass_ms: float) -> tupl
     return sum(parts.values()), parts
 
 
-def replica_seconds(w: Workload, s: Shape, gpu: GPU, catalog: Catalog, cfg: int, sp: int) -> tuple[float, dict, str]:
-    """(seconds per image or clip on one replica of cfg x sp cards, its parts, how)."""
-    t = replica_terms(w, s, gpu, catalog, cfg, sp)
+def replica_seconds(w: Workload, s: Shape, gpu: GPU, catalog: Catalog, form: tuple[int, int]) -> tuple[float, dict, str]:
+    """(seconds per image or clip on one replica of form (cfg, sp), its parts, how)."""
+    cfg, sp = form
+    t = replica_terms(w, s, gpu, catalog, form)
     sh, sh_how, _ = share(gpu, fit_class(w))
     eff = diffusionmodels.efficiency()
     us, ms = float(eff["sp_alltoall_us"]["v"]), float(eff["pass_overhead_ms"]["v"])
