@@ -65,7 +65,7 @@ def plan_for(w: Workload, s: Shape, led: Ledger, gpu: GPU, catalog: Catalog) -> 
     if cfg * sp == 1 and per_card_bytes(led, 1) * 2 <= gpu.memory_gb * GB:
         # memory would hold two copies, compute would not: the denoiser keeps the card busy at batch 1
         why_form += (f" (the card's memory would hold {int(gpu.memory_gb * GB // per_card_bytes(led, 1))} copies, but a "
-                     "second copy on it shares the same compute and adds no images per second)")
+                     "second copy on it shares the same compute and adds no throughput)")
     per_request = seconds * (1 if video else s.images)
     replicas, why_replicas = replicas_for(w, s, per_request)
     count = replicas * cfg * sp
