@@ -233,6 +233,22 @@ def by_model(table: list[dict], cls: str, classes=MODEL_CLASSES) -> list[dict]:
             for s in summary([r for r in table if r["class"] == cls and keep(r)], (cls,))]
 
 
+def diffusion_lines() -> list[str]:
+    """Image and video generation, each kind's median error and worst ratio per split
+    (bench/diffusion_fit.py: catalog/diffusion-measurements.yaml at the shipped fitted figures)."""
+    import diffusion_fit
+    rows, _, skipped = diffusion_fit.run()
+    out = ["", f"{'image and video generation':<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 2x':>10}"]
+    for kind in ("image", "video"):
+        for split in ("fit", "check"):
+            s = diffusion_fit.summary(rows, kind, split)
+            if s:
+                out.append(f"{kind + ' generation':<28} {split:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
+                           f"{s['worst_ratio']:>12.2f} {s['within_2x']:>10.0%}")
+    out.append(f"({len(skipped)} diffusion records skipped: a model, GPU or layout the advisor does not plan)")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", help="also write the tables as Markdown to this file")
@@ -279,6 +295,8 @@ def main(argv=None) -> int:
     for s in rl_summ:
         lines.append(f"{'RL step (s per step)':<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
                      f"{s['worst_ratio']:>12.2f} {s['within_2x']:>10.0%}")
+    diffusion = diffusion_lines()
+    lines += diffusion
     lines.append(f"\n{len(records)} records evaluated in {time.perf_counter() - t0:.2f} s")
     print("\n".join(lines))
     if args.markdown:
@@ -304,6 +322,9 @@ def main(argv=None) -> int:
         md += ["", "| RL record | split | tool s | measured s | ratio | rollout share |", "|---|---|---|---|---|---|"]
         for t in rl_table:
             md.append(f"| {t['id']} | {t['split']} | {t['tool']:,.0f} | {t['measured']:,.0f} | {t['tool'] / t['measured']:.2f} | {t['step'].rollout_share:.0%} |")
+        md += ["", "| image and video generation | split | n | median abs. error | worst ratio | within 2x |", "|---|---|---|---|---|---|"]
+        md += [f"| {' '.join(x.split()[:2])} | {' '.join(x.split()[2:3])} | {x.split()[3]} | {x.split()[4]} | {x.split()[5]} | {x.split()[6]} |"
+               for x in diffusion[2:-1]]
         md += ["", "| record | class | split | tool | measured | ratio |", "|---|---|---|---|---|---|"]
         for r in table:
             md.append(f"| {r['id']} | {r['class']} | {r['split']} | {r['tool']:,.4g} | {r['measured']:,.4g} | {r['tool'] / r['measured']:.2f} |")

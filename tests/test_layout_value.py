@@ -44,7 +44,7 @@ def test_the_scan_finds_a_function_that_does():
 
 
 def test_every_declared_dimension_is_a_layout_field_with_its_words_and_engine_flags():
-    assert parallel.declared_fields() == ("tp", "pp", "dp", "ep", "attention_dp")
+    assert parallel.declared_fields() == ("tp", "pp", "dp", "ep", "attention_dp", "cfg", "sp")
     for d in DIMS:
         assert d.notation and d.name and "{n}" in d.meaning
         assert set(d.engines) == {"vllm", "sglang", "trtllm"}

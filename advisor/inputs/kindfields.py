@@ -131,3 +131,65 @@ def _rl_samples(values: dict, data: dict, col: Collector) -> None:
     elif method == "dpo":
         col.add("dpo generates no samples (it reads chosen and rejected responses): leave samples_per_prompt out",
                 line, "samples_per_prompt")
+
+
+# --- image and video generation: the model, its latency target, and the checks that need the model ---
+
+#: a diffusion workload's latency target, named after its kind's time figure (KindSpec.time_field):
+#: `latency: {seconds_per_image: 5}` or `{seconds_per_clip: 120}`, in seconds
+LATENCY_TARGETS = {"seconds_per_image": IMAGE, "seconds_per_clip": VIDEO}
+
+
+def diffusion_task(data: dict) -> str | None:
+    """The diffusion kind a workload's `task` names (the old video-diffusion read as video-generation)."""
+    task = data.get("task")
+    task = kinds.TASK_ALIASES.get(task, task) if isinstance(task, str) else None
+    return task if task in DIFFUSION_KINDS and data.get("mode") == "inference" else None
+
+
+def read_diffusion_model(raw: str, data: dict, file: str, line):
+    """An image or video workload's model, from catalog/diffusion-models.yaml (its id, an alias or its
+    Hugging Face repo)."""
+    from advisor.inputs import diffusionmodels
+    return diffusionmodels.model(raw, diffusion_task(data), "model", file, line)
+
+
+def refuse_diffusion_model(raw: str, file: str, line) -> None:
+    """An LLM workload naming an image or video model: what to give instead."""
+    from advisor.inputs import diffusionmodels
+    if diffusionmodels.knows(raw):
+        m = diffusionmodels.shipped()[diffusionmodels._names()[diffusionmodels.norm(raw)]]
+        raise InputError(diffusionmodels.Problem(
+            f"{m.name} is a {m.fig('kind').value.replace('-', ' ')} model: give task: {m.fig('kind').value} and mode: inference",
+            file, line, "model"))
+
+
+def read_latency_target(key: str, raw, col: Collector, line) -> float | None:
+    return read_value(Spec("float", "", min=0.01, max=1e7, unit="s"), raw, col, f"latency.{key}", line)
+
+
+def check_with_model(values: dict, data: dict, kind: str | None, col: Collector) -> None:
+    """The checks of an image or video workload that need its model: a resolution its VAE and patch
+    size divide, frames its VAE takes, a latency target of its own kind."""
+    for k, applies_to in LATENCY_TARGETS.items():
+        if values.get(k) is not None and kind != applies_to:
+            col.add(f"applies to {kinds.KINDS[applies_to].label} only", yamlio.line_of(data.get("latency") or {}, k, yamlio.line_of(data, "latency")), f"latency.{k}")
+    lay = values.get("layout")
+    if lay is not None and kind in DIFFUSION_KINDS:
+        col.add("a diffusion workload's layout is the planner's (replicas; CFG or sequence parallelism for a latency "
+                "target): give latency: {seconds_per_image: N} or {seconds_per_clip: N} instead", yamlio.line_of(data, "layout"), "layout")
+    elif lay is not None and (lay.cfg > 1 or lay.sp > 1):
+        col.add("cfg and sp are image and video generation's parallelism (task: image-generation or video-generation)",
+                yamlio.line_of(data, "layout"), "layout")
+    model = values.get("model")
+    if kind not in DIFFUSION_KINDS or model is None or model.fig("kind").value != kind:
+        return
+    from advisor.inputs import diffusionmodels
+    if values.get("resolution"):
+        wrong = diffusionmodels.check_resolution(model, values["resolution"])
+        if wrong:
+            col.add(wrong, yamlio.line_of(data, "resolution"), "resolution")
+    if values.get("frames"):
+        wrong = diffusionmodels.check_frames(model, values["frames"])
+        if wrong:
+            col.add(wrong, yamlio.line_of(data, "frames"), "frames")

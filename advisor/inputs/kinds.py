@@ -48,6 +48,14 @@ class KindSpec:
     # when every plan misses the goal: the closest plan is the answer (a run that can take longer), or
     # none (exit 3, the constraint that binds named: advise.no_plan)
     closest_plan: bool = True
+    #: what its cost is counted per when not the LLM's (numbers.objective UNIT_FIELD): "thousand_images",
+    #: "clip"; None: per million output tokens (serving) or per job (kinds with a volume)
+    cost_unit: str | None = None
+    #: its figures are not tokens: the memo and the record leave out the token figures (the KV cache,
+    #: the per-token API comparison) and read the kind's own
+    tokens: bool = True
+    #: what its ranking by cost per unit of work cites, where not the token kinds' (T07, C16)
+    cost_sources: tuple[str, ...] = ()
 
 
 KINDS: dict[str, KindSpec] = {k.name: k for k in (
@@ -57,8 +65,8 @@ KINDS: dict[str, KindSpec] = {k.name: k for k in (
     KindSpec(LLM_BATCH, "an offline LLM batch job", ("inference",), "deadline", "job_hours", "h", True, "serving", closest_plan=False),
     KindSpec(LLM_TRAINING, "training or fine-tuning", ("training", "fine-tuning"), "deadline", "training_hours", "h", True, "training"),
     KindSpec(RL, "RL post-training", ("fine-tuning",), "deadline", "training_hours", "h", True, "training"),
-    KindSpec(IMAGE, "image generation", ("inference",), "service level", "seconds_per_image", "s per image", False, "image-generation", modelled=False),
-    KindSpec(VIDEO, "video generation", ("inference",), "service level", "seconds_per_clip", "s per clip", False, "video-generation", modelled=False),
+    KindSpec(IMAGE, "image generation", ("inference",), "service level", "seconds_per_image", "s per image", False, "image-generation", cost_unit="thousand_images", tokens=False, cost_sources=("C16", "K13")),
+    KindSpec(VIDEO, "video generation", ("inference",), "service level", "seconds_per_clip", "s per clip", False, "video-generation", cost_unit="clip", tokens=False, cost_sources=("C16", "K13")),
 )}
 
 #: the kinds whose numbers are the LLM's (tokens, a KV cache or activations per token): the fields

@@ -32,6 +32,9 @@ class Dim:
     #: its flag in vLLM (vllm/config/parallel.py ParallelConfig), SGLang (python/sglang/srt/server_args.py
     #: ServerArgs) and TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py); None: the engine has no such knob
     engines: dict = field(default_factory=dict)
+    #: a dimension of some kinds only (a diffusion replica's CFG or sequence parallelism): the record and
+    #: the workload show it only when used, so the other kinds' records read as before
+    kinds_only: bool = False
 
 
 DIMS: tuple[Dim, ...] = (
@@ -51,13 +54,22 @@ DIMS: tuple[Dim, ...] = (
         divides="tp", why_divides="its ranks split the TP group's cards",
         engines={"vllm": "--data-parallel-size with --enable-expert-parallel", "sglang": "--enable-dp-attention --dp-size",
                  "trtllm": "enable_attention_dp"}),
+    # image and video generation (advisor/kinds/diffusion): a replica's denoiser split over cards only to
+    # meet a latency target; xDiT (xfuser) names both
+    # (the LLM engines have no such knob: xDiT's flags are --use_cfg_parallel and --ulysses_degree / --ring_degree)
+    Dim("cfg", "CFG", "classifier-free-guidance parallelism",
+        "the guided and unguided passes of each step on {n} cards at once", "guidance passes on {n} cards", kinds_only=True,
+        engines={"vllm": None, "sglang": None, "trtllm": None}),
+    Dim("sp", "SP", "sequence parallelism (Ulysses/ring)",
+        "each step's latent patches split over {n} cards, all-to-alls around every attention", "latent patches over {n} cards",
+        kinds_only=True, engines={"vllm": None, "sglang": None, "trtllm": None}),
 )
 BY_FIELD = {d.field: d for d in DIMS}
 LAYOUT_FIELDS = tuple(d.field for d in DIMS)
 FORM_FIELDS = tuple(f for f in LAYOUT_FIELDS if f != "dp")
 _FORM = attrgetter(*FORM_FIELDS)        # Layout.form: read thousands of times per plan, in C
 # the order the memo tells a layout in: the model-parallel group and what splits it, then its stages, then copies
-DESCRIBE_ORDER = ("tp", "attention_dp", "ep", "pp", "dp")
+DESCRIBE_ORDER = ("tp", "attention_dp", "ep", "cfg", "sp", "pp", "dp")
 assert sorted(DESCRIBE_ORDER) == sorted(LAYOUT_FIELDS), "advisor.inputs.parallel: place each dimension in DESCRIBE_ORDER"
 
 
@@ -81,7 +93,7 @@ POOL_DIMS: tuple[Pool, ...] = (
 )
 POOLS = tuple(p.name for p in POOL_DIMS)
 # a pool's own fields: its replica count is `replicas` (the pools together are the plan's replicas)
-POOL_FIELDS = tuple(f for f in LAYOUT_FIELDS if f != "dp") + ("replicas",)
+POOL_FIELDS = tuple(f for f in LAYOUT_FIELDS if f != "dp" and not BY_FIELD[f].kinds_only) + ("replicas",)
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,10 @@ class Layout:
     # training with pipeline stages: model chunks per card of Megatron's interleaved schedule (1: none;
     # None: the planner's choice once the micro-batches are known, trainspeed.schedule)
     interleave: int | None = field(default=1, metadata=INTERNAL)
+    # image/video generation: the guidance passes of a step on cfg cards at once, and sequence-parallel
+    # ranks (Ulysses/ring) of one replica; recorded in the plan's `layout` when used (Layout.degrees)
+    cfg: int = field(default=1, metadata=INTERNAL)
+    sp: int = field(default=1, metadata=INTERNAL)
 
     @property
     def attention_tp(self) -> int:
@@ -136,8 +152,8 @@ class Layout:
         return Layout(**dict(zip(FORM_FIELDS, form)), dp=self.dp)
 
     def degrees(self) -> dict:
-        """Every declared dimension by its workload name."""
-        return {d.field: getattr(self, d.field) for d in DIMS}
+        """Every declared dimension by its workload name (a kind's own only when used)."""
+        return {d.field: getattr(self, d.field) for d in DIMS if not d.kinds_only or getattr(self, d.field) != 1}
 
     def as_dict(self) -> dict:
         """The record's `layout`: every parallel dimension, by its workload name; a disaggregated
@@ -145,6 +161,10 @@ class Layout:
         if self.pools:
             return {"prefill": self.pools.prefill.pool_dict(), "decode": self.pools.decode.pool_dict()}
         return self.degrees()
+
+    def all_degrees(self) -> dict:
+        """Every declared dimension, those of some kinds only too (the rules' facts)."""
+        return {d.field: getattr(self, d.field) for d in DIMS}
 
     def pool_dict(self) -> dict:
         d = self.degrees()
@@ -162,14 +182,14 @@ class Layout:
     def count(self) -> int:
         if self.pools:
             return self.pools.prefill.count + self.pools.decode.count
-        return self.tp * self.pp * self.dp
+        return self.tp * self.pp * self.dp * self.cfg * self.sp
 
     @property
     def replica_cards(self) -> int:
         """Cards of one model replica (the group an instance must hold whole, K13): the larger pool's."""
         if self.pools:
             return max(self.pools.prefill.tp * self.pools.prefill.pp, self.pools.decode.tp * self.pools.decode.pp)
-        return self.tp * self.pp
+        return self.tp * self.pp * self.cfg * self.sp
 
     def nodes(self, gpu) -> int:
         """Nodes of `gpu` (a catalog GPU: its gpus_per_node; not imported here, as the catalog reads

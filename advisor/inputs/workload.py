@@ -122,6 +122,10 @@ class Workload:
     objective: str = "cost"
     ttft_ms: float | None = None          # service levels (latency: {ttft_ms, tpot_ms}); None: no target
     tpot_ms: float | None = None
+    # image and video generation: the latency target per image or clip (latency: {seconds_per_image: N}
+    # or {seconds_per_clip: N}, the kind's time figure's name); None: no target
+    seconds_per_image: float | None = None
+    seconds_per_clip: float | None = None
     #: where the service levels come from when the workload states none: interactive serving takes the
     #: catalog's default (catalog/efficiency.yaml service_levels, MLPerf Interactive limits per model class); None: stated
     service_level_source: str | None = None
@@ -202,6 +206,9 @@ class Workload:
             out["concurrency"] = self.micro_batch     # the old name of micro_batch, kept for one release (README)
         if self.service_level_stated:
             out["latency"] = {k: v for k, v in (("ttft_ms", self.ttft_ms), ("tpot_ms", self.tpot_ms)) if v is not None}
+        targets = {k: getattr(self, k) for k in kindfields.LATENCY_TARGETS if getattr(self, k) is not None}
+        if targets:
+            out["latency"] = {**(out["latency"] if isinstance(out.get("latency"), dict) else {}), **targets}
         if self.layout_given:
             # ep and attention_dp are shown when used (a dense layout reads as it was written)
             out["layout"] = self.stated_layout.inputs()
@@ -277,7 +284,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             values[key] = kindfields.read_resolution(raw, col, line)
         elif spec.kind == "volume":
             values[key] = kindfields.read_volume(raw, col, line)
-        elif key == "task" and (raw in kinds.TASK_ALIASES or kindfields.refuse_task(raw, col, line)):
+        elif key == "task" and isinstance(raw, str) and (raw in kinds.TASK_ALIASES or kindfields.refuse_task(raw, col, line)):
             values[key] = raw                  # an old name, read as its kind's below; or refused
         elif spec.kind == "model":
             if isinstance(raw, dict):
@@ -290,7 +297,10 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                             values["model"] = hfconfig.model_from(raw, Path(file).parent)
                         except hfconfig.MissingConfig as exc:
                             col.add(exc.problems[0].message, line, "model")
+                    elif kindfields.diffusion_task(data):
+                        values["model"] = kindfields.read_diffusion_model(raw, data, file, line)
                     else:
+                        kindfields.refuse_diffusion_model(raw, file, line)
                         values["model"], read_as = catalog.model_release(raw, "model", file, line)
                         if read_as:
                             release_notes.append(read_as)
@@ -300,7 +310,11 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
                 col.add("must be a catalog model id or a mapping with params_b", line, "model")
         elif key == "latency" and isinstance(raw, dict):
             for k, v in raw.items():
-                if k not in LATENCY_FIELDS:
+                if k in kindfields.LATENCY_TARGETS:
+                    got = kindfields.read_latency_target(k, v, col, yamlio.line_of(raw, k, line))
+                    if got is not None:
+                        values[k] = got
+                elif k not in LATENCY_FIELDS:
                     col.add(f"unknown service level{_suggest(k, LATENCY_FIELDS)}", yamlio.line_of(raw, k, line), f"latency.{k}")
                 elif v is not None:
                     checked = read_value(Spec("float", LATENCY_FIELDS[k], min=0.001, max=1e7, unit="ms"), v, col,
@@ -345,6 +359,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
     if kind:
         values["kind"] = kind
     _fields_apply(data, mode, kind, col)
+    kindfields.check_with_model(values, data, kind, col)
     _context_holds_request(values, data, col)
     renamed = crosschecks.between_fields(values, data, col)
     notes = tuple(release_notes) + tuple(renamed)

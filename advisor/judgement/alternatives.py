@@ -7,11 +7,15 @@ from __future__ import annotations
 from advisor.judgement.ranking import PREMIUM_PER_WEIGHT, factor
 from advisor.numbers.terms import rounded
 from advisor.inputs.parallel import LAYOUT_FIELDS
+from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS
 
 #: the estimate's cost field for each ranking unit (per hour of interactive serving, per million tokens
 #: of batch serving or of training without a token budget, per job)
 RANKING_FIELD = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
-                 "million_training_tokens": "usd_per_million_tokens"}
+                 "million_training_tokens": "usd_per_million_tokens",
+                 "thousand_images": "usd_per_thousand_images", "clip": "usd_per_clip"}
+#: the units of kinds counted in their own work (images, clips): numbers.objective UNIT_FIELD
+KIND_UNITS = ("thousand_images", "clip")
 
 
 def ranking_field(unit: str | None) -> str:
@@ -21,6 +25,8 @@ def ranking_field(unit: str | None) -> str:
 def work_field(training: bool, unit: str | None) -> tuple[str, str]:
     """The cost per unit of work beside the ranking's (field, label): per million output tokens for
     serving, per job for training (per million training tokens when no token budget makes a job)."""
+    if unit in KIND_UNITS:        # a kind counted in its own units (images, clips): the ranking's cost is the work's
+        return UNIT_FIELD[unit], UNIT_LABELS[unit]
     if not training:
         return "usd_per_million_tokens", "per million output tokens"
     if unit == "million_training_tokens":
@@ -96,6 +102,11 @@ def plain_reason(dc: dict, reasons: list[str], titles: dict, ratio_: float | Non
     return ", ".join(parts)
 
 
+def _speed(c: dict, training: bool) -> dict:
+    return {"tokens_per_s_per_user": None if training else rounded(c.get("tokens_per_s_per_user")),
+            "ttft_ms": None if training else rounded(c.get("ttft_ms"))}
+
+
 def _weights(contributions: list) -> dict[str, float]:
     """Per rule, the weight it gave a candidate (a rule firing twice adds)."""
     out: dict[str, float] = {}
@@ -104,7 +115,7 @@ def _weights(contributions: list) -> dict[str, float]:
     return out
 
 
-def record(rec: dict, training: bool) -> list[dict]:
+def record(rec: dict, training: bool, spec=None) -> list[dict]:
     """The record's `alternatives`: every candidate but the winner, in rank order (excluded last), with
     both costs, speed, cards, layout and the plain-words reason. Built from the record's own candidates,
     estimate and trace, the figures the memo shows."""
@@ -134,8 +145,7 @@ def record(rec: dict, training: bool) -> list[dict]:
                     "ranking_cost": {"unit": unit, "usd": rounded(c.get(ranking_field(unit)))} if r else None,
                     "work_cost": {"unit": work_label, "usd": rounded(c.get(work))},
                     "cost_range": dc.get("cost_range"),
-                    "tokens_per_s_per_user": None if training else rounded(c.get("tokens_per_s_per_user")),
-                    "ttft_ms": None if training else rounded(c.get("ttft_ms")),
+                    **(_speed(c, training) if spec is None or spec.tokens else {spec.time_field: rounded(c.get(spec.time_field))}),
                     "training_hours": rounded(c.get("training_hours")) if training else None,
                     "premium": dc["premium"],
                     "reason": plain_reason(dc, fallback, titles, ratio(unit, c, base), win)

@@ -169,6 +169,8 @@ def _option(c: Plan, score: float, unit: str, w, contributions: list) -> ranking
         hours = 1.0
     elif unit == "job":
         hours = t                 # the job's hours: training hours, or a batch job's (the kind's time figure)
+    elif c.hours_per_unit is not None:      # a kind counted in its own units (1,000 images, a clip)
+        hours = c.hours_per_unit
     else:
         hours = c.hours_per_million_tokens
     # a third-party listing is not an offer one can rent at (K21): such a candidate is ranked as unpriced
@@ -379,6 +381,9 @@ def decide(est: Estimate, kb: KnowledgeBase, catalog: Catalog) -> Decision:
         warnings += cand_warn[winner]
         decisive = _decisive(ranked, options, excluded, contributions, firings, kb, rule_index, winner,
                              w.constraints.deployment != "cloud")
+        if decisive and decisive.get("file", "").startswith("advisor/") and w.kind_spec.cost_sources:
+            # a kind counted in its own units cites what its cost ranking rests on (not per-token pricing)
+            decisive = {**decisive, "source": list(w.kind_spec.cost_sources)}
         if ranked.basis == "cost" and len(ranked.priced) > 1:
             runner_up = ranked.priced[1]
         elif ranked.basis == "cost" and ranked.unpriced:

@@ -37,6 +37,8 @@ FACTS: dict[str, Fact] = {
     # the workload as understood
     "workload.mode": Fact("string", "", "inference | training | fine-tuning"),
     "workload.model": Fact("string", "", "catalog model id ('custom' for a model given by its figures)"),
+    "workload.seconds_per_image": Fact("number", "s", "image generation: the latency target per image (latency: {seconds_per_image: N})"),
+    "workload.seconds_per_clip": Fact("number", "s", "video generation: the latency target per clip (latency: {seconds_per_clip: N})"),
     "workload.task": Fact("string", "", "llm | rlhf | image-generation | video-generation"),
     "workload.kind": Fact("string", "", "llm-serving | llm-batch | llm-training | rl-post-training | image-generation | video-generation (advisor/inputs/kinds.py)"),
     "workload.method": Fact("string", "", "training method: full | lora | qlora (training and fine-tuning only)"),
@@ -115,6 +117,13 @@ FACTS: dict[str, Fact] = {
     # every declared layout dimension (advisor.inputs.parallel), in its own words: a new one is a fact at once
     **{f"candidate.{d.field}": Fact("integer", "", f"{d.name} degree ({d.notation}): {d.meaning.format(n='N')}") for d in DIMS},
     "candidate.per_card_gb": Fact("number", "GB", "memory each card needs in the layout"),
+    # image and video generation (advisor/kinds/diffusion): the plan's own figures
+    "candidate.seconds_per_image": Fact("number", "s", "image generation: seconds from a request to its image on an idle replica"),
+    "candidate.seconds_per_clip": Fact("number", "s", "video generation: seconds from a request to its clip on an idle replica"),
+    "candidate.images_per_s_per_gpu": Fact("number", "images/s", "image generation: images per second per card"),
+    "candidate.usd_per_thousand_images": Fact("number", "USD", "image generation: cost per 1,000 images"),
+    "candidate.usd_per_clip": Fact("number", "USD", "video generation: cost per clip"),
+    "candidate.latent_patches": Fact("integer", "", "image or video generation: latent patches the denoiser attends over per image or clip"),
     "candidate.headroom_gb": Fact("number", "GB", "memory left on each card"),
     "candidate.headroom_share": Fact("number", "", "headroom_gb / memory_gb: the share of each card left free (below 0.05: within 5% of capacity)"),
     "candidate.kv_headroom_gb": Fact("number", "GB", "memory of one model replica left after the weights (K05, W06)"),
@@ -389,6 +398,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours, "max_gpus": w.constraints.max_gpus,
         "service_level_stated": w.service_level_stated,
+        "seconds_per_image": w.seconds_per_image, "seconds_per_clip": w.seconds_per_clip,
     }
     trained = w.model.num("max_context") if w.model else None
     if trained:
@@ -399,7 +409,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
     if w.training:
         vals.update(concurrency=w.micro_batch, micro_batch=w.micro_batch, method=w.method, optimizer=w.optimizer, zero_stage=w.zero_stage,
                     activation_checkpointing=w.activation_checkpointing, training_tokens=w.training_tokens)
-    else:
+    elif w.kind_spec.tokens:
         vals.update(prompt_tokens=w.prompt_tokens, output_tokens=w.output_tokens, kv_tokens=w.kv_tokens)
     compared = api.compare_all(est.candidates, w, catalog) if catalog is not None else {}
     first = next(iter(compared.values()), None)
@@ -423,7 +433,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         if not c.fits:
             cvals["unfit_reason"] = c.reason       # the planner's words: the memory, or the given layout, that failed
         if c.fits:
-            cvals.update(count=c.count, nodes=c.nodes, **c.layout.degrees(), per_card_gb=c.per_card_gb,
+            cvals.update(count=c.count, nodes=c.nodes, **c.layout.all_degrees(), per_card_gb=c.per_card_gb,
                          replica_nodes=-(-c.layout.replica_cards // c.gpu.gpus_per_node),
                          headroom_gb=c.headroom_gb, kv_headroom_gb=c.kv_headroom_gb,
                          headroom_share=(c.headroom_gb / c.gpu.memory_gb) if c.headroom_gb is not None and c.gpu.memory_gb else None,
@@ -453,6 +463,8 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                              load_million_tokens_per_day=a.load_tokens_per_day / 1e6 if a.load_tokens_per_day else None,
                              break_even_million_tokens_per_day=a.break_even_tokens_per_day / 1e6 if a.break_even_tokens_per_day else None,
                              break_even_utilisation=a.break_even_utilisation, load_share_of_break_even=a.load_share_of_break_even)
+            cvals.update({k: getattr(c, k) for k in ("seconds_per_image", "seconds_per_clip", "images_per_s_per_gpu",
+                                                      "usd_per_thousand_images", "usd_per_clip", "latent_patches")})
             cvals["system_power_known"] = c.gpu.num("system_kw") is not None
             cvals["long_request_fits"] = c.long_request_fits
             cvals.update(_price_values(c, price))

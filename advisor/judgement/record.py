@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from advisor import __version__
 from advisor.judgement import alternatives, ranking
-from advisor.numbers import api, plantable
+from advisor.numbers import plantable
+from advisor.numbers.plan import KIND_FIGURES
 from advisor import kinds
 from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS, closeness, nearest, shortfall, unit_cost, unit_of_work
 from advisor.numbers.terms import rounded
@@ -59,7 +60,7 @@ def build(d, suggestions: list[dict]) -> dict:
     rec["suggestions"] = suggestions
     rec["closest_priced"] = _closest_priced(d, by_id)
     rec["over_budget"] = _over_budget(d, by_id)
-    rec["api_comparison"] = api.record(by_id.get(d.winner), est.workload, d.catalog)
+    rec["api_comparison"] = kinds.api_comparison(by_id.get(d.winner), est.workload, d.catalog)
     rec["estimate"] = est.as_dict()
     shown = {None, d.winner, d.runner_up}        # rule texts are rendered for what a memo or explain shows
     rec["trace"] = [{"order": f.order, "rule": f.rule.id, "title": f.rule.title, "file": f.rule.file, "line": f.rule.line,
@@ -79,7 +80,7 @@ def build(d, suggestions: list[dict]) -> dict:
     if w.ttft_ms is not None or w.tpot_ms is not None:
         rec["service_level"] = {"ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "stated": not w.service_level_source,
                                 "source": w.service_level_source or "the workload", "sources": list(w.service_level_refs)}
-    rec["alternatives"] = alternatives.record(rec, w.training)
+    rec["alternatives"] = alternatives.record(rec, w.training, w.kind_spec)
     rec["versions"] = {"advisor": __version__, "rules_sha256": d.kb.digest, "catalog_sha256": d.catalog.digest,
                        "rule_files": d.kb.files, "engine": "durable_rules 2.0.28", **d.provenance}
     return rec
@@ -103,6 +104,11 @@ def _recommendation(d, c) -> dict:
     if spec.job:
         # a job with a volume (training, RL, a batch job): its hours beside usd_per_job (issue 44's interface)
         rec["job_hours"] = getattr(c, spec.time_field, None)
+    if not est.workload.kind_spec.tokens:
+        # a kind counted in its own units (images, clips): its figures in place of the token ones
+        for k in ("usd_per_million_tokens", "usd_per_job"):
+            rec.pop(k)
+        rec.update({k: getattr(c, k) for k in KIND_FIGURES if getattr(c, k) is not None})
     if c.virtual_stages and c.virtual_stages > 1:
         rec["virtual_stages"] = c.virtual_stages      # the interleaved pipeline that ran
     if c.layout is not None and c.layout.pools:

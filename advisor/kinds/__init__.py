@@ -44,6 +44,8 @@ class Kind(Protocol):
 
     def estimate(self, w: Workload, catalog: Catalog, only: list[str] | None = None) -> Estimate: ...
 
+    def api_comparison(self, plan, w: Workload, catalog: Catalog) -> dict | None: ...
+
 
 #: kind name -> the package that models it (imported when a workload of the kind is first decided)
 PACKAGES = {
@@ -51,6 +53,8 @@ PACKAGES = {
     "llm-batch": "advisor.kinds.batch",
     "llm-training": "advisor.kinds.llm",
     "rl-post-training": "advisor.kinds.rl",
+    "image-generation": "advisor.kinds.diffusion",
+    "video-generation": "advisor.kinds.diffusion",
 }
 
 
@@ -62,6 +66,11 @@ def of(w: Workload) -> Kind:
 def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Estimate:
     """The workload's estimate, by its kind's package."""
     return of(w).estimate(w, catalog, only)
+
+
+def api_comparison(plan, w: Workload, catalog: Catalog) -> dict | None:
+    """The record's comparison of the plan with the hosted APIs that sell the work, by its kind's package."""
+    return of(w).api_comparison(plan, w, catalog)
 
 
 def words(w: Workload) -> Words:

@@ -139,7 +139,7 @@ def busy_share(plan, w) -> float:
 def compare_all(plans, w, catalog) -> dict:
     """gpu id -> the comparison of each plan (none for training): the API offers of the workload are
     looked up and priced once, each plan's own figures beside them."""
-    if w.training:
+    if w.training or not w.kind_spec.tokens:     # per-token APIs price tokens only
         return {}
     base = _offers_priced(w, catalog)
     return {p.gpu.id: compare(p, w, catalog, base) for p in plans}
@@ -189,7 +189,7 @@ def _offers_priced(w, catalog) -> ApiComparison:
 def compare(plan, w, catalog, base: ApiComparison | None = None) -> ApiComparison | None:
     """The comparison for a serving plan (None for training). Without a price or a speed the plan's own
     figures are left out, the offers are still given. `base`: the workload's offers, priced already."""
-    if w.training:
+    if w.training or not w.kind_spec.tokens:
         return None
     base = base or _offers_priced(w, catalog)
     if base.match == "none" or plan is None or not plan.fits or not plan.usd_per_hour or not plan.tokens_per_s:

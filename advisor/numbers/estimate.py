@@ -36,6 +36,8 @@ class Estimate:
         return next(c for c in self.candidates if c.gpu.id == gpu_id)
 
     def as_dict(self) -> dict:
+        if not self.workload.kind_spec.tokens:
+            return self._kind_dict()
         led = self.ledger
         return {
             "units": "GB = 10^9 bytes; card capacities are the vendors' labels, read as 10^9 bytes",
@@ -50,6 +52,25 @@ class Estimate:
             "compute": {k: rounded(t.value) for k, t in self.compute.items()},
             "compute_explained": {k: t.as_dict() for k, t in self.compute.items()},
             "candidates": [c.as_dict() for c in self.candidates],
+            "notes": list(self.notes),
+            "need_gb": rounded(self.need_bytes / GB) if self.need_bytes is not None else None,
+        }
+
+
+    def _kind_dict(self) -> dict:
+        """A kind whose work is not tokens (image, video generation): its ledger's terms that hold
+        something and its plans' figures that it has, no token figure."""
+        led = self.ledger
+        keys = [k for k in LEDGER_KEYS if led.terms[k].value or k == "total_gb"]
+        return {
+            "units": "GB = 10^9 bytes; card capacities are the vendors' labels, read as 10^9 bytes",
+            "workload": self.workload.inputs(),
+            "ledger": {k: rounded(led.terms[k].value / GB) for k in keys},
+            "ledger_explained": {k: {**led.terms[k].as_dict(), "value": rounded(led.terms[k].value / GB)} for k in keys},
+            "weights_precision": led.sized.precision_label,
+            "compute": {k: rounded(t.value) for k, t in self.compute.items()},
+            "compute_explained": {k: t.as_dict() for k, t in self.compute.items()},
+            "candidates": [{k: v for k, v in c.as_dict().items() if v is not None and v != {}} for c in self.candidates],
             "notes": list(self.notes),
             "need_gb": rounded(self.need_bytes / GB) if self.need_bytes is not None else None,
         }

@@ -14,9 +14,11 @@ from advisor.numbers.layouts import rack_unit
 TIME_TOLERANCE = 0.05
 
 UNIT_FIELD = {"job": "usd_per_job", "million_tokens": "usd_per_million_tokens",
-              "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour"}
+              "million_training_tokens": "usd_per_million_tokens", "hour": "usd_per_hour",
+              "thousand_images": "usd_per_thousand_images", "clip": "usd_per_clip"}
 UNIT_LABELS = {"job": "per job", "million_tokens": "per million output tokens",
-               "million_training_tokens": "per million training tokens", "hour": "per hour"}
+               "million_training_tokens": "per million training tokens", "hour": "per hour",
+               "thousand_images": "per 1,000 images", "clip": "per clip"}
 
 
 def unit_of_work(w) -> str:
@@ -28,6 +30,8 @@ def unit_of_work(w) -> str:
     slower card that just holds the limit win at a higher cost per request (Llama 3.1 405B FP8 for 32
     users: 8 x A100 at $4.80 per million tokens over 8 x H100 at $3.45). The service level, not the
     ranking, keeps every user's speed."""
+    if w.kind_spec.cost_unit:      # a kind counted in its own units (images, clips)
+        return w.kind_spec.cost_unit
     if w.training:   # without a token budget, per million training tokens: what the job costs whatever its size
         # an RL run's volume may be its steps (rl_steps) instead of its tokens
         return "job" if w.training_tokens or getattr(w, "rl_steps", None) else "million_training_tokens"
@@ -71,6 +75,8 @@ def money(plan, unit: str, rate_per_gpu_hour: float | None, cards: int | None = 
         # the job's hours: a training run's, or an offline batch job's (only one of them is set)
         hours = plan.training_hours if plan.training_hours is not None else plan.job_hours
         return (per_hour * hours if hours is not None else None), False
+    if plan.hours_per_unit is not None:       # a kind counted in its own units: the plan's hours per unit
+        return per_hour * plan.hours_per_unit, False
     return (per_hour * plan.hours_per_million_tokens if plan.hours_per_million_tokens else None), False
 
 
@@ -83,6 +89,10 @@ def shortfall(w, plan) -> float:
         return hours / dl if dl and hours is not None else 0.0
     ratios = [fig / target for fig, target in ((plan.ttft_ms, w.ttft_ms), (plan.tpot_ms, w.tpot_ms))
               if target and fig is not None]
+    target = getattr(w, w.kind_spec.time_field, None) if not w.kind_spec.tokens else None
+    t = plan_time(w, plan)
+    if target and t is not None:            # image or video generation: its latency target per image or clip
+        ratios.append(t / target)
     if w.requests_per_s and plan.capacity_requests_per_s:
         # past its capacity a plan has no first-token time: how far the rate is beyond what it holds
         ratios.append(w.requests_per_s / plan.capacity_requests_per_s)

@@ -41,6 +41,20 @@ class _Figure:
         return _default(self.part, self.name) if value is None else getattr(value, self.name)
 
 
+class _KindFigure(_Figure):
+    """A figure of the parts of some kinds only (a diffusion plan's seconds per image, its kinds'
+    Speed and Cost subclasses in advisor/kinds/): None on the other kinds' plans, and recorded only
+    where it has a value, so their records read as before."""
+
+    __slots__ = ()
+
+    def __get__(self, plan, owner=None):
+        if plan is None:
+            return self
+        value = plan.__dict__[self.part]
+        return None if value is None else getattr(value, self.name, None)
+
+
 @cache
 def _owner() -> dict[str, str]:
     """Figure name -> the part that owns it, in the parts' field order (the record's key order). A part's
@@ -102,6 +116,8 @@ class Plan:
     attention_dp = _Figure("layout")
     pools = _Figure("layout")
     interleave = _Figure("layout")
+    cfg = _Figure("layout")
+    sp = _Figure("layout")
     # numbers.layouts.Memory
     per_card_gb = _Figure("memory")
     headroom_gb = _Figure("memory")
@@ -142,6 +158,18 @@ class Plan:
     price = _Figure("cost")
     price_unknown = _Figure("cost")
     tco = _Figure("cost")
+    # the figures of image and video generation (advisor/kinds/diffusion: its Speed and Cost subclasses)
+    seconds_per_image = _KindFigure("speed")
+    seconds_per_clip = _KindFigure("speed")
+    images_per_s_per_gpu = _KindFigure("speed")
+    clips_per_hour_per_gpu = _KindFigure("speed")
+    images_per_s = _KindFigure("speed")
+    clips_per_hour = _KindFigure("speed")
+    latent_patches = _KindFigure("speed")
+    hours_per_unit = _KindFigure("speed")
+    usd_per_thousand_images = _KindFigure("cost")
+    usd_per_clip = _KindFigure("cost")
+    usd_per_video_minute = _KindFigure("cost")
 
     @property
     def count(self) -> int | None:
@@ -157,6 +185,10 @@ class Plan:
              "layout": self.layout.as_dict() if self.layout else None}
         for name in _recorded():
             d[name] = _plain(getattr(self, name))
+        for name in KIND_FIGURES:
+            v = getattr(self, name)
+            if v is not None:
+                d[name] = _plain(v)
         d["memory_gb"] = self.gpu.memory_gb
         return d
 
@@ -186,5 +218,8 @@ def _plain(v):
         return {a: (rounded(b) if not isinstance(b, dict) else {x: rounded(y) for x, y in b.items()}) for a, b in v.items()}
     return rounded(v)
 
+
+#: the figures of some kinds only, in the record's key order
+KIND_FIGURES = tuple(k for k, v in Plan.__dict__.items() if isinstance(v, _KindFigure))
 
 _owner()    # a part's field without its `_Figure` line in Plan fails at import, not at the first record

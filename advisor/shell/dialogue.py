@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from advisor.inputs import diffusionmodels, kinds as kind_specs
 from advisor.base import yamlio
 from advisor.base.errors import InputError
 from advisor.inputs.catalog import Catalog
@@ -79,7 +80,18 @@ class Dialogue:
         mode = self.answers.get("mode")
         if mode and not q.field.startswith(("constraints.", "model.")) and q.field in FIELDS and mode not in q.spec.modes:
             return False
+        # a field of some kinds only (prompt_tokens for the token kinds, resolution for image and video
+        # generation) is asked once the answers so far name a kind it applies to
+        kind = self._kind()
+        if kind and q.field in FIELDS and FIELDS[q.field].kinds and kind not in FIELDS[q.field].kinds:
+            return False
         return True
+
+    def _kind(self) -> str | None:
+        """The workload's kind as the answers so far read (advisor.inputs.kinds), None before the mode."""
+        a = self.answers
+        latency = a.get("latency") if isinstance(a.get("latency"), str) else None
+        return kind_specs.kind_of(a.get("mode"), a.get("task"), a.get("method"), latency, a.get("volume"))
 
     def pending(self) -> Question | None:
         for q in self.questions:
@@ -127,7 +139,7 @@ class Dialogue:
 
     def _completions(self, q: Question) -> list[str]:
         if q.kind == "model":
-            return sorted(self.catalog.models) + ["other"]
+            return sorted(self.catalog.models) + sorted(diffusionmodels.shipped()) + ["other"]
         if q.kind == "bool":
             return ["yes", "no"]
         return self._choices(q)
@@ -459,6 +471,8 @@ def answers_from(data: dict, catalog: Catalog, file: str | None = None) -> dict:
                     answers[f"model.{mk}"] = yamlio.plain(mv)
         elif k == "model" and file and _config_path(str(v), file):
             answers["model"] = _config_path(str(v), file)     # a config.json, as the file names it (review 14)
+        elif k == "model" and diffusionmodels.knows(str(v)):
+            answers["model"] = diffusionmodels.resolve_id(str(v))      # an image or video model
         elif k == "model":
             answers["model"] = catalog.model_release(str(v))[0].id
         elif k in FIELDS and v is not None:

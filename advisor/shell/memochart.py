@@ -67,7 +67,7 @@ def chart(rec: dict, catalog: Catalog) -> dict:
         capacity, need = catalog.gpus[c["gpu"]].memory_gb, e["per_card_gb"]
         x, segs = 0.0, []
         for k, colour in LEDGER_COLOURS.items():
-            seg = w(need * (led[k] or 0) / total)
+            seg = w(need * (led.get(k) or 0) / total)
             if seg > 0:
                 segs.append({"x": f"{LEFT + x:.1f}", "w": f"{seg:.1f}", "colour": colour, "label": LEDGER_LABELS[k]})
                 x += seg
@@ -83,7 +83,7 @@ def chart(rec: dict, catalog: Catalog) -> dict:
     total_w = max(label_px, LEFT + width + 40, LEFT + len(axis_label) * CHAR_PX) + 10
     legend, x, row = [], float(LEFT), 0
     for k, col in LEDGER_COLOURS.items():
-        if not led[k]:
+        if not led.get(k):
             continue
         lw = 14 + len(LEDGER_LABELS[k]) * CHAR_PX + 16        # swatch, label, gap
         if x + lw > total_w and x > LEFT:

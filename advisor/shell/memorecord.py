@@ -10,6 +10,7 @@ from advisor.base.errors import InputError, Problem
 from advisor.inputs.catalog import Catalog
 from advisor.numbers.objective import UNIT_LABELS
 from advisor.numbers.owning import beyond_write_off
+from advisor.shell import memokind
 from advisor.shell.wording import Cites as _Cites, offer as _offer, plain as _plain, plan as _plan, usd as _usd, job_usd as _job_usd, small_usd as _small_usd
 from advisor.inputs.parallel import describe, from_record
 
@@ -91,6 +92,9 @@ def _job_cost(c: dict) -> str:
 
 
 def _unit_cost(mode: str, c: dict) -> str:
+    own = memokind.unit_cost(c)        # a kind counted in images or clips
+    if own is not None:
+        return own
     if c.get("job_hours") is not None and c.get("usd_per_job") is not None and c.get("usd_per_million_io_tokens") is not None:
         return _job_cost(c)
     if mode == "inference" and c.get("usd_per_million_tokens") is not None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 
 
-from advisor.judgement.alternatives import titles_line as _titles
+from advisor.judgement.alternatives import ranking_field, titles_line as _titles
 from advisor.numbers.objective import UNIT_LABELS, times
+from advisor.shell import memokind
 from advisor.shell.wording import (asked_rate, rate_beside, job_usd as _job_usd, money as _money, small_usd as _small_usd, duration as _duration, duration_short, machines as _machines, gist as _gist, offer as _offer, suggestion as _suggestion, usd as _usd,
                                    api_line as _api_line, month_shown)
 from advisor.shell.memorecord import (_Record, _num, _layout_short, _unit_cost, _cost_sentence,
@@ -62,7 +63,7 @@ def _summary(x: _Record, v: dict) -> dict:
         c = x.cands[r["gpu"]]
         summary["cost"] = _summary_cost(x, c)
         summary["objective"] = _objective(r)
-        summary["api"] = _api_line(x.rec.get("api_comparison"))
+        summary["api"] = memokind.api_line(x.rec.get("api_comparison")) or _api_line(x.rec.get("api_comparison"))
         summary["fleet"] = _fleet_line(x)
         summary["sentence"] = _closest_label(x) + (f"Use {r['count']} x {x.catalog.gpus[r['gpu']].name} on {_machines(r, x.catalog.gpus[r['gpu']].gpus_per_node)} "
                                f"({_layout_short(r)}).")
@@ -320,8 +321,7 @@ def _range(rg) -> str:
 
 def _ranking_cost(unit: str, c: dict) -> str:
     """The cost in the ranking's unit (per hour of interactive serving, per million tokens, per job)."""
-    field = {"hour": "usd_per_hour", "million_tokens": "usd_per_million_tokens", "job": "usd_per_job",
-             "million_training_tokens": "usd_per_million_tokens"}.get(unit or "hour", "usd_per_hour")
+    field = ranking_field(unit)
     v = c.get(field)
     if v is None:
         return "price unknown"
@@ -331,6 +331,9 @@ def _ranking_cost(unit: str, c: dict) -> str:
 def _speed_short(mode: str, c: dict) -> str:
     if not c.get("fits"):
         return "-"
+    own = memokind.speed_short(c)      # a kind counted in images or clips
+    if own is not None:
+        return own
     if c.get("job_hours") is not None:
         return duration_short(c["job_hours"])
     if mode == "inference":
@@ -361,7 +364,10 @@ def _alt_table(x: _Record, gpus: list[str]) -> dict:
     if x.mode != "inference" and (x.r or {}).get("unit") == "million_training_tokens":
         work = ("usd_per_million_tokens", "per M training tokens")
     speed = ("tokens_per_s_per_user", "tokens/s per user", 0) if x.mode == "inference" else ("training_hours", "hours", 1)
-    if (x.cands.get((x.r or {}).get("gpu")) or {}).get("job_hours") is not None:
+    own = memokind.table_columns(x.r or {})       # a kind counted in images or clips
+    if own:
+        work, speed = own
+    elif (x.cands.get((x.r or {}).get("gpu")) or {}).get("job_hours") is not None:
         # an offline batch job: the whole job's cost and hours
         work, speed = ("usd_per_job", "per job"), ("job_hours", "hours", 1)
     head = ["", "per hour", work[1], speed[1]]

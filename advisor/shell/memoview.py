@@ -14,6 +14,7 @@ import re
 from advisor.inputs.catalog import Catalog
 from advisor.judgement.alternatives import plain_reason as _plain_reason, ratio as _ratio
 from advisor.numbers.objective import UNIT_LABELS
+from advisor.shell import memokind
 from advisor.shell.memochart import LEDGER_LABELS, chart, cost_chart, gb as _gb
 from advisor.shell.memotradeoff import tradeoff_chart
 from advisor.shell.memoworkload import applies, label, workload_rows
@@ -103,7 +104,9 @@ def _recommendation(x: _Record) -> dict:
              ("Cost", _cost_sentence(mode, c, cites))]
     if c.get("job_hours") is not None:
         facts.append(("Job", _job_line(c, inputs)))
-    if mode == "inference":
+    if memokind.own_units(c):
+        facts.append(("Speed", memokind.speed_fact(c)))
+    elif mode == "inference":
         facts.append(("Speed", f"first token in {_num(c.get('ttft_ms', c['prefill_ms']))} ms for a {inputs.get('prompt_tokens', 0):,}-token prompt; "
                                f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"
                                f" at {c.get('concurrency') or inputs.get('concurrency')} sequences (expected, calibrated: docs/accuracy.md)"))
@@ -162,25 +165,22 @@ def _numbers(x: _Record) -> dict:
     est, cites, r = x.est, x.cites, x.r
     led = est["ledger_explained"]
     v: dict = {"ledger": [{"term": LEDGER_LABELS[k], "gb": _gb(led[k]["value"]), "how": cites.prose(led[k]["formula"]),
-                           "source": cites.names(led[k]["sources"])} for k in LEDGER_LABELS if led[k]["value"]]}
+                           "source": cites.names(led[k]["sources"])} for k in LEDGER_LABELS if k in led and led[k]["value"]]}
     v["total"] = _gb(est["ledger"]["total_gb"])
     v["total_how"] = cites.prose(led["total_gb"]["formula"])
     alt = est.get("alternative_accounting", {}).get("model_states_gb")
     v["alt_accounting"] = cites.prose(f"Other accounting: {alt['formula']} = {_gb(alt['value'])}.") if alt else ""
     comp = est["compute_explained"]
-    v["compute"] = [("Forward FLOPs per token", f"{comp['forward_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                     cites.prose(comp["forward_flops_per_token"]["formula"] + " (K04)"))]
-    if "job_flops_per_token" in comp:
-        v["compute"].append(("Training FLOPs per token", f"{comp['job_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                             cites.prose(comp["job_flops_per_token"]["formula"])))
+    own = memokind.compute_rows(comp, cites.prose)
+    if own is not None:           # a kind counted in images or clips: its own compute figures
+        v["compute"] = own
     else:
-        v["compute"].append(("Training FLOPs per token", f"{comp['train_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
-                             cites.prose(comp["train_flops_per_token"]["formula"] + " (K08), if this model were trained")))
+        v["compute"] = _token_compute(comp, cites)
     if est.get("kv_bytes_per_token") is not None:
         v["compute"].append(("KV cache per token", f"{est['kv_bytes_per_token']:,.0f} bytes",
                              f"averaged over {x.inputs.get('context_tokens', 0):,} tokens"))
     v["notes"] = [cites.prose(n) for n in est.get("notes", [])]
-    v["divisions"] = _divisions(x)
+    v["divisions"] = _divisions(x) if not (r and memokind.own_units(x.cands[r["gpu"]])) else []
     if r:
         v["why_figures"] = [(_why_label(k, x.mode), cites.prose(text))
                             for k, text in x.cands[r["gpu"]]["why"].items() if x.mode == "inference" or k != "ideal"]
@@ -189,11 +189,23 @@ def _numbers(x: _Record) -> dict:
     return v
 
 
+def _token_compute(comp: dict, cites) -> list:
+    out = [("Forward FLOPs per token", f"{comp['forward_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
+                     cites.prose(comp["forward_flops_per_token"]["formula"] + " (K04)"))]
+    if "job_flops_per_token" in comp:
+        out.append(("Training FLOPs per token", f"{comp['job_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
+                    cites.prose(comp["job_flops_per_token"]["formula"])))
+    else:
+        out.append(("Training FLOPs per token", f"{comp['train_flops_per_token']['value'] / 1e9:,.1f} GFLOP",
+                    cites.prose(comp["train_flops_per_token"]["formula"] + " (K08), if this model were trained")))
+    return out
+
+
 def _why_label(key: str, mode: str) -> str:
     """A figure's name in the list of how the recommended layout's figures were computed."""
     if key == "usd_per_million_tokens" and mode != "inference":
         return "Cost per million training tokens"
-    return WHY_LABELS.get(key) or _field_words(key)
+    return WHY_LABELS.get(key) or memokind.WHY_LABELS.get(key) or _field_words(key)
 
 
 def _divisions(x: _Record) -> list[tuple[str, str, str]]:
@@ -335,7 +347,9 @@ def _sources(x: _Record) -> dict:
     """The seed documents' disagreements, the catalog's sources and prices, and every knowledge statement
     the memo named (the sections before this one registered them with `cites`)."""
     cites, catalog = x.cites, x.catalog
-    v: dict = {"disagreements": [cites.prose(s) for s in DISAGREEMENTS], "catalog_sources": _catalog_sources(x.rec, catalog)}
+    # a plan counted in images or clips: the seeds' disagreements about LLM accounting do not apply
+    own = bool(x.r) and memokind.own_units(x.cands[x.r["gpu"]])
+    v: dict = {"disagreements": [cites.prose(s) for s in DISAGREEMENTS if not own or "B200" in s], "catalog_sources": _catalog_sources(x.rec, catalog)}
     v["prices"] = sorted({f"{catalog.gpus[c['gpu']].name if c['gpu'] in catalog.gpus else c['gpu']}: {_offer(c['price'])}; "
                           f"{cites.prose(c['price']['source'])} ({c['price']['tier']})"
                           for c in x.est["candidates"] if c.get("price")})

@@ -127,7 +127,17 @@ def read_answer(q: Question, text: str, catalog: Catalog, default=None):
         try:
             return catalog.model_release(text)[0].id, None     # a release name (Llama-3.1-8B-Instruct) too
         except InputError as exc:
+            from advisor.inputs import diffusionmodels
+            if diffusionmodels.knows(text):        # an image or video model (catalog/diffusion-models.yaml)
+                return diffusionmodels.resolve_id(text), None
             return None, exc.problems[0].message.replace("unknown model", "Unknown model") + " (or 'other')"
+    if q.spec.kind == "resolution":
+        from advisor.inputs.kindfields import read_resolution
+        col = Collector()
+        got = read_resolution(text, col, None)
+        if got is None:
+            return None, f"{col.problems[0].message[0].upper()}{col.problems[0].message[1:]}. {accepted(q)}"
+        return f"{got[0]}x{got[1]}", None
     if norm(text) in q.synonyms:
         text = str(q.synonyms[norm(text)])
     if q.kind == SERVICE_LEVEL:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from advisor.numbers.estimate import GB, LEDGER_KEYS, Estimate
 from advisor.numbers.objective import times
+from advisor.shell import memokind
 from advisor.shell.wording import plain, plan as plan_words
 
 
@@ -28,8 +29,13 @@ def estimate_text(est: Estimate) -> str:
     if est.kv_bytes_per_token is not None:
         lines.append(f"  KV cache per token: {est.kv_bytes_per_token:,.0f} bytes (averaged over {w.context_tokens:,} tokens)")
     c = est.compute
-    lines += ["", f"Compute: forward {c['forward_flops_per_token'].value / 1e9:,.1f} GFLOP/token (2 x active, K04); "
-                  f"training {c['train_flops_per_token'].value / 1e9:,.1f} GFLOP/token (6 x active, K08)"]
+    if not w.kind_spec.tokens:        # a kind counted in images or clips: its own compute figures
+        lines += ["", "Compute: " + "; ".join(f"{memokind.COMPUTE_LABELS.get(k, k)} {t.value / 1e12:,.1f} TFLOP"
+                                                if "flops" in k else f"{memokind.COMPUTE_LABELS.get(k, k)} {t.value:,.0f}"
+                                                for k, t in c.items())]
+    else:
+        lines += ["", f"Compute: forward {c['forward_flops_per_token'].value / 1e9:,.1f} GFLOP/token (2 x active, K04); "
+                      f"training {c['train_flops_per_token'].value / 1e9:,.1f} GFLOP/token (6 x active, K08)"]
     for note in est.notes:
         lines.append(f"Note: {note}")
     lines += ["", "Candidates:", *_candidate_table(est)]
@@ -46,7 +52,11 @@ def _candidate_table(est: Estimate) -> list[str]:
     w = est.workload
     cols = [("GPU", "left"), ("fits", "left"), ("cards", "right"), ("nodes", "right"), ("TPxPPxDP", "left"),
             ("GB/card", "right"), ("spare", "right")]
+    own = not w.kind_spec.tokens       # image or video generation: seconds and $ per image or clip
+    per = w.kind_spec.time_unit.split()[-1] if own else ""
     cols += ([("hours", "right"), ("kW/node", "right"), ("$/h", "right"), ("$/job", "right")] if w.training else
+             [("cards/replica", "right"), (f"s/{per}", "right"), ("kW/node", "right"), ("$/h", "right"),
+              ("$/1k images" if per == "image" else f"$/{per}", "right")] if own else
              [("prefill ms", "right"), ("tok/s", "right"), ("kW/node", "right"), ("$/h", "right"), ("$/Mtok", "right")])
     t = tables.table(*cols)
     order = sorted(est.candidates, key=lambda c: (not c.fits, c.count or 0, c.gpu.id))
@@ -55,7 +65,11 @@ def _candidate_table(est: Estimate) -> list[str]:
         plan = (f"{cd.tp}x{cd.pp}x{cd.dp}" if not pools else      # a disaggregated plan: prefill + decode replicas
                 f"P{pools.prefill.dp}+D{pools.decode.dp}")
         row = [cd.gpu.id, "yes", str(cd.count), str(cd.nodes), plan, f"{cd.per_card_gb:,.1f}", f"{cd.headroom_gb:,.1f}"]
-        if w.training:
+        if own:
+            row += [str(cd.cfg * cd.sp), _n(getattr(cd, w.kind_spec.time_field), "{:,.2f}"), _n(cd.power_kw_per_node),
+                    _n(cd.usd_per_hour, "{:,.2f}", "unknown"),
+                    _n(cd.usd_per_thousand_images if per == "image" else cd.usd_per_clip, "{:,.2f}")]
+        elif w.training:
             row += [_n(cd.training_hours, "{:,.1f}"), _n(cd.power_kw_per_node), _n(cd.usd_per_hour, "{:,.2f}", "unknown"),
                     _n(cd.usd_per_job, "{:,.0f}")]
         else:

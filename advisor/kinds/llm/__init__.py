@@ -12,7 +12,7 @@ from advisor.inputs.catalog import Catalog
 from advisor.inputs.kinds import KINDS as SPECS, KindSpec
 from advisor.inputs.workload import Workload
 from advisor.kinds import Words
-from advisor.numbers import estimate as estimator
+from advisor.numbers import api, estimate as estimator
 from advisor.numbers.estimate import Estimate
 
 
@@ -25,6 +25,10 @@ class TokenKind:
 
     def estimate(self, w: Workload, catalog: Catalog, only: list[str] | None = None) -> Estimate:
         return estimator.estimate(w, catalog, only)
+
+    def api_comparison(self, plan, w: Workload, catalog: Catalog) -> dict | None:
+        """The per-token APIs that sell the model (or its size class), beside the plan (numbers.api)."""
+        return api.record(plan, w, catalog)
 
 
 SERVED = "an hour of the workload on one node of each, measuring output tokens/s at the workload's concurrency"
