@@ -18,6 +18,7 @@ from advisor.inputs.kinds import KINDS as SPECS, LLM_BATCH, KindSpec
 from advisor.inputs.workload import Workload
 from advisor.kinds import Words
 from advisor.numbers import estimate as estimator
+from advisor.numbers import api
 from advisor.numbers.estimate import Estimate
 
 SETTLE_BY = ("a thousand of the job's own requests on one node of each at the engine's largest batch, measuring "
@@ -33,6 +34,10 @@ class BatchKind:
 
     def estimate(self, w: Workload, catalog: Catalog, only: list[str] | None = None) -> Estimate:
         return estimator.estimate(w, catalog, only)
+
+    def api_comparison(self, plan, w: Workload, catalog: Catalog) -> dict | None:
+        """The per-token APIs that sell the model (or its size class), beside the plan (numbers.api)."""
+        return api.record(plan, w, catalog)
 
 
 KINDS = {LLM_BATCH: BatchKind(SPECS[LLM_BATCH], Words("job", "hours", "batch job", SETTLE_BY))}

@@ -12,6 +12,7 @@ from advisor.inputs.kinds import KINDS as SPECS, RL, KindSpec
 from advisor.inputs.workload import Workload
 from advisor.kinds import Words
 from advisor.kinds.rl import models, plans, step as steps
+from advisor.numbers import api
 from advisor.numbers.estimate import Estimate, candidate_gpus
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger, kv_shape, size_model, training_ledger
 from advisor.numbers.plan import Plan
@@ -97,6 +98,10 @@ class RLKind:
         notes = list(w.notes) + list(led.notes) + _defaults_note(w)
         return Estimate(w, led, cands, compute_terms(w, led), led.kv.bytes_per_sequence(1) if led.kv else None,
                         notes, led.bytes("total_gb"))
+
+    def api_comparison(self, plan, w: Workload, catalog: Catalog) -> dict | None:
+        """The per-token APIs that sell the model (or its size class), beside the plan (numbers.api)."""
+        return api.record(plan, w, catalog)
 
 
 TRAINED = "a few RL steps on one node of each, timing the rollout and the update separately"
