@@ -129,7 +129,9 @@ def test_cost_objective_takes_the_fastest_plan_within_5_percent_of_the_cheapest(
     from advisor.numbers import objective
     d = decide(catalog, kb, {"model": "llama-3.1-8b", "training_tokens": 15e12})
     c = d.estimate.candidate("h100-sxm")
-    assert c.beyond_bound["count"] == 8          # a whole instance, not the 4 cards the tie-break gave
+    # whole instances, not the 4 cards the tie-break once gave: two of them since the plan keeps the
+    # headroom an engine needs free (issue 45 item 5; one instance at ZeRO-3 held it with ~0 GB to spare)
+    assert c.beyond_bound["count"] == 16
     assert objective.TIME_TOLERANCE == 0.05
 
 
@@ -273,9 +275,10 @@ def test_a_deeper_pipeline_is_searched_though_it_starts_with_more_cards(catalog,
     # PP 4 is the cheaper layout (by 2%: 4 nodes pay more of the whole-run factors than 3, review 10 F7;
     # by 5% when every job paid them whole)
     assert given[4].usd_per_job < given[3].usd_per_job
-    # the cheapest plan found is the 32-card PP 4 one, 938 h: past 30 days without a deadline, the plan is
-    # the one within them (review 10, F8), at about its cost per job
-    assert r.beyond_bound["count"] == 32 and r.beyond_bound["layout"]["pp"] == 4
+    # the cheapest plan found is a 32-card one (PP 2 x DP 16 at ZeRO-1 since plans keep the headroom free,
+    # issue 45 item 5; PP 4 before), no dearer than the PP 4 one: past 30 days without a deadline, the plan
+    # is the one within them (review 10, F8), at about its cost per job
+    assert r.beyond_bound["count"] == 32 and r.beyond_bound["usd_per_job"] <= given[4].usd_per_job
     assert r.count > 32 and r.training_hours <= 30 * 24 and r.usd_per_job <= given[4].usd_per_job * 1.05
     assert r.training_hours < given[4].training_hours
 
