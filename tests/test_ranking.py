@@ -100,12 +100,13 @@ def test_decisive_entry_reads_in_money_when_rules_outweigh_cost(catalog, kb):
 
 
 def test_decisive_entry_when_cost_alone_decides(catalog, kb):
-    # 7B pre-training in 72 h from one provider: no rule favours the H200, which costs 33% more per job
+    # 7B pre-training in 72 h from one provider: no rule favours the H200, which costs 24% more per job (33%
+    # before plans kept the headroom free, issue 45 item 5: the H100 plan is dearer at ZeRO-2)
     d = _decide(catalog, kb, "7b-pretraining-deadline", **ONE_PROVIDER)
     dec = d.record["decisive_rule"]
     assert d.winner == "h100-sxm" and dec["id"] == "ranking-cost-per-unit-of-work"
     h100, h200 = _unit_cost(d, "h100-sxm"), _unit_cost(d, "h200-sxm")
-    assert h200 / h100 > 1.3
+    assert h200 / h100 > 1.2
     assert f"h100-sxm costs {ranking.money(h100)} per job, h200-sxm {ranking.money(h200)}" in dec["because"]
     assert dec["because"].startswith("Cost decides:") and "would win below $" in dec["because"]   # the unpriced options, in money
 

@@ -22,11 +22,21 @@ def current(catalog):
     return dataclasses.replace(catalog, capacity=cap)
 
 
+def without_market(catalog):
+    """The catalog without the reservation sold for any length (SF Compute's market, issue 45 item 3)."""
+    keep = {g: [t for t in ts if not t["provider"].startswith("SF Compute")] for g, ts in catalog.capacity["reserved"].items()}
+    return dataclasses.replace(catalog, capacity={**catalog.capacity, "reserved": {g: ts for g, ts in keep.items() if ts}})
+
+
 def test_a_rate_past_its_stated_validity_is_not_priced(catalog, kb):
-    d = decide(catalog, kb, TWO_WEEKS_70B)
+    d = decide(without_market(catalog), kb, TWO_WEEKS_70B)
     p = d.record["recommendation"]["price"]
     assert p["kind"] == "contract" and p["usd_per_gpu_hour"] == 2.35 and p["reserved_tiers"] == []
-    assert catalog.capacity["reserved"] == {} and catalog.capacity["as_of"] == "2026-12-01"
+    # on the shipped catalog the two weeks are booked at the market's current rate, never AWS's expired one
+    p = decide(catalog, kb, TWO_WEEKS_70B).record["recommendation"]["price"]
+    assert p["kind"] == "reserved" and p["provider"].startswith("SF Compute") and p["term_days"] == 14
+    assert [t["provider"] for t in catalog.capacity["reserved"]["h100-sxm"]] == ["SF Compute (reserved at market rate)"]
+    assert catalog.capacity["as_of"] == "2026-12-01"
     assert {t["valid_until"] for ts in catalog.capacity["expired"].values() for t in ts} == {"2025-01-01"}
 
 TWO_WEEKS_70B = {"mode": "training", "model": "llama-3.1-70b", "precision": "bf16", "context_tokens": 4096,
@@ -66,7 +76,8 @@ def test_the_memo_prices_the_two_weeks_from_a_current_rate(capsys, tmp_path):
                  "micro_batch: 1\ntraining_tokens: 600e9\nconstraints: {deadline_hours: 336, gpus: [h100-sxm]}\n")
     assert main(["recommend", str(f)]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "needs a contracted cluster" in text and "$4.92/GPU-h" not in text and "2024-12" not in text
+    # (a contracted cluster before the reservation sold for any length, issue 45 item 3)
+    assert "needs a reservation" in text and "$2.11/GPU-h" in text and "$4.92/GPU-h" not in text and "2024-12" not in text
 
 
 def test_a_cluster_larger_than_any_reservation_sold_stays_a_contract(catalog, kb):

@@ -57,12 +57,13 @@ def test_a_training_plan_near_its_memory_gets_training_advice_not_serving_flags(
     # "Cap the engine's context and batch (e.g. vLLM max_model_len, max_num_seqs)"
     d = conftest.decide(catalog, kb, {"mode": "fine-tuning", "model": "llama-3.1-8b", "method": "full", "precision": "bf16",
                                       "optimizer": "adamw", "context_tokens": 4096, "micro_batch": 2, "training_tokens": 2e9})
+    # since plans keep the headroom an engine needs free (issue 45 item 5) the plan is no longer near its
+    # memory: 16 x H100 at ZeRO-2 keep 8.5 GB each; neither the serving flag nor the training one fires (the
+    # training rule's wording, without vLLM's caps, is held by its own examples in rules/memory-fit.yaml)
     c = d.estimate.candidate(d.winner)
-    assert c.headroom_gb < 0.05 * c.gpu.memory_gb
+    assert c.headroom_gb >= 0.05 * c.gpu.memory_gb
     warn = {w["rule"]: w for w in d.record["warnings"]}
-    assert "risk-memory-near-capacity" not in warn
-    mit = warn["risk-training-memory-near-capacity"]["mitigation"]
-    assert "micro_batch (now 2)" in mit and "activation_checkpointing: true" in mit and "vLLM" not in mit
+    assert "risk-memory-near-capacity" not in warn and "risk-training-memory-near-capacity" not in warn
 
 
 def test_a_geforce_plan_without_tensor_parallelism_is_not_told_its_tensor_parallelism_crosses_pcie(catalog, kb):

@@ -42,7 +42,8 @@ def test_buying_is_weighed_against_the_cheapest_rental_of_the_same_work(catalog,
     assert t["break_even_months"] > t["write_off_months"]
     assert "buying-does-not-pay-back" in {w["rule"] for w in d.record["warnings"]}
     text = _flat(memo_mod.render(d.record, catalog, "text"))
-    assert "(24 x h100-sxm: renting it costs 38% of renting 8 x mi300x for the same work)" in text
+    # (29%, 38% before plans kept the headroom free, issue 45 item 5: the owned MI300X plan is slower now)
+    assert "(24 x h100-sxm: renting it costs 29% of renting 8 x mi300x for the same work)" in text
 
 
 def test_jobs_that_need_more_hours_than_the_stated_busy_share_set_the_busy_hours(catalog, kb):
@@ -54,7 +55,7 @@ def test_jobs_that_need_more_hours_than_the_stated_busy_share_set_the_busy_hours
     share = c.training_hours * 4 / 730
     assert 0.5 < share and c.tco["inputs"]["utilisation"]["value"] == share
     text = _flat(memo_mod.render(d.record, catalog, "text"))
-    assert "at 59% busy" in text and "at 50% busy" not in text
+    assert "at 77% busy" in text and "at 50% busy" not in text      # 59% before the headroom (issue 45 item 5)
     # a stated share above the jobs' is other work the cluster does: it stays
     more = conftest.decide(catalog, kb, {**FT_70B_OWNED, "constraints": {**FT_70B_OWNED["constraints"], "busy_share": 0.9}})
     assert more.estimate.candidate(more.winner).tco["inputs"]["utilisation"]["value"] == 0.9

@@ -30,6 +30,7 @@ CONSTRAINTS: dict[str, Spec] = {
     "jobs_per_month": Spec("float", "Training on owned hardware: jobs the cluster runs a month; each job carries its share of the month's owning cost.", min=0.01, max=100_000, unit="jobs"),
     "load": Spec("enum", "Steady or irregular load (T11: irregular favours renting).", ("steady", "irregular"), default="steady"),
     "budget_usd_per_hour": Spec("float", "Most the team will pay per hour for the whole deployment.", min=0.01, max=1e7, unit="USD/h"),
+    "budget_usd": Spec("float", "Training with a token budget: most the team will pay for the whole job (every hour and any reservation it books).", min=1, max=1e11, unit="USD"),
     "max_gpus": Spec("int", "Most GPUs the team can use.", min=1, max=100_000, unit="GPUs"),
     "deadline_hours": Spec("float", "Training, or an offline batch job (latency: batch with a volume): hours by which the job must finish (adds data-parallel replicas); 48h, 2 days and 90 min are read too.", min=0.01, max=1e6, unit="h"),
     "gpus": Spec("gpus", "Consider only these GPUs (ids or aliases)."),
@@ -56,6 +57,7 @@ class Constraints:
     jobs_per_month: float | None = None
     load: str = "steady"
     budget_usd_per_hour: float | None = None
+    budget_usd: float | None = None           # training with a token budget: most paid for the whole job
     max_gpus: int | None = None
     deadline_hours: float | None = None
     gpus: tuple[str, ...] = ()

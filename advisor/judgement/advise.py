@@ -108,7 +108,7 @@ def advise(work: Workload | dict, s: Setup, source: str = "workload", why_none: 
 
 #: the constraints that can leave no plan, each with the value that lifts it, in the order tried: the
 #: first whose lifting alone gives a recommendation is the one that binds
-RELAXABLE = (("max_gpus", None), ("gpus", ()), ("budget_usd_per_hour", None), ("power_kw_per_node", None),
+RELAXABLE = (("max_gpus", None), ("gpus", ()), ("budget_usd_per_hour", None), ("budget_usd", None), ("power_kw_per_node", None),
              ("power_kw_per_rack", None), ("liquid_cooling", True), ("import_restricted", False),
              ("providers", ()), ("regions", ()), ("deadline_hours", None), ("spot", True))
 

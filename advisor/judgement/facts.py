@@ -75,6 +75,7 @@ FACTS: dict[str, Fact] = {
     "workload.workstation_circuit_kw": Fact("number", "kW", "on a workstation: a 15 A / 120 V household circuit's continuous load (NEC_15A; numbers.power)"),
     "workload.load": Fact("string", "", "steady | irregular"),
     "workload.budget_usd_per_hour": Fact("number", "USD/h", "most the team pays per hour (absent: no limit given)"),
+    "workload.budget_usd": Fact("number", "USD", "training: most the team pays for the whole job (absent: no limit given)"),
     "workload.objective": Fact("string", "", "what the plan minimises: cost | time | cards"),
     "workload.ttft_ms": Fact("number", "ms", "service level: time to first token (absent: none stated)"),
     "workload.tpot_ms": Fact("number", "ms", "service level: time per output token (absent: none stated)"),
@@ -154,6 +155,7 @@ FACTS: dict[str, Fact] = {
     "candidate.cards_over_workstation": Fact("integer", "GPUs", "on a workstation: cards beyond what one tower holds (workload.workstation_max_cards); 0 or less when they fit"),
     "candidate.usd_per_hour": Fact("number", "USD/h", "rental cost of the layout (absent: price unknown)"),
     "candidate.budget_margin_usd_per_hour": Fact("number", "USD/h", "budget minus cost per hour (absent: no budget or price)"),
+    "candidate.job_budget_margin_usd": Fact("number", "USD", "training: the whole-job budget (budget_usd) minus the plan's cost per job (absent: no such budget or no cost per job)"),
     "candidate.usd_per_million_tokens": Fact("number", "USD", "cost per million output tokens (T07); training without training_tokens: per million training tokens"),
     "candidate.usd_per_job": Fact("number", "USD", "cost of the training job (C16)"),
     "candidate.price_known": Fact("boolean", "", "a price quote exists for this layout"),
@@ -202,6 +204,7 @@ FACTS: dict[str, Fact] = {
     "candidate.beyond_bound_met": Fact("boolean", "", "the plan that replaces beyond_bound_plan finishes within the 30 days (false: none does within the workload's limits, and it is the fastest of them)"),
     "candidate.beyond_bound_plan": Fact("string", "", "a training job without a deadline whose cheapest plan runs past 30 days (numbers.longjob.LONG_JOB_HOURS): that plan, which the plan within them replaces (absent: none needed or none meets them)"),
     "candidate.bound_contract_plan": Fact("string", "", "a training job without a deadline that finishes within 30 days only on a contract it did not ask for: that contracted plan, with what it commits; the plan is then the fastest on what one listing rents on demand (numbers.longjob; absent: no such contract)"),
+    "candidate.knee_plan": Fact("string", "", "a training job without a deadline sized on the knee of cost against time (numbers.longjob.knee): the plan, the cheaper-but-slower and faster-but-dearer plans beside it, in words (absent: a deadline, a run within 30 days, or no run of the knee's lengths is had)"),
     "candidate.missed": Fact("string", "", "the figure that missed the deadline or service level (absent: none missed)"),
     # serving: the plan against the APIs that sell the model (numbers.api, catalog/api-prices.yaml)
     "workload.api_match": Fact("string", "", "model | size-class | none: whether APIs sell this model, only models of its size class, or neither"),
@@ -395,7 +398,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
         "deployment": w.constraints.deployment, "load": w.constraints.load,
         "power_kw_per_rack": w.constraints.power_kw_per_rack,
         "fleet_gpus": sum(f.count for f in w.fleet) if w.fleet else None,
-        "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "objective": w.objective,
+        "budget_usd_per_hour": w.constraints.budget_usd_per_hour, "budget_usd": w.constraints.budget_usd, "objective": w.objective,
         "ttft_ms": w.ttft_ms, "tpot_ms": w.tpot_ms, "deadline_hours": w.constraints.deadline_hours, "max_gpus": w.constraints.max_gpus,
         "service_level_stated": w.service_level_stated,
         "seconds_per_image": w.seconds_per_image, "seconds_per_clip": w.seconds_per_clip,
@@ -456,6 +459,7 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                          missed=c.misses, beyond_bound_plan=c.beyond_bound["text"] if c.beyond_bound else None,
                          beyond_bound_met=c.beyond_bound["met"] if c.beyond_bound else None,
                          bound_contract_plan=c.bound_contract["text"] if c.bound_contract else None,
+                         knee_plan=c.knee["text"] if c.knee else None,
                          cost_ratio_to_cheapest=(costs[c.gpu.id] / cheapest) if cheapest and costs.get(c.gpu.id) else None)
             a = compared.get(c.gpu.id)
             if a is not None:
@@ -479,6 +483,8 @@ def facts_for(est: Estimate, catalog=None) -> tuple[dict, list[dict]]:
                 cvals["cards_over_workstation"] = c.count - WORKSTATION_MAX_CARDS
             if w.constraints.budget_usd_per_hour is not None and c.usd_per_hour is not None:
                 cvals["budget_margin_usd_per_hour"] = w.constraints.budget_usd_per_hour - c.usd_per_hour
+            if w.constraints.budget_usd is not None and c.usd_per_job is not None:
+                cvals["job_budget_margin_usd"] = w.constraints.budget_usd - c.usd_per_job
         _put_all(cf, cvals)
         cands.append(cf)
     return wf, cands

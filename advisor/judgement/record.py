@@ -244,17 +244,39 @@ def _over_budget(d, by_id) -> dict | None:
     cheapest of them per hour: the budget the workload needs (review 18, F9: Llama 3.3 70B FP8 for 128
     users within $5/h read only "No GPU can be recommended", the plans that held its service level
     among thirty exclusion lines)."""
-    budget = d.estimate.workload.constraints.budget_usd_per_hour
-    if d.winner or budget is None:
+    cons = d.estimate.workload.constraints
+    budget, job = cons.budget_usd_per_hour, cons.budget_usd
+    if d.winner or (budget is None and job is None):
         return None
     held = [c for g, c in by_id.items() if c.fits and c.misses is None and c.usd_per_hour is not None and d.exclusions.get(g)
-            and all(f.rule.id == "over-budget" for f in d.exclusions[g])]
+            and all(f.rule.id in BUDGET_RULES for f in d.exclusions[g])]
     if not held:
         return None
+    if job is not None and any(c.usd_per_job is None or c.usd_per_job > job for c in held):
+        # a whole-job budget (issue 45): the plan that costs least per job, and what it needs
+        # each GPU's cheapest plan: its own, or the slower one kept beside it (numbers.longjob)
+        def least(c):
+            b = c.beyond_bound
+            if b and b.get("usd_per_job") is not None and (c.usd_per_job is None or b["usd_per_job"] < c.usd_per_job):
+                return b["count"], b["usd_per_job"], b["training_hours"]
+            return c.count, c.usd_per_job if c.usd_per_job is not None else float("inf"), c.training_hours
+        c = min(held, key=lambda c: (least(c)[1], least(c)[0]))
+        count, usd, hours = least(c)
+        return {"gpu": c.gpu.id, "count": count, "usd_per_hour": rounded(c.usd_per_hour) if count == c.count else None,
+                "budget_usd_per_hour": budget, "usd_per_job": rounded(usd), "budget_usd": job,
+                "text": (f"the cheapest plan that meets the workload is {count:,} x {c.gpu.id} for ${usd:,.0f} per job "
+                         f"({hours:,.0f} h), {usd / job:.2f}x the ${job:,.0f} budget for the job: "
+                         f"it needs a budget_usd of at least ${usd:,.0f}")}
     c = min(held, key=lambda c: (c.usd_per_hour, c.count))
+    over = f"{c.usd_per_hour / budget:.1f}x the ${budget:,.2f}/h budget" if budget is not None else ""
+    if job is not None and c.usd_per_job is not None and c.usd_per_job > job:
+        over += f"{'; ' if over else ''}${c.usd_per_job:,.0f} per job, {c.usd_per_job / job:.2f}x the ${job:,.0f} budget for the job"
     return {"gpu": c.gpu.id, "count": c.count, "usd_per_hour": rounded(c.usd_per_hour), "budget_usd_per_hour": budget,
-            "text": (f"the cheapest plan that meets the workload is {c.count} x {c.gpu.id} at ${c.usd_per_hour:,.2f}/h, "
-                     f"{c.usd_per_hour / budget:.1f}x the ${budget:,.2f}/h budget")}
+            "text": f"the cheapest plan that meets the workload is {c.count} x {c.gpu.id} at ${c.usd_per_hour:,.2f}/h, {over}"}
+
+
+#: the rules that exclude a plan for its cost against the workload's budgets
+BUDGET_RULES = ("over-budget", "over-job-budget", "unpriced-under-a-budget")
 
 
 #: the ranks whose plan tables the record keeps and `explain --why-not` prints (the winner's and the

@@ -20,7 +20,7 @@ from advisor.inputs.parallel import Layout, Pools  # noqa: F401  (layouts.Layout
 # what a card holds: kept beside the layouts that read it, as numbers.layouts.memory and friends
 from advisor.numbers.cardmemory import PREFILL_PROMPTS_IN_FLIGHT, Memory, fixed_bytes, kv_replication, memory  # noqa: F401
 from advisor.numbers import comm
-from advisor.numbers.ledger import TRAINING_SAFETY, Ledger
+from advisor.numbers.ledger import TRAINING_SAFETY, Ledger, training_usable_bytes
 from advisor.numbers.terms import GB
 from advisor.inputs.workload import Workload
 
@@ -275,7 +275,7 @@ def deeper_stages(fewest: int, layers: int) -> list[int]:
 
 
 def _training_layouts(w: Workload, led: Ledger, gpu: GPU, max_gpus: int, stages, deep: bool = False) -> list[Layout]:
-    mem = gpu.memory_gb * GB / TRAINING_SAFETY
+    mem = training_usable_bytes(gpu.memory_gb) / TRAINING_SAFETY     # the headroom kept free (issue 45)
     layers = int(w.model.num("layers") or 64)
     kv_heads = w.model.num("kv_heads")      # Megatron-style TP splits the KV-head groups evenly
     widest = tensor_split_max(gpu)
@@ -356,7 +356,7 @@ def given_layout(w: Workload, led: Ledger, gpu: GPU, stages=ZERO_STAGES) -> Layo
     if w.training:
         if given.tp > gpu.gpus_per_node:
             return None
-        mem = gpu.memory_gb * GB
+        mem = training_usable_bytes(gpu.memory_gb)
         for z in stages:
             per_card = training_per_card(led, given, z)
             if per_card <= mem:

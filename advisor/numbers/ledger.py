@@ -20,6 +20,18 @@ SIXTEEN_BIT = ("bf16", "fp16")
 INFERENCE_OVERHEAD = 0.20          # K16: +20% of the weights (Hugging Face Accelerate)
 KV_FALLBACK_SHARE = 0.50           # K05: keep at least 50% of the weights for the KV cache
 TRAINING_SAFETY = 1.20             # C06: sum x 1.2 = the minimum memory
+# The memory a training engine needs free beyond the ledger's peak (issue 45 item 5): the C06 x1.2 is
+# the estimate's own margin, not room for what no ledger counts: the CUDA context and library
+# workspaces of each process (~0.5-1 GB), NCCL's communication buffers (NCCL_BUFFSIZE 4 MiB per channel
+# and peer, NCCL environment variables guide), and the caching allocator's fragmentation (PyTorch CUDA
+# semantics: "expandable_segments" exists to cut it). A plan keeps the larger of a share of the card and
+# a floor free; serving engines keep 10% (vLLM gpu_memory_utilization 0.9, VLLM_ENGINE_ARGS), training
+# frameworks reserve no fixed share, so the share is the point below which the rule
+# risk-training-memory-near-capacity calls a plan at risk (5%), the floor the per-process figures above.
+TRAINING_HEADROOM_SHARE = 0.05
+TRAINING_HEADROOM_FLOOR_GB = 2.0
+HEADROOM_SOURCE = ("the larger of 5% of the card and 2 GB (numbers/ledger.py TRAINING_HEADROOM_*: CUDA context and "
+                   "workspaces, NCCL buffers, allocator fragmentation; vLLM keeps 10%, gpu_memory_utilization 0.9)")
 ADAM_BYTES = {"adamw": 8.0, "adamw-8bit": 2.0, "sgd": 4.0}   # C06: Adam 8 B/param (two fp32 moments)
 MASTER_BYTES = 4.0                 # C06: + 4 B/param fp32 master copy with 16-bit weights
 ALT_BYTES_PER_PARAM = 18.0         # K08: 6 B weights + 8 B Adam + 4 B gradients (Hugging Face)
@@ -175,6 +187,16 @@ def kv_shape(model: Model, kv_precision: str) -> KVShape | None:
 
 
 # --- the ledgers ------------------------------------------------------------------------------------
+
+def training_headroom_gb(memory_gb: float) -> float:
+    """GB a training plan keeps free on a card of `memory_gb` (TRAINING_HEADROOM_SHARE, _FLOOR_GB)."""
+    return max(TRAINING_HEADROOM_SHARE * memory_gb, TRAINING_HEADROOM_FLOOR_GB)
+
+
+def training_usable_bytes(memory_gb: float) -> float:
+    """Bytes of a card a training plan may fill: its memory less the headroom it keeps free."""
+    return (memory_gb - training_headroom_gb(memory_gb)) * GB
+
 
 LEDGER_KEYS = ("weights_gb", "kv_cache_gb", "activations_gb", "gradients_gb", "optimizer_gb", "overhead_gb", "total_gb")
 

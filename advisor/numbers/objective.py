@@ -249,10 +249,11 @@ def within_budget(w, tried: list) -> list:
     (unpriced ones cannot be held to it), or all of them when none is within it: the rule over-budget then
     excludes the GPU with the figure, instead of a bigger plan of it being excluded while a smaller one
     would have fitted the budget."""
-    b = w.constraints.budget_usd_per_hour
-    if not b:
+    b, job = w.constraints.budget_usd_per_hour, w.constraints.budget_usd
+    if not b and not job:
         return tried
-    ok = [t for t in tried if t.plan.usd_per_hour is None or t.plan.usd_per_hour <= b]
+    ok = [t for t in tried if (not b or t.plan.usd_per_hour is None or t.plan.usd_per_hour <= b)
+          and (not job or t.plan.usd_per_job is None or t.plan.usd_per_job <= job)]
     return ok or tried
 
 
@@ -268,6 +269,10 @@ def budget_cards(w, tried: list, rate_per_gpu_hour: float | None, per_node: int 
         return None
     if not fastest and any(not t.plan.misses and t.plan.usd_per_hour is not None and t.plan.usd_per_hour <= b for t in tried):
         return None
+    # the rate the plans meeting the target are priced at (beyond a listing's on-demand capacity, a
+    # reservation's or contract's), not the cheapest listing's, which may only rent a few instances
+    meeting = [t.plan.usd_per_hour / t.plan.count for t in tried if not t.plan.misses and t.plan.usd_per_hour and t.plan.count]
+    rate_per_gpu_hour = min(meeting) if meeting and not fastest else rate_per_gpu_hour
     cards = int(b // rate_per_gpu_hour)
     return (cards // per_node * per_node if cards >= per_node else cards) or None
 

@@ -96,6 +96,9 @@ class Plan:
     # the 30-day bound met only on a contract the workload did not ask for: that plan (count, hours, cost,
     # term, commitment, text), kept beside the fastest on on-demand capacity (numbers.longjob.within)
     bound_contract: dict | None = None
+    # training without a deadline: the run on the knee of cost against time and its neighbours (days,
+    # tolerance, the cheaper-but-slower and faster-but-dearer plans in words, text: numbers.longjob.knee)
+    knee: dict | None = None
     ideal: dict = field(default_factory=dict)     # the seed's ideal figures at spec peaks (K06, K19, K08)
     # the plan table: the chosen layout and the best others tried, each with why it lost (numbers.plantable
     # PlanTable); recorded apart from the candidate's figures (plantable.record, judgement/record.py)

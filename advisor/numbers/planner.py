@@ -496,5 +496,4 @@ def plan_candidate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, variant
     # for (review 16, F4), the cheapest one kept beside it, stated
     def search(wb, ceiling=None):
         return plan_candidate(wb, led, gpu, catalog, [(replace(a, constraints=wb.constraints), b) for a, b in variants], ceiling)
-    bounded = longjob.within(w, p, search, cost.on_demand_gpus(gpu, catalog, w))
-    return longjob.bounded(p, bounded) if bounded is not None else p
+    return longjob.sized(w, p, search, cost.on_demand_gpus(gpu, catalog, w))

@@ -7,6 +7,7 @@ from advisor.inputs.workload import Workload
 from advisor.numbers import comm, layouts, objective
 from advisor.inputs.parallel import notation
 from advisor.numbers.layouts import Layout
+from advisor.numbers.ledger import HEADROOM_SOURCE, training_headroom_gb
 from advisor.numbers.plan import Plan
 
 
@@ -22,6 +23,8 @@ def explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: i
                           + (f", sequences over DP {lay.dp}" if lay.dp > 1 and not w.training else "")
                           + (f", ZeRO-{lay.zero_stage} shards over DP {lay.dp}" if w.training and lay.zero_stage and lay.dp > 1 else "")
                           + (", activations checkpointed" if w.training and wv.activation_checkpointing else ""))
+    if w.training:
+        why["per_card_gb"] += f"; at least {training_headroom_gb(p.gpu.memory_gb):.1f} GB kept free per card: {HEADROOM_SOURCE}"
     why["layout"] = (("the layout given in the workload" if w.layout_given else f"{objective.describe(w, unit)} of {tried} layout{'s' if tried != 1 else ''} tried")
                      + _group_words(p.gpu, lay) + ((f", PP {lay.pp} across nodes" if lay.nodes(p.gpu) > 1 else f", PP {lay.pp} inside the rack's NVLink domain") if lay.pp > 1 else "")
                      + (f", experts over EP {lay.ep} (dispatch and combine all-to-all)" if lay.ep > 1 else "")
@@ -35,11 +38,11 @@ def explain(w: Workload, p: Plan, lay: Layout, wv: Workload, unit: str, tried: i
                                          f"{lay.dp} data-parallel replicas")
                           + ", never tensor or pipeline parallelism (bitsandbytes' 4-bit layers have neither; QLORA_FSDP)")
     if w.training and "zero_stage" in w.defaults and lay.zero_stage is not None:
-        why["zero_stage"] = (f"ZeRO-{lay.zero_stage} chosen by the planner: the lowest stage that fits this layout"
+        why["zero_stage"] = (f"ZeRO-{lay.zero_stage} chosen by the planner: the lowest stage that fits this layout with the headroom kept free"
                              + (" (3 = FSDP full sharding)" if lay.zero_stage == 3 else ""))
     if w.training and "activation_checkpointing" in w.defaults:
         why["activation_checkpointing"] = ("on, chosen by the planner: it saves most activation memory for ~30% more compute (C06)"
-                                           if wv.activation_checkpointing else "off: the plan fits without recomputing activations")
+                                           if wv.activation_checkpointing else "off: the plan fits, with the headroom kept free, without recomputing activations")
     idle = (p.price or {}).get("idle_gpus") or 0
     if idle:
         why["idle_gpus"] = (f"{idle} rented GPU(s) idle: a replica of TP {lay.tp} x PP {lay.pp} = {lay.tp * lay.pp} cards does not fill "

@@ -24,7 +24,7 @@ FIELD_LABELS = {
     "busy_share": "Share of hours the owned GPUs are busy",
     "import_restricted": "Barred from US export-controlled accelerators", "liquid_cooling": "Liquid cooling in the data centre",
     "power_kw_per_node": "Power available per node", "deployment": "Where the GPUs run", "load": "Load",
-    "budget_usd_per_hour": "Most you will pay per hour", "max_gpus": "Most GPUs you can use",
+    "budget_usd_per_hour": "Most you will pay per hour", "budget_usd": "Most you will pay for the job", "max_gpus": "Most GPUs you can use",
     "deadline_hours": "Deadline for the job", "gpus": "Only these GPUs",
 }
 #: the schema lets every mode carry `latency` (a training record keeps its default, and the decision
@@ -77,7 +77,7 @@ def _fmt_value(k: str, val, catalog: Catalog) -> str:
             figs = ", ".join(f"{MODEL_LABELS.get(x, x.replace('_', ' '))} {_fmt_input(y)}{'B' if x.endswith('params_b') else ''}"
                              for x, y in val.items() if x != "name")
             return f"{name}: {figs}"
-    if k == "budget_usd_per_hour" and isinstance(val, (int, float)):
+    if k in ("budget_usd_per_hour", "budget_usd") and isinstance(val, (int, float)):
         return _usd(val)
     if k in ("utilisation", "busy_share") and isinstance(val, (int, float)) and not isinstance(val, bool):
         # 8x5 as "24% (174 h a month)", not 0.238095 (issue 42: answers carried whole into the memo)
