@@ -106,7 +106,7 @@ def _recommendation(d, c) -> dict:
         rec["job_hours"] = getattr(c, spec.time_field, None)
     if not est.workload.kind_spec.tokens:
         # a kind counted in its own units (images, clips): its figures in place of the token ones
-        for k in ("usd_per_million_tokens", "usd_per_job"):
+        for k in ("usd_per_million_tokens", "usd_per_job", "usd_per_million_io_tokens", "job_hours"):
             rec.pop(k)
         rec.update({k: getattr(c, k) for k in KIND_FIGURES if getattr(c, k) is not None})
     if c.virtual_stages and c.virtual_stages > 1:

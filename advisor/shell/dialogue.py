@@ -82,16 +82,18 @@ class Dialogue:
             return False
         # a field of some kinds only (prompt_tokens for the token kinds, resolution for image and video
         # generation) is asked once the answers so far name a kind it applies to
-        kind = self._kind()
+        # (the volume question is the one that makes a batch serving workload a batch job: asked as one)
+        kind = self._kind(volume=q.field == "volume")
         if kind and q.field in FIELDS and FIELDS[q.field].kinds and kind not in FIELDS[q.field].kinds:
             return False
         return True
 
-    def _kind(self) -> str | None:
-        """The workload's kind as the answers so far read (advisor.inputs.kinds), None before the mode."""
+    def _kind(self, volume: bool = False) -> str | None:
+        """The workload's kind as the answers so far read (advisor.inputs.kinds), None before the mode;
+        `volume`: read as if a volume were given."""
         a = self.answers
         latency = a.get("latency") if isinstance(a.get("latency"), str) else None
-        return kind_specs.kind_of(a.get("mode"), a.get("task"), a.get("method"), latency, a.get("volume"))
+        return kind_specs.kind_of(a.get("mode"), a.get("task"), a.get("method"), latency, volume or a.get("volume"))
 
     def pending(self) -> Question | None:
         for q in self.questions:
