@@ -924,18 +924,19 @@ def test_a_training_plan_on_a_family_without_a_training_record_is_not_called_cal
     assert "not calibrated on" not in capsys.readouterr().out
 
 
-def test_a_fleet_the_plan_leaves_out_is_named_with_the_best_plan_on_it(capsys, tmp_path):
+def test_a_fleet_serves_first_and_the_memo_names_both_parts(capsys, tmp_path):
     # Qwen2.5 72B for 256 users with the team's 8 A100: renting 12 H100 (TP 4 x DP 3, the fewest replicas
-    # that hold 25 tokens/s: review 17) is cheaper per token than 32 A100 (the 8 owned + 24 rented); the
-    # summary says what becomes of the owned cards and why
+    # that hold 25 tokens/s: review 17) was cheaper per token than 32 A100 (the 8 owned + 24 rented), and the
+    # owned cards sat idle; owned first (issue 46), they serve a replica's share and 8 H100 the rest
     f = tmp_path / "w.yaml"
     f.write_text("name: fleet-a100\nmode: inference\nmodel: qwen2.5-72b\nprecision: bf16\nprompt_tokens: 1000\n"
                  "output_tokens: 500\nconcurrency: 256\nfleet:\n  - {gpu: a100-80gb-sxm, count: 8, nodes: 1, location: own dc, interconnect: NVLink}\n")
     assert main(["recommend", str(f)]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "Use 12 x NVIDIA H100 SXM 80GB" in text
-    assert ("The team's 8 x a100-80gb-sxm stay out of this plan: the best plan on them, 32 x a100-80gb-sxm "
-            "(8 owned, 24 more rented), costs 64% more.") in text
+    assert "Use 8 x NVIDIA H100 SXM 80GB" in text
+    assert ("The team's own cards serve first: 8 of its 8 a100-80gb-sxm (1 x TP 8) serve 64 of the 256 users at "
+            "$1.43/h running cost; 8 x h100-sxm rented serve the other 192 at $10.32/h.") in text
+    assert "stay out of this plan" not in text
     # a plan on the fleet says nothing of the kind
     assert main(["recommend", str(EXAMPLES / "fleet-h100.yaml")]) == 0
     assert "stay out of this plan" not in capsys.readouterr().out

@@ -130,6 +130,13 @@ def _fleet_line(x: _Record) -> str | None:
     r = x.r
     if not fleet or not r or (x.cands[r["gpu"]].get("price") or {}).get("kind") == "owned":
         return None
+    first = (x.cands[r["gpu"]].get("price") or {}).get("owned_first")
+    if first:
+        # owned first (numbers.ownedfirst): the team's replicas and the rented ones, each with its cost
+        mine = "; ".join(f"{s['cards']} of its {s['fleet_cards']} {s['gpu']} ({s['replicas']} x {s['layout']})" for s in first["owned"])
+        return (f"The team's own cards serve first: {mine} serve {first['users'] - first['rented_users']:,} of the "
+                f"{first['users']:,} users at ${first['owned_usd_per_hour']:,.2f}/h running cost; {r['count']} x {r['gpu']} "
+                f"rented serve the other {first['rented_users']:,} at ${first['rented_usd_per_hour']:,.2f}/h")
     owned = ", ".join(f"{f['count']} x {f['gpu']}" for f in fleet)
     best = next((a for a in x.rec.get("alternatives") or []
                  if not a["excluded"] and (x.cands[a["gpu"]].get("price") or {}).get("kind") == "owned"), None)
