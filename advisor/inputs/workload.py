@@ -277,7 +277,7 @@ def parse(data, catalog: Catalog, file: str = "<workload>") -> Workload:
             values[key] = kindfields.read_resolution(raw, col, line)
         elif spec.kind == "volume":
             values[key] = kindfields.read_volume(raw, col, line)
-        elif key == "task" and (raw in kinds.TASK_ALIASES or kindfields.refuse_task(raw, col, line)):
+        elif key == "task" and isinstance(raw, str) and (raw in kinds.TASK_ALIASES or kindfields.refuse_task(raw, col, line)):
             values[key] = raw                  # an old name, read as its kind's below; or refused
         elif spec.kind == "model":
             if isinstance(raw, dict):

@@ -136,6 +136,11 @@ FACTS: dict[str, Fact] = {
     "candidate.added_gpus": Fact("integer", "GPUs", "cards the plan needs beyond the team's fleet of this GPU"),
     "candidate.owned_nodes": Fact("integer", "nodes", "the team's own nodes the plan uses (absent: no fleet of this GPU)"),
     "candidate.added_nodes": Fact("integer", "nodes", "rented instances (or bought servers) the plan adds beside the fleet's nodes (absent: no fleet of this GPU)"),
+    "candidate.fabric_kind": Fact("string", "", "the network between the plan's rented instances, as the listing states it (catalog/fabric.yaml; 'not stated by the listing' when none)"),
+    "candidate.fabric_gpu_direct": Fact("boolean", "", "the listing states a GPU-direct network between its instances: RDMA or GPUDirect-TCPX/TCPXO (false without a priced listing)"),
+    "candidate.fabric_rdma": Fact("boolean", "", "the listing states RDMA (InfiniBand, RoCE, EFA) between its instances"),
+    "candidate.fabric_gbps": Fact("number", "Gbit/s", "the listing's scale-out bandwidth per instance (absent: not stated)"),
+    "candidate.fabric_refused": Fact("string", "", "the plan's traffic crosses rented instances and no usable listing of the GPU states a GPU-direct network between them: the cheapest listing refused, its network and how many were (absent: priced or not needed)"),
     "candidate.owned_first_gpus": Fact("integer", "GPUs", "the team's own cards serving whole replicas beside this rented plan (numbers.ownedfirst; absent: none)"),
     "candidate.owned_first_users": Fact("integer", "sequences", "the users the team's own replicas serve beside this rented plan"),
     "candidate.owned_first_fleet": Fact("string", "", "the team's cards beside this rented plan, in words (\"32 of 32 a100-80gb-sxm, 4 x TP 8 replicas\")"),
@@ -325,6 +330,12 @@ def _price_values(c, price: dict | None) -> dict:
                spot_checkpoint_every=every_text(spot_term),
                spot_checkpoint_seconds=spot_term["checkpoint_seconds"], spot_mtbf_hours=spot_term["mtbf_hours"],
                spot_expected_factor=spot_term["expected_factor"])
+    net = (price or {}).get("fabric")
+    out["fabric_gpu_direct"] = bool(net and net["gpu_direct"])
+    if net:
+        out.update(fabric_kind=net["kind"], fabric_rdma=net["rdma"], fabric_gbps=net["gbps"])
+    if c.cost is not None and c.cost.why.get("fabric_refused"):
+        out["fabric_refused"] = c.cost.why["fabric_refused"]
     first = (price or {}).get("owned_first")
     if first:
         out.update(owned_first_gpus=sum(s["cards"] for s in first["owned"]), owned_first_users=first["users"] - first["rented_users"],
