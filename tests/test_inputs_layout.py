@@ -38,7 +38,7 @@ def test_the_catalog_cache_key_covers_every_inputs_module_the_catalog_reads_with
             seen.add(m)
             todo += imports(m)
     assert seen == {"catalog", "prices", "figures", "names", "apiprices", "engines", "capacity", "skypilotnames",
-                    "sitefiles", "modelchecks", "parallel"}
+                    "sitefiles", "modelchecks", "parallel", "fabric"}
     assert {f"inputs.{m}" for m in seen} <= set(catalog_mod.CODE)
     assert {"base.yamlio", "base.text"} <= set(catalog_mod.CODE)      # the parser, and the cleaning of every text
 

@@ -808,11 +808,13 @@ def test_summary_shows_the_top_three_risks_whole(capsys):
     # lines), wrapped at word boundaries; the fourth is in RISKS below
     head = memo(capsys, "kimi-k3-serving", "text").split("RECOMMENDATION IN DETAIL")[0]
     risks = " ".join(head.partition("Risk: ")[2].partition("Runners-up")[0].split())
-    assert risks == ("[high] The plan splits each copy of the model over 2 pipeline stages on 2 rented mi300x instances. "
-                     "[medium] The model's layers, KV heads and head size are unknown, so its KV cache is taken as 50% "
+    # (MI300X over 2 RunPod Pods until issue 46, with "[high] The plan splits each copy of the model over 2 pipeline
+    # stages on 2 rented mi300x instances": no network between them, now refused; H200 on Nebius's InfiniBand,
+    # the fabric the listing states, so that risk is gone)
+    assert risks == ("[medium] The model's layers, KV heads and head size are unknown, so its KV cache is taken as 50% "
                      "of the weights (780.0 GB) whatever the context and the number of users, and decode speed leaves "
-                     "out cache reads. [medium] mi300x serves from 2 rented instances and its traffic crosses them "
-                     "(pipeline stages or the expert-parallel all-to-all of one model copy, or the KV cache between prefill and decode pools).")
+                     "out cache reads. [medium] h200-sxm needs 3 whole instances (24 cards, You rent an instance, not a GPU) "
+                     "at the on-demand price. [low] Weights are stored at int4.")
     # the API warning is the summary's API line already (8 x MI300X: three risks, the API's first)
     head = memo(capsys, "on-prem-70b-serving", "text").split("RECOMMENDATION IN DETAIL")[0]
     risks = " ".join(head.partition("Risk: ")[2].partition("Runners-up")[0].split())
@@ -889,27 +891,27 @@ def test_a_markdown_memo_to_a_device_gets_no_chart_files(capsys, tmp_path, monke
 
 def test_the_memo_names_expert_parallel_and_attention_dp_layouts(capsys, tmp_path):
     # DeepSeek-V3 FP8 for 256 users on B200 or H200: DEP 16 over two H200 nodes ($1.21 per million output tokens)
-    # beats DEP 8 on one B200 node ($1.40); one H200 node misses the 40 ms limit (tests/test_service_levels.py).
-    # The record's recommendation and the memo must say so; they used to show "TP 8 x PP 1 x DP 1: each layer
-    # split over 8 cards", a layout that does not fit
+    # had beaten DEP 8 on one B200 node ($1.40), priced on two listings that state no network between them;
+    # since issue 46 a copy across instances is priced only where RDMA joins them, and DEP 8 on one B200 node
+    # wins, H200 serving as two TP 8 replicas that exchange nothing. The record's recommendation and the memo
+    # must name the layout; they used to show "TP 8 x PP 1 x DP 1: each layer split over 8 cards"
     src = Path(__file__).parent / "data" / "slo" / "deepseek-v3-fp8-256-users.yaml"
     wl = tmp_path / "deepseek-v3-fp8-256-users.yaml"
-    # (H100 left out: two H100 nodes in DEP 16 are cheaper since review 19, tests/test_service_levels.py)
     wl.write_text(src.read_text() + "constraints: {gpus: [b200, h200-sxm]}\n")
     assert main(["recommend", str(wl), "--format", "json"]) == 0
     r = json.loads(capsys.readouterr().out)["recommendation"]
-    assert (r["gpu"], r["tp"], r["ep"], r["attention_dp"]) == ("h200-sxm", 16, 16, 16)
+    assert (r["gpu"], r["tp"], r["ep"], r["attention_dp"]) == ("b200", 8, 8, 8)
     assert main(["recommend", str(wl)]) == 0
     text = capsys.readouterr().out
     layout = re.search(r"^Layout: +(.*?)\n(?=\S)", text, re.S | re.M).group(1)
     # each dimension in its declared words, its notation and name on first use (advisor.inputs.parallel)
-    assert " ".join(layout.split()) == ("TP 16 x PP 1 x DP 1, EP 16, attention DP 16: attention run as 16 data-parallel ranks, "
+    assert " ".join(layout.split()) == ("TP 8 x PP 1 x DP 1, EP 8, attention DP 8: attention run as 8 data-parallel ranks, "
                                         "each with its own sequences and KV cache (attention DP: attention data parallelism); "
-                                        "the experts spread over 16 cards, an all-to-all per MoE layer (EP: expert parallelism, across nodes)")
-    assert "attention data-parallel over 16 ranks, experts over 16 cards" in " ".join(text.split())     # the summary's short form
-    # an alternative shows its hourly cost once and its cost per unit of work once: B200's DEP 8 on one node
-    alt = re.search(r"^- NVIDIA B200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
-    assert " ".join(alt.split()).count("per million output tokens") == 1 and "EP 8, attention DP 8" in " ".join(alt.split())
+                                        "the experts spread over 8 cards, an all-to-all per MoE layer (EP: expert parallelism, inside a node)")
+    assert "attention data-parallel over 8 ranks" in " ".join(text.split())     # the summary's short form
+    # an alternative shows its hourly cost once and its cost per unit of work once: H200's two TP 8 replicas
+    alt = re.search(r"^- NVIDIA H200 .*?(?=^    Why it lost)", text, re.S | re.M).group(0)
+    assert " ".join(alt.split()).count("per million output tokens") == 1 and "TP 8 x PP 1 x DP 2" in " ".join(alt.split())
 
 
 def test_a_training_plan_on_a_family_without_a_training_record_is_not_called_calibrated(tmp_path, capsys):
@@ -924,18 +926,19 @@ def test_a_training_plan_on_a_family_without_a_training_record_is_not_called_cal
     assert "not calibrated on" not in capsys.readouterr().out
 
 
-def test_a_fleet_the_plan_leaves_out_is_named_with_the_best_plan_on_it(capsys, tmp_path):
+def test_a_fleet_serves_first_and_the_memo_names_both_parts(capsys, tmp_path):
     # Qwen2.5 72B for 256 users with the team's 8 A100: renting 12 H100 (TP 4 x DP 3, the fewest replicas
-    # that hold 25 tokens/s: review 17) is cheaper per token than 32 A100 (the 8 owned + 24 rented); the
-    # summary says what becomes of the owned cards and why
+    # that hold 25 tokens/s: review 17) was cheaper per token than 32 A100 (the 8 owned + 24 rented), and the
+    # owned cards sat idle; owned first (issue 46), they serve a replica's share and 8 H100 the rest
     f = tmp_path / "w.yaml"
     f.write_text("name: fleet-a100\nmode: inference\nmodel: qwen2.5-72b\nprecision: bf16\nprompt_tokens: 1000\n"
                  "output_tokens: 500\nconcurrency: 256\nfleet:\n  - {gpu: a100-80gb-sxm, count: 8, nodes: 1, location: own dc, interconnect: NVLink}\n")
     assert main(["recommend", str(f)]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "Use 12 x NVIDIA H100 SXM 80GB" in text
-    assert ("The team's 8 x a100-80gb-sxm stay out of this plan: the best plan on them, 32 x a100-80gb-sxm "
-            "(8 owned, 24 more rented), costs 64% more.") in text
+    assert "Use 8 x NVIDIA H100 SXM 80GB" in text
+    assert ("The team's own cards serve first: 8 of its 8 a100-80gb-sxm (1 x TP 8) serve 64 of the 256 users at "
+            "$1.43/h running cost; 8 x h100-sxm rented serve the other 192 at $10.32/h.") in text
+    assert "stay out of this plan" not in text
     # a plan on the fleet says nothing of the kind
     assert main(["recommend", str(EXAMPLES / "fleet-h100.yaml")]) == 0
     assert "stay out of this plan" not in capsys.readouterr().out

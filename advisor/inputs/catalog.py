@@ -18,6 +18,7 @@ from advisor.base import cache, yamlio
 from advisor.inputs.apiprices import API_PRICE_FILE, ApiPrice, load_api_prices
 from advisor.inputs.engines import ENGINE_FILE, load_engines
 from advisor.inputs.capacity import CAPACITY_FILE, load_capacity
+from advisor.inputs.fabric import FABRIC_FILE, load_fabric
 from advisor.inputs.sitefiles import PURCHASE_FILE, check_efficiency, load_purchase
 from advisor.base.errors import Collector, InputError, Problem
 from advisor.base.gcpause import free_cycles, loads_for_good
@@ -147,6 +148,7 @@ class Catalog:
     api_prices: list[ApiPrice] = field(default_factory=list)   # api-prices.yaml: per-token API offers
     engines: dict = field(default_factory=dict)    # engines.yaml: {engines: {id: properties}, defaults: [rules]}
     capacity: dict = field(default_factory=dict)   # capacity.yaml: on-demand capacity, contract rates, spot figures
+    fabric: list = field(default_factory=list)     # fabric.yaml: the network between a listing's instances (inputs.fabric)
 
     @cached_property
     def _gpu_names(self) -> dict[str, str]:
@@ -353,10 +355,10 @@ def load(directory: Path = CATALOG_DIR) -> Catalog:
     that passed is kept compiled in the cache, keyed by its folder, its files' bytes and the code that reads them."""
     directory = Path(directory)
     files = ["sources.yaml", MODEL_SOURCES_FILE, "gpus.yaml", "models.yaml", *PRICE_FILES, PURCHASE_FILE, "efficiency.yaml",
-             "knowledge.yaml", API_PRICE_FILE, ENGINE_FILE, CAPACITY_FILE]
+             "knowledge.yaml", API_PRICE_FILE, ENGINE_FILE, CAPACITY_FILE, FABRIC_FILE]
     digest = hashlib.sha256()
     for f in files:
-        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE, API_PRICE_FILE, ENGINE_FILE, CAPACITY_FILE) and not os.path.lexists(directory / f):
+        if f in (MODEL_SOURCES_FILE, *PRICE_FILES[1:], PURCHASE_FILE, API_PRICE_FILE, ENGINE_FILE, CAPACITY_FILE, FABRIC_FILE) and not os.path.lexists(directory / f):
             continue                   # optional files (a user's catalog folder may lack them)
         digest.update(f.encode())
         digest.update(read_input(directory / f, yamlio.MAX_BYTES, "catalog file"))   # regular files only, recorded as read
@@ -408,8 +410,9 @@ def _load(directory: Path, digest: str) -> Catalog:
         sources.update(_mapping(directory / ENGINE_FILE, "sources"))
         engines = load_engines(directory / ENGINE_FILE, sources, SOFTWARE)
     capacity = load_capacity(directory / CAPACITY_FILE, gpus) if (directory / CAPACITY_FILE).is_file() else {}
+    fabric = load_fabric(directory / FABRIC_FILE) if (directory / FABRIC_FILE).is_file() else []
     free_cycles()                 # parsing YAML left some behind
-    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest, purchase, api, engines, capacity)
+    return Catalog(gpus, models, prices, efficiency, sources, knowledge, digest, purchase, api, engines, capacity, fabric)
 
 
 # --- the compiled-catalog cache (plain JSON; see advisor/cache.py) -----------------------------------
@@ -417,7 +420,7 @@ def _load(directory: Path, digest: str) -> Catalog:
 COMPILED_VERSION = "catalog-6"
 #: the modules whose code decides what a compiled catalog holds: a change to any of them is a new key
 CODE = ("inputs.catalog", "inputs.sitefiles", "inputs.modelchecks", "inputs.engines", "inputs.figures", "inputs.names",
-        "inputs.prices", "inputs.apiprices", "inputs.capacity", "inputs.skypilotnames", "inputs.parallel",
+        "inputs.prices", "inputs.apiprices", "inputs.capacity", "inputs.fabric", "inputs.skypilotnames", "inputs.parallel",
         "base.yamlio", "base.text")
 
 
@@ -440,7 +443,7 @@ def _compiled_put(name: str, cat: Catalog) -> None:
         "purchase": cache.pack(cat.purchase),
         "api_prices": [[getattr(a, f.name) for f in fields(ApiPrice)] for a in cat.api_prices],
         "engines": cache.pack(cat.engines),
-        "capacity": cache.pack(cat.capacity),
+        "capacity": cache.pack(cat.capacity), "fabric": cache.pack(cat.fabric),
         "efficiency": cache.pack(cat.efficiency), "sources": cache.pack(cat.sources),
         "knowledge": cache.pack(cat.knowledge), "digest": cat.digest,
     }
@@ -457,7 +460,7 @@ def _compiled_get(name: str) -> Catalog | None:
         models = {m[0]: Model(m[0], m[1], tuple(m[2]), _dec_figures(m[3]), m[4], m[5]) for m in data["models"]}
         prices = [Price(*p[:11], tuple(p[11]), *p[12:]) for p in data["prices"]]
         return Catalog(gpus, models, prices, data["efficiency"], data["sources"], data["knowledge"], data["digest"],
-                       data["purchase"], [ApiPrice(*a) for a in data["api_prices"]], data["engines"], data["capacity"])
+                       data["purchase"], [ApiPrice(*a) for a in data["api_prices"]], data["engines"], data["capacity"], data["fabric"])
     except (KeyError, TypeError, IndexError, ValueError):
         return None
 

@@ -201,6 +201,11 @@ class Layout:
             return self.pools.prefill.nodes(gpu) + self.pools.decode.nodes(gpu)
         return math.ceil(self.count / gpu.gpus_per_node)
 
+    def crosses_nodes(self, gpu) -> bool:
+        """Serving traffic between nodes: a model copy wider than one, or pools on nodes of their own
+        sending each request's KV cache across (a rented plan needs RDMA between its instances)."""
+        return self.replica_cards > gpu.gpus_per_node or (self.pools is not None and self.nodes(gpu) > 1)
+
     def problems(self, training: bool = False) -> list[tuple[str, str]]:
         """(field, message) for each declared division this layout breaks: a dimension whose ranks
         split another's cards must divide it (serving); training draws its EP ranks from TP x DP

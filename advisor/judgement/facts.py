@@ -149,6 +149,17 @@ FACTS: dict[str, Fact] = {
     "candidate.added_gpus": Fact("integer", "GPUs", "cards the plan needs beyond the team's fleet of this GPU"),
     "candidate.owned_nodes": Fact("integer", "nodes", "the team's own nodes the plan uses (absent: no fleet of this GPU)"),
     "candidate.added_nodes": Fact("integer", "nodes", "rented instances (or bought servers) the plan adds beside the fleet's nodes (absent: no fleet of this GPU)"),
+    "candidate.fabric_kind": Fact("string", "", "the network between the plan's rented instances, as the listing states it (catalog/fabric.yaml; 'not stated by the listing' when none)"),
+    "candidate.fabric_gpu_direct": Fact("boolean", "", "the listing states a GPU-direct network between its instances: RDMA or GPUDirect-TCPX/TCPXO (false without a priced listing)"),
+    "candidate.fabric_rdma": Fact("boolean", "", "the listing states RDMA (InfiniBand, RoCE, EFA) between its instances"),
+    "candidate.fabric_gbps": Fact("number", "Gbit/s", "the listing's scale-out bandwidth per instance (absent: not stated)"),
+    "candidate.fabric_refused": Fact("string", "", "the plan's traffic crosses rented instances and no usable listing of the GPU states a GPU-direct network between them: the cheapest listing refused, its network and how many were (absent: priced or not needed)"),
+    "candidate.owned_first_gpus": Fact("integer", "GPUs", "the team's own cards serving whole replicas beside this rented plan (numbers.ownedfirst; absent: none)"),
+    "candidate.owned_first_users": Fact("integer", "sequences", "the users the team's own replicas serve beside this rented plan"),
+    "candidate.owned_first_fleet": Fact("string", "", "the team's cards beside this rented plan, in words (\"32 of 32 a100-80gb-sxm, 4 x TP 8 replicas\")"),
+    "candidate.owned_first_usd_per_hour": Fact("number", "USD/h", "the running cost of the team's own replicas beside this rented plan"),
+    "candidate.rented_usd_per_hour": Fact("number", "USD/h", "the rented part's hourly price (usd_per_hour less the team's own replicas' running cost)"),
+    "candidate.rented_users": Fact("integer", "sequences", "the users the rented part serves"),
     "candidate.power_margin_kw": Fact("number", "kW", "available power per node minus the node's need (absent: no limit given)"),
     "candidate.long_request_fits": Fact("boolean", "", "with the KV cache sized by the stated requests: one request of the full context_tokens fits a replica beside its other sequences (absent: sized at the context)"),
     "candidate.circuit_margin_kw": Fact("number", "kW", "on a workstation without a given power limit: the household circuit's continuous load (workload.workstation_circuit_kw) minus the box's need"),
@@ -340,6 +351,19 @@ def _price_values(c, price: dict | None) -> dict:
                spot_expected_factor=spot_term["expected_factor"], spot_offer_kind=spot_term.get("offer_kind"),
                spot_lost_hours=spot_term.get("lost_hours"), spot_lost_usd=spot_term.get("lost_usd"),
                spot_lost_words=lost_text(spot_term) if spot_term.get("lost_hours") is not None else None)
+    net = (price or {}).get("fabric")
+    out["fabric_gpu_direct"] = bool(net and net["gpu_direct"])
+    if net:
+        out.update(fabric_kind=net["kind"], fabric_rdma=net["rdma"], fabric_gbps=net["gbps"])
+    if c.cost is not None and c.cost.why.get("fabric_refused"):
+        out["fabric_refused"] = c.cost.why["fabric_refused"]
+    first = (price or {}).get("owned_first")
+    if first:
+        out.update(owned_first_gpus=sum(s["cards"] for s in first["owned"]), owned_first_users=first["users"] - first["rented_users"],
+                   owned_first_fleet=", ".join(f"{s['cards']} of {s['fleet_cards']} {s['gpu']}, {s['replicas']} x {s['layout']} "
+                                               f"replica{'s' if s['replicas'] > 1 else ''}" for s in first["owned"]),
+                   owned_first_usd_per_hour=first["owned_usd_per_hour"], rented_usd_per_hour=first["rented_usd_per_hour"],
+                   rented_users=first["rented_users"])
     if price and price.get("kind") == "owned":
         out.update(owned_gpus=price["owned_gpus"], added_gpus=price["added_gpus"],
                owned_nodes=price.get("owned_nodes"), added_nodes=price.get("added_nodes"))

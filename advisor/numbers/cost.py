@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from advisor.base.kept import Kept, fingerprint, part_key
+from advisor.inputs import fabric as fabric_mod
 from advisor.inputs.capacity import on_demand_instances
 from advisor.inputs.prices import PRICE_TIERS, Price, provider_key, provider_matches
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, reserve_for_job, several
@@ -86,26 +87,27 @@ class Cost:
     why: dict = field(default_factory=dict)
 
 
-def plan_cost(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
+def plan_cost(gpu, catalog, count: int, nodes: int, group: int, w, fabric: bool = False) -> Cost:
     """The power and hourly price of `count` cards on `nodes` nodes, each replica's `group` cards in one
-    instance (K13): rented from the offers usable for `w`, or on premises owned (kind 'purchase')."""
+    instance (K13): rented from the offers usable for `w`, or on premises owned (kind 'purchase'); with
+    `fabric` (traffic across instances) only from listings with a GPU-direct network (inputs.fabric)."""
     mine = next((f for f in w.fleet if f.gpu == gpu.id), None) if w is not None else None
     if mine is None and not (w is not None and w.constraints.deployment in ON_PREM) \
             and getattr(catalog, "gpus", {}).get(gpu.id) is gpu:
         # the catalog's own GPU rented: its power and price read nothing else of the workload (`price`)
-        return _kept(catalog, ("plan",) + _price_key(gpu, count, nodes, group, w),
-                     lambda: _plan_cost(gpu, catalog, count, nodes, group, w, None))
-    return _plan_cost(gpu, catalog, count, nodes, group, w, mine)
+        return _kept(catalog, ("plan",) + _price_key(gpu, count, nodes, group, w, fabric),
+                     lambda: _plan_cost(gpu, catalog, count, nodes, group, w, None, fabric))
+    return _plan_cost(gpu, catalog, count, nodes, group, w, mine, fabric)
 
 
-def _plan_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cost:
+def _plan_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine, fabric: bool = False) -> Cost:
     kw, how = power(gpu, count)
     why = {"power_kw_per_node": how} if how else {}
     if mine is not None:
         got = fleet_cost(gpu, catalog, count, nodes, group, w, mine)
     else:
         got = own(gpu, catalog, count, nodes, group, w) if w is not None and w.constraints.deployment in ON_PREM \
-            else price(gpu, catalog, count, nodes, group, w)
+            else price(gpu, catalog, count, nodes, group, w, fabric)
     return replace(got, power_kw_per_node=kw, why={**why, **got.why})
 
 
@@ -264,24 +266,29 @@ def _kept(catalog, key: tuple, make):
     return _PRICED.get((part_key(catalog, *PRICE_PARTS),) + key, make)
 
 
-def _price_key(gpu, count: int, nodes: int, group: int, w) -> tuple:
+def _price_key(gpu, count: int, nodes: int, group: int, w, fabric: bool = False) -> tuple:
     """What of the GPU and the workload a rental's price reads: the offers' key (`offers`), the GPU's
     figures (its power: `fingerprint`) and the node size of a contracted cluster. tests/test_kept.py
     records what `_plan_cost` reads of the workload and checks it is here."""
     c = w.constraints if w is not None else None
-    return (fingerprint(gpu), gpu.gpus_per_node, count, nodes, group,
+    return (fingerprint(gpu), gpu.gpus_per_node, count, nodes, group, fabric,
             None if w is None else (c.spot, c.providers, c.regions, w.training))
 
 
-def price(gpu, catalog, count: int, nodes: int, group: int, w=None) -> Cost:
+def price(gpu, catalog, count: int, nodes: int, group: int, w=None, fabric: bool = False) -> Cost:
     """The hourly price of `count` cards from the cheapest offer usable for `w` (K13) that has that many
     instances to rent; beyond every listing's on-demand capacity, a contracted cluster at a sourced
     rate (`contract`); or why it is unknown. Kept per catalog (`_kept`)."""
-    return _kept(catalog, _price_key(gpu, count, nodes, group, w), lambda: _price(gpu, catalog, count, nodes, group, w))
+    return _kept(catalog, _price_key(gpu, count, nodes, group, w, fabric), lambda: _price(gpu, catalog, count, nodes, group, w, fabric))
 
 
-def _price(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
+def _price(gpu, catalog, count: int, nodes: int, group: int, w, fabric: bool = False) -> Cost:
     usable = offers(gpu, catalog, w, nodes)
+    rows = getattr(catalog, "fabric", None) or []
+    if fabric and usable:      # traffic between instances: only listings that state a GPU-direct network (issue 46)
+        usable, no = fabric_mod.joined(usable, rows, gpu.id)
+        if no:
+            return Cost(price_unknown=no, why={"fabric_refused": no})
     capacity = getattr(catalog, "capacity", None) or None
     found = pick_price(usable, count, group, capacity)
     if not found:
@@ -305,10 +312,14 @@ def _price(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
         why["spot"] = ("spot instances can be reclaimed at any time: checkpoint often enough that a "
                        "restart loses little work (constraints.spot: true)")
     offer = offer_dict(p, n, count)
+    offer["fabric"], crossing = fabric_mod.stated(rows, p, n)
+    if fabric:
+        why["fabric"] = crossing
     if capacity:
         most, src = on_demand_instances(capacity, p.provider)
         offer.update(capacity_instances=most, capacity_source=src)
     return Cost(usd_per_hour=usd, price=offer, why=why)
+
 
 
 # --- rent versus buy ----------------------------------------------------------------------------

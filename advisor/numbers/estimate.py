@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.inputs.catalog import GPU, Catalog
-from advisor.numbers import cost, owning, trainspeed
+from advisor.numbers import cost, ownedfirst, owning, trainspeed
 from advisor.numbers.ledger import LEDGER_KEYS, Ledger, inference_ledger, training_ledger
 from advisor.numbers.plan import Plan
 from advisor.numbers.planner import knob_variants, plan_candidate
@@ -100,7 +100,7 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
     if led.kv:
         kv_per_token = led.kv.bytes_per_sequence(w.kv_tokens) / w.kv_tokens
     variants = knob_variants(w, led)
-    cands = [plan_candidate(w, led, g, catalog, variants) for g in candidate_gpus(w, catalog, only)]
+    cands = _plans(w, led, catalog, variants, candidate_gpus(w, catalog, only))
     if w.constraints.deployment in cost.ON_PREM:
         cands = owning.rent_comparison(cands, w)
     need = min(lv.bytes("total_gb") for _, lv in variants)
@@ -109,6 +109,22 @@ def estimate(w: Workload, catalog: Catalog, only: list[str] | None = None) -> Es
         notes.append(f"The job needs {_gb(led.bytes('total_gb'))} as given and {_gb(need)} with activation checkpointing, "
                      "which the planner turns on where it pays (C06); the rules judge card sizes by the latter.")
     return Estimate(w, led, cands, compute, kv_per_token, notes, need)
+
+
+def _plans(w: Workload, led: Ledger, catalog: Catalog, variants, gpus: list[GPU]) -> list[Plan]:
+    """One plan per GPU; serving with a fleet, the fleet's GPUs first, and every other GPU sized for the
+    users the owned replicas leave, priced with them (numbers.ownedfirst)."""
+    if not ownedfirst.applies(w):
+        return [plan_candidate(w, led, g, catalog, variants) for g in gpus]
+    mine = {f.gpu for f in w.fleet}
+    first = {g.id: plan_candidate(w, led, g, catalog, variants) for g in gpus if g.id in mine}
+    shares = ownedfirst.shares(list(first.values()), w)
+    if not shares:
+        return [first.get(g.id) or plan_candidate(w, led, g, catalog, variants) for g in gpus]
+    wr = ownedfirst.rest_workload(w, shares)
+    lr = inference_ledger(wr)
+    vr = knob_variants(wr, lr)
+    return [first.get(g.id) or ownedfirst.combined(plan_candidate(wr, lr, g, catalog, vr), shares, w) for g in gpus]
 
 
 #: Heuristics that live in the estimator (arithmetic) rather than in a rule, and where.

@@ -23,6 +23,8 @@ def knob_alternatives(w: Workload, missed: bool = False) -> list[tuple[str, Work
         stated = notation(w.stated_layout)
         given = [(f"layout {stated} to the one the planner chooses", replace(w, layout=None, pools=None))]
     if not w.training:
+        small = _small_serving_int4(w)      # a workstation or a small team: 4-bit weights weighed too (issue 46)
+        given = given + small
         # serving 16-bit weights: FP8 weights halve them and run at the FP8 rate where the card has one
         # (K10); the suggestion is the plan with them, the quality check the user's (review 11, F2: 70B
         # within $3/h met the service level only at FP8, and the memo said no GPU could). Only for an
@@ -45,3 +47,21 @@ def knob_alternatives(w: Workload, missed: bool = False) -> list[tuple[str, Work
     if w.method == "full" and training_precision(w) in ("bf16", "fp16"):
         out.append(("precision: fp8 (on a card with native FP8)", replace(w, precision="fp8")))
     return out
+
+
+#: the most users a plan is weighed at 4-bit weights for without asking (a small team's)
+SMALL_TEAM_USERS = 8
+
+
+def _small_serving_int4(w: Workload) -> list[tuple[str, Workload]]:
+    """A single user or small team (or a workstation) serving 16-bit or 8-bit weights: the same at 4-bit
+    (AWQ/GPTQ), a quarter of the 16-bit weights, which often fits a far cheaper card (K10); the quality
+    check is the user's. Only for an LLM whose shipped weights are one precision (no MoE split)."""
+    shipped = w.precision or (w.model.precision.get("all") if w.model else None)
+    small = w.constraints.deployment == "workstation" or (not w.concurrency_max and w.concurrency <= SMALL_TEAM_USERS)
+    if not small or w.task != "llm" or w.model is None or set(w.model.precision) != {"all"} \
+            or shipped not in ("bf16", "fp16", "fp8"):
+        return []
+    return [("precision: int4 (4-bit weights, AWQ or GPTQ: a quarter of the 16-bit weights; 4-bit loses some "
+             "quality, check it on your own tasks, K10)", replace(w, precision="int4"))]
+

@@ -59,10 +59,10 @@ def evaluate(w: Workload, led: Ledger, gpu: GPU, catalog: Catalog, lay: Layout, 
     # and gradient traffic on NVLink) and span whole nodes beyond it
     gpn, training = gpu.gpus_per_node, w.training     # (a property of the workload, read once)
     group = min(lay.count, gpn) if training else min(lay.replica_cards, gpn)
-    key = (lay.count, lay.nodes(gpu), group)
+    key = (lay.count, lay.nodes(gpu), group, not training and lay.crosses_nodes(gpu))   # cost's `fabric` (issue 46)
     price = priced.get(key) if priced is not None else None
     if price is None:
-        price = cost.plan_cost(gpu, catalog, *key, w)
+        price = cost.plan_cost(gpu, catalog, *key[:3], w, fabric=key[3])
         if priced is not None:
             priced[key] = price
     if cal is None:

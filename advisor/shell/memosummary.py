@@ -112,7 +112,7 @@ def _summary(x: _Record, v: dict) -> dict:
     # and the default objective (cost) goes to the details, to keep the summary on one screen
     summary["objective_line"] = "" if (d and str(d.get("id", "")).startswith("ranking-cost")) or \
         (r or {}).get("objective") == "cost" else summary["objective"]
-    summary["suggestions"] = [_suggestion(s, cites) for s in (x.rec.get("suggestions") or []) if isinstance(s, dict)]
+    summary["suggestions"] = [_suggestion(s, cites) for s in _best_per_setting(x.rec.get("suggestions") or [])]
     # the top three whole: md and html give each its full text; the text memo's one screen gives each its
     # first clause whole (never cut inside it with "(...)"), the rest of the sentence is in RISKS below;
     # the API rules' warning says what the summary's API line already says, with the same figures
@@ -131,6 +131,13 @@ def _fleet_line(x: _Record) -> str | None:
     r = x.r
     if not fleet or not r or (x.cands[r["gpu"]].get("price") or {}).get("kind") == "owned":
         return None
+    first = (x.cands[r["gpu"]].get("price") or {}).get("owned_first")
+    if first:
+        # owned first (numbers.ownedfirst): the team's replicas and the rented ones, each with its cost
+        mine = "; ".join(f"{s['cards']} of its {s['fleet_cards']} {s['gpu']} ({s['replicas']} x {s['layout']})" for s in first["owned"])
+        return (f"The team's own cards serve first: {mine} serve {first['users'] - first['rented_users']:,} of the "
+                f"{first['users']:,} users at ${first['owned_usd_per_hour']:,.2f}/h running cost; {r['count']} x {r['gpu']} "
+                f"rented serve the other {first['rented_users']:,} at ${first['rented_usd_per_hour']:,.2f}/h")
     owned = ", ".join(f"{f['count']} x {f['gpu']}" for f in fleet)
     best = next((a for a in x.rec.get("alternatives") or []
                  if not a["excluded"] and (x.cands[a["gpu"]].get("price") or {}).get("kind") == "owned"), None)
@@ -403,3 +410,16 @@ def _summary_cost(x: _Record, c: dict) -> list[tuple[str, str]]:
     if isinstance(tco, dict) and tco:
         cost.append(("Buy or rent", _tco(tco)))
     return cost
+
+
+def _best_per_setting(suggestions: list) -> list:
+    """One suggestion per setting in the summary (precision at 4 bits beside 8 bits: the larger saving; the
+    decision record keeps both), in the record's order."""
+    best: dict = {}
+    for s in suggestions:
+        if isinstance(s, dict):
+            key = str(s.get("change", "")).split(":")[0]
+            if key not in best or (s.get("saving") or 0) > (best[key].get("saving") or 0):
+                best[key] = s
+    return [s for s in suggestions if isinstance(s, dict) and best.get(str(s.get("change", "")).split(":")[0]) is s]
+

@@ -178,7 +178,15 @@ def offer(p: dict) -> str:
     idle = p.get("idle_gpus") or 0
     if idle:
         parts.append(f"{idle} GPU{'s' if idle > 1 else ''} rented but idle")
-    return clean(", ".join(x for x in parts if x))     # the names are a price file's: cleaned for every output
+    text = ", ".join(x for x in parts if x)
+    first = p.get("owned_first")
+    if isinstance(first, dict) and first.get("owned"):
+        # the team's own replicas beside the rented ones (numbers.ownedfirst): both parts and the cost of each
+        mine = "; ".join(f"{s['cards']} x {s['gpu']} ({s['replicas']} x {s['layout']})" for s in first["owned"])
+        text = (f"${first['rented_usd_per_hour']:,.2f}/h rented for {first['rented_users']:,} of {first['users']:,} users: {text}; "
+                f"the team's own {mine} serve the other {first['users'] - first['rented_users']:,} "
+                f"at ${first['owned_usd_per_hour']:,.2f}/h running cost")
+    return clean(text)     # the names are a price file's: cleaned for every output
 
 
 def _owned_offer(p: dict) -> str:
