@@ -161,9 +161,9 @@ def test_the_chat_assistant_memo_gives_the_line(capsys):
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("**Self-host or API:**"))
     assert "An API: $0.10 per million tokens in + out (wandb, 2026-12-01; cheapest of 29, median $0.38)" in line
-    # 2 x H100 SXM at $2.58/h ($61.92 a day / $0.10 per million = 619 million a day) serve 690 million
-    # (about 3,990 output tokens/s x 86,400 s, with as many prompt tokens: $61.92 / 690 million = $0.090)
-    assert "; this plan $0.090 in + out at 690 million a day: self-hosting is cheaper above 619 million a day" in line
+    # 2 x H100 SXM at $2.58/h ($61.92 a day / $0.10 per million = 619 million a day) serve 637 million
+    # (about 3,690 output tokens/s x 86,400 s, with as many prompt tokens: $61.92 / 637 million = $0.097)
+    assert "; this plan $0.097 in + out at 637 million a day: self-hosting is cheaper above 619 million a day" in line
 
 
 def test_a_break_even_past_the_plans_whole_day_is_said_so():
