@@ -32,8 +32,9 @@ from advisor.inputs.workload import parse  # noqa: E402
 import rlaccuracy  # noqa: E402  (bench/rlaccuracy.py: the RL kind's records)
 
 MEASUREMENTS = ROOT / "catalog" / "measurements.yaml"
-CLASSES = ("throughput", "ttft", "ttft_load", "ttft_load_own", "tpot_load", "tpot", "training", "whole_step", "whole_run", "ratio")
+CLASSES = ("throughput", "ttft", "ttft_load", "ttft_load_p99", "ttft_load_own", "tpot_load", "tpot_load_p99", "tpot", "training", "whole_step", "whole_run", "ratio")
 TITLES = {"throughput": "serving throughput", "ttft": "TTFT", "ttft_load": "TTFT under load (MLPerf)", "ttft_load_own": "TTFT under load, own times",
+          "ttft_load_p99": "TTFT under load, p99 (MLPerf)", "tpot_load_p99": "TPOT under load, p99 (MLPerf)",
           "tpot_load": "TPOT under load (MLPerf)", "tpot": "TPOT",
           "training": "training tokens/s per GPU", "whole_step": "whole-run GPU-h, step only", "whole_run": "whole-run GPU-hours",
           "ratio": "GPU-to-GPU ratios"}
@@ -87,11 +88,11 @@ def whole_run_step_s(r: dict, tokens_per_s_per_gpu: float) -> float:
     return r["global_batch"] * r["seq"] / r["count"] / tokens_per_s_per_gpu
 
 
-def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = False, tpot: bool = False) -> float:
+def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = False, tpot: bool = False, p99: bool = False) -> float:
     """The tool's figure for a record, in the record's unit (a whole run's GPU-hours: its step time
     over the goodput, or with `step_only` the step time alone; a TTFT under load at the measured Offline
     capacity, or with `own_capacity` at the speed model's own, as a plan the advisor proposes is timed;
-    with `tpot` the TPOT of the batch in flight there instead)."""
+    with `tpot` the TPOT of the batch in flight there instead; with `p99` their 99th percentiles)."""
     r = p.rec
     tp, pp = r.get("tp") or 1, r.get("pp") or 1
     if r["class"] == "whole_run":
@@ -124,6 +125,8 @@ def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = Fal
         cal = replace(cal, prefill_in_step=False)
     if r.get("kv_allocation") == "on_demand":     # KV blocks taken as a sequence grows (engines.yaml kv_allocation)
         cal = replace(cal, kv_on_demand=True)
+    if r.get("scheduler_steps"):     # multi-step scheduling (vLLM num_scheduler_steps): new requests join every n steps
+        cal = replace(cal, scheduler_steps=int(r["scheduler_steps"]))
     if r.get("front_end") == "offline":                   # timed inside the engine: no request handling
         cal = replace(cal, request_ms=0.0)
     dp = r.get("dp") or max(1, r["count"] // (tp * pp))
@@ -137,6 +140,8 @@ def evaluate(p: Prepared, cal, step_only: bool = False, own_capacity: bool = Fal
             load = queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps / cap * own, cal, harness=harness)
         else:
             load = queueing.serving_at_rate(p.w, p.led, p.gpu, lay, p.rate, qps, cal, capacity_requests_per_s=cap, harness=harness)
+        if p99:
+            return load.tpot_p99_ms if tpot else load.ttft_p99_ms
         return load.tpot_ms if tpot else load.ttft_ms
     # expert parallelism and attention DP inside the TP group: "DEP4" is tp 4, ep 4, attention_dp 4
     lay = Layout(tp, pp, dp, 0.0, ep=r.get("ep") or 1, attention_dp=r.get("attention_dp") or 1)
@@ -196,6 +201,13 @@ def rows(prepared: list[Prepared], cal) -> list[dict]:
     out += [{"id": p.rec["id"], "class": "tpot_load", "split": p.rec["split"], "tool": evaluate(p, cal, tpot=True),
              "measured": p.rec["tpot_ms"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
             for p in prepared if p.rec["class"] == "ttft_load" and p.rec.get("tpot_ms")]
+    # the 99th percentiles the same logs give beside their means (the fitted p99 factors over the modelled mean)
+    out += [{"id": p.rec["id"], "class": "ttft_load_p99", "split": p.rec["split"], "tool": evaluate(p, cal, p99=True),
+             "measured": p.rec["p99_ms"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
+            for p in prepared if p.rec["class"] == "ttft_load" and p.rec.get("p99_ms")]
+    out += [{"id": p.rec["id"], "class": "tpot_load_p99", "split": p.rec["split"], "tool": evaluate(p, cal, tpot=True, p99=True),
+             "measured": p.rec["tpot_p99_ms"], "gpu": p.rec["gpu"], "model": p.rec["model"]}
+            for p in prepared if p.rec["class"] == "ttft_load" and p.rec.get("tpot_p99_ms")]
     return out + ratio_pairs(prepared, figs)
 
 
@@ -203,6 +215,14 @@ def rows(prepared: list[Prepared], cal) -> list[dict]:
 #: expert-parallel rows included; dense <= 12%)
 MODEL_CLASSES = (("dense", lambda r: not r.get("moe")), ("MoE", lambda r: r.get("moe")),
                  ("MoE, EP/DEP rows", lambda r: r.get("ep")))
+
+#: the data-centre Blackwell parts, reported as a class of their own (issue 46: the newest rows, where
+#: the peers are compared); RTX PRO 6000 and RTX 5090 are Blackwell too but workstation cards
+BLACKWELL = ("b200", "b300", "gb200-nvl72", "gb300-nvl72")
+GPU_CLASSES = (("Blackwell (B200/B300/GB200/GB300)", lambda r: r.get("gpu") in BLACKWELL),
+               ("Blackwell, dense", lambda r: r.get("gpu") in BLACKWELL and not r.get("moe")),
+               ("Blackwell, MoE", lambda r: r.get("gpu") in BLACKWELL and r.get("moe")),
+               ("other GPUs", lambda r: r.get("gpu") not in BLACKWELL))
 
 
 #: training tokens/s per training method: Q-LoRA pays the dequantisation of its 4-bit base (trainspeed.qlora_dequant_s)
@@ -270,14 +290,17 @@ def main(argv=None) -> int:
     for s in summ:
         lines.append(f"{TITLES[s['class']]:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
                      f"{s['worst_ratio']:>12.2f} {s['within_2x']:>10.0%} {s['within_1_5x']:>12.0%}")
-    moe, trained = by_model(table, "throughput"), by_model(table, "training", MODEL_CLASSES[:2])
+    moe, trained = by_model(table, "throughput") + by_model(table, "throughput", GPU_CLASSES), by_model(table, "training", MODEL_CLASSES[:2])
     methods = by_model(table, "training", METHOD_CLASSES)
-    for title, part in (("serving throughput by model", moe), ("training tokens/s by model", trained),
-                        ("training tokens/s by method", methods)):
+    # TTFT, TPOT and TTFT under load on the data-centre Blackwell parts and on the rest
+    latency = [{**s, "class": f"{TITLES[cls]}: {s['class']}"} for cls in ("ttft", "tpot", "ttft_load", "tpot_load")
+               for s in by_model(table, cls, (GPU_CLASSES[0], GPU_CLASSES[3]))]
+    for title, part in (("serving throughput by model", moe), ("serving latency by GPU class", latency),
+                        ("training tokens/s by model", trained), ("training tokens/s by method", methods)):
         lines.append("")
-        lines.append(f"{title:<28} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 1.5x':>12}")
+        lines.append(f"{title:<50} {'split':<5} {'n':>3} {'median |error|':>15} {'worst ratio':>12} {'within 1.5x':>12}")
         for s in part:
-            lines.append(f"{s['class']:<28} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
+            lines.append(f"{s['class']:<50} {s['split']:<5} {s['n']:>3} {s['median_abs_error']:>14.1%} "
                          f"{s['worst_ratio']:>12.2f} {s['within_1_5x']:>12.0%}")
     pairs = {}
     for r in table:
@@ -305,7 +328,7 @@ def main(argv=None) -> int:
             md.append(f"| {TITLES[s['class']]} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | "
                       f"{s['within_2x']:.0%} | {s['within_1_5x']:.0%} |")
         md += ["", "| serving throughput by model | split | n | median abs. error | worst ratio | within 1.5x |", "|---|---|---|---|---|---|"]
-        for s in moe:
+        for s in moe + latency:
             md.append(f"| {s['class']} | {s['split']} | {s['n']} | {s['median_abs_error']:.1%} | {s['worst_ratio']:.2f} | {s['within_1_5x']:.0%} |")
         md += ["", "| training tokens/s by model | split | n | median abs. error | worst ratio | within 1.5x |", "|---|---|---|---|---|---|"]
         for s in trained:

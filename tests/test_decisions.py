@@ -206,7 +206,7 @@ def test_explain_why_not_and_drift(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Decisive rule:" in out and "Why not a100-80gb-sxm:" in out and "fewer-cards-for-serving: -10" in out
     # the ranking's own words on it, not only the rules' scores (equal here: the cost decided)
-    assert "  it lost because it costs 41% more\n" in out
+    assert "  it lost because it costs 73% more\n" in out
     assert "are those that produced this decision" in out
     # a user rule changes the knowledge base: explain warns and shows what would change
     (tmp_path / "r").mkdir()

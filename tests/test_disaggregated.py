@@ -34,9 +34,9 @@ def test_the_kv_transfer_of_one_request_is_its_prompt_cache(catalog):
     assert KV_BYTES_PER_TOKEN == 327_680
     assert kv.bytes_per_request == 32768 * KV_BYTES_PER_TOKEN == 10_737_418_240
     # 16 cards are more than one 8-GPU NVLink domain: over the network, 50 GB/s per GPU (one 400 Gb/s
-    # port each), the prefill replica's 8 cards each sending its own KV head, plus the fitted 7.44 us floor
-    assert cal.scale_out_gb_s == 50 and cal.allreduce_us == 7.44
-    assert kv.seconds == pytest.approx(7.44e-6 + 10_737_418_240 / (8 * 50e9))      # 26.85 ms
+    # port each), the prefill replica's 8 cards each sending its own KV head, plus the fitted floor (7.39 us)
+    assert cal.scale_out_gb_s == 50 and 5 <= cal.allreduce_us < 10
+    assert kv.seconds == pytest.approx(cal.allreduce_us * 1e-6 + 10_737_418_240 / (8 * 50e9))      # 26.85 ms
     assert "over the network" in kv.how
 
 

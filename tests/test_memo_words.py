@@ -55,15 +55,15 @@ def test_the_estimators_names_are_worded_and_sources_are_addresses():
 def test_memo_words_in_the_chat_assistant_memo(capsys):
     md = memo(capsys, "chat-assistant")
     # the figure's name with its unit: was "Usd per million tokens: $2.58/h / ..."
-    assert "- Cost per million output tokens: $2.58/h / (3,994 tokens/s x 3600) x 10^6" in md
+    assert "- Cost per million output tokens: $2.58/h / (3,687 tokens/s x 3600) x 10^6" in md
     assert "measured matmul rate 794.5 TFLOPS" in md
     # a rented 2-GPU instance: its own power, not the 10.2 kW of the 8-GPU system it is cut from
     assert "| Power | about 2.5 kW for each 2-GPU instance (one instance rented, 1,275 W per card" in md
     assert "10.2 kW per node" not in md
     # the two prices per million tokens say what they count: output tokens, and tokens in + out
-    assert "| Per unit of work | $0.18 per million output tokens" in md or "$0.18 per million output tokens" in md
+    assert "| Per unit of work | $0.19 per million output tokens" in md or "$0.19 per million output tokens" in md
     assert ("An API: $0.10 per million tokens in + out (wandb, 2026-12-01; cheapest of 29, median $0.38); "
-            "this plan $0.090 in + out at 690 million a day") in md
+            "this plan $0.097 in + out at 637 million a day") in md
     # the source of the GPU's figures: a page a reader can open
     assert "- MLENG_ACC: https://github.com/stas00/ml-engineering/blob/744d01e18b79/compute/accelerator/README.md:" in md
 
@@ -92,7 +92,7 @@ def test_explain_why_not_answers_first_with_the_need_against_the_cards_capacity(
     assert text.index("Why not h200-sxm:") < text.index("Candidates, best first") < text.index("  t4 ")
     # one card, its need against its own 141 GB: was "1 cards, 98.6 GB per card"
     assert "  figures: 1 card, needs 98.6 GB of its 141 GB, $2.45/h" in lines[:8]
-    assert "it lost because it costs 26% more, the rules in its favour are worth 21%, less than that" in text
+    assert "it lost because it costs 31% more, the rules in its favour are worth 21%, less than that" in text
 
 
 def test_explain_defines_score_premium_and_effective_cost_as_the_ranking_computes_them(capsys, tmp_path):
@@ -102,6 +102,6 @@ def test_explain_defines_score_premium_and_effective_cost_as_the_ranking_compute
     assert "Premium: the score as a share of the cost (1% per point)" in head
     assert ("Effective cost: the cost per million output tokens divided by (1 + premium), or multiplied by "
             "(1 + |premium|) when the premium is negative; the lowest effective cost ranks first.") in head
-    # the arithmetic shown is the ranking's: $0.179 x 1.10 = $0.1974 for score -10; $0.225 / 1.10 for +10 (the record keeps the effective cost)
-    assert "h100-sxm         rank 1, score -10, premium -10%, effective cost $0.179 x 1.10 = $0.1974" in text
-    assert "h200-sxm         rank 2, score 10, premium +10%, effective cost $0.225 / 1.10 = $0.2047" in text
+    # the arithmetic shown is the ranking's: $0.194 x 1.10 = $0.2138 for score -10; $0.254 / 1.10 for +10 (the record keeps the effective cost)
+    assert "h100-sxm         rank 1, score -10, premium -10%, effective cost $0.194 x 1.10 = $0.2138" in text
+    assert "h200-sxm         rank 2, score 10, premium +10%, effective cost $0.254 / 1.10 = $0.2306" in text

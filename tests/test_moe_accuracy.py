@@ -66,3 +66,42 @@ def test_short_prompts_share_the_all_reduce_floor_of_one_prefill_pass(catalog):
     # 80 layers x 2 all-reduces x 10 us per prompt, shared by the 8,192 / 128 = 64 prompts of one pass,
     # 4,096 prompts spread over their 128 output steps: 4,096 x 1.6 ms / 64 / 128 = 0.8 ms a step (51.2 ms unshared)
     assert (i[10.0] - i[0.0]) * 1e3 == pytest.approx(0.8)
+
+
+def test_sliding_window_layers_attend_to_the_window_only(catalog):
+    """Issue 46: gpt-oss's 18 windowed layers (128 tokens) were counted as full ones in the attention FLOPs."""
+    w, led = _gpt_oss(catalog)
+    sh = speed.shape(w, led)
+    assert (sh.window, sh.window_layers, sh.layers) == (128, 18, 36)
+    # a 32,768-token prompt: 18 full layers x 32,768^2 / 2 pairs + 18 windowed x (128 x 32,768 - 128^2 / 2)
+    pairs = speed.attended_pairs(sh, 32768)
+    assert pairs == pytest.approx(18 * 32768 ** 2 / 2 + 18 * (128 * 32768 - 128 ** 2 / 2))
+    assert pairs / (36 * 32768 ** 2 / 2) == pytest.approx(0.5039, abs=1e-4)     # about half the all-full count
+    # below the window every layer sees the whole prefix; a decode query at 9,000 tokens: 18 x 9,000 + 18 x 128
+    assert speed.attended_pairs(sh, 100) == pytest.approx(36 * 100 ** 2 / 2)
+    assert speed.attended_keys(sh, 9000) == 18 * 9000 + 18 * 128
+    dense = speed.shape(*(lambda w: (w, inference_ledger(w)))(workload.parse({"mode": "inference", "model": "llama-3.1-8b"}, catalog)))
+    assert speed.attended_keys(dense, 9000) == 32 * 9000
+
+
+def test_mixed_input_experts_multiply_at_their_share_of_the_bf16_rate_on_hopper_only(catalog):
+    """Issue 46: TensorRT-LLM, vLLM and SGLang run MXFP4 experts on Hopper as W4A16 (BF16 activations, the
+    weight tiles upcast in the main loop): a decode step's expert matmuls, not the weight reads, run at
+    mixed_input_matmul_share; a prefill's wide row tiles spread the upcast and keep the BF16 rate;
+    Blackwell's W4A8 MMA is native and keeps its rate."""
+    w, led = _gpt_oss(catalog, prompt_tokens=1024, output_tokens=1024)
+    sh = speed.shape(w, led)
+    cal = replace(speed.calibration(catalog), layer_us=0.0, seq_us=0.0, mixed_input_share=1.0)
+    kv = led.kv.bytes_per_sequence
+
+    def step(gpu, share, rate):
+        c = replace(cal, mixed_input_matmul_share=share)
+        return speed.serving_times(sh, kv, catalog.gpus[gpu], c, rate, Layout(1, 1, 1), 512, 1024, 1024)
+
+    full, half = step("h100-sxm", 1.0, 989.0), step("h100-sxm", 0.5, 989.0)
+    assert half.step_mem == pytest.approx(full.step_mem)           # the packed weights stream as before
+    assert half.step_cmp > full.step_cmp * 1.2                      # the expert matmuls take twice as long
+    assert half.tokens_per_s < full.tokens_per_s
+    assert half.prefill == pytest.approx(full.prefill)              # a 1,024-token prompt's experts: BF16 rate
+    b_full, b_half = step("b200", 1.0, 4500.0), step("b200", 0.5, 4500.0)
+    assert b_half.step == pytest.approx(b_full.step) and b_half.tokens_per_s == pytest.approx(b_full.tokens_per_s)

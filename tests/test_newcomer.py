@@ -104,8 +104,8 @@ def test_format_summary_lines_fit_100_columns_and_each_runner_up_says_why_it_los
 def test_the_chat_assistant_runner_up_carries_the_reason_the_memo_gives(tmp_path):
     r = run("recommend", str(ROOT / "examples/chat-assistant.yaml"), "--format", "summary", cwd=tmp_path)
     flat = " ".join(r.stdout.split())
-    assert "Runner-up: 1 x h200-sxm: it costs 26% more, the rules in its favour are worth 21%, less than that" in flat
-    assert "then 2 x rtx-pro-6000: it costs 22% more" in flat
+    assert "Runner-up: 1 x h200-sxm: it costs 31% more, the rules in its favour are worth 21%, less than that" in flat
+    assert "then 2 x rtx-pro-6000: it costs 12% more" in flat
 
 
 # --- 2. the conventions people bring from other tools ---------------------------------------------------

@@ -50,5 +50,5 @@ def test_the_front_door_and_the_optional_prerequisites_are_listed():
 
 def test_drift_is_caught_and_only_the_memo_date_is_masked(wanted):
     assert not readme.drift(wanted, readme.DATE_LINE.sub(r"\g<1>1999-01-01", wanted))
-    stale = wanted.replace("Per unit of work: $0.18 per million output tokens", "Per unit of work: $0.19 per million output tokens", 1)
+    stale = wanted.replace("Per unit of work: $0.19 per million output tokens", "Per unit of work: $0.18 per million output tokens", 1)
     assert stale != wanted and readme.drift(stale, wanted)

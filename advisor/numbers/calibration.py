@@ -54,6 +54,17 @@ class Calibration:
     # decode steps of the batch in flight before a new request's first token at an arrival rate (the wait
     # for the step boundary and the step that runs its prefill; theory 1.5), fitted on MLPerf Server logs
     first_token_steps: float = 1.5
+    # the 99th percentile of the TTFT and the TPOT at an arrival rate over the modelled mean: the spread of
+    # the prompts' lengths and of the Poisson arrivals, which a mean model does not carry, fitted on the
+    # p99 figures of the same MLPerf Server/Interactive logs (1: none)
+    ttft_p99_factor: float = 1.0
+    # the fixed time of each engine step of a batch at an arrival rate (queueing.with_floor), as a share of the
+    # replica's own weight read (its one-sequence step's memory time), fitted on MLPerf Server logs
+    rate_read_share: float = 0.0
+    # decode steps an engine runs between two scheduling passes (vLLM's num_scheduler_steps, multi-step
+    # scheduling): a new request joins only at a pass, (n - 1) / 2 steps later on average (1: every step)
+    scheduler_steps: int = 1
+    tpot_p99_factor: float = 1.0
     # the engine runs a new request's prefill inside a decode step (TensorRT-LLM's in-flight batching,
     # vLLM's chunked prefill): its first token comes with that step. False for an engine that runs
     # waiting prompts in a prefill-only step of their own, stalling the decodes (vLLM before chunked
@@ -72,8 +83,9 @@ class Calibration:
     # experts stored in a format the GPU has no matmul units for (MXFP4 on Hopper or Ampere, FP8 on
     # Ampere) run as mixed-input kernels that dequantise each weight tile in the main loop (TensorRT-LLM's
     # W4A16_MXFP4 on Hopper, TRTLLM_GPTOSS_BLOG): their weight reads and matmuls reach this share of what
-    # a native kernel reaches (1: no penalty), fitted on the serving records of such plans
+    # a native kernel reaches (1: no penalty), fitted on the serving records of such plans; their matmuls apart (mixed_input_matmul_share), on the throughput records of such plans
     mixed_input_share: float = 1.0
+    mixed_input_matmul_share: float = 1.0
     # the engine holds a sliding-window layer's KV for the window only (vLLM's and SGLang's sliding-window
     # pools); false: every layer's KV at the full sequence length, the window applied in attention only
     # (TensorRT-LLM without max_attention_window set, as trtllm-bench runs gpt-oss: measurements.yaml)
@@ -406,10 +418,14 @@ def _calibration(eff: dict) -> Calibration:
         ep_skew=_v(sv, "ep_skew", 0.0, S),
         request_ms=_v(sv, "request_overhead_ms", 0.0, S),
         first_token_steps=_v(sv, "first_token_steps", 1.5, S),
+        ttft_p99_factor=_v(sv, "ttft_p99_factor", 1.0, S),
+        rate_read_share=_v(sv, "rate_read_share", 0.0, S),
+        tpot_p99_factor=_v(sv, "tpot_p99_factor", 1.0, S),
         pp_return_us=_v(sv, "pp_return_us", 0.0, S),
         host_base_us=_v(eff.get("host_staged") or {}, "base_latency_us", 0.0, "host_staged."),
         host_exchange_us=_v(eff.get("host_staged") or {}, "exchange_us", 0.0, "host_staged."),
         mixed_input_share=_v(sv, "mixed_input_share", 1.0, S),
+        mixed_input_matmul_share=_v(sv, "mixed_input_matmul_share", 1.0, S),
         maturing_share=_v(sv, "maturing_software_share", 1.0, S),
         engine_max_batch=max(1, int(_v(sv, "engine_max_batch", 256, S))),
         memory_utilisation=_v(sv, "memory_utilisation", 0.9, S),

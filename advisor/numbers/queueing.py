@@ -59,6 +59,8 @@ class Load:
     tpot_ms: float                   # of the batch in flight: the step a new request waits for and joins
     saturated: bool
     formula: str
+    ttft_p99_ms: float = math.inf    # the mean x the factor fitted on MLPerf's p99 (Calibration.ttft_p99_factor)
+    tpot_p99_ms: float = math.inf
 
 
 def slot_wait_s(arrivals_per_s: float, held_s: float, slots: int) -> float:
@@ -92,6 +94,35 @@ def scaled(sv: Serving, k: float) -> Serving:
     return replace(sv, ttft=sv.ttft * k, prefill=sv.prefill * k, tpot=sv.tpot * k, step=sv.step * k, step_mem=sv.step_mem * k,
                    step_cmp=sv.step_cmp * k, step_comm=sv.step_comm * k, interference=sv.interference * k,
                    tokens_per_s=sv.tokens_per_s / k)
+
+
+def with_floor(sv: Serving, floor_s: float) -> Serving:
+    """The replica's step with the fixed time a batch under Poisson arrivals pays each step: `rate_read_share`
+    x the replica's own weight read (the memory time of its one-sequence step), fitted on MLPerf Server logs.
+    The closed-loop step at a large batch overlaps the weight read with the matmuls (max of the two) and,
+    scaled to a measured capacity, is nearly all c x b; but with a step of floor + c x b, Little's law keeps
+    b = lam x out x floor / (1 - lam x out x c) sequences in flight, so near capacity it is the fixed part
+    that sets the batch, and with it the TPOT and the TTFT the logs show (v4.1 Lenovo H200 llama2-70b at 104 of
+    109.7 samples/s: 617 sequences per card at a 162 ms TPOT and a 248 ms TTFT against the log's 161 and 252,
+    where the pure c x b step kept 308 at 81 ms and 138 ms). A share of 1 is the weight read paid in full
+    beside the batch's work; the fit puts it near 1.9 (docs/accuracy.md, issue 46).
+    A per-layer floor was tried first and dropped: it gave an 8B model a third of a 70B model's floor
+    (TPOT 2-3.5x over MLPerf's llama3.1-8b logs) and pushed a capped B200 run past its capacity."""
+    if floor_s <= 0:
+        return sv
+    tpot = sv.tpot + floor_s
+    return replace(sv, tpot=tpot, step=sv.step + floor_s, tokens_per_s=sv.batch / tpot)
+
+
+def capacity_scale(full: Serving, b_max: int, output: int, capacity_per_replica: float | None, floor_s: float) -> float:
+    """k, the factor on the speed model's step times of one replica: 1 at its own capacity; given a measured
+    one (requests/s per replica), the k whose step at the largest batch, the fixed floor added, gives that
+    capacity (the speed model's error at this GPU and model is the throughput class's to report; left
+    unscaled, a batch the model's slower curve needs could not coexist with the measured utilisation)."""
+    if not capacity_per_replica:
+        return 1.0
+    target_tpot = b_max / (capacity_per_replica * output)
+    return max(target_tpot - floor_s, 0.05 * target_tpot) / full.tpot
 
 
 def _in_flight(lam: float, in_engine_s, b_max: int) -> int:
@@ -148,15 +179,12 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     # holds a stream of them at their mean length, prompt + output / 2 (catalog/engines.yaml kv_allocation)
     held_output = (output + 1) // 2 if cal.kv_on_demand else output
     b_max, _ = max_batch(w, led, gpu, cal, lay, prompt, held_output, rep)
-    own_mu = own(b_max).tokens_per_s / output
     lam = requests_per_s / dp
-    # the speed model's own capacity, or the measured one: then every time of the replica is scaled by
-    # own / measured (the speed model's error at this GPU and model is the throughput class's to report;
-    # left unscaled, a batch the model's slower curve needs could not coexist with the measured utilisation)
-    k = own_mu * dp / capacity_requests_per_s if capacity_requests_per_s else 1.0
+    floor = cal.rate_read_share * own(1).step_mem        # the step's fixed part at a rate (with_floor)
+    k = capacity_scale(own(b_max), b_max, output, capacity_requests_per_s / dp if capacity_requests_per_s else None, floor)
 
     def at(b: int) -> Serving:
-        return scaled(own(b), k) if k != 1.0 else own(b)
+        return with_floor(scaled(own(b), k) if k != 1.0 else own(b), floor)
 
     if harness:      # the group goes to one replica at a time: each gets a group every dp windows
         group, held = harness_group(requests_per_s, *harness)
@@ -166,14 +194,17 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     def prompts_of(sv: Serving) -> float:
         return group if group is not None else 1.0 + lam * sv.step
 
+    # multi-step scheduling: a new request waits (n - 1) / 2 steps on average for the next scheduling pass
+    multi = (cal.scheduler_steps - 1) / 2
+
     def first_token(sv: Serving) -> float:
         if cal.prefill_in_step:
             # no sooner than the prompt's own prefill: a long prompt is chunked over more steps than the
             # fitted few, and runs no faster than alone (review 13: a 30k-token prompt's first token in
             # 136 ms against its 3,140 ms prefill)
-            return cal.request_ms * 1e-3 + max(steps * sv.tpot, sv.prefill)
+            return cal.request_ms * 1e-3 + max(steps * sv.tpot, sv.prefill) + multi * sv.tpot
         # the prefill-only step over the prompts waiting at the boundary of the running decode step
-        return cal.request_ms * 1e-3 + held + sv.step / 2 + group_prefill_s(sv, output, prompts_of(sv))
+        return cal.request_ms * 1e-3 + held + sv.step / 2 + multi * sv.step + group_prefill_s(sv, output, prompts_of(sv))
 
     def in_engine(sv: Serving) -> float:
         return first_token(sv) + output * sv.tpot
@@ -192,13 +223,18 @@ def serving_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, request
     first = _first_token_words(cal, sv, output, held if harness else None, prompts_of(sv))
     basis = (f"the measured {capacity_requests_per_s / dp:,.2f}, the speed model's times x {k:.2f}" if capacity_requests_per_s
              else f"its throughput at batch {b_max:,} / {output:,} output tokens")
+    if floor > 0:
+        basis += f"; each step {floor * 1e3:,.1f} ms of launch and scheduling beside its batch's work"
+    if multi:
+        first += f" + {multi:g} decode steps to the next scheduling pass (one every {cal.scheduler_steps} steps)"
     slots_how = f" (KV taken as each grows: {prompt + held_output:,} tokens held on average)" if cal.kv_on_demand else ""
     how = (f"{requests_per_s:g} requests/s over {dp} replica(s): utilisation {rho:.2f} of {mu:,.2f} requests/s per replica "
            f"({basis}); {lo:,} sequences in flight (Little's law); TTFT = {cal.request_ms:g} ms request handling + {first} + "
            + (f"{wait * 1e3:,.1f} ms for one of {b_max:,} sequence slots{slots_how} (M/D/c, each held {in_engine(sv):,.1f} s)" if not saturated
               else f"an unbounded wait for one of {b_max:,} sequence slots (the rate is past the capacity)"))
-    return Load(lam, mu, rho, lo, b_max, math.inf if saturated else ttft * 1e3, wait * 1e3, sv.prefill * 1e3,
-                sv.tpot * 1e3, saturated, how)
+    mean_ms = math.inf if saturated else ttft * 1e3
+    return Load(lam, mu, rho, lo, b_max, mean_ms, wait * 1e3, sv.prefill * 1e3, sv.tpot * 1e3, saturated, how,
+                mean_ms * cal.ttft_p99_factor, sv.tpot * 1e3 * cal.tpot_p99_factor)
 
 
 def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Calibration, sp: Speed,
@@ -227,7 +263,8 @@ def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         return replace(sp, ttft_ms=ttft, capacity_requests_per_s=total, **at_rate), load
     text = (f"at {w.requests_per_s:g} requests/s (requests_per_s): " +
             (f"capacity {total:,.2f} requests/s < {w.requests_per_s:g} requested: no steady state" if load.saturated
-             else f"{load.ttft_ms:,.0f} ms") + f"; {load.formula}")
+             else f"{load.ttft_ms:,.0f} ms mean, about {load.ttft_p99_ms:,.0f} ms at the 99th percentile (x {cal.ttft_p99_factor:.2f}, "
+                  f"fitted on MLPerf Server logs' p99)") + f"; {load.formula}")
     terms = dict(sp.speed_explained)
     if at_rate and not load.saturated and not lay.pools:
         # the step's terms at the batch the rate keeps in flight, the one whose TPOT is shown (review 13: the
@@ -236,6 +273,7 @@ def speed_at_rate(w: Workload, led: Ledger, gpu: GPU, lay, rate: Term, cal: Cali
         terms.update({k: v for k, v in at_batch.speed_explained.items() if k != "ttft_ms"})
     explained = {**terms, "ttft_at_rate_ms": {
         "value": ttft, "factor": {"first_token_steps": cal.first_token_steps, "utilisation": round(load.utilisation, 4),
+                                  "p99_ms": None if load.saturated else round(load.ttft_p99_ms, 1),
                                   "capacity_requests_per_s": round(total, 4), "in_flight_per_replica": load.in_flight},
         "source": "catalog/efficiency.yaml (first_token_steps fitted by bench/fit.py on MLPerf Server logs)", "formula": text}}
     why = {**sp.why, "ttft_ms": text}

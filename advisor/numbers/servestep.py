@@ -39,6 +39,31 @@ class Shape:
     # with MLA (absorbed into the latent, as FlashMLA and TensorRT-LLM decode it) query heads x the
     # cached latent: every head's scores and values run over all mla_kv_dim values (576 for DeepSeek-V3)
     decode_attn_dim: float | None = None
+    # sliding-window attention (gpt-oss: 18 of 36 layers over the last 128 tokens; Gemma, Mistral 7B):
+    # those layers' queries attend to at most `window` tokens, in prefill and decode alike
+    window: int = 0
+    window_layers: int = 0
+
+
+def attended_pairs(sh: Shape, tokens: float) -> float:
+    """(query, key) pairs causal attention computes over a `tokens`-token prefix, summed over the layers:
+    tokens^2 / 2 per full layer, and per sliding-window layer each query sees at most `window` keys
+    (window x tokens - window^2 / 2 past the window). Before 2026-12-07 every layer was counted full,
+    so gpt-oss's 32k-token prefill carried twice its attention FLOPs."""
+    L = sh.layers or 0
+    wl = min(sh.window_layers, L) if sh.window else 0
+    full = (L - wl) * tokens * tokens / 2
+    if not wl:
+        return full
+    W = float(sh.window)
+    return full + wl * (tokens * tokens / 2 if tokens <= W else W * tokens - W * W / 2)
+
+
+def attended_keys(sh: Shape, ctx: float) -> float:
+    """Keys one decode query attends to at context `ctx`, summed over the layers (windowed layers: at most the window)."""
+    L = sh.layers or 0
+    wl = min(sh.window_layers, L) if sh.window else 0
+    return (L - wl) * ctx + wl * min(ctx, float(sh.window or 0))
 
 
 def mixed_input(precision: str | None, gpu: GPU) -> bool:
@@ -190,7 +215,8 @@ class _Rates(NamedTuple):
     split: tuple[int, float] | None            # a DEP group wider than the NVLink domain: (domain, its bytes/s)
     over: float                                # s, launch and scheduling cost of the layers of a step
     mix: float                                 # share of a native kernel the mixed-input experts run at
-    wide: float                                # the expert matmuls' efficiency at the expert width, x mix
+    wide: float                                # the expert matmuls' efficiency at the expert width
+    decode_mix: float                          # share of a BF16 grouped GEMM a decode step's mixed-input expert matmuls reach
     moe: bool                                  # experts over ep ranks: all-to-alls instead of the MoE all-reduce
 
 
@@ -209,10 +235,18 @@ def _rates(sh: Shape, gpu: GPU, cal: Calibration, rate_tflops: float, lay: Layou
     over = cal.layer_us * 1e-6 * (L or 64)          # launch and scheduling cost per layer of a step
     # grouped expert matmuls: each touched expert costs (its tokens + moe_half_tokens) tokens' worth of FLOPs
     wide = _moe_eff(sh.expert_width, cal.moe_half_width) if sh.expert_width else 1.0
-    # mixed-input experts (dequantised in the kernel) read their weights and multiply at a share of a native kernel
-    mix = cal.mixed_input_share if sh.expert_bytes and mixed_input(sh.expert_precision, gpu) else 1.0
-    wide *= mix
-    return _Rates(bw, R, link, alpha, split, over, mix, wide, ep > 1 and bool(sh.expert_bytes))
+    # mixed-input experts (a stored format the card has no matmul units for: MXFP4 on Hopper and Ampere)
+    # stream their packed weights at `mix` of a native kernel's read rate, then upcast each weight tile to
+    # BF16 in registers inside the main loop and multiply on the BF16 tensor cores (TensorRT-LLM's Hopper
+    # W4A16 MXFP4 MoE, Triton or CUTLASS; vLLM's Marlin and triton_kernels matmul_ogs; SGLang's
+    # triton_kernels; TRTLLM_GPTOSS_README). The upcast is paid once per weight tile and row tile: a
+    # decode step's few tokens per expert run in the narrowest row tiles, where it costs a fixed share of
+    # the MMA work (`mixed_input_matmul_share`); a prefill's hundreds of tokens per expert run in the
+    # widest ones, over which it is spread, and keep the BF16 rate
+    mixed = bool(sh.expert_bytes) and mixed_input(sh.expert_precision, gpu)
+    mix = cal.mixed_input_share if mixed else 1.0
+    decode_mix = cal.mixed_input_matmul_share if mixed else 1.0
+    return _Rates(bw, R, link, alpha, split, over, mix, wide, decode_mix, ep > 1 and bool(sh.expert_bytes))
 
 
 def _prefill_s(sh: Shape, cal: Calibration, lay: Layout, r: _Rates, prompt: int, cached: float, batch: int,
@@ -221,7 +255,7 @@ def _prefill_s(sh: Shape, cal: Calibration, lay: Layout, r: _Rates, prompt: int,
     term and the interference a batch's prompts put on its decode steps; apart from serving_times because
     it reads none of the decode step."""
     tp, pp, ep, adp = lay.tp, lay.pp, lay.ep, lay.attention_dp
-    bw, R, link, alpha, split, over, mix, wide, moe = r
+    bw, R, link, alpha, split, over, mix, wide, decode_mix, moe = r
     L = sh.layers or 0
     d = sh.attn_dim or 0.0
     att = lay.attention_tp                         # cards of one attention rank
@@ -231,7 +265,7 @@ def _prefill_s(sh: Shape, cal: Calibration, lay: Layout, r: _Rates, prompt: int,
     new, past = prefill_tokens(prompt, cached)
     exp_pf, tpe_pf = _touched_bytes(sh, new)
     imb_pf = expert_imbalance(new, sh.k, ep, cal.ep_skew) if moe else 1.0
-    f_dense = new * sh.dense_flops + 2 * L * (prompt ** 2 - past ** 2) * d
+    f_dense = new * sh.dense_flops + 4 * (attended_pairs(sh, prompt) - attended_pairs(sh, past)) * d
     f_exp = new * sh.expert_flops / (_moe_eff(tpe_pf, cal.moe_half_tokens) * wide)
     f_pf = f_dense + f_exp
     pf_comm = _layer_comm(sh, new, new, new / att, lay, moe, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
@@ -263,7 +297,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     `spec`: speculative decoding's (drafted tokens per step, mean accepted length per step)."""
     tp, pp, ep, adp = lay.tp, lay.pp, lay.ep, lay.attention_dp
     r = _rates(sh, gpu, cal, rate_tflops, lay)
-    bw, R, link, alpha, split, over, mix, wide, moe = r
+    bw, R, link, alpha, split, over, mix, wide, decode_mix, moe = r
     L = sh.layers or 0
     d = sh.attn_dim or 0.0
     ctx = prompt + output / 2                      # average context of a sequence being decoded
@@ -273,7 +307,7 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
     # the busiest attention rank sets the pace: sequences are dealt out whole
     b_att = math.ceil(batch / adp) * adp
     kv_read = b_att * kv_seq(ctx) * kv_rep / pp if kv_seq else 0.0
-    attn_f = 4 * L * ctx * (sh.decode_attn_dim or d)
+    attn_f = 4 * attended_keys(sh, ctx) * (sh.decode_attn_dim or d)
 
     def decode_step(q: int):
         """(step, memory, compute, collectives) of a step that runs q tokens of every sequence (1, or
@@ -284,7 +318,8 @@ def serving_times(sh: Shape, kv_seq, gpu: GPU, cal: Calibration, rate_tflops: fl
         att_mem, att_cmp = kv_read / (tp * bw), b_att * attn_f * q / (tp * pp * R)
         rest_mem, rest_cmp = gemm_mem + att_mem, gemm_cmp + att_cmp
         imb = expert_imbalance(mb * q, sh.k, ep, cal.ep_skew) if moe else 1.0
-        exp_mem, exp_cmp = expert_gemm_s(exp_bytes / mix, batch * q * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide) * imb,
+        exp_flops = batch * q * sh.expert_flops / (_moe_eff(tpe, cal.moe_half_tokens) * wide * decode_mix) * imb
+        exp_mem, exp_cmp = expert_gemm_s(exp_bytes / mix, exp_flops,
                                          tp, tp * pp, bw, R)
         t_comm = _layer_comm(sh, mb * q / adp, mb * q, mb * q / tp, lay, moe, link, alpha, dispatch_bytes, split) + (pp - 1) * alpha
         # + sampling and bookkeeping per sequence: each attention-DP rank schedules its own sequences at once

@@ -20,7 +20,8 @@ from advisor.numbers.calibration import Calibration, calibration, default_calibr
 from advisor.numbers.cardmemory import kv_replication
 from advisor.numbers.layouts import Layout
 # one replica's serving step, timed (read here as speed.serving_times and friends)
-from advisor.numbers.servestep import (ACT_BYTES, FP4_NAMES, Serving, Shape, _layer_comm, decode_rest_s, expert_gemm_s,  # noqa: F401
+from advisor.numbers.servestep import (ACT_BYTES, FP4_NAMES, Serving, Shape, _layer_comm, attended_keys, attended_pairs,  # noqa: F401
+                                       decode_rest_s, expert_gemm_s,
                                        expert_imbalance, experts_touched, group_latency_s, group_link, host_staged,
                                        mixed_input, pp_return_s, prefill_tokens, serving_times, _moe_eff, _touched_bytes)
 from advisor.numbers.ledger import Ledger, Sized, training_precision
@@ -149,8 +150,12 @@ def shape(w: Workload, led: Ledger) -> Shape:
     # for DeepSeek-V3's 128 heads of 56
     mla = m.num("mla_kv_dim")
     dec = heads * mla if mla and heads else attn
+    window = int(m.num("sliding_window") or 0)
+    windowed = m.num("sliding_window_layers")
+    windowed = int(windowed if windowed is not None else (layers or 0)) if window else 0
     return Shape(dense_b, exp_b, dense_f, exp_f, s.experts, s.experts_per_token,
-                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None, exp_prec, dec)
+                 int(layers) if layers else None, hidden, attn, width, int(moe_layers) if moe_layers else None, exp_prec, dec,
+                 window, windowed)
 
 
 def max_batch(w: Workload, led: Ledger, gpu: GPU, cal: Calibration, lay: Layout, prompt: int, output: int,

@@ -42,6 +42,17 @@ WHY_LABELS = {"ideal": "Best case (weights / bandwidth)", "rl_step": "RL step", 
               "ttft_ms": "Time to first token", "kv_transfer_ms": "KV transfer between pools"}
 
 
+def _load_basis(c: dict, inputs: dict) -> str:
+    """What load the speed figures are at (issue 46): requests arriving at a rate, which a service sees and
+    whose TTFT carries the queue, or a closed loop of N users, each sending its next request when its last
+    one is answered (no queue: MLPerf's Server runs show TTFT 5-20x above such a figure at a rate)."""
+    n = c.get("concurrency") or inputs.get("concurrency")
+    if inputs.get("requests_per_s"):
+        return (f"at {inputs['requests_per_s']:g} requests/s arriving at random (Poisson; the first token includes "
+                f"the wait for a free slot), {n} sequences in flight")
+    return f"at a closed loop of {n} users (each sends its next request when the last is answered: no queue)"
+
+
 def view(rec: dict, catalog: Catalog) -> dict:
     """Everything a memo shows, as ready-made strings and lists (templates compute nothing). The summary
     comes first, then the evidence; knowledge IDs appear only in the audit."""
@@ -109,7 +120,7 @@ def _recommendation(x: _Record) -> dict:
     elif mode == "inference":
         facts.append(("Speed", f"first token in {_num(c.get('ttft_ms', c['prefill_ms']))} ms for a {inputs.get('prompt_tokens', 0):,}-token prompt; "
                                f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"
-                               f" at {c.get('concurrency') or inputs.get('concurrency')} sequences (expected, calibrated: docs/accuracy.md)"))
+                               f" {_load_basis(c, inputs)} (expected, calibrated: docs/accuracy.md)"))
     elif c.get("training_hours") is not None:
         rng = c.get("training_hours_range") or [c["training_hours"], c["training_hours"]]
         facts.append(("Time", f"about {_num(c['training_hours'])} hours ({_num(rng[0])}-{_num(rng[1])}) for "
