@@ -23,14 +23,12 @@ from advisor.inputs.prices import PRICE_TIERS, Price, provider_key, provider_mat
 from advisor.numbers.capacity import contract, offer_dict, pick_several, region_text, reserve_for_job, several
 from advisor.numbers.power import kw_per_card, power
 from advisor.numbers.owning import _tco_figures, rent_vs_buy_text, tco
+from advisor.numbers.site import SITE_KEYS, WORKSTATION_SITE, purchase_unit, site_figures  # noqa: F401  (read from this module too)
 from advisor.numbers.terms import HOURS_PER_MONTH
 
 INSTANCE_KINDS = ("on-demand", "reserved", "spot")
 #: where the plan is bought rather than rented; a workstation is a desk or lab machine (issue 22)
 ON_PREM = ("on-prem", "air-gapped", "workstation")
-#: a machine under a desk: wall power with no cooling plant (PUE 1), no colocation, no server around
-#: the card (the card goes into a PC): the data-centre figures that do not apply there
-WORKSTATION_SITE = {"pue": 1.0, "hosting_usd_per_kw_month": 0.0, "server_overhead": 1.0}
 
 
 def pick_price(prices: list[Price], count: int, group: int, capacity: dict | None = None):
@@ -324,39 +322,6 @@ def _price(gpu, catalog, count: int, nodes: int, group: int, w, fabric: bool = F
 
 # --- rent versus buy ----------------------------------------------------------------------------
 
-#: workload constraint -> the purchase.yaml site figure it overrides
-SITE_KEYS = {"amortisation_years": "amortisation_years", "usd_per_kwh": "usd_per_kwh", "pue": "pue",
-             "hosting_usd_per_kw_month": "hosting_usd_per_kw_month", "busy_share": "utilisation"}
-
-
-def purchase_unit(gpu, catalog) -> int | None:
-    e = catalog.purchase.get("gpus", {}).get(gpu.id) if catalog.purchase else None
-    return int(e.get("unit_gpus", 1)) if e else None
-
-
-def _site(catalog, w) -> dict:
-    """The data-centre figures: the workload's overrides, else purchase.yaml's sourced defaults."""
-    site = (catalog.purchase or {}).get("site", {})
-    out = {}
-    for key, figure in SITE_KEYS.items():
-        fig = site.get(figure, {})
-        mine = getattr(w.constraints, key, None)
-        out[figure] = {"v": mine if mine is not None else fig.get("v"), "range": None if mine is not None else fig.get("range"),
-                    "source": "workload file" if mine is not None else f"{fig.get('src')} ({fig.get('date')})"}
-    for key in ("server_overhead", "maintenance_share_per_year"):
-        fig = site.get(key, {})
-        out[key] = {"v": fig.get("v"), "range": fig.get("range"), "source": f"{fig.get('src')} ({fig.get('date')})"}
-    if w.constraints.deployment == "workstation":
-        # a desk pays the household tariff, not the industrial one a data centre negotiates
-        home = site.get("workstation_usd_per_kwh", {})
-        if w.constraints.usd_per_kwh is None and home.get("v") is not None:
-            out["usd_per_kwh"] = {"v": home["v"], "range": home.get("range"), "source": f"{home.get('src')} ({home.get('date')})"}
-        for key, v in WORKSTATION_SITE.items():
-            if key == "pue" or getattr(w.constraints, key, None) is None:
-                out[key] = {"v": v, "range": None, "source": "a workstation: wall power, no cooling plant, colocation or server chassis"}
-    return out
-
-
 def _years(date) -> list[int]:
     return [int(y) for y in re.findall(r"(?:19|20)\d\d", str(date or ""))]
 
@@ -378,7 +343,7 @@ def own(gpu, catalog, count: int, nodes: int, group: int, w) -> Cost:
     entry = (catalog.purchase or {}).get("gpus", {}).get(gpu.id)
     if not entry:
         return Cost(price_unknown="no purchase price known for this GPU (on premises it is bought, not rented)")
-    s = _site(catalog, w)
+    s = site_figures(catalog, w)
     if entry.get("includes_server"):
         # a rack price (NVL72) already holds the CPUs, switch trays, power shelves and cooling around the GPUs
         s = {**s, "server_overhead": {"v": 1.0, "range": None, "source": "catalog/purchase.yaml: the price is of the whole rack, servers included"}}
@@ -448,7 +413,7 @@ def fleet_cost(gpu, catalog, count: int, nodes: int, group: int, w, mine) -> Cos
     the way the deployment gets cards (rented in a cloud, bought on premises), and both are shown."""
     owned = min(count, mine.count)
     extra = count - owned
-    s = _site(catalog, w)
+    s = site_figures(catalog, w)
     per, how = kw_per_card(gpu)
     if mine.usd_per_gpu_hour is not None:
         owned_h = owned * mine.usd_per_gpu_hour
