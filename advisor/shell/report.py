@@ -123,7 +123,9 @@ def summary_text(rec: dict, cat=None, width: int | None = None) -> str:
         hours = f" ({r['job_hours']:,.1f} h)" if r.get("job_hours") is not None else ""
         io = (f", {wording.small_usd(r['usd_per_million_io_tokens'])} per million input + output tokens"
               if r.get("usd_per_million_io_tokens") is not None else "")
-        unit = (f"; {wording.job_usd(r['usd_per_job'])} per job{hours}{io}" if r.get("usd_per_job") is not None
+        own = memokind.unit_cost(r)          # a kind counted in images or clips: its cost and speed per unit
+        unit = (f"; {own}, {memokind.speed_short(r)}" if own is not None
+                else f"; {wording.job_usd(r['usd_per_job'])} per job{hours}{io}" if r.get("usd_per_job") is not None
                 else f"; {wording.usd(r['usd_per_million_tokens'])} per million {tokens}" if r.get("usd_per_million_tokens") is not None
                 else "")
         month = wording.month_shown(rec.get("inputs") or {}, r)
