@@ -11,33 +11,13 @@ LLM's (advisor/numbers), shared with the serving kind.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from advisor.inputs.catalog import Catalog
-from advisor.inputs.kinds import KINDS as SPECS, LLM_BATCH, KindSpec
-from advisor.inputs.workload import Workload
+from advisor.inputs.kinds import KINDS as SPECS, LLM_BATCH
 from advisor.kinds import Words
-from advisor.numbers import estimate as estimator
-from advisor.numbers import api
-from advisor.numbers.estimate import Estimate
+from advisor.kinds.llm import TokenKind
 
 SETTLE_BY = ("a thousand of the job's own requests on one node of each at the engine's largest batch, measuring "
              "input + output tokens/s")
 
 
-@dataclass(frozen=True)
-class BatchKind:
-    """An offline batch job: the serving estimator at the largest batch, its volume timed and priced whole."""
-
-    spec: KindSpec
-    words: Words
-
-    def estimate(self, w: Workload, catalog: Catalog, only: list[str] | None = None) -> Estimate:
-        return estimator.estimate(w, catalog, only)
-
-    def api_comparison(self, plan, w: Workload, catalog: Catalog) -> dict | None:
-        """The per-token APIs that sell the model (or its size class), beside the plan (numbers.api)."""
-        return api.record(plan, w, catalog)
-
-
-KINDS = {LLM_BATCH: BatchKind(SPECS[LLM_BATCH], Words("job", "hours", "batch job", SETTLE_BY))}
+# the serving estimator and the per-token APIs, as LLM serving: a TokenKind with the batch job's words
+KINDS = {LLM_BATCH: TokenKind(SPECS[LLM_BATCH], Words("job", "hours", "batch job", SETTLE_BY))}
