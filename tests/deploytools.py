@@ -176,8 +176,11 @@ DEP16 = ("mode: inference\nmodel: deepseek-v3\nconcurrency: 256\nlayout: {tp: 16
          "constraints: {gpus: [h200]}\n")
 
 
+# Disaggregated pools hand the KV cache across instances, and the planner prices traffic across instances
+# only on offers that state RDMA (catalog/fabric.yaml, issue 46): on the cheapest H100 offer (no fabric
+# stated) the plan stays colocated (TP 8 x DP 7), so the workload rents from Nebius (InfiniBand).
 LONG_PROMPT = ("mode: inference\nmodel: llama-3.1-70b\nprompt_tokens: 32768\noutput_tokens: 1000\ncontext_tokens: 34000\n"
-               "concurrency: 64\nlatency: {tpot_ms: 40}\nconstraints: {gpus: [h100]}\n")
+               "concurrency: 64\nlatency: {tpot_ms: 40}\nconstraints: {gpus: [h100], providers: [Nebius]}\n")
 
 
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from advisor.inputs import kinds
 from advisor.shell.cli import main
+from advisor.shell.deploy.plan import WRITTEN_FOR
 from deploytools import (ROOT, EXAMPLES, Refused, engine_parser, run_script, vllm_serve,
                          sglang_serve, vllm_bench, deploy, _file, _recommend_json, sky_task,
                          k8s_documents, torchtitan_args, DEP16, LONG_PROMPT)
@@ -48,13 +50,19 @@ def test_chat_example_vllm_command_has_the_plans_tp_and_kv_settings(tmp_path, ca
 
 
 def test_the_check_runs_vllm_bench_at_the_workloads_lengths_and_concurrency(tmp_path, capsys):
-    out = deploy(tmp_path, ROOT / "examples" / "chat-assistant.yaml")
+    ex = ROOT / "examples" / "chat-assistant.yaml"
+    rec = json.loads(_recommend_json(ex, capsys))
+    # the README's expected figures are the record's (they move with each refit of the speed model)
+    est = next(c for c in rec["estimate"]["candidates"] if c["gpu"] == rec["recommendation"]["gpu"])
+    out = deploy(tmp_path, ex)
     [call] = run_script(out / "bench.sh", tmp_path, BASE_URL="http://10.0.0.5:8000")
     b = vllm_bench(call)
     assert (b.random_input_len, b.random_output_len, b.max_concurrency) == (1000, 1000, 64)
     assert b.base_url == "http://10.0.0.5:8000" and b.goodput == ["ttft:500", "tpot:30"]
     readme = (out / "README.md").read_text()
-    assert "| time per output token | 16.0 ms |" in readme and "| time to first token | 69.4 ms |" in readme
+    assert f"| time per output token | {est['tpot_ms']:.1f} ms |" in readme
+    assert f"| time to first token | {est['ttft_ms']:.1f} ms |" in readme
+    assert est["tpot_ms"] <= 30 and est["ttft_ms"] <= 500     # the plan expects to meet the goodput it is checked at
 
 
 def test_a_rate_workload_is_checked_at_its_rate(tmp_path):
@@ -122,7 +130,36 @@ def test_another_row_of_the_plan_table(tmp_path, capsys):
     assert "--candidate: the plan table of h100-sxm has" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def _kind(example: Path):
+    from advisor.inputs import catalog as catalog_mod, workload
+    return workload.load(example, catalog_mod.default()).kind
+
+
+# deploy writes files for LLM serving and training; the other kinds' examples (image and video generation,
+# RL post-training, offline batch jobs) are refused with one line. Split by the workload's own kind, so a new
+# example of a served kind is checked by the tools and one of another kind by the refusal.
+SERVED = [e for e in EXAMPLES if _kind(e) in WRITTEN_FOR]
+NOT_SERVED = [e for e in EXAMPLES if _kind(e) not in WRITTEN_FOR]
+
+
+@pytest.mark.parametrize("example", NOT_SERVED, ids=lambda p: p.stem)
+def test_an_example_of_a_kind_deploy_is_not_written_for_is_refused_in_one_line(example, tmp_path, capsys):
+    capsys.readouterr()
+    assert main(["deploy", str(example), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    label = kinds.KINDS[_kind(example)].label
+    assert err.strip().splitlines() == [
+        f"gpu-advisor: error: deploy: deploy files are not written for this kind yet ({label}): "
+        "only for LLM serving and training or fine-tuning"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_examples_cover_both_what_deploy_serves_and_what_it_refuses():
+    assert {e.stem for e in NOT_SERVED} >= {"batch-summarise-overnight", "flux-dev-images", "grpo-qwen3-32b", "wan-video"}
+    assert "chat-assistant" in {e.stem for e in SERVED}
+
+
+@pytest.mark.parametrize("example", SERVED, ids=lambda p: p.stem)
 def test_every_example_writes_files_the_tools_accept(example, tmp_path, capsys):
     if "lora" in example.stem:
         # a LoRA fine-tuning plan: no launcher written yet, and deploy says so (exit 2, nothing written)
