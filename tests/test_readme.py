@@ -2,6 +2,7 @@
 claims what bench/run.py last wrote (bench/last.json); nothing here times anything."""
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -44,7 +45,9 @@ def test_timing_claims_are_bench_last_json():
 def test_the_front_door_and_the_optional_prerequisites_are_listed():
     install = "CPPFLAGS=-DPyEval_CallObject=PyObject_CallObject .venv/bin/pip install -e"
     assert f"{install} . && .venv/bin/gpu-advisor recommend examples/chat-assistant.yaml" in TEXT
-    assert f"{install} '.[test]' && .venv/bin/python -m pytest" in TEXT
+    # the test command installs the deploy files' validators too, as CI's full run does (.ci/run)
+    assert f"{install} '.[test,deploy-test]' && .venv/bin/python -m pytest" in TEXT
+    assert "install -q -e '.[test,deploy-test]'" in (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     assert "Chromium" in TEXT and "tmux" in TEXT and "apt-get install -y chromium tmux" in TEXT
 
 
