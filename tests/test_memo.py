@@ -703,7 +703,8 @@ def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
 def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(capsys):
     rec = _json(capsys, "chat-assistant")
     r = rec["recommendation"]
-    assert r["cost_range_basis"]["model_error"] == 0.118 and isinstance(r["within_error"], bool)
+    serving_error = r["cost_range_basis"]["model_error"]
+    assert serving_error == 0.118 and isinstance(r["within_error"], bool)
     win = next(c for c in rec["candidates"] if c["gpu"] == r["gpu"])
     lo, hi = win["cost_range"]
     assert lo < r["usd_per_million_tokens"] < hi
@@ -719,9 +720,15 @@ def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(ca
     assert o["winner_range"] == [round(r["usd_per_job"] * (1 - err), 4), round(r["usd_per_job"] * (1 + err), 4)]
     assert o["runner_up_range"] == [round(b200 * (1 - err), 4), round(b200 * (1 + err), 4)]
     assert o["winner_range"][1] < o["runner_up_range"][0]                 # no overlap: the ranking is stable
+    # the bands' errors are those docs/accuracy.md's "Last run" table prints for the check split
+    # (bench/accuracy.py on the merged model: serving 11.3% over 141, training 8.7% over 56; after the
+    # serve-fit merge the table printed training's pre-refit 9.9% over 53, and efficiency.yaml kept the
+    # serving 11.8% from before serve-fit's refit: this fails until both are brought together)
     doc = (EXAMPLES.parent / "docs" / "accuracy.md").read_text()
-    assert "| serving throughput | check | 141 | 11.8% |" in doc
-    assert "| training tokens/s per GPU | check | 56 | 8.7% |" in doc
+    last = doc.split("## Last run")[-1]
+    for cls, err in (("serving throughput", serving_error), ("training tokens/s per GPU", err)):
+        printed = re.search(rf"^\| {re.escape(cls)} \| check \| \d+ \| ([0-9.]+)% \|", last, re.M).group(1)
+        assert float(printed) == round(err * 100, 1), (cls, printed, err)
     rec = _json(capsys, "gpt-oss-120b-training")
     assert rec["recommendation"]["cost_range_basis"]["model_error"] == 0.087
 
