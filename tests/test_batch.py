@@ -187,11 +187,22 @@ def test_a_fixed_concurrency_or_an_arrival_rate_is_refused_for_a_batch_job(tmp_p
     capsys.readouterr()
 
 
-def test_without_a_deadline_a_job_past_30_days_is_sized_within_them(catalog, kb):
-    """No deadline: the cheapest plan per job, unless it runs past the long-job bound the training path
-    uses (numbers/longjob.py, 30 days): then the plan that finishes within it, the cheapest named beside."""
+def test_without_a_deadline_a_job_past_30_days_is_sized_on_the_knee(catalog, kb):
+    """No deadline: the cheapest plan per job, unless it runs past the long-job bound (numbers/longjob.py,
+    30 days): then, as a training job, the plan on the knee of cost against time (issue 45: the shortest
+    run of at most 90 days within 10% of the cheapest of them), the cheapest plan and the one within 30
+    days named beside it. (Before the train-size merge a batch job was held to the 30 days.)"""
+    from advisor.numbers import longjob
     d, r, plan = _job(catalog, kb, model="llama-3.1-405b", volume={"tokens": 2e11}, constraints={"gpus": ["h100-sxm"]})
-    assert r["job_hours"] <= 30 * 24 and plan.beyond_bound is not None
-    assert plan.beyond_bound["training_hours"] > 30 * 24 and plan.beyond_bound["count"] < r["count"]
-    # sized on the knee of cost against time (issue 45), which finishes within the bound
-    assert any(x["limit"] in ("long_job_bound", "knee_of_cost_and_time") for x in d.record["limits"])
+    # the cheapest plan, 16 x H100, would run 7,189 h (300 days): named beside, fewer cards and longer
+    assert plan.beyond_bound["training_hours"] > longjob.KNEE_DAYS[0] * 24 and plan.beyond_bound["count"] < r["count"]
+    # 112 x H100 for 1,027 h (43 days), the same $339,303 per job as the 60- and 90-day runs; 160 cards
+    # within 30 days cost 19% more, past the 10% tolerance: named as the plan within the bound
+    knee = plan.knee
+    assert [x["limit"] for x in d.record["limits"]] == ["knee_of_cost_and_time"]
+    assert longjob.LONG_JOB_HOURS < r["job_hours"] <= longjob.KNEE_DAYS[0] * 24 and r["count"] == 112
+    low = knee["cheapest_run_usd_per_job"]
+    near = [x for x in knee["runs"] if x["usd_per_job"] <= low * (1 + longjob.KNEE_TOLERANCE)]
+    assert r["job_hours"] == pytest.approx(min(x["training_hours"] for x in near))
+    month = next(x for x in knee["runs"] if x["days"] == 30)
+    assert month["usd_per_job"] > low * (1 + longjob.KNEE_TOLERANCE) and knee["within_bound"].startswith(f"{month['count']} x h100-sxm")

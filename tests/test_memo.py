@@ -703,7 +703,8 @@ def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
 def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(capsys):
     rec = _json(capsys, "chat-assistant")
     r = rec["recommendation"]
-    assert r["cost_range_basis"]["model_error"] == 0.118 and isinstance(r["within_error"], bool)
+    serving_error = r["cost_range_basis"]["model_error"]
+    assert serving_error == 0.118 and isinstance(r["within_error"], bool)
     win = next(c for c in rec["candidates"] if c["gpu"] == r["gpu"])
     lo, hi = win["cost_range"]
     assert lo < r["usd_per_million_tokens"] < hi
@@ -711,11 +712,23 @@ def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(ca
     rec = _json(capsys, "7b-pretraining-deadline")
     r, o = rec["recommendation"], rec["runner_up_overlap"]
     assert o["gpu"] == rec["runner_up"]["gpu"] == "b200" and r["within_error"] is False and o["overlap"] is False
-    assert o["winner_range"] == [4888.7328, 5963.0603] and o["runner_up_range"] == [7184.286, 8763.0747]
-    assert o["winner_range"] == [round(r["usd_per_job"] * (1 - 0.099), 4), round(r["usd_per_job"] * (1 + 0.099), 4)]
+    # each band is the plan's cost per job x (1 -+ the training model's 8.7% error, docs/accuracy.md;
+    # 9.9% before the training refit): $5,227 for the H100 plan, $7,755 for the B200's
+    err = r["cost_range_basis"]["model_error"]
+    assert err == 0.087
+    b200 = next(a for a in rec["alternatives"] if a["gpu"] == "b200")["ranking_cost"]["usd"]
+    assert o["winner_range"] == [round(r["usd_per_job"] * (1 - err), 4), round(r["usd_per_job"] * (1 + err), 4)]
+    assert o["runner_up_range"] == [round(b200 * (1 - err), 4), round(b200 * (1 + err), 4)]
+    assert o["winner_range"][1] < o["runner_up_range"][0]                 # no overlap: the ranking is stable
+    # the bands' errors are those docs/accuracy.md's "Last run" table prints for the check split
+    # (bench/accuracy.py on the merged model: serving 11.3% over 141, training 8.7% over 56; after the
+    # serve-fit merge the table printed training's pre-refit 9.9% over 53, and efficiency.yaml kept the
+    # serving 11.8% from before serve-fit's refit: this fails until both are brought together)
     doc = (EXAMPLES.parent / "docs" / "accuracy.md").read_text()
-    assert "| serving throughput | check | 141 | 11.8% |" in doc
-    assert "| training tokens/s per GPU | check | 56 | 8.7% |" in doc
+    last = doc.split("## Last run")[-1]
+    for cls, err in (("serving throughput", serving_error), ("training tokens/s per GPU", err)):
+        printed = re.search(rf"^\| {re.escape(cls)} \| check \| \d+ \| ([0-9.]+)% \|", last, re.M).group(1)
+        assert float(printed) == round(err * 100, 1), (cls, printed, err)
     rec = _json(capsys, "gpt-oss-120b-training")
     assert rec["recommendation"]["cost_range_basis"]["model_error"] == 0.087
 
@@ -765,20 +778,23 @@ def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(c
     rec = _json(capsys, "7b-pretraining-deadline")
     b = next(a for a in rec["alternatives"] if a["gpu"] == "b200")
     assert b["ranking_cost"] == {"unit": "job", "usd": 7754.6265} and b["training_hours"] == 53.9715
-    # B200 has shipped for 20 months (past K12's year): no rule counts against it, the cost alone decided
-    assert b["tokens_per_s_per_user"] is None and b["reason"] == "it costs 47% more"
+    # B200 has shipped for 20 months (past K12's year): no rule counts against it, the cost alone decided;
+    # $7,755 against the H100 plan's $5,227 (47% against $5,426 before the training refit's goodput fit)
+    premium = b["ranking_cost"]["usd"] / rec["recommendation"]["usd_per_job"] - 1
+    assert round(premium * 100) == 48
+    assert b["tokens_per_s_per_user"] is None and b["reason"] == f"it costs {premium:.0%} more"
     excluded = [a for a in rec["alternatives"] if a["excluded"]]
     assert excluded and all(a["reason"].startswith("excluded by ") for a in excluded)
 
 
 def test_long_runs_and_many_instances_on_demand_are_risks_with_what_to_do(capsys):
-    rec = _json(capsys, "7b-pretraining-deadline")         # 64 x H100 on 8 on-demand instances, 65.7 h (80 on 10 before plans kept the headroom free)
+    rec = _json(capsys, "7b-pretraining-deadline")         # 64 x H100 on 8 on-demand instances, 63.3 h (65.7 h before the training refit's goodput fit; 80 on 10 before plans kept the headroom free)
     w = {x["rule"]: x for x in rec["warnings"]}
     cap, run = w["risk-capacity-or-contract"], w["risk-long-training-run"]
     assert cap["severity"] == "medium" and "8 whole instances (64 cards" in cap["text"]
     assert "reservation or contract for 8 instances" in cap["mitigation"]
     # 16,384 x 54 x 24 / 419 = 50,677 GPU-hours per unexpected interruption (LLAMA3_RELIABILITY)
-    assert run["severity"] == "low" and "about 65.7 hours on 64 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
+    assert run["severity"] == "low" and "about 63.3 hours on 64 cards" in run["text"] and "50,000 GPU-hours" in run["text"]
     assert run["mitigation"].startswith("Checkpoint every few hours")
     md = memo(capsys, "7b-pretraining-deadline", "md")
     assert "What to do: Checkpoint every few hours" in md and "LLAMA3_RELIABILITY" in md
@@ -800,7 +816,9 @@ def test_html_tradeoff_chart_speed_per_user_against_cost_with_the_service_level(
     html = memo(capsys, "7b-pretraining-deadline", "html")
     svg = re.search(r'<svg class="chart tradeoff-chart".*?</svg>', html, re.S).group(0)
     assert "Training hours against cost per job" in svg and "deadline 72 h" in svg
-    assert "64 x h100-sxm: $5,426, 66 h (chosen)" in svg
+    # 50.7 h of steps / goodput 0.800 = 63.3 h (tests/test_planner.py), x the hourly price = $5,227 per job
+    # ($5,426, 66 h before the training refit's goodput fit)
+    assert "64 x h100-sxm: $5,227, 63 h (chosen)" in svg
 
 
 def test_summary_shows_the_top_three_risks_whole(capsys):

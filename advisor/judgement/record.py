@@ -308,9 +308,9 @@ def compact(rec: dict) -> dict:
     r = rec.get("recommendation") or {}
     win = r.get("gpu")
     est = dict(rec["estimate"])
-    # the winner's estimate whole (its buy-or-rent comparison is the recommendation's `tco`), the
-    # others' figures that explain prints
-    est["candidates"] = [({k: v for k, v in c.items() if not (k == "tco" and v == r.get("tco"))} if c.get("gpu") == win
+    # the winner's estimate whole (its buy-or-rent comparison and its offer, with the offer's fabric and
+    # capacity, are the recommendation's `tco` and `price`), the others' figures that explain prints
+    est["candidates"] = [({k: v for k, v in c.items() if not (k in ("tco", "price") and v == r.get(k))} if c.get("gpu") == win
                           else {k: c[k] for k in BRIEF_FIELDS if c.get(k) is not None}) for c in est["candidates"]]
     # the winner's warnings are the record's `warnings`; the others' texts are not kept (their rules
     # and weights are in `contributions`)
