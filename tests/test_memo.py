@@ -694,7 +694,7 @@ def test_html_cost_chart_has_axis_labels_and_marks_the_winner(capsys):
     svg = re.search(r'<svg[^>]*class="cost-chart".*?</svg>', html, re.S) or re.findall(r"<svg.*?</svg>", html, re.S)
     text = svg.group(0) if hasattr(svg, "group") else next(s for s in svg if "whiskers" in s)
     # serving is ranked per million output tokens: the chart's unit, with the model's band as whiskers
-    assert "USD per million output tokens; whiskers: the speed model&#39;s error (11.8%); the chosen plan in blue" in text
+    assert "USD per million output tokens; whiskers: the speed model&#39;s error (11.3%); the chosen plan in blue" in text
     assert ">$0.00<" in text and ">$0.60<" in text and ">$0.19: chosen</text>" in text
     # the winner, and it alone, in bold
     assert re.findall(r'<text class="gpu-label"[^>]*font-weight="bold">([^<]*)<', text) == ["2 x h100-sxm"]
@@ -704,7 +704,7 @@ def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(ca
     rec = _json(capsys, "chat-assistant")
     r = rec["recommendation"]
     serving_error = r["cost_range_basis"]["model_error"]
-    assert serving_error == 0.118 and isinstance(r["within_error"], bool)
+    assert serving_error == 0.113 and isinstance(r["within_error"], bool)
     win = next(c for c in rec["candidates"] if c["gpu"] == r["gpu"])
     lo, hi = win["cost_range"]
     assert lo < r["usd_per_million_tokens"] < hi
@@ -721,9 +721,7 @@ def test_stability_fields_in_the_record_and_model_error_as_docs_accuracy_says(ca
     assert o["runner_up_range"] == [round(b200 * (1 - err), 4), round(b200 * (1 + err), 4)]
     assert o["winner_range"][1] < o["runner_up_range"][0]                 # no overlap: the ranking is stable
     # the bands' errors are those docs/accuracy.md's "Last run" table prints for the check split
-    # (bench/accuracy.py on the merged model: serving 11.3% over 141, training 8.7% over 56; after the
-    # serve-fit merge the table printed training's pre-refit 9.9% over 53, and efficiency.yaml kept the
-    # serving 11.8% from before serve-fit's refit: this fails until both are brought together)
+    # (bench/accuracy.py on the merged model: serving 11.3% over 141, training 8.7% over 56)
     doc = (EXAMPLES.parent / "docs" / "accuracy.md").read_text()
     last = doc.split("## Last run")[-1]
     for cls, err in (("serving throughput", serving_error), ("training tokens/s per GPU", err)):
@@ -739,12 +737,18 @@ def test_per_token_ranking_bands_the_cost_with_the_models_error(capsys):
     rec = _json(capsys, "llama-70b-128-users")
     r, o = rec["recommendation"], rec["runner_up_overlap"]
     assert r["unit"] == "million_tokens" and rec["service_level_margin"] is None
-    # $0.9963 and $1.6859 per million output tokens x (1 -+ 11.8%)
-    assert o["gpu"] == "h200-sxm" and o["winner_range"] == [0.8786, 1.1136] and o["runner_up_range"] == [1.4866, 1.8844]
+    # each plan's cost per million output tokens x (1 -+ 11.3%, the serving check split's median error)
+    err = r["cost_range_basis"]["model_error"]
+    h200 = next(a for a in rec["alternatives"] if a["gpu"] == "h200-sxm")["ranking_cost"]["usd"]
+    assert o["gpu"] == "h200-sxm" and err == 0.113
+    assert o["winner_range"] == [round(r["usd_per_million_tokens"] * (1 - err), 4), round(r["usd_per_million_tokens"] * (1 + err), 4)]
+    assert o["runner_up_range"] == [round(h200 * (1 - err), 4), round(h200 * (1 + err), 4)]
     assert o["overlap"] is False and r["within_error"] is False
     md = " ".join(memo(capsys, "llama-70b-128-users", "md").split())
-    assert ("Stable: h100-sxm $0.88-$1.11 and h200-sxm $1.49-$1.88 per million output tokens, each with the speed "
-            "model's 11.8% median error") in md
+    lo, hi = o["winner_range"]
+    ru_lo, ru_hi = o["runner_up_range"]
+    assert (f"Stable: h100-sxm ${lo:.2f}-${hi:.2f} and h200-sxm ${ru_lo:.2f}-${ru_hi:.2f} per million output tokens, each "
+            "with the speed model's 11.3% median error") in md
 
 
 def test_record_lists_the_alternatives_with_both_costs_speed_layout_and_reason(capsys):
@@ -885,7 +889,7 @@ def test_markdown_memo_writes_its_charts_beside_it_and_links_them(capsys, tmp_pa
         assert svg.split("\n", 1)[1].strip() in html
     cost = ET.fromstring((tmp_path / "memo.cost.svg").read_text().encode())
     texts = [t.text for t in cost.iter(ns + "text")]
-    assert "USD per million output tokens; whiskers: the speed model's error (11.8%); the chosen plan in blue" in texts
+    assert "USD per million output tokens; whiskers: the speed model's error (11.3%); the chosen plan in blue" in texts
     assert "$0.00" in texts and "$0.19: chosen" in texts
     # on stdout there is no folder for chart files: no image links
     assert "![" not in memo(capsys, "chat-assistant", "md")
