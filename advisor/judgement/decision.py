@@ -13,7 +13,7 @@ from advisor.judgement import ranking, record
 from advisor import kinds
 from advisor.numbers import knobs, planner
 from advisor.numbers.estimate import Estimate
-from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, shortfall, times, unit_cost, unit_of_work
+from advisor.numbers.objective import UNIT_LABELS, closeness, nearest, plan_time, shortfall, times, unit_cost, unit_of_work
 from advisor.numbers.plan import Plan
 from advisor.numbers.terms import rounded
 from advisor.judgement.facts import facts_for, prop
@@ -164,7 +164,7 @@ def _selected(effect: dict, fact: dict, catalog: Catalog) -> bool:
 def _option(c: Plan, score: float, unit: str, w, contributions: list) -> ranking.Option:
     """A candidate as the ranking sees it: count, premium score, cost per unit of work, and the
     hours each card runs per unit (to turn a cost into a break-even price per GPU-hour)."""
-    t = getattr(c, w.kind_spec.time_field, None)
+    t = plan_time(w, c)
     if unit == "hour":
         hours = 1.0
     elif unit == "job":

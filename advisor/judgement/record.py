@@ -13,7 +13,7 @@ from advisor.judgement import alternatives, ranking
 from advisor.numbers import plantable
 from advisor.numbers.plan import KIND_FIGURES
 from advisor import kinds
-from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS, closeness, nearest, shortfall, unit_cost, unit_of_work
+from advisor.numbers.objective import UNIT_FIELD, UNIT_LABELS, closeness, nearest, plan_time, shortfall, unit_cost, unit_of_work
 from advisor.numbers.terms import rounded
 
 
@@ -93,17 +93,13 @@ def _recommendation(d, c) -> dict:
            **c.layout.degrees(),      # every declared dimension (advisor.inputs.parallel)
            "usd_per_hour": c.usd_per_hour,
            "usd_per_million_tokens": c.usd_per_million_tokens, "usd_per_job": c.usd_per_job,
-           # every job with a volume (training tokens, a batch job's requests or tokens) states its hours
-           # beside its cost: the kind's time figure (training_hours, or a batch job's hours)
-           "job_hours": getattr(c, est.workload.kind_spec.time_field, None) if unit_of_work(est.workload) == "job" else None,
+           # every job (training, RL, a batch job) states its hours beside its cost, issue 44's interface:
+           # the kind's time figure (training_hours, or a batch job's hours)
+           "job_hours": plan_time(est.workload, c) if est.workload.kind_spec.job else None,
            "usd_per_million_io_tokens": c.usd_per_million_io_tokens,
            "price": c.price, "price_unknown": c.price_unknown, "tco": c.tco,
            "objective": est.workload.objective, "unit": d.ranked.unit if d.ranked else None,
            "ranked_on": d.ranked.basis if d.ranked else None}
-    spec = est.workload.kind_spec
-    if spec.job:
-        # a job with a volume (training, RL, a batch job): its hours beside usd_per_job (issue 44's interface)
-        rec["job_hours"] = getattr(c, spec.time_field, None)
     if not est.workload.kind_spec.tokens:
         # a kind counted in its own units (images, clips): its figures in place of the token ones
         for k in ("usd_per_million_tokens", "usd_per_job", "usd_per_million_io_tokens", "job_hours"):

@@ -11,8 +11,8 @@ from advisor.inputs.catalog import Catalog
 from advisor.inputs.kinds import KINDS as SPECS, RL, KindSpec
 from advisor.inputs.workload import Workload
 from advisor.kinds import Words
+from advisor.kinds.llm import TokenKind
 from advisor.kinds.rl import models, plans, step as steps
-from advisor.numbers import api
 from advisor.numbers.estimate import Estimate, candidate_gpus
 from advisor.numbers.ledger import TRAINING_SAFETY, Ledger, kv_shape, size_model, training_ledger
 from advisor.numbers.plan import Plan
@@ -99,9 +99,8 @@ class RLKind:
         return Estimate(w, led, cands, compute_terms(w, led), led.kv.bytes_per_sequence(1) if led.kv else None,
                         notes, led.bytes("total_gb"))
 
-    def api_comparison(self, plan, w: Workload, catalog: Catalog) -> dict | None:
-        """The per-token APIs that sell the model (or its size class), beside the plan (numbers.api)."""
-        return api.record(plan, w, catalog)
+    # the per-token APIs that sell the model, beside the plan: the token kinds' comparison
+    api_comparison = TokenKind.api_comparison
 
 
 TRAINED = "a few RL steps on one node of each, timing the rollout and the update separately"
