@@ -206,3 +206,16 @@ def test_without_a_deadline_a_job_past_30_days_is_sized_on_the_knee(catalog, kb)
     assert r["job_hours"] == pytest.approx(min(x["training_hours"] for x in near))
     month = next(x for x in knee["runs"] if x["days"] == 30)
     assert month["usd_per_job"] > low * (1 + longjob.KNEE_TOLERANCE) and knee["within_bound"].startswith(f"{month['count']} x h100-sxm")
+
+
+def test_the_memo_speaks_of_a_job_not_of_users_or_a_month(capsys):
+    """An offline job has no user waiting and no monthly bill: the memo's speed is the replicas' throughput
+    at their largest batch (not 'a closed loop of N users' at 'tokens/s per user'), and the summary gives
+    the job's cost, not 730 hours of it."""
+    path = str(EXAMPLES / "batch-summarise-overnight.yaml")
+    assert main(["recommend", path, "--format", "summary"]) == 0
+    short = " ".join(capsys.readouterr().out.split())
+    assert "per month" not in short
+    assert main(["recommend", path, "--format", "md"]) == 0
+    speed = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| Speed |"))
+    assert "each replica at its largest batch" in speed and "per user" not in speed and "closed loop" not in speed

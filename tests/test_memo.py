@@ -419,9 +419,11 @@ def test_text_memo_opens_with_a_summary_of_at_most_30_lines(capsys, name):
     risks = "\n".join(head).partition("Risk: ")[2].partition("Runners-up")[0]
     assert "(...)" not in risks
     summary = "\n".join(head)
-    # a month of 24x7 for serving; a rented training job's cost is per job, without a month (review 13)
-    training = yamlio.load(EXAMPLES / f"{name}.yaml").get("mode") in ("training", "fine-tuning")
-    assert ("Per unit of work: " in summary and " a month" not in summary) if training else (
+    # a month of 24x7 for serving; a rented job's cost (training, or an offline batch job with a volume) is
+    # per job, without a month (review 13)
+    doc = yamlio.load(EXAMPLES / f"{name}.yaml")
+    job = doc.get("mode") in ("training", "fine-tuning") or "volume" in doc
+    assert ("Per unit of work: " in summary and " a month" not in summary) if job else (
         " a month, 730 h" in summary or "price unknown" in summary)
     assert "Why: " in summary
     body = text.split("RECOMMENDATION IN DETAIL")[1]

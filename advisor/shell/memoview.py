@@ -117,6 +117,11 @@ def _recommendation(x: _Record) -> dict:
         facts.append(("Job", _job_line(c, inputs)))
     if memokind.own_units(c):
         facts.append(("Speed", memokind.speed_fact(c)))
+    elif mode == "inference" and c.get("job_hours") is not None:
+        # an offline job: no user waits on it, so its speed is the replicas' throughput at their largest batch
+        facts.append(("Speed", f"{_num(c['tokens_per_s'], 0)} output tokens/s in all at {c.get('concurrency') or inputs.get('concurrency')} "
+                               "sequences in flight, each replica at its largest batch, prompts' prefill included "
+                               "(expected, calibrated: docs/accuracy.md)"))
     elif mode == "inference":
         facts.append(("Speed", f"first token in {_num(c.get('ttft_ms', c['prefill_ms']))} ms for a {inputs.get('prompt_tokens', 0):,}-token prompt; "
                                f"{_num(c['tokens_per_s_per_user'], 0)} tokens/s per user, {_num(c['tokens_per_s'], 0)} tokens/s in all"

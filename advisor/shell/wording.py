@@ -241,13 +241,14 @@ def month_hours(inputs: dict, c: dict) -> tuple[float, str]:
 
 
 def month_shown(inputs: dict, c: dict) -> tuple[float, str] | None:
-    """month_hours, or None for a rented training job the workload gives no monthly use for (no
+    """month_hours, or None for a rented job (training, or an offline batch job) the workload gives no monthly use for (no
     utilisation, busy_share or jobs_per_month): a bill for 730 h of a seven-minute job is no figure a
     budget owner should read (review 13: "$7,534 a month" beside a $1.22 job); its cost is per job."""
     cons = inputs.get("constraints") or {}
     rented = (c.get("price") or {}).get("kind") not in ("purchase", "owned")
     said = _share(inputs.get("utilisation")) or _share(cons.get("busy_share")) or cons.get("jobs_per_month")
-    if inputs.get("mode") in ("training", "fine-tuning") and rented and not said:
+    job = inputs.get("mode") in ("training", "fine-tuning") or c.get("job_hours") is not None   # an offline batch job too
+    if job and rented and not said:
         return None
     return month_hours(inputs, c)
 
